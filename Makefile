@@ -1,0 +1,40 @@
+# syncupsd: build, run, test. `make run` and `make test` are the two commands a new user needs (README.md).
+
+SWIFT ?= swift
+RELEASE_FLAGS = -c release --static-swift-stdlib
+RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
+
+# Debian packages: what building and running needs, and what the test suite needs on top.
+RUN_PACKAGES = pkg-config libasound2-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
+TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3
+
+.PHONY: all build run test lint format deps deps-test clean
+
+all: build
+
+deps:
+	@scripts/ensure-packages $(RUN_PACKAGES)
+
+deps-test:
+	@scripts/ensure-packages $(TEST_PACKAGES)
+
+build: deps
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+## Builds a release daemon and runs it in the foreground with the default XDG paths. Pass flags with ARGS="…".
+run: build
+	exec $(RELEASE_BIN)/syncupsd $(ARGS)
+
+## Installs what the tests need, checks formatting, builds, and runs the whole suite.
+test: deps-test lint
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+lint:
+	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
+
+format:
+	$(SWIFT) format --in-place --recursive Package.swift Sources Tests
+
+clean:
+	rm -rf .build

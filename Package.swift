@@ -1,0 +1,87 @@
+// swift-tools-version: 6.2
+// The package graph follows ARCHITECTURE.md: a pure core in the middle, IO edges around it, thin executables.
+
+import PackageDescription
+
+/// Settings shared by every Swift target: Swift 6 mode with strict concurrency, and no warnings tolerated.
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "syncupsd",
+    products: [
+        .executable(name: "syncupsd", targets: ["syncupsd"]),
+        .executable(name: "syncupsctl", targets: ["syncupsctl"]),
+    ],
+    targets: [
+        // MARK: - C libraries and shims
+
+        .target(name: "CSyncUpsShims", cSettings: [.define("_GNU_SOURCE")]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CPocketSphinx",
+            pkgConfig: "pocketsphinx",
+            providers: [.apt(["libpocketsphinx-dev"])]
+        ),
+
+        // MARK: - Pure core
+
+        .target(name: "SyncUpsJSON", swiftSettings: strictSettings),
+        .target(name: "SyncUpsCore", dependencies: ["SyncUpsJSON"], swiftSettings: strictSettings),
+        .target(name: "SyncUpsProtocol", dependencies: ["SyncUpsCore", "SyncUpsJSON"], swiftSettings: strictSettings),
+
+        // MARK: - IO edges
+
+        .target(name: "SyncUpsPOSIX", dependencies: ["CSyncUpsShims"], swiftSettings: strictSettings),
+        .target(
+            name: "SyncUpsPersistence",
+            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "SyncUpsAudio", dependencies: ["SyncUpsCore", "SyncUpsPOSIX", "CALSA"], swiftSettings: strictSettings),
+        .target(
+            name: "SyncUpsSpeech",
+            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX", "CPocketSphinx"],
+            swiftSettings: strictSettings
+        ),
+        .target(name: "SyncUpsSystemd", dependencies: ["SyncUpsPOSIX", "CSystemd"], swiftSettings: strictSettings),
+
+        // MARK: - Wiring and executables
+
+        .target(
+            name: "SyncUpsDaemon",
+            dependencies: [
+                "SyncUpsCore", "SyncUpsJSON", "SyncUpsProtocol", "SyncUpsPOSIX", "SyncUpsPersistence",
+                "SyncUpsAudio", "SyncUpsSpeech", "SyncUpsSystemd",
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "SyncUpsClient",
+            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsProtocol", "SyncUpsPOSIX"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(name: "syncupsd", dependencies: ["SyncUpsDaemon"], swiftSettings: strictSettings),
+        .executableTarget(name: "syncupsctl", dependencies: ["SyncUpsClient"], swiftSettings: strictSettings),
+
+        // MARK: - Tests
+
+        .target(
+            name: "SyncUpsTestSupport",
+            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX"],
+            path: "Tests/SyncUpsTestSupport",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "SyncUpsCoreTests",
+            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsTestSupport"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

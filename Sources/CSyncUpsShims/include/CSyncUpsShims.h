@@ -1,0 +1,24 @@
+// Linux system interfaces that Glibc's Swift module does not export (epoll, timerfd, signalfd, eventfd,
+// inotify, SO_PEERCRED's struct ucred) and GNU-only calls that need _GNU_SOURCE.
+#pragma once
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/types.h>
+#include <signal.h>
+#include <spawn.h>
+
+/// Names the calling thread (visible in top, ps -L and /proc/<pid>/task/<tid>/comm); at most 15 bytes.
+void syncups_set_thread_name(const char *name);
+
+/// The credentials of the peer of a connected Unix socket (SO_PEERCRED); 0 on success, -1 with errno set.
+int syncups_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+
+/// The epoll_event layout is packed on x86-64, which Swift cannot always import faithfully: accessors keep it right.
+struct epoll_event *syncups_epoll_events_alloc(int count);
+uint32_t syncups_epoll_event_events(const struct epoll_event *events, int index);
+uint64_t syncups_epoll_event_data(const struct epoll_event *events, int index);
+int syncups_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);

@@ -1,0 +1,165 @@
+/// What a client asks for when it creates a sync-up; `validated` turns it into a `SyncUp` the app's way.
+public struct SyncUpDraft: Sendable, Equatable {
+    public var title: String
+    public var durationSeconds: Int?
+    public var themeName: String?
+    public var attendeeNames: [String]
+
+    public init(title: String, durationSeconds: Int? = nil, themeName: String? = nil, attendeeNames: [String] = []) {
+        self.title = title
+        self.durationSeconds = durationSeconds
+        self.themeName = themeName
+        self.attendeeNames = attendeeNames
+    }
+
+    /// The sync-up this draft describes, following the app's "Add" button: the title trimmed, attendees with
+    /// blank or whitespace-only names dropped, and if none remain, one attendee with a blank name kept so the
+    /// sync-up always has somebody to time.
+    public func validated(id: SyncUp.ID, uuid: UUIDGenerator) throws(ValidationError) -> SyncUp {
+        let title = try SyncUpFields.title(title)
+        let duration = try durationSeconds.map { (seconds) throws(ValidationError) in try SyncUpFields.duration(seconds)
+        }
+        let theme = try themeName.map { (name) throws(ValidationError) in try SyncUpFields.theme(name) }
+        let changes = attendeeNames.map { AttendeeChange(id: nil, name: $0) }
+        let attendees = try SyncUpFields.attendees(changes, existing: [], uuid: uuid)
+        return SyncUp(
+            id: id,
+            attendees: attendees,
+            duration: duration ?? SyncUp.defaultDuration,
+            theme: theme ?? .bubblegum,
+            title: title
+        )
+    }
+}
+
+/// One attendee in an edit: an existing one (by id, renamed or not) or a new one (no id).
+public struct AttendeeChange: Sendable, Equatable {
+    public var id: Attendee.ID?
+    public var name: String
+
+    public init(id: Attendee.ID?, name: String) {
+        self.id = id
+        self.name = name
+    }
+}
+
+/// What a client asks to change in a sync-up; fields left nil stay as they are.
+public struct SyncUpUpdate: Sendable, Equatable {
+    public var title: String?
+    public var durationSeconds: Int?
+    public var themeName: String?
+    /// The complete new attendee list, in order; existing attendees not listed are removed.
+    public var attendees: [AttendeeChange]?
+
+    public init(
+        title: String? = nil,
+        durationSeconds: Int? = nil,
+        themeName: String? = nil,
+        attendees: [AttendeeChange]? = nil
+    ) {
+        self.title = title
+        self.durationSeconds = durationSeconds
+        self.themeName = themeName
+        self.attendees = attendees
+    }
+
+    public var isEmpty: Bool { title == nil && durationSeconds == nil && themeName == nil && attendees == nil }
+}
+
+extension SyncUp {
+    /// Applies `update` with the same rules as creating: all fields are checked before any is changed.
+    public mutating func apply(_ update: SyncUpUpdate, uuid: UUIDGenerator) throws(ValidationError) {
+        var copy = self
+        if let title = update.title { copy.title = try SyncUpFields.title(title) }
+        if let seconds = update.durationSeconds { copy.duration = try SyncUpFields.duration(seconds) }
+        if let name = update.themeName { copy.theme = try SyncUpFields.theme(name) }
+        if let changes = update.attendees {
+            copy.attendees = try SyncUpFields.attendees(changes, existing: attendees, uuid: uuid)
+        }
+        self = copy
+    }
+}
+
+// MARK: - Field rules
+
+/// The checks shared by create and edit.
+enum SyncUpFields {
+    static func title(_ raw: String) throws(ValidationError) -> String {
+        let title = raw.trimmingWhitespace()
+        guard title.count <= SyncUpLimits.maxTitleLength else {
+            throw ValidationError(field: "title", message: "longer than \(SyncUpLimits.maxTitleLength) characters")
+        }
+        return title
+    }
+
+    static func duration(_ seconds: Int) throws(ValidationError) -> Duration {
+        guard SyncUpLimits.durationSeconds.contains(seconds) else {
+            throw ValidationError(
+                field: "duration",
+                message: "must be from 1 second to 24 hours (1 to 86400 seconds), got \(seconds)"
+            )
+        }
+        return .seconds(seconds)
+    }
+
+    static func theme(_ name: String) throws(ValidationError) -> Theme {
+        guard let theme = Theme(named: name) else {
+            let valid = Theme.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValidationError(field: "theme", message: "unknown theme \"\(name)\"; valid themes: \(valid)")
+        }
+        return theme
+    }
+
+    /// The new attendee list: names trimmed, blank ones dropped, existing ids kept, new ids made. If nobody is
+    /// left, the first listed attendee stays with a blank name (the app's rule), or a new blank one if the list
+    /// was empty.
+    static func attendees(
+        _ changes: [AttendeeChange],
+        existing: [Attendee],
+        uuid: UUIDGenerator
+    ) throws(ValidationError) -> [Attendee] {
+        guard changes.count <= SyncUpLimits.maxAttendees else {
+            throw ValidationError(field: "attendees", message: "more than \(SyncUpLimits.maxAttendees) attendees")
+        }
+        var seen = Set<Attendee.ID>()
+        var all: [Attendee] = []
+        for (index, change) in changes.enumerated() {
+            let name = change.name.trimmingWhitespace()
+            guard name.count <= SyncUpLimits.maxNameLength else {
+                throw ValidationError(
+                    field: "attendees[\(index)].name",
+                    message: "longer than \(SyncUpLimits.maxNameLength) characters"
+                )
+            }
+            let id: Attendee.ID
+            if let existingID = change.id {
+                guard existing.contains(where: { $0.id == existingID }) else {
+                    throw ValidationError(
+                        field: "attendees[\(index)].id",
+                        message: "no attendee \(existingID) in this sync-up"
+                    )
+                }
+                guard seen.insert(existingID).inserted else {
+                    throw ValidationError(
+                        field: "attendees[\(index)].id", message: "attendee \(existingID) listed twice")
+                }
+                id = existingID
+            } else {
+                id = Attendee.ID(uuid())
+            }
+            all.append(Attendee(id: id, name: name))
+        }
+        let named = all.filter { !$0.name.isEmpty }
+        if !named.isEmpty { return named }
+        return [all.first ?? Attendee(id: Attendee.ID(uuid()))]
+    }
+}
+
+extension String {
+    /// The string without leading and trailing whitespace (spaces, tabs, newlines and Unicode spaces).
+    public func trimmingWhitespace() -> String {
+        guard let first = firstIndex(where: { !$0.isWhitespace }) else { return "" }
+        let last = lastIndex(where: { !$0.isWhitespace })!
+        return String(self[first...last])
+    }
+}

@@ -1,0 +1,95 @@
+/// A JSON document held in memory, with numbers kept exact and object members kept in order.
+///
+/// syncupsd reads and writes JSON itself rather than through `Codable`: `sync-ups.json` needs 64-bit unsigned
+/// integers parsed exactly and the SyncUps app's exact output format, and the socket protocol needs precise
+/// error messages and hard limits on nesting and size.
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(JSONNumber)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+}
+
+// MARK: - Literals
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .number(.int(value)) }
+    public init(floatLiteral value: Double) { self = .number(.double(value)) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(JSONObject(elements.map { JSONObject.Member(key: $0.0, value: $0.1) }))
+    }
+}
+
+// MARK: - Convenience initialisers
+
+extension JSONValue {
+    /// An integer value.
+    public static func int(_ value: Int) -> JSONValue { .number(.int(Int64(value))) }
+
+    /// A floating-point value.
+    public static func double(_ value: Double) -> JSONValue { .number(.double(value)) }
+
+    /// A string value, or `null` when `value` is nil.
+    public static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+}
+
+// MARK: - Reading
+
+extension JSONValue {
+    /// The name of this value's JSON type, for error messages ("expected a string, got an array").
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+
+    public var isNull: Bool {
+        if case .null = self { true } else { false }
+    }
+
+    public var stringValue: String? {
+        if case .string(let value) = self { value } else { nil }
+    }
+
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { value } else { nil }
+    }
+
+    public var numberValue: JSONNumber? {
+        if case .number(let value) = self { value } else { nil }
+    }
+
+    public var arrayValue: [JSONValue]? {
+        if case .array(let value) = self { value } else { nil }
+    }
+
+    public var objectValue: JSONObject? {
+        if case .object(let value) = self { value } else { nil }
+    }
+
+    /// The member named `key` when this is an object.
+    public subscript(key: String) -> JSONValue? {
+        objectValue?[key]
+    }
+
+    /// True for values a JSON-RPC style protocol accepts as a request id: null, booleans, numbers and strings.
+    public var isScalar: Bool {
+        switch self {
+        case .null, .bool, .number, .string: true
+        case .array, .object: false
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import SyncUpsCore
+import Testing
+
+@Suite struct SyncUpValidationTests {
+    let id = SyncUp.ID(UUID(counting: 0xDEAD))
+
+    @Test func createsWithTheAppsDefaults() throws {
+        let syncUp = try SyncUpDraft(title: "Engineering").validated(id: id, uuid: .incrementing())
+        #expect(syncUp.duration == .seconds(300))
+        #expect(syncUp.theme == .bubblegum)
+        #expect(syncUp.meetings.isEmpty)
+        #expect(syncUp.attendees == [Attendee(id: Attendee.ID(UUID(counting: 0)), name: "")])
+    }
+
+    /// The app's `addAndConfirmValidatesAttendees`: blank and whitespace-only attendees are dropped, and if that
+    /// leaves nobody the first attendee stays.
+    @Test func dropsBlankAttendeesButKeepsOne() throws {
+        let syncUp = try SyncUpDraft(title: "Design", attendeeNames: ["", "    "]).validated(
+            id: id, uuid: .incrementing())
+        #expect(syncUp.attendees == [Attendee(id: Attendee.ID(UUID(counting: 0)), name: "")])
+        #expect(syncUp.title == "Design")
+    }
+
+    @Test func keepsNamedAttendeesInOrderAndTrimsThem() throws {
+        let draft = SyncUpDraft(title: "  Design \n", attendeeNames: [" Blob ", "\t", "Blob Jr"])
+        let syncUp = try draft.validated(id: id, uuid: .incrementing())
+        #expect(syncUp.title == "Design")
+        #expect(syncUp.attendees.map(\.name) == ["Blob", "Blob Jr"])
+        #expect(syncUp.attendees.map(\.id.rawValue) == [UUID(counting: 0), UUID(counting: 2)])
+    }
+
+    @Test(arguments: [0, -5, 86_401])
+    func rejectsDurationsOutsideOneSecondToADay(seconds: Int) {
+        #expect(throws: ValidationError.self) {
+            try SyncUpDraft(title: "x", durationSeconds: seconds).validated(id: id, uuid: .incrementing())
+        }
+    }
+
+    @Test(arguments: [1, 90, 86_400])
+    func acceptsDurationsFromOneSecondToADay(seconds: Int) throws {
+        let syncUp = try SyncUpDraft(title: "x", durationSeconds: seconds).validated(id: id, uuid: .incrementing())
+        #expect(syncUp.duration == .seconds(seconds))
+    }
+
+    @Test func rejectsUnknownThemesListingTheValidOnes() {
+        #expect(
+            throws: ValidationError(
+                field: "theme",
+                message:
+                    "unknown theme \"mauve\"; valid themes: bubblegum, buttercup, indigo, lavender, magenta, navy, "
+                    + "orange, oxblood, periwinkle, poppy, purple, seafoam, sky, tan, teal, yellow"
+            )
+        ) {
+            try SyncUpDraft(title: "x", themeName: "mauve").validated(id: id, uuid: .incrementing())
+        }
+    }
+
+    @Test func rejectsOverlongTitlesAndNames() {
+        #expect(throws: ValidationError.self) {
+            try SyncUpDraft(title: String(repeating: "x", count: 257)).validated(id: id, uuid: .incrementing())
+        }
+        #expect(throws: ValidationError.self) {
+            try SyncUpDraft(title: "x", attendeeNames: [String(repeating: "y", count: 129)])
+                .validated(id: id, uuid: .incrementing())
+        }
+    }
+
+    // MARK: - Editing
+
+    func blobs() throws -> SyncUp {
+        try SyncUpDraft(title: "Design", attendeeNames: ["Blob", "Blob Jr", "Blob Sr"]).validated(
+            id: id, uuid: .incrementing())
+    }
+
+    @Test func editsOnlyTheGivenFields() throws {
+        var syncUp = try blobs()
+        let before = syncUp
+        try syncUp.apply(SyncUpUpdate(title: "Blob's Meeting", themeName: "lavender"), uuid: .incrementing())
+        #expect(syncUp.title == "Blob's Meeting")
+        #expect(syncUp.theme == .lavender)
+        #expect(syncUp.attendees == before.attendees)
+        #expect(syncUp.duration == before.duration)
+    }
+
+    @Test func keepsRenamesAndRemovesAttendeesByID() throws {
+        var syncUp = try blobs()
+        let (blob, blobSr) = (syncUp.attendees[0], syncUp.attendees[2])
+        let uuid = UUIDGenerator { UUID(counting: 99) }
+        try syncUp.apply(
+            SyncUpUpdate(attendees: [
+                AttendeeChange(id: blobSr.id, name: "Blob Senior"), AttendeeChange(id: nil, name: "Blob Esq"),
+                AttendeeChange(id: blob.id, name: "Blob"),
+            ]),
+            uuid: uuid
+        )
+        #expect(syncUp.attendees.map(\.name) == ["Blob Senior", "Blob Esq", "Blob"])
+        #expect(syncUp.attendees.map(\.id) == [blobSr.id, Attendee.ID(UUID(counting: 99)), blob.id])
+    }
+
+    @Test func neverLeavesASyncUpWithoutAttendees() throws {
+        var syncUp = try blobs()
+        try syncUp.apply(SyncUpUpdate(attendees: []), uuid: UUIDGenerator { UUID(counting: 7) })
+        #expect(syncUp.attendees == [Attendee(id: Attendee.ID(UUID(counting: 7)), name: "")])
+    }
+
+    @Test func rejectsUnknownAndRepeatedAttendeeIDs() throws {
+        var syncUp = try blobs()
+        let before = syncUp
+        #expect(throws: ValidationError.self) {
+            try syncUp.apply(
+                SyncUpUpdate(attendees: [AttendeeChange(id: Attendee.ID(UUID(counting: 42)), name: "X")]), uuid: .random
+            )
+        }
+        let first = syncUp.attendees[0].id
+        #expect(throws: ValidationError.self) {
+            try syncUp.apply(
+                SyncUpUpdate(attendees: [AttendeeChange(id: first, name: "A"), AttendeeChange(id: first, name: "B")]),
+                uuid: .random
+            )
+        }
+        #expect(syncUp == before)
+    }
+
+    @Test func changesNothingWhenAnyFieldIsInvalid() throws {
+        var syncUp = try blobs()
+        let before = syncUp
+        #expect(throws: ValidationError.self) {
+            try syncUp.apply(SyncUpUpdate(title: "New", durationSeconds: 0), uuid: .random)
+        }
+        #expect(syncUp == before)
+    }
+
+    @Test func splitsTheDurationEvenlyInWholeSeconds() {
+        let attendees = (0..<7).map { Attendee(id: Attendee.ID(UUID(counting: $0))) }
+        #expect(SyncUp(id: id, attendees: attendees, duration: .seconds(300)).secondsPerAttendee == 42)
+        #expect(SyncUp(id: id, attendees: [], duration: .seconds(300)).secondsPerAttendee == 0)
+    }
+}

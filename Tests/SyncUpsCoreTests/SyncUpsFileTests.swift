@@ -1,0 +1,161 @@
+import Foundation
+import SyncUpsCore
+import SyncUpsJSON
+import Testing
+
+@Suite struct SyncUpsFileTests {
+    static func fixture(_ name: String) throws -> [UInt8] {
+        let url = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
+        return [UInt8](try Data(contentsOf: url))
+    }
+
+    @Test(arguments: [
+        (60, DurationPair(high: 3, low: 4_659_767_778_871_345_152)),
+        (300, DurationPair(high: 16, low: 4_852_094_820_647_174_144)),
+        (360, DurationPair(high: 19, low: 9_511_862_599_518_519_296)),
+        (600, DurationPair(high: 32, low: 9_704_189_641_294_348_288)),
+        (1800, DurationPair(high: 97, low: 10_665_824_850_173_493_248)),
+        (6, DurationPair(high: 0, low: 6_000_000_000_000_000_000)),
+    ])
+    func encodesDurationsAsTheAppsAttosecondPairs(seconds: Int, pair: DurationPair) {
+        #expect(DurationPair(.seconds(seconds)) == pair)
+        #expect(pair.duration == .seconds(seconds))
+    }
+
+    @Test func keepsSubSecondDurationsExactly() {
+        let duration = Duration.milliseconds(1500) + .nanoseconds(7)
+        #expect(DurationPair(duration).duration == duration)
+    }
+
+    @Test func readsTheAppsDebugFile() throws {
+        let syncUps = try SyncUpsFile.decode(try Self.fixture("app-debug-pretty.json"))
+        try #require(syncUps.count == 3)
+        let engineering = syncUps[0]
+        #expect(engineering.id.description == "DEADBEEF-DEAD-BEEF-DEAD-BEEFDEADBEEF")
+        #expect(engineering.title == "Engineering")
+        #expect(engineering.theme == .periwinkle)
+        #expect(engineering.duration == .seconds(600))
+        #expect(engineering.attendees.map(\.name) == ["Blob", "Blob Jr"])
+        #expect(engineering.meetings.first?.date == Date(timeIntervalSince1970: 1_234_567_890))
+        #expect(engineering.meetings.first?.transcript == "I completed the project")
+        let design = syncUps[1]
+        #expect(design.title == "Design / Product")
+        #expect(design.attendees.map(\.name) == ["Zoë", "田中 太郎", "Ana & Bob"])
+        #expect(design.meetings[0].transcript.hasPrefix("Ça va? Très bien ❌ — “quotes” and \"escapes\" / slashes\nnew"))
+        #expect(design.meetings[0].date.timeIntervalSinceReferenceDate == 816_912_345.678_912_3)
+        #expect(syncUps[2].meetings.isEmpty)
+        #expect(syncUps[2].attendees.map(\.name) == [""])
+    }
+
+    @Test func readsTheAppsReleaseFileWithAnyKeyOrder() throws {
+        let compact = try SyncUpsFile.decode(try Self.fixture("app-release-compact.json"))
+        let pretty = try SyncUpsFile.decode(try Self.fixture("app-debug-pretty.json"))
+        #expect(compact == pretty)
+    }
+
+    @Test func writesByteForByteWhatTheAppsDebugBuildWrites() throws {
+        let bytes = try Self.fixture("app-debug-pretty.json")
+        let syncUps = try SyncUpsFile.decode(bytes)
+        #expect(SyncUpsFile.encode(syncUps) == bytes)
+    }
+
+    @Test func roundTripsWithNothingLost() throws {
+        let syncUps = try SyncUpsFile.decode(try Self.fixture("app-release-compact.json"))
+        for options in [JSONWriter.Options.applePrettySorted, .compact] {
+            #expect(try SyncUpsFile.decode(SyncUpsFile.encode(syncUps, options: options)) == syncUps)
+        }
+    }
+
+    @Test func writesFilesTheAppsDecoderReads() throws {
+        let syncUps = try SyncUpsFile.decode(try Self.fixture("app-release-compact.json"))
+        let decoded = try JSONDecoder().decode([App.SyncUp].self, from: Data(SyncUpsFile.encode(syncUps)))
+        let expected = try JSONDecoder().decode(
+            [App.SyncUp].self,
+            from: Data(try Self.fixture("app-release-compact.json"))
+        )
+        #expect(decoded == expected)
+        #expect(decoded[1].meetings[0].date.timeIntervalSinceReferenceDate == 816_912_345.678_912_3)
+    }
+
+    @Test func readsWhatTheAppsEncoderWritesForManyRandomSyncUps() throws {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("abc XYZ/\\\"\n\t\u{1}é❌日本😀")
+        func text() -> String {
+            String((0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet.randomElement()! })
+        }
+        let appSyncUps = (0..<50).map { _ in
+            App.SyncUp(
+                id: UUID(),
+                attendees: (0..<Int.random(in: 0...5)).map { _ in App.Attendee(id: UUID(), name: text()) },
+                duration: .seconds(Int.random(in: 1...86_400)) + .milliseconds(Int.random(in: 0...999)),
+                meetings: (0..<Int.random(in: 0...3)).map { _ in
+                    App.Meeting(
+                        id: UUID(), date: Date(timeIntervalSinceReferenceDate: .random(in: 0...1e9)), transcript: text()
+                    )
+                },
+                theme: Theme.allCases.randomElement()!.rawValue,
+                title: text()
+            )
+        }
+        for formatting in [JSONEncoder.OutputFormatting(), [.prettyPrinted, .sortedKeys]] {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = formatting
+            let appBytes = [UInt8](try encoder.encode(appSyncUps))
+            let ours = try SyncUpsFile.decode(appBytes)
+            #expect(ours.map(\.title) == appSyncUps.map(\.title))
+            #expect(ours.map(\.duration) == appSyncUps.map(\.duration))
+            #expect(ours.map { $0.meetings.map(\.date) } == appSyncUps.map { $0.meetings.map(\.date) })
+            let back = try JSONDecoder().decode([App.SyncUp].self, from: Data(SyncUpsFile.encode(ours)))
+            #expect(back == appSyncUps)
+            if formatting == [.prettyPrinted, .sortedKeys] {
+                #expect(SyncUpsFile.encode(ours) == appBytes)
+            }
+        }
+    }
+
+    @Test func treatsAnEmptyFileAsNoSyncUps() throws {
+        #expect(try SyncUpsFile.decode([]) == [])
+        #expect(try SyncUpsFile.decode(Array(" \n".utf8)) == [])
+        #expect(try SyncUpsFile.decode(Array("[]".utf8)) == [])
+    }
+
+    @Test(arguments: [
+        ("{}", "expected an array, got an object"),
+        ("[1]", "[0]: expected an object, got a number"),
+        (#"[{"id":"x"}]"#, #"[0].id: "x" is not a UUID"#),
+        (#"[{"id":"00000000-0000-0000-0000-000000000001"}]"#, #"[0]: missing key "attendees""#),
+        ("[{", "not valid JSON: unexpected end of input in object, expected a string key at byte 2"),
+    ])
+    func explainsWhereAFileIsWrong(text: String, message: String) {
+        #expect(throws: SyncUpsFileError.self) { try SyncUpsFile.decode(Array(text.utf8)) }
+        do {
+            _ = try SyncUpsFile.decode(Array(text.utf8))
+        } catch {
+            #expect(error.description == message)
+        }
+    }
+
+    static func syncUpJSON(id: String, attendeeIDs: [String] = [], meetingIDs: [String] = [], theme: String = "sky")
+        -> String
+    {
+        let attendees = attendeeIDs.map { #"{"id":"\#($0)","name":"A"}"# }.joined(separator: ",")
+        let meetings = meetingIDs.map { #"{"id":"\#($0)","date":1,"transcript":""}"# }.joined(separator: ",")
+        return
+            #"{"id":"\#(id)","attendees":[\#(attendees)],"duration":[0,6000000000000000000],"meetings":[\#(meetings)],"theme":"\#(theme)","title":"T"}"#
+    }
+
+    @Test func rejectsDuplicateIDsAsTheAppDoes() {
+        let a = "00000000-0000-0000-0000-00000000000A"
+        let b = "00000000-0000-0000-0000-00000000000B"
+        let cases = [
+            ("[\(Self.syncUpJSON(id: a)),\(Self.syncUpJSON(id: a.lowercased()))]", "[1].id: duplicate sync-up id \(a)"),
+            ("[\(Self.syncUpJSON(id: a, attendeeIDs: [b, b]))]", "[0].attendees[1].id: duplicate attendee id \(b)"),
+            ("[\(Self.syncUpJSON(id: a, meetingIDs: [b, b]))]", "[0].meetings[1].id: duplicate meeting id \(b)"),
+            ("[\(Self.syncUpJSON(id: a, theme: "appOrange"))]", #"[0].theme: unknown theme "appOrange""#),
+        ]
+        for (text, message) in cases {
+            #expect(throws: SyncUpsFileError.self) { try SyncUpsFile.decode(Array(text.utf8)) }
+            do { _ = try SyncUpsFile.decode(Array(text.utf8)) } catch { #expect(error.description == message) }
+        }
+    }
+}

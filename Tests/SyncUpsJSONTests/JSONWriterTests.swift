@@ -1,0 +1,67 @@
+import SyncUpsJSON
+import Testing
+
+@Suite struct JSONWriterTests {
+    @Test func writesCompactTextInInsertionOrder() {
+        let value: JSONValue = ["z": 1, "a": [true, nil, "x/y"], "m": [:]]
+        #expect(JSONWriter().string(value) == #"{"z":1,"a":[true,null,"x/y"],"m":{}}"#)
+    }
+
+    @Test func writesApplePrettySortedLayout() {
+        let value: JSONValue = ["b": [1, 2], "a": "x/y", "c": [], "d": [:]]
+        let expected = """
+            {
+              "a" : "x\\/y",
+              "b" : [
+                1,
+                2
+              ],
+              "c" : [
+
+              ],
+              "d" : {
+
+              }
+            }
+            """
+        #expect(JSONWriter(options: .applePrettySorted).string(value) == expected)
+    }
+
+    @Test(arguments: [
+        (256_260_690.0, "256260690"),
+        (800_000_000.123456, "800000000.123456"),
+        (1e20, "1e+20"),
+        (1e-7, "1e-07"),
+        (-5.5, "-5.5"),
+        (3e15, "3000000000000000"),
+        (1e16, "1e+16"),
+        (-0.0, "-0"),
+        (816_912_345.678_912_34, "816912345.6789123"),
+    ])
+    func writesDoublesAsFoundationDoes(value: Double, text: String) {
+        #expect(JSONWriter().string(.double(value)) == text)
+    }
+
+    @Test func writesLargeUnsignedIntegersExactly() {
+        #expect(
+            JSONWriter().string([.number(.uint(UInt64.max)), .number(.int(Int64.min))])
+                == "[18446744073709551615,-9223372036854775808]")
+    }
+
+    @Test func escapesControlCharactersQuotesAndBackslashesOnly() {
+        let value = JSONValue.string("\u{1f}\u{8}\u{c}\r\n\t\u{7f}\u{0}\"\\é❌\u{2028}")
+        #expect(JSONWriter().string(value) == "\"\\u001f\\b\\f\\r\\n\\t\u{7f}\\u0000\\\"\\\\é❌\u{2028}\"")
+    }
+
+    @Test func roundTripsThroughTheParser() throws {
+        let value: JSONValue = [
+            "s": "Ça va? \"quoted\" \\ / ❌ 😀 \u{0}",
+            "n": [0, -1, 1.5, .number(.uint(UInt64.max)), 1e300],
+            "o": ["nested": [[], [:], nil, false]],
+        ]
+        for options in [JSONWriter.Options.compact, .applePrettySorted] {
+            let text = JSONWriter(options: options).encode(value)
+            #expect(try JSONParser().parse(text) == value)
+        }
+    }
+}
