@@ -8,7 +8,7 @@ RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/nul
 RUN_PACKAGES = pkg-config libasound2-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
 TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3
 
-.PHONY: all build run test lint format deps deps-test clean
+.PHONY: all build run test stress lint format deps deps-test clean
 
 all: build
 
@@ -29,6 +29,12 @@ run: build
 test: deps-test lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+## The crash-safety tests with many more SIGKILLs than `make test` runs (STRESS_ITERATIONS, default 5000).
+STRESS_ITERATIONS ?= 5000
+stress: deps-test
+	$(SWIFT) build --build-tests
+	SYNCUPS_STRESS_ITERATIONS=$(STRESS_ITERATIONS) $(SWIFT) test --skip-build --filter CrashSafetyTests
 
 lint:
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests

@@ -72,8 +72,14 @@ let package = Package(
 
         .target(
             name: "SyncUpsTestSupport",
-            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX"],
+            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsPersistence"],
             path: "Tests/SyncUpsTestSupport",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "syncups-testtool",
+            dependencies: ["SyncUpsCore", "SyncUpsPersistence", "SyncUpsPOSIX", "SyncUpsTestSupport"],
+            path: "Tests/Tools/syncups-testtool",
             swiftSettings: strictSettings
         ),
         .testTarget(name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON"], swiftSettings: strictSettings),
@@ -81,6 +87,13 @@ let package = Package(
             name: "SyncUpsCoreTests",
             dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsTestSupport"],
             resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SyncUpsPersistenceTests",
+            dependencies: [
+                "SyncUpsCore", "SyncUpsPersistence", "SyncUpsPOSIX", "SyncUpsTestSupport", "syncups-testtool",
+            ],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,7 +1,9 @@
 #include "CSyncUpsShims.h"
 #include <pthread.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 void syncups_set_thread_name(const char *name) {
     char truncated[16];
@@ -38,4 +40,53 @@ int syncups_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) 
     event.events = events;
     event.data.u64 = data;
     return epoll_ctl(epfd, op, fd, &event);
+}
+
+int syncups_accept_nonblocking(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
+
+int syncups_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+int syncups_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int *dups,
+                  int dup_count, int new_process_group) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    int result = posix_spawn_file_actions_init(&actions);
+    if (result != 0) return result;
+    result = posix_spawnattr_init(&attributes);
+    if (result != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return result;
+    }
+    for (int i = 0; i < dup_count; i++) {
+        int from = dups[2 * i], to = dups[2 * i + 1];
+        if (from == to) {
+            // dup2 onto itself keeps FD_CLOEXEC; clear it by moving through a spare number is not possible
+            // with file actions, so the caller never passes equal numbers.
+            continue;
+        }
+        posix_spawn_file_actions_adddup2(&actions, from, to);
+    }
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGHUP);
+    posix_spawnattr_setsigmask(&attributes, &empty);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (new_process_group) {
+        posix_spawnattr_setpgroup(&attributes, 0);
+        flags |= POSIX_SPAWN_SETPGROUP;
+    }
+    posix_spawnattr_setflags(&attributes, flags);
+    result = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    return result;
 }

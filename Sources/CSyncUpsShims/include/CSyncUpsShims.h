@@ -22,3 +22,15 @@ struct epoll_event *syncups_epoll_events_alloc(int count);
 uint32_t syncups_epoll_event_events(const struct epoll_event *events, int index);
 uint64_t syncups_epoll_event_data(const struct epoll_event *events, int index);
 int syncups_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+
+/// accept4() with SOCK_CLOEXEC | SOCK_NONBLOCK (GNU-only, so hidden from Swift's Glibc module).
+int syncups_accept_nonblocking(int fd);
+
+/// pipe2() with O_CLOEXEC; fds[0] is the read end.
+int syncups_pipe_cloexec(int fds[2]);
+
+/// posix_spawn with the child's signal mask emptied and SIGPIPE, SIGTERM, SIGINT and SIGHUP reset to their
+/// defaults (the daemon blocks or ignores them, and a child must not inherit that). `dups` holds pairs
+/// (from, to) to dup2 in the child; every other descriptor is close-on-exec already.
+int syncups_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int *dups,
+                  int dup_count, int new_process_group);

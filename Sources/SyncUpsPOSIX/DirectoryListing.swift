@@ -1,0 +1,18 @@
+import Glibc
+
+/// Reads the names in a directory.
+public enum DirectoryListing {
+    /// The entries of `path`, without `.` and `..`, in no particular order.
+    public static func names(in path: String) throws(SystemError) -> [String] {
+        guard let directory = opendir(path) else { throw SystemError("opendir(\(path))", .current) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}

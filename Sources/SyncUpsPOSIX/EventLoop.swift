@@ -1,0 +1,288 @@
+import CSyncUpsShims
+import Glibc
+
+/// What a watched descriptor is ready for.
+public struct IOEvents: OptionSet, Sendable {
+    public var rawValue: UInt32
+
+    public init(rawValue: UInt32) {
+        self.rawValue = rawValue
+    }
+
+    public static let readable = IOEvents(rawValue: EPOLLIN.rawValue)
+    public static let writable = IOEvents(rawValue: EPOLLOUT.rawValue)
+    /// The peer hung up or the descriptor failed; always reported, never needs asking for.
+    public static let hangup = IOEvents(rawValue: EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue)
+}
+
+/// The daemon's one event loop: epoll for descriptors, one timerfd for every timer, run on one thread.
+///
+/// Everything the daemon owns is touched only from this loop's thread, MPD-style, so the state needs no
+/// locks. Other threads reach it through a `Mailbox`. With no timers scheduled the loop blocks in
+/// `epoll_wait` indefinitely: an idle daemon wakes up zero times a second.
+public final class EventLoop {
+    /// A registered descriptor; pass it back to `modify` or `unwatch`.
+    public struct Watch: Hashable, Sendable {
+        fileprivate var index: Int
+        fileprivate var generation: UInt32
+    }
+
+    /// A scheduled timer; pass it back to `cancel`.
+    public struct Timer: Hashable, Sendable {
+        fileprivate var id: Int
+    }
+
+    private struct Registration {
+        var fd: FileDescriptor
+        var generation: UInt32
+        var handler: (IOEvents) -> Void
+    }
+
+    private let epoll: FileDescriptor
+    private let timerFD: FileDescriptor
+    private var registrations: [Registration?] = []
+    private var freeIndices: [Int] = []
+    private var nextGeneration: UInt32 = 1
+    private var timers = TimerQueue()
+    private var armedDeadline: MonotonicInstant?
+    private var isRunning = false
+    private let eventBuffer: UnsafeMutablePointer<epoll_event>
+    private static let eventCapacity: CInt = 128
+    private static let timerToken = UInt64.max
+
+    public init() throws(SystemError) {
+        epoll = FileDescriptor(rawValue: try syscall("epoll_create1") { epoll_create1(CInt(EPOLL_CLOEXEC)) })
+        timerFD = FileDescriptor(
+            rawValue: try syscall("timerfd_create") {
+                timerfd_create(CLOCK_MONOTONIC, CInt(TFD_CLOEXEC) | CInt(TFD_NONBLOCK))
+            }
+        )
+        eventBuffer = syncups_epoll_events_alloc(Self.eventCapacity)
+        try syscall("epoll_ctl(timerfd)") {
+            syncups_epoll_ctl(epoll.rawValue, EPOLL_CTL_ADD, timerFD.rawValue, EPOLLIN.rawValue, Self.timerToken)
+        }
+    }
+
+    deinit {
+        free(eventBuffer)
+        timerFD.close()
+        epoll.close()
+    }
+
+    // MARK: - Descriptors
+
+    /// Calls `handler` on this loop whenever `fd` is ready for `events` (or hangs up).
+    public func watch(
+        _ fd: FileDescriptor,
+        for events: IOEvents,
+        handler: @escaping (IOEvents) -> Void
+    ) throws(SystemError) -> Watch {
+        let index = freeIndices.popLast() ?? registrations.count
+        if index == registrations.count { registrations.append(nil) }
+        let generation = nextGeneration
+        nextGeneration &+= 1
+        let watch = Watch(index: index, generation: generation)
+        do {
+            try syscall("epoll_ctl(ADD)") {
+                syncups_epoll_ctl(epoll.rawValue, EPOLL_CTL_ADD, fd.rawValue, events.rawValue, token(watch))
+            }
+        } catch {
+            freeIndices.append(index)
+            throw error
+        }
+        registrations[index] = Registration(fd: fd, generation: generation, handler: handler)
+        return watch
+    }
+
+    /// Changes which events a watched descriptor reports.
+    public func modify(_ watch: Watch, for events: IOEvents) {
+        guard let registration = registrations[watch.index], registration.generation == watch.generation else { return }
+        _ = syncups_epoll_ctl(epoll.rawValue, EPOLL_CTL_MOD, registration.fd.rawValue, events.rawValue, token(watch))
+    }
+
+    /// Stops watching; the descriptor itself stays open (its owner closes it).
+    public func unwatch(_ watch: Watch) {
+        guard let registration = registrations[watch.index], registration.generation == watch.generation else { return }
+        _ = syncups_epoll_ctl(epoll.rawValue, EPOLL_CTL_DEL, registration.fd.rawValue, 0, 0)
+        registrations[watch.index] = nil
+        freeIndices.append(watch.index)
+    }
+
+    private func token(_ watch: Watch) -> UInt64 {
+        UInt64(watch.generation) << 32 | UInt64(watch.index)
+    }
+
+    // MARK: - Timers
+
+    /// The loop's clock.
+    public func now() -> MonotonicInstant { .now() }
+
+    /// Calls `handler` once, on this loop, at `deadline` (at once if it has passed).
+    @discardableResult
+    public func schedule(at deadline: MonotonicInstant, _ handler: @escaping () -> Void) -> Timer {
+        let id = timers.insert(deadline: deadline, handler: handler)
+        if armedDeadline.map({ deadline < $0 }) ?? true { arm(deadline) }
+        return Timer(id: id)
+    }
+
+    /// Calls `handler` once after `delay`.
+    @discardableResult
+    public func schedule(after delay: Duration, _ handler: @escaping () -> Void) -> Timer {
+        schedule(at: now() + delay, handler)
+    }
+
+    /// Cancels a timer that has not fired; cancelling a fired or cancelled timer does nothing.
+    public func cancel(_ timer: Timer) {
+        timers.remove(timer.id)
+        if timers.isEmpty { arm(nil) }
+    }
+
+    /// The number of timers waiting to fire (zero when the daemon is idle).
+    public var scheduledTimerCount: Int { timers.count }
+
+    private func arm(_ deadline: MonotonicInstant?) {
+        armedDeadline = deadline
+        var spec = itimerspec()
+        if let deadline {
+            spec.it_value = deadline.timeSpec
+            // A zero it_value disarms the timer; a deadline at exactly zero nanoseconds cannot happen on a running system.
+            if spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0 { spec.it_value.tv_nsec = 1 }
+        }
+        _ = timerfd_settime(timerFD.rawValue, CInt(TFD_TIMER_ABSTIME), &spec, nil)
+    }
+
+    private func fireDueTimers() {
+        var expirations: UInt64 = 0
+        _ = Glibc.read(timerFD.rawValue, &expirations, 8)
+        armedDeadline = nil
+        let now = self.now()
+        while let handler = timers.popDue(now: now) {
+            handler()
+        }
+        arm(timers.earliestDeadline)
+    }
+
+    // MARK: - Running
+
+    /// Runs until `stop()` is called from a handler.
+    public func run() {
+        isRunning = true
+        while isRunning {
+            runOnce(timeoutMilliseconds: -1)
+        }
+    }
+
+    /// Waits for and handles one batch of events; `timeoutMilliseconds` -1 waits indefinitely.
+    public func runOnce(timeoutMilliseconds: CInt) {
+        let count = epoll_wait(epoll.rawValue, eventBuffer, Self.eventCapacity, timeoutMilliseconds)
+        guard count > 0 else { return }
+        for slot in 0..<Int(count) {
+            let data = syncups_epoll_event_data(eventBuffer, CInt(slot))
+            let events = IOEvents(rawValue: syncups_epoll_event_events(eventBuffer, CInt(slot)))
+            if data == Self.timerToken {
+                fireDueTimers()
+                continue
+            }
+            let index = Int(data & 0xFFFF_FFFF)
+            let generation = UInt32(data >> 32)
+            // A handler earlier in this batch may have unwatched (and reused) this slot.
+            guard index < registrations.count, let registration = registrations[index],
+                registration.generation == generation
+            else { continue }
+            registration.handler(events)
+        }
+    }
+
+    /// Makes `run()` return after the current handler.
+    public func stop() {
+        isRunning = false
+    }
+}
+
+// MARK: - Timer queue
+
+/// A min-heap of deadlines with lazy cancellation.
+private struct TimerQueue {
+    private struct Entry {
+        var deadline: MonotonicInstant
+        var id: Int
+    }
+
+    private var heap: [Entry] = []
+    private var handlers: [Int: () -> Void] = [:]
+    private var nextID = 0
+
+    var isEmpty: Bool { handlers.isEmpty }
+    var count: Int { handlers.count }
+
+    var earliestDeadline: MonotonicInstant? {
+        mutating get {
+            dropCancelledTop()
+            return heap.first?.deadline
+        }
+    }
+
+    mutating func insert(deadline: MonotonicInstant, handler: @escaping () -> Void) -> Int {
+        let id = nextID
+        nextID += 1
+        handlers[id] = handler
+        heap.append(Entry(deadline: deadline, id: id))
+        siftUp(heap.count - 1)
+        return id
+    }
+
+    mutating func remove(_ id: Int) {
+        handlers[id] = nil
+        // Cancelled entries stay in the heap until they reach the top; rebuild if they pile up.
+        if heap.count > 64 && heap.count > 4 * handlers.count {
+            heap.removeAll { handlers[$0.id] == nil }
+            for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+        }
+    }
+
+    mutating func popDue(now: MonotonicInstant) -> (() -> Void)? {
+        while let top = heap.first, top.deadline <= now {
+            popTop()
+            if let handler = handlers.removeValue(forKey: top.id) { return handler }
+        }
+        return nil
+    }
+
+    private mutating func dropCancelledTop() {
+        while let top = heap.first, handlers[top.id] == nil { popTop() }
+    }
+
+    private mutating func popTop() {
+        heap.swapAt(0, heap.count - 1)
+        heap.removeLast()
+        if !heap.isEmpty { siftDown(0) }
+    }
+
+    private func precedes(_ a: Entry, _ b: Entry) -> Bool {
+        a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id)
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard precedes(heap[child], heap[parent]) else { return }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < heap.count && precedes(heap[left], heap[smallest]) { smallest = left }
+            if right < heap.count && precedes(heap[right], heap[smallest]) { smallest = right }
+            if smallest == parent { return }
+            heap.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}

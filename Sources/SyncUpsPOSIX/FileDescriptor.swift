@@ -1,0 +1,128 @@
+import Glibc
+
+/// A file descriptor number with typed, EINTR-safe operations.
+///
+/// Like swift-system's `FileDescriptor` it does not own the descriptor: the type that opened it closes it,
+/// exactly once, in one place.
+public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
+    public var rawValue: CInt
+
+    public init(rawValue: CInt) {
+        self.rawValue = rawValue
+    }
+
+    public static let standardInput = FileDescriptor(rawValue: 0)
+    public static let standardOutput = FileDescriptor(rawValue: 1)
+    public static let standardError = FileDescriptor(rawValue: 2)
+
+    /// Opens `path`; always with `O_CLOEXEC` so no descriptor leaks into a spawned recognizer.
+    public static func open(
+        _ path: String,
+        _ flags: CInt,
+        mode: mode_t = 0o600,
+        relativeTo directory: FileDescriptor? = nil
+    ) throws(SystemError) -> FileDescriptor {
+        let fd = try syscall("open(\(path))") {
+            openat(directory?.rawValue ?? AT_FDCWD, path, flags | O_CLOEXEC, mode)
+        }
+        return FileDescriptor(rawValue: fd)
+    }
+
+    /// Closes the descriptor. `EINTR` from close is not retried: on Linux the descriptor is gone either way.
+    public func close() {
+        _ = Glibc.close(rawValue)
+    }
+
+    /// Reads up to `buffer.count` bytes; 0 means end of file.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+        try syscall("read") { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Writes some of `buffer`, returning how much was written (possibly less than all).
+    public func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int {
+        try syscall("write") { Glibc.write(rawValue, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Writes all of `bytes`, looping over short writes.
+    public func writeAll(_ bytes: some Collection<UInt8>) throws(SystemError) {
+        let result: Result<Void, SystemError> =
+            bytes.withContiguousStorageIfAvailable { buffer in
+                writeAll(UnsafeRawBufferPointer(buffer))
+            } ?? Array(bytes).withUnsafeBytes { writeAll($0) }
+        try result.get()
+    }
+
+    private func writeAll(_ buffer: UnsafeRawBufferPointer) -> Result<Void, SystemError> {
+        var offset = 0
+        while offset < buffer.count {
+            do {
+                offset += try write(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return .success(())
+    }
+
+    /// Writes `bytes` at `offset` without moving the file position (used to patch WAV headers in place).
+    public func pwriteAll(_ bytes: [UInt8], at offset: Int64) throws(SystemError) {
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { buffer in
+                Glibc.pwrite(
+                    rawValue, buffer.baseAddress! + written, buffer.count - written, off_t(offset) + off_t(written))
+            }
+            if result < 0 {
+                if Errno.current == .interrupted { continue }
+                throw SystemError("pwrite", .current)
+            }
+            written += result
+        }
+    }
+
+    /// Reads everything from the current position to the end of the file (or until the writer closes a pipe).
+    public func readToEnd(sizeHint: Int = 64 * 1024) throws(SystemError) -> [UInt8] {
+        var result: [UInt8] = []
+        var capacity = max(sizeHint, 4096)
+        while true {
+            var count = 0
+            var error = Errno(rawValue: 0)
+            let chunk = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+                count = Glibc.read(rawValue, buffer.baseAddress, buffer.count)
+                if count < 0 { error = .current }
+                initialized = max(count, 0)
+            }
+            if count < 0 {
+                if error == .interrupted { continue }
+                throw SystemError("read", error)
+            }
+            if count == 0 { return result }
+            if result.isEmpty { result = chunk } else { result.append(contentsOf: chunk) }
+            capacity = min(capacity * 2, 16 * 1024 * 1024)
+        }
+    }
+
+    /// Flushes the file's data and metadata to the device.
+    public func sync() throws(SystemError) {
+        try syscall("fsync") { fsync(rawValue) }
+    }
+
+    /// Flushes the file's data (and the metadata needed to read it) to the device.
+    public func dataSync() throws(SystemError) {
+        try syscall("fdatasync") { fdatasync(rawValue) }
+    }
+
+    /// The file's size in bytes.
+    public func size() throws(SystemError) -> Int64 {
+        var info = stat()
+        try syscall("fstat") { fstat(rawValue, &info) }
+        return Int64(info.st_size)
+    }
+
+    /// Switches blocking mode on or off.
+    public func setNonBlocking(_ isNonBlocking: Bool = true) throws(SystemError) {
+        let flags = try syscall("fcntl(F_GETFL)") { fcntl(rawValue, F_GETFL) }
+        let newFlags = isNonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
+        if newFlags != flags { try syscall("fcntl(F_SETFL)") { fcntl(rawValue, F_SETFL, newFlags) } }
+    }
+}

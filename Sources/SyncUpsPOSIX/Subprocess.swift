@@ -1,0 +1,171 @@
+import CSyncUpsShims
+import Glibc
+
+/// A child process started with `posix_spawn`, with optional pipes to its standard streams.
+///
+/// The child starts with an empty signal mask and default dispositions whatever the parent blocks, and
+/// inherits no descriptor but the ones mapped here (everything else is close-on-exec).
+public final class Subprocess: Sendable {
+    /// What a child's standard stream is connected to.
+    public enum Stream: Sendable {
+        /// The parent's own stream.
+        case inherit
+        /// A new pipe; the parent's end is in `standardInput`/`standardOutput`/`standardError`.
+        case pipe
+        /// /dev/null.
+        case null
+        /// This descriptor of the parent's.
+        case descriptor(FileDescriptor)
+    }
+
+    /// How a child ended.
+    public enum Termination: Sendable, Equatable, CustomStringConvertible {
+        case exited(CInt)
+        case signaled(CInt)
+
+        public var description: String {
+            switch self {
+            case .exited(let code): "exited with status \(code)"
+            case .signaled(let signal): "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
+            }
+        }
+    }
+
+    public let pid: pid_t
+    /// The parent's end of the child's stdin pipe (write to it), when `.pipe` was asked for.
+    public let standardInput: FileDescriptor?
+    /// The parent's end of the child's stdout pipe (read from it).
+    public let standardOutput: FileDescriptor?
+    /// The parent's end of the child's stderr pipe (read from it).
+    public let standardError: FileDescriptor?
+
+    /// Starts `executable` (a path; searched in `PATH` when it has no slash) with `arguments` (not including
+    /// argv[0]). `extraDescriptors` maps parent descriptors to numbers in the child (e.g. a control pipe at 3).
+    public init(
+        executable: String,
+        arguments: [String] = [],
+        environment: [String: String]? = nil,
+        standardInput stdinMode: Stream = .inherit,
+        standardOutput stdoutMode: Stream = .inherit,
+        standardError stderrMode: Stream = .inherit,
+        extraDescriptors: [(parent: FileDescriptor, child: CInt)] = [],
+        newProcessGroup: Bool = false
+    ) throws(SystemError) {
+        var parentEnds: [FileDescriptor?] = [nil, nil, nil]
+        var childEnds: [FileDescriptor] = []  // closed in the parent after the spawn
+        var dups: [CInt] = []
+        var nullFD: FileDescriptor?
+        defer {
+            for fd in childEnds { fd.close() }
+            nullFD?.close()
+        }
+        do throws(SystemError) {
+            for (index, mode) in [stdinMode, stdoutMode, stderrMode].enumerated() {
+                switch mode {
+                case .inherit: break
+                case .null:
+                    if nullFD == nil { nullFD = try FileDescriptor.open("/dev/null", O_RDWR) }
+                    dups += [nullFD!.rawValue, CInt(index)]
+                case .descriptor(let fd): dups += [fd.rawValue, CInt(index)]
+                case .pipe:
+                    var fds: [CInt] = [-1, -1]
+                    try syscall("pipe2") { syncups_pipe_cloexec(&fds) }
+                    let (readEnd, writeEnd) = (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
+                    if index == 0 {
+                        parentEnds[0] = writeEnd
+                        childEnds.append(readEnd)
+                        dups += [readEnd.rawValue, 0]
+                    } else {
+                        parentEnds[index] = readEnd
+                        childEnds.append(writeEnd)
+                        dups += [writeEnd.rawValue, CInt(index)]
+                    }
+                }
+            }
+            for (parent, child) in extraDescriptors { dups += [parent.rawValue, child] }
+
+            let path = executable.contains("/") ? executable : Self.search(executable, environment: environment)
+            var pid: pid_t = 0
+            let argv = [executable] + arguments
+            let envp = (environment ?? Self.currentEnvironment()).map { "\($0.key)=\($0.value)" }
+            let result = Self.withCStrings(argv) { argvPointer in
+                Self.withCStrings(envp) { envpPointer in
+                    syncups_spawn(
+                        &pid, path, argvPointer, envpPointer, dups, CInt(dups.count / 2), newProcessGroup ? 1 : 0)
+                }
+            }
+            guard result == 0 else { throw SystemError("posix_spawn(\(executable))", Errno(rawValue: result)) }
+            self.pid = pid
+        } catch {
+            for fd in parentEnds.compactMap({ $0 }) { fd.close() }
+            throw error
+        }
+        standardInput = parentEnds[0]
+        standardOutput = parentEnds[1]
+        standardError = parentEnds[2]
+    }
+
+    /// Closes the parent's ends of the pipes (closing stdin tells the child its input ended).
+    public func closeStreams() {
+        standardInput?.close()
+        standardOutput?.close()
+        standardError?.close()
+    }
+
+    /// Sends `signal` to the child (or to its whole process group when it has its own).
+    public func send(_ signal: CInt, toGroup: Bool = false) {
+        kill(toGroup ? -pid : pid, signal)
+    }
+
+    /// Waits for the child to end and reaps it.
+    public func wait() -> Termination {
+        var status: CInt = 0
+        while waitpid(pid, &status, 0) < 0 && Errno.current == .interrupted {}
+        return Self.termination(status)
+    }
+
+    /// Reaps the child if it has ended, without waiting.
+    public func poll() -> Termination? {
+        var status: CInt = 0
+        let result = waitpid(pid, &status, WNOHANG)
+        return result == pid ? Self.termination(status) : nil
+    }
+
+    static func termination(_ status: CInt) -> Termination {
+        if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF) }
+        return .signaled(status & 0x7F)
+    }
+
+    // MARK: - Helpers
+
+    public static func currentEnvironment() -> [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return result
+    }
+
+    static func search(_ name: String, environment: [String: String]?) -> String {
+        let path = (environment ?? currentEnvironment())["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return name
+    }
+
+    static func withCStrings<Result>(
+        _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Result
+    ) -> Result {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        pointers.append(nil)
+        defer { for pointer in pointers { free(pointer) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}

@@ -1,0 +1,28 @@
+import CSyncUpsShims
+import Glibc
+
+/// Lets one thread sleep until another says "there is work": an eventfd in blocking mode. Signals sent while
+/// nobody waits are remembered (and merged), so a wake-up is never lost.
+public final class WakeSignal: Sendable {
+    private let eventFD: FileDescriptor
+
+    public init() throws(SystemError) {
+        eventFD = FileDescriptor(rawValue: try syscall("eventfd") { eventfd(0, CInt(EFD_CLOEXEC)) })
+    }
+
+    deinit {
+        eventFD.close()
+    }
+
+    /// Wakes the waiter (now, or at its next `wait`).
+    public func signal() {
+        var one: UInt64 = 1
+        _ = Glibc.write(eventFD.rawValue, &one, 8)
+    }
+
+    /// Sleeps until at least one `signal` has arrived since the last `wait` returned.
+    public func wait() {
+        var count: UInt64 = 0
+        while Glibc.read(eventFD.rawValue, &count, 8) < 0 && Errno.current == .interrupted {}
+    }
+}

@@ -1,0 +1,143 @@
+import Glibc
+import SyncUpsPOSIX
+import Synchronization
+
+/// Replaces a file so that, whatever moment the process or machine dies at, the path holds either the whole
+/// old content or the whole new content.
+///
+/// The recipe (see `ARCHITECTURE.md`): a temporary file in the same directory, created exclusively (a planted
+/// symlink makes it fail rather than be followed), written in full, `fsync`ed and closed with every result
+/// checked; the old file hard-linked to `<name>.prev`; `rename` over the old name; `fsync` of the directory so
+/// the rename itself survives a power cut. On any failure the temporary file is removed and nothing visible
+/// has changed. A failed `fsync` is never retried on the same file (Linux forgets the error): the next attempt
+/// starts over with a new temporary file.
+public struct AtomicFile: Sendable {
+    public let path: String
+    public let previousPath: String?
+    public var fileSystem: FileSystem
+    /// Bytes per `write` call; small enough that a crash test can land between two of them.
+    public var chunkSize = 1 << 20
+
+    public init(path: String, previousPath: String? = nil, fileSystem: FileSystem = .live) {
+        self.path = path
+        self.previousPath = previousPath
+        self.fileSystem = fileSystem
+    }
+
+    var directory: String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    var baseName: String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    private static let counter = Atomic<Int>(0)
+
+    /// The prefix of temporary files, so start-up can remove ones a crash left behind.
+    public var temporaryPrefix: String { "." + baseName + ".tmp-" }
+
+    /// Writes `bytes` as the new content. `isExpected` sees the identity of the file currently at `path` (nil
+    /// if none) just before it is replaced; returning false aborts with `AtomicFileError.conflict` and leaves
+    /// everything as it was. Returns the identity of the new file.
+    @discardableResult
+    public func write(
+        _ bytes: [UInt8],
+        replacingIf isExpected: (FileIdentity?) -> Bool = { _ in true }
+    ) throws(AtomicFileError) -> FileIdentity {
+        let number = Self.counter.wrappingAdd(1, ordering: .relaxed).oldValue
+        let temporary = directory + "/" + temporaryPrefix + "\(getpid())-\(number)"
+        var isTemporaryPresent = false
+        let outcome: Outcome
+        do {
+            outcome = try replace(with: bytes, via: temporary, isTemporaryPresent: &isTemporaryPresent, isExpected)
+        } catch {
+            if isTemporaryPresent { fileSystem.unlink(temporary) }
+            throw .system(error)
+        }
+        switch outcome {
+        case .written(let identity): return identity
+        case .conflict(let current):
+            fileSystem.unlink(temporary)
+            throw .conflict(current)
+        }
+    }
+
+    private enum Outcome {
+        case written(FileIdentity)
+        case conflict(FileIdentity?)
+    }
+
+    private func replace(
+        with bytes: [UInt8],
+        via temporary: String,
+        isTemporaryPresent: inout Bool,
+        _ isExpected: (FileIdentity?) -> Bool
+    ) throws(SystemError) -> Outcome {
+        let fs = fileSystem
+        let fd = try fs.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+        isTemporaryPresent = true
+        do {
+            try writeAll(bytes, to: fd)
+            try fs.sync(fd)
+        } catch {
+            try? fs.close(fd)
+            throw error
+        }
+        try fs.close(fd)
+        guard let identity = fs.identity(temporary) else { throw SystemError("stat(\(temporary))", .noSuchFile) }
+        let current = fs.identity(path)
+        guard isExpected(current) else { return .conflict(current) }
+        if let previousPath, current != nil {
+            let staging = previousPath + ".tmp"
+            fs.unlink(staging)
+            do {
+                try fs.link(path, staging)
+                try fs.rename(staging, previousPath)
+            } catch {
+                fs.unlink(staging)
+                throw error
+            }
+        }
+        try fs.rename(temporary, path)
+        isTemporaryPresent = false
+        try syncDirectory()
+        return .written(identity)
+    }
+
+    private func writeAll(_ bytes: [UInt8], to fd: FileDescriptor) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + chunkSize)
+            let result = bytes.withUnsafeBytes { buffer in
+                Result { () throws(SystemError) in
+                    try fileSystem.write(fd, UnsafeRawBufferPointer(rebasing: buffer[offset..<end]))
+                }
+            }
+            offset += try result.get()
+        }
+    }
+
+    private func syncDirectory() throws(SystemError) {
+        let fd = try fileSystem.open(directory, O_RDONLY | O_DIRECTORY, 0)
+        defer { try? fileSystem.close(fd) }
+        try fileSystem.sync(fd)
+    }
+}
+
+/// Why an atomic write did not happen.
+public enum AtomicFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A system call failed; the old file is untouched.
+    case system(SystemError)
+    /// The file on disk is not the one expected (someone else changed it); nothing was written.
+    case conflict(FileIdentity?)
+
+    public var description: String {
+        switch self {
+        case .system(let error): error.description
+        case .conflict: "the file was changed by another program"
+        }
+    }
+}

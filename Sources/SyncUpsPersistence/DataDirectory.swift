@@ -1,0 +1,71 @@
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+
+/// Where syncupsd keeps its data: `sync-ups.json`, its previous version, and per-meeting sidecar files.
+///
+/// ```
+/// $XDG_DATA_HOME/syncups/          (default ~/.local/share/syncups/, or --data-dir)
+///   sync-ups.json                  the SyncUps app's file, nothing added
+///   sync-ups.json.prev             the version before the last write
+///   sync-ups.json.corrupt-<UTC>    a file that failed to parse, moved aside, never deleted
+///   meetings/<meeting-id>.wav      the meeting's audio
+///   meetings/<meeting-id>.json     what the app's model has no field for (segments, flags)
+/// ```
+public struct DataDirectory: Sendable, Equatable {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+    }
+
+    public static let fileName = "sync-ups.json"
+
+    public var syncUpsFile: String { path + "/" + Self.fileName }
+    public var previousFile: String { syncUpsFile + ".prev" }
+    public var meetingsDirectory: String { path + "/meetings" }
+
+    /// `meetings/<meeting-id>.<suffix>`. The id is a parsed UUID, so the name cannot leave the directory.
+    public func sidecar(_ meeting: Meeting.ID, _ suffix: String) -> String {
+        meetingsDirectory + "/" + meeting.description + "." + suffix
+    }
+
+    /// `$XDG_DATA_HOME/syncups`, else `$HOME/.local/share/syncups`; nil when neither variable is usable.
+    public static func defaultPath(environment: [String: String]) -> String? {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/syncups" }
+        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/share/syncups" }
+        return nil
+    }
+
+    /// Creates the directory and `meetings/` (and missing parents), mode 0700.
+    public func create() throws(SystemError) {
+        try Self.makeDirectories(path)
+        try Self.makeDirectories(meetingsDirectory)
+    }
+
+    static func makeDirectories(_ path: String) throws(SystemError) {
+        var prefix = ""
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && Errno.current != .fileExists {
+                throw SystemError("mkdir(\(prefix))", .current)
+            }
+        }
+    }
+
+    /// Removes every sidecar file of `meeting` (its audio, segments and any journal); missing files are fine.
+    public func removeSidecars(of meeting: Meeting.ID) {
+        for suffix in MeetingFiles.suffixes {
+            unlink(sidecar(meeting, suffix))
+        }
+    }
+}
+
+/// The kinds of sidecar files a meeting can have.
+public enum MeetingFiles {
+    public static let audio = "wav"
+    public static let details = "json"
+    /// Written while a meeting is being recorded; its presence at start-up means the daemon crashed mid-meeting.
+    public static let journal = "recording.json"
+    static let suffixes = [audio, details, journal, details + ".tmp", journal + ".tmp"]
+}

@@ -1,0 +1,89 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+
+/// Reads `sync-ups.json` at start-up without ever destroying a byte of it.
+///
+/// A missing or empty file is an empty list. A file that does not parse is renamed to
+/// `sync-ups.json.corrupt-<UTC>` (never overwritten, never deleted) and `.prev` is tried instead; if that is
+/// bad too it is moved aside the same way and the daemon starts empty, saying so loudly.
+struct StoreLoader {
+    let directory: DataDirectory
+    let fileSystem: FileSystem
+    /// Set when the state loaded is not what `sync-ups.json` holds (it came from `.prev`): write it back at once.
+    private(set) var needsRewrite = false
+
+    init(directory: DataDirectory, fileSystem: FileSystem) {
+        self.directory = directory
+        self.fileSystem = fileSystem
+    }
+
+    mutating func load() -> (syncUps: [SyncUp], warnings: [String]) {
+        var warnings: [String] = []
+        let main = directory.syncUpsFile
+        switch Self.parse(main) {
+        case .loaded(let syncUps):
+            return (syncUps, warnings)
+        case .missing:
+            guard case .loaded(let syncUps) = Self.parse(directory.previousFile) else { return ([], warnings) }
+            warnings.append("\(main) is missing; restored \(syncUps.count) sync-ups from \(directory.previousFile)")
+            needsRewrite = true
+            return (syncUps, warnings)
+        case .invalid(let reason):
+            let aside = Self.moveAside(main, fileSystem: fileSystem)
+            warnings.append("\(main) does not parse (\(reason)); moved it to \(aside ?? "nowhere (rename failed)")")
+        }
+        switch Self.parse(directory.previousFile) {
+        case .loaded(let syncUps):
+            warnings.append("restored \(syncUps.count) sync-ups from \(directory.previousFile)")
+            needsRewrite = true
+            return (syncUps, warnings)
+        case .missing:
+            warnings.append("no \(directory.previousFile) to fall back on; starting with no sync-ups")
+        case .invalid(let reason):
+            let aside = Self.moveAside(directory.previousFile, fileSystem: fileSystem)
+            warnings.append(
+                "\(directory.previousFile) does not parse either (\(reason)); moved it to \(aside ?? "nowhere"); "
+                    + "starting with no sync-ups"
+            )
+        }
+        return ([], warnings)
+    }
+
+    enum Outcome {
+        case loaded([SyncUp])
+        case missing
+        case invalid(String)
+    }
+
+    static func parse(_ path: String) -> Outcome {
+        let bytes: [UInt8]
+        do {
+            bytes = try SyncUpStore.read(path)
+        } catch {
+            return error.errno == .noSuchFile ? .missing : .invalid(error.description)
+        }
+        do {
+            return .loaded(try SyncUpsFile.decode(bytes))
+        } catch {
+            return .invalid(error.description)
+        }
+    }
+
+    /// Renames `path` to `<path>.corrupt-<UTC stamp>` (with a counter if that exists); returns the new path.
+    static func moveAside(_ path: String, fileSystem: FileSystem) -> String? {
+        let stamp = UTCTime(Date()).compactStamp
+        for attempt in 0..<100 {
+            let candidate = path + ".corrupt-" + stamp + (attempt == 0 ? "" : "-\(attempt)")
+            guard fileSystem.identity(candidate) == nil else { continue }
+            do {
+                try fileSystem.rename(path, candidate)
+                return candidate
+            } catch {
+                return nil
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,272 @@
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+
+/// Keeps `sync-ups.json` in step with the daemon's state: loads it at start, writes every change atomically
+/// (throttled to one write a second, urgent writes at once), notices when another program changes it, and
+/// keeps retrying when the disk refuses.
+///
+/// Lives on the event loop's thread. The daemon owns the state; the store is told each new snapshot and
+/// reports back through `onEvent`.
+public final class SyncUpStore {
+    /// Something the daemon must know about the file.
+    public enum Event: Sendable, Equatable {
+        /// Another program wrote a valid file; these sync-ups are now the state (its edit wins over any
+        /// change not yet written).
+        case reloaded([SyncUp])
+        /// Another program wrote a file that does not parse; it was moved aside, and the state rewritten.
+        case outsideEditRejected(movedTo: String, reason: String)
+        /// A write failed; the state is safe in memory and the write will be retried.
+        case writeFailed(String)
+        /// Writing works again after failures.
+        case writeRecovered
+    }
+
+    /// What loading found.
+    public struct LoadResult: Sendable, Equatable {
+        public var syncUps: [SyncUp]
+        /// Problems found and dealt with (a corrupt file moved aside, a fallback used), for the log and `status`.
+        public var warnings: [String]
+    }
+
+    public let directory: DataDirectory
+    private let loop: EventLoop
+    private let fileSystem: FileSystem
+    private let onEvent: (Event) -> Void
+    private let recentWrites = RecentWrites()
+    private let results: Mailbox<StoreWriter.Result>
+    private var writer: StoreWriter?
+    private var inotify: Inotify?
+    private var watches: [EventLoop.Watch] = []
+
+    private var latest: [SyncUp] = []
+    private var generation = 0
+    private var writtenGeneration = 0
+    private var throttle: WriteThrottle
+    private var throttleTimer: EventLoop.Timer?
+    private var retryTimer: EventLoop.Timer?
+    private var retryDelay = StoreRetry.initialDelay
+    /// A write was refused because the file looked changed; resubmit once the file is found to be ours.
+    private var isConflictPending = false
+
+    /// The last write error, or nil when the file is up to date or a write is merely pending.
+    public private(set) var lastError: String?
+    /// True while the file lags behind the state.
+    public var hasUnsavedChanges: Bool { writtenGeneration < generation }
+
+    public init(
+        directory: DataDirectory,
+        loop: EventLoop,
+        fileSystem: FileSystem = .live,
+        throttleWindow: Duration = .seconds(1),
+        onEvent: @escaping (Event) -> Void
+    ) throws(SystemError) {
+        self.directory = directory
+        self.loop = loop
+        self.fileSystem = fileSystem
+        self.onEvent = onEvent
+        self.throttle = WriteThrottle(window: throttleWindow)
+        self.results = try Mailbox()
+    }
+
+    private var file: AtomicFile {
+        AtomicFile(path: directory.syncUpsFile, previousPath: directory.previousFile, fileSystem: fileSystem)
+    }
+
+    // MARK: - Loading
+
+    /// Creates the data directory if needed, loads the file (falling back to `.prev`, never overwriting a bad
+    /// file), then starts watching for outside edits and the writer thread.
+    public func open() throws(SystemError) -> LoadResult {
+        try directory.create()
+        removeStaleTemporaryFiles()
+        var loader = StoreLoader(directory: directory, fileSystem: fileSystem)
+        let result = loader.load()
+        latest = result.syncUps
+        let writer = try StoreWriter(
+            file: file,
+            results: results,
+            recentWrites: recentWrites,
+            disk: DiskState(identity: fileSystem.identity(directory.syncUpsFile))
+        )
+        self.writer = writer
+        watches.append(try results.attach(to: loop) { [unowned self] in $0.forEach(handle) })
+        try startWatching()
+        try writer.start()
+        if loader.needsRewrite { save(latest, urgent: true) }
+        return LoadResult(syncUps: result.syncUps, warnings: result.warnings)
+    }
+
+    private func removeStaleTemporaryFiles() {
+        let prefix = file.temporaryPrefix
+        guard let entries = try? DirectoryListing.names(in: directory.path) else { return }
+        for name in entries where name.hasPrefix(prefix) {
+            fileSystem.unlink(directory.path + "/" + name)
+        }
+        fileSystem.unlink(directory.previousFile + ".tmp")
+    }
+
+    private func startWatching() throws(SystemError) {
+        let inotify = try Inotify()
+        _ = try inotify.add(directory.path, mask: UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE))
+        self.inotify = inotify
+        watches.append(
+            try loop.watch(inotify.descriptor, for: .readable) { [unowned self] _ in
+                let events = inotify.drain()
+                if events.contains(where: { $0.name == DataDirectory.fileName }) { examineFileOnDisk() }
+            }
+        )
+    }
+
+    // MARK: - Saving
+
+    /// Records a new state. It is written at once if nothing was written in the last second, else at the end
+    /// of that second; `urgent` writes at once (a meeting saved, the daemon stopping).
+    public func save(_ syncUps: [SyncUp], urgent: Bool = false) {
+        latest = syncUps
+        generation += 1
+        if retryTimer != nil { return }  // failing: the retry will write the latest state
+        let now = loop.now()
+        act(on: urgent ? throttle.urgent(at: now) : throttle.changed(at: now))
+    }
+
+    private func act(on decision: WriteThrottle.Decision) {
+        switch decision {
+        case .writeNow:
+            if let throttleTimer { loop.cancel(throttleTimer) }
+            throttleTimer = nil
+            submit()
+        case .writeAt(let deadline):
+            if throttleTimer == nil {
+                throttleTimer = loop.schedule(at: deadline) { [unowned self] in
+                    throttleTimer = nil
+                    act(on: throttle.timerFired(at: loop.now()))
+                }
+            }
+        case .nothing:
+            break
+        }
+    }
+
+    private func submit() {
+        guard generation > writtenGeneration else { return }
+        writer?.submit(StoreWriter.Job(generation: generation, syncUps: latest))
+    }
+
+    private func handle(_ result: StoreWriter.Result) {
+        switch result {
+        case .written(let written, _):
+            writtenGeneration = max(writtenGeneration, written)
+            retryDelay = StoreRetry.initialDelay
+            if lastError != nil {
+                lastError = nil
+                onEvent(.writeRecovered)
+            }
+            if hasUnsavedChanges && throttleTimer == nil && retryTimer == nil {
+                act(on: throttle.changed(at: loop.now()))
+            }
+        case .failed(let failed, let error):
+            guard failed > writtenGeneration else { return }
+            lastError = "writing \(directory.syncUpsFile) failed: \(error)"
+            onEvent(.writeFailed(lastError!))
+            scheduleRetry()
+        case .conflict:
+            isConflictPending = true
+            examineFileOnDisk()
+        }
+    }
+
+    private func scheduleRetry() {
+        guard retryTimer == nil else { return }
+        let delay = retryDelay
+        retryDelay = min(retryDelay * 2, StoreRetry.maximumDelay)
+        retryTimer = loop.schedule(after: delay) { [unowned self] in
+            retryTimer = nil
+            try? directory.create()  // the directory itself may have been removed
+            submit()
+        }
+    }
+
+    // MARK: - Outside edits
+
+    /// Looks at the file after a change notification or a refused write, and decides whose it is.
+    private func examineFileOnDisk() {
+        let path = directory.syncUpsFile
+        let identity = fileSystem.identity(path)
+        guard let bytes = try? Self.read(path) else {
+            // Deleted or unreadable: the state is in memory, so write it back rather than lose it.
+            markDiskState(identity: nil, overtaking: false)
+            save(latest, urgent: true)
+            return
+        }
+        if recentWrites.contains(bytes) {
+            // Our own write (or the same bytes): nothing changed, but remember its identity (a `touch` changes it).
+            markDiskState(identity: identity, overtaking: false)
+            if isConflictPending {
+                isConflictPending = false
+                submit()
+            }
+            return
+        }
+        do {
+            let syncUps = try SyncUpsFile.decode(bytes)
+            // Another program's valid edit wins over any change not yet written.
+            markDiskState(identity: identity, overtaking: true)
+            isConflictPending = false
+            throttle.cancelPending()
+            latest = syncUps
+            generation += 1
+            writtenGeneration = generation
+            recentWrites.remember(bytes)
+            onEvent(.reloaded(syncUps))
+        } catch {
+            let aside = StoreLoader.moveAside(path, fileSystem: fileSystem)
+            markDiskState(identity: nil, overtaking: false)
+            onEvent(.outsideEditRejected(movedTo: aside ?? path, reason: error.description))
+            save(latest, urgent: true)
+        }
+    }
+
+    private func markDiskState(identity: FileIdentity?, overtaking: Bool) {
+        let newGeneration = generation + 1
+        writer?.disk.withLock {
+            $0.identity = identity
+            if overtaking { $0.minimumGeneration = newGeneration }
+        }
+    }
+
+    static func read(_ path: String) throws(SystemError) -> [UInt8] {
+        let fd = try FileDescriptor.open(path, O_RDONLY)
+        defer { fd.close() }
+        return try fd.readToEnd(sizeHint: Int(clamping: (try? fd.size()) ?? 0) + 1)
+    }
+
+    // MARK: - Closing
+
+    /// Writes any unsaved state now, synchronously, and stops the writer thread; for shutdown. Returns the
+    /// error if that last write failed (the data is then still in `.prev` and the failure was logged).
+    @discardableResult
+    public func close() -> String? {
+        writer?.stop()
+        for watch in watches { loop.unwatch(watch) }
+        watches.removeAll()
+        if let throttleTimer { loop.cancel(throttleTimer) }
+        if let retryTimer { loop.cancel(retryTimer) }
+        guard hasUnsavedChanges, let writer else { return nil }
+        switch writer.perform(StoreWriter.Job(generation: generation, syncUps: latest)) {
+        case .written:
+            writtenGeneration = generation
+            return nil
+        case .failed(_, let error):
+            return "final write of \(directory.syncUpsFile) failed: \(error)"
+        case .conflict:
+            return "final write of \(directory.syncUpsFile) skipped: another program changed the file"
+        }
+    }
+}
+
+/// The back-off between failed writes: half a second, doubling to thirty.
+enum StoreRetry {
+    static let initialDelay = Duration.milliseconds(500)
+    static let maximumDelay = Duration.seconds(30)
+}

@@ -1,0 +1,86 @@
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsTestSupport
+import Testing
+
+@Suite struct AtomicFileTests {
+    let directory = TemporaryDirectory("atomic")
+    var path: String { directory.appending("sync-ups.json") }
+    var previous: String { path + ".prev" }
+
+    @Test func replacesTheFileAndKeepsThePreviousVersion() throws {
+        let file = AtomicFile(path: path, previousPath: previous)
+        try file.write(Array("first".utf8))
+        #expect(!Files.exists(previous))
+        try file.write(Array("second".utf8))
+        #expect(Files.readString(path) == "second")
+        #expect(Files.readString(previous) == "first")
+        #expect(Files.mode(path) == 0o600)
+        #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
+    }
+
+    @Test(arguments: [
+        (FaultyFileSystem.Operation.write, Errno.noSpace),
+        (.sync, .ioError),
+        (.rename, .ioError),
+        (.link, .noSpace),
+        (.open, .readOnlyFileSystem),
+    ])
+    func leavesEverythingAsItWasWhenAStepFails(operation: FaultyFileSystem.Operation, errno: Errno) throws {
+        try AtomicFile(path: path, previousPath: previous).write(Array("old".utf8))
+        try AtomicFile(path: path, previousPath: previous).write(Array("older is prev".utf8))
+        let faulty = FaultyFileSystem()
+        faulty.fail(operation, with: errno)
+        let file = AtomicFile(path: path, previousPath: previous, fileSystem: faulty.fileSystem)
+        #expect {
+            try file.write(Array("new".utf8))
+        } throws: { error in
+            guard case .system(let failure) = error as? AtomicFileError else { return false }
+            return failure.errno == errno
+        }
+        #expect(Files.readString(path) == "older is prev")
+        #expect(Files.readString(previous) == "old")
+        #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
+    }
+
+    @Test func refusesToReplaceAFileSomeoneElseChanged() throws {
+        let file = AtomicFile(path: path, previousPath: previous)
+        try file.write(Array("ours".utf8))
+        #expect(throws: AtomicFileError.self) {
+            try file.write(Array("new".utf8)) { _ in false }
+        }
+        #expect(Files.readString(path) == "ours")
+        #expect(Files.list(directory.path) == ["sync-ups.json"])
+    }
+
+    @Test func replacesAPlantedSymlinkInsteadOfWritingThroughIt() throws {
+        let outside = TemporaryDirectory("outside")
+        let target = outside.appending("victim")
+        Files.write(target, "precious")
+        symlink(target, path)
+        try AtomicFile(path: path).write(Array("data".utf8))
+        #expect(Files.readString(target) == "precious")
+        #expect(Files.readString(path) == "data")
+        var info = stat()
+        lstat(path, &info)
+        #expect(info.st_mode & S_IFMT == S_IFREG)
+    }
+
+    @Test func failsCleanlyWithARealFileTooLargeError() throws {
+        // RLIMIT_FSIZE makes the kernel refuse with EFBIG; a child process takes the limit, not the test.
+        try AtomicFile(path: path, previousPath: previous).write(Array("before".utf8))
+        let child = try Subprocess(
+            executable: BuiltProducts.path("syncups-testtool"),
+            arguments: ["write-under-limit", directory.path, "65536"],
+            standardOutput: .pipe
+        )
+        let output = String(decoding: try child.standardOutput!.readToEnd(), as: UTF8.self)
+        child.closeStreams()
+        #expect(child.wait() == .exited(0))
+        #expect(output == "error: write: File too large\n")
+        #expect(Files.readString(path) == "before")
+        #expect(Files.list(directory.path) == ["sync-ups.json"])
+    }
+}

@@ -1,0 +1,231 @@
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsTestSupport
+import Testing
+
+/// A store on its own loop and temporary directory, recording the events it reports.
+final class StoreHarness {
+    let directory = TemporaryDirectory("store")
+    let loop: EventLoop
+    let faults = FaultyFileSystem()
+    var events: [SyncUpStore.Event] = []
+    var store: SyncUpStore!
+
+    init(throttleWindow: Duration = .milliseconds(300)) throws {
+        loop = try EventLoop()
+        store = try SyncUpStore(
+            directory: DataDirectory(path: directory.path),
+            loop: loop,
+            fileSystem: faults.fileSystem,
+            throttleWindow: throttleWindow
+        ) { [unowned self] in events.append($0) }
+    }
+
+    var file: String { directory.appending("sync-ups.json") }
+    var writes: Int { faults.replacements(of: file) }
+    func onDisk() -> [SyncUp]? { Files.read(file).flatMap { try? SyncUpsFile.decode($0) } }
+
+    @discardableResult
+    func run(until condition: () -> Bool) -> Bool { loop.run(until: condition, timeout: .seconds(10)) }
+}
+
+@Suite struct SyncUpStoreTests {
+    let a = [SyncUp.fixture(seed: 1, title: "A")]
+    let b = [SyncUp.fixture(seed: 1, title: "B")]
+    let c = [SyncUp.fixture(seed: 1, title: "C"), .fixture(seed: 2, title: "D")]
+
+    @Test func startsEmptyWithoutCreatingAFile() throws {
+        let harness = try StoreHarness()
+        let result = try harness.store.open()
+        #expect(result.syncUps.isEmpty && result.warnings.isEmpty)
+        #expect(!Files.exists(harness.file))
+        #expect(Files.list(harness.directory.path) == ["meetings"])
+        #expect(Files.mode(harness.directory.appending("meetings")) == 0o700)
+    }
+
+    @Test func loadsWhatItWrote() throws {
+        let harness = try StoreHarness()
+        _ = try harness.store.open()
+        harness.store.save(c)
+        #expect(harness.run { harness.onDisk() == c })
+        harness.store.close()
+        let reopened = try StoreHarness()
+        let again = try SyncUpStore(directory: DataDirectory(path: harness.directory.path), loop: reopened.loop) { _ in
+        }
+        #expect(try again.open().syncUps == c)
+        again.close()
+    }
+
+    @Test func writesTheFirstChangeAtOnceAndCoalescesTheNextSecond() throws {
+        let harness = try StoreHarness()
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a })
+        harness.store.save(b)
+        harness.store.save(c)
+        #expect(harness.run { harness.onDisk() == c && !harness.store.hasUnsavedChanges })
+        #expect(harness.writes == 2)
+        #expect(harness.events.isEmpty)
+        harness.store.close()
+    }
+
+    @Test func writesUrgentChangesWithoutWaitingForTheWindow() throws {
+        let harness = try StoreHarness(throttleWindow: .seconds(60))
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a })
+        harness.store.save(b)
+        harness.store.save(c, urgent: true)
+        #expect(harness.run { harness.onDisk() == c })
+        harness.store.close()
+    }
+
+    @Test func flushesUnsavedChangesOnClose() throws {
+        let harness = try StoreHarness(throttleWindow: .seconds(60))
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a })
+        harness.store.save(c)
+        #expect(harness.store.hasUnsavedChanges)
+        #expect(harness.store.close() == nil)
+        #expect(harness.onDisk() == c)
+    }
+
+    @Test func movesACorruptFileAsideAndFallsBackToThePreviousVersion() throws {
+        let harness = try StoreHarness()
+        Files.write(harness.file + ".prev", SyncUpsFile.encode(a))
+        let garbage = Array("[{\"broken\": ".utf8)
+        Files.write(harness.file, garbage)
+        let result = try harness.store.open()
+        #expect(result.syncUps == a)
+        #expect(result.warnings.count == 2)
+        #expect(result.warnings[0].contains("does not parse"))
+        let aside = Files.list(harness.directory.path).filter { $0.hasPrefix("sync-ups.json.corrupt-") }
+        try #require(aside.count == 1)
+        #expect(Files.read(harness.directory.appending(aside[0])) == garbage)
+        // The restored state is written back as sync-ups.json at once.
+        #expect(harness.run { harness.onDisk() == a })
+        harness.store.close()
+    }
+
+    @Test func startsEmptyButKeepsBothFilesWhenEverythingIsCorrupt() throws {
+        let harness = try StoreHarness()
+        Files.write(harness.file, "not json")
+        Files.write(harness.file + ".prev", "[{}]")
+        let result = try harness.store.open()
+        #expect(result.syncUps.isEmpty)
+        #expect(result.warnings.last?.hasSuffix("starting with no sync-ups") == true)
+        let names = Files.list(harness.directory.path)
+        #expect(names.contains { $0.hasPrefix("sync-ups.json.corrupt-") })
+        #expect(names.contains { $0.hasPrefix("sync-ups.json.prev.corrupt-") })
+        #expect(!names.contains("sync-ups.json"))
+        harness.store.close()
+    }
+
+    @Test func treatsDuplicateIDsAsCorruption() throws {
+        let harness = try StoreHarness()
+        let twice =
+            "[" + String(decoding: SyncUpsFile.encode(a).dropFirst().dropLast(), as: UTF8.self) + ","
+            + String(decoding: SyncUpsFile.encode(a).dropFirst().dropLast(), as: UTF8.self) + "]"
+        Files.write(harness.file, twice)
+        let result = try harness.store.open()
+        #expect(result.syncUps.isEmpty)
+        #expect(result.warnings.first?.contains("duplicate sync-up id") == true)
+        harness.store.close()
+    }
+
+    @Test func reloadsAValidOutsideEditAndDropsThePendingWrite() throws {
+        let harness = try StoreHarness(throttleWindow: .milliseconds(500))
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a })
+        harness.store.save(b)  // throttled: pending until the window ends
+        Files.replace(harness.file, with: String(decoding: SyncUpsFile.encode(c), as: UTF8.self))
+        #expect(harness.run { !harness.events.isEmpty })
+        #expect(harness.events == [.reloaded(c)])
+        // Let the window pass: the stale pending write must not clobber the outside edit.
+        let deadline = MonotonicInstant.now() + .milliseconds(800)
+        harness.run { MonotonicInstant.now() > deadline }
+        #expect(harness.onDisk() == c)
+        #expect(harness.writes == 1)
+        harness.store.close()
+    }
+
+    @Test func doesNotMistakeItsOwnWritesForOutsideEdits() throws {
+        let harness = try StoreHarness(throttleWindow: .milliseconds(50))
+        _ = try harness.store.open()
+        for (index, state) in [a, b, c, a, b].enumerated() {
+            harness.store.save(state, urgent: index % 2 == 0)
+        }
+        #expect(harness.run { harness.onDisk() == b && !harness.store.hasUnsavedChanges })
+        let deadline = MonotonicInstant.now() + .milliseconds(200)
+        harness.run { MonotonicInstant.now() > deadline }
+        #expect(harness.events.isEmpty)
+        harness.store.close()
+    }
+
+    @Test func movesAnInvalidOutsideEditAsideAndRewritesTheState() throws {
+        let harness = try StoreHarness()
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a })
+        Files.replace(harness.file, with: "{ half an editor's save")
+        #expect(harness.run { !harness.events.isEmpty && harness.onDisk() == a })
+        guard case .outsideEditRejected(let movedTo, let reason) = harness.events.first else {
+            Issue.record("expected outsideEditRejected, got \(harness.events)")
+            return
+        }
+        #expect(Files.readString(movedTo) == "{ half an editor's save")
+        #expect(reason.contains("not valid JSON"))
+        harness.store.close()
+    }
+
+    @Test func rewritesTheFileWhenAnotherProgramDeletesIt() throws {
+        let harness = try StoreHarness()
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a })
+        unlink(harness.file)
+        #expect(harness.run { harness.onDisk() == a })
+        harness.store.close()
+    }
+
+    @Test func keepsTheStateAndRetriesWhenTheDiskIsFull() throws {
+        let harness = try StoreHarness(throttleWindow: .milliseconds(50))
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a })
+        harness.faults.fail(.write, with: .noSpace)
+        harness.store.save(b)
+        #expect(harness.run { !harness.events.isEmpty })
+        guard case .writeFailed(let message) = harness.events.first else {
+            Issue.record("expected writeFailed, got \(harness.events)")
+            return
+        }
+        #expect(message.hasSuffix("write: No space left on device"))
+        #expect(harness.store.lastError == message)
+        #expect(harness.onDisk() == a)
+        harness.store.save(c)
+        harness.faults.heal()
+        #expect(harness.run { harness.onDisk() == c })
+        #expect(harness.run { harness.events.last == .writeRecovered })
+        #expect(harness.store.lastError == nil)
+        #expect(Files.list(harness.directory.path) == ["meetings", "sync-ups.json", "sync-ups.json.prev"])
+        harness.store.close()
+    }
+
+    @Test func reportsAFailedFsyncAndWritesAFreshFileNextTime() throws {
+        let harness = try StoreHarness(throttleWindow: .milliseconds(50))
+        _ = try harness.store.open()
+        harness.faults.fail(.sync, with: .ioError)
+        harness.store.save(a)
+        #expect(harness.run { harness.store.lastError != nil })
+        #expect(harness.store.lastError?.hasSuffix("fsync: Input/output error") == true)
+        #expect(!Files.exists(harness.file))
+        harness.faults.heal()
+        #expect(harness.run { harness.onDisk() == a })
+        harness.store.close()
+    }
+}
