@@ -66,3 +66,9 @@ public struct JSONObject: Sendable, Hashable {
         hasher.combine(combined)
     }
 }
+
+extension JSONObject: ExpressibleByDictionaryLiteral {
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self.init(elements.map { Member(key: $0.0, value: $0.1) })
+    }
+}

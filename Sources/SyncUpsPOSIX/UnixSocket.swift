@@ -39,12 +39,12 @@ public enum UnixSocket {
         return FileDescriptor(rawValue: try syscall("socket(AF_UNIX)") { socket(AF_UNIX, type, 0) })
     }
 
-    /// Binds and listens at `path` with mode 0600: the umask is 077 *during* `bind`, so the socket never
+    /// Binds and listens at `path` with mode 0600: the umask is 177 *during* `bind`, so the socket never
     /// exists with looser permissions, not even for an instant. The socket is non-blocking.
     public static func listen(path: String, backlog: CInt = 128) throws(SystemError) -> FileDescriptor {
         let fd = try makeSocket(nonBlocking: true)
         do throws(SystemError) {
-            let oldMask = umask(0o077)
+            let oldMask = umask(0o177)
             defer { umask(oldMask) }
             let result = try withAddress(path) { address, length in Glibc.bind(fd.rawValue, address, length) }
             if result != 0 { throw SystemError("bind(\(path))", .current) }

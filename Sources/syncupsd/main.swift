@@ -1,1 +1,33 @@
-print("syncupsd")
+// syncupsd: parse the configuration, build the daemon, run it. Everything else lives in SyncUpsDaemon.
+
+import Glibc
+import SyncUpsDaemon
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+let environment = Subprocess.currentEnvironment()
+let configuration: Configuration
+do {
+    switch try ConfigurationLoader.load(arguments: Array(CommandLine.arguments.dropFirst()), environment: environment) {
+    case .help:
+        Console.out(ConfigurationLoader.helpText)
+        exit(0)
+    case .version:
+        Console.out("syncupsd \(SyncUpsVersion.current)\n")
+        exit(0)
+    case .run(let loaded):
+        configuration = loaded
+    }
+} catch {
+    Console.error("syncupsd: \(error)\n")
+    exit(64)
+}
+
+let logger = Logger.standardError(minimumLevel: configuration.logLevel)
+do {
+    let daemon = try Daemon(configuration: configuration, environment: environment, logger: logger)
+    exit(try daemon.run())
+} catch {
+    logger.error(error.description)
+    exit(1)
+}

@@ -1,0 +1,83 @@
+import SyncUpsCore
+import SyncUpsJSON
+
+extension Syncupsctl {
+    static let daemonCommands: [Subcommand] = [
+        Subcommand(
+            name: "status",
+            usage: "status",
+            summary: "Show the daemon's state: version, data file, counts, the session, persistence errors.",
+            spec: ArgumentSpec()
+        ) { context, _ throws(CLIError) in
+            let status = try context.call("status")
+            context.show(status) { Format.status(status) }
+        },
+        Subcommand(
+            name: "ping",
+            usage: "ping",
+            summary: "Check that the daemon answers.",
+            spec: ArgumentSpec()
+        ) { context, _ throws(CLIError) in
+            let result = try context.call("ping")
+            context.show(result) { "pong\n" }
+        },
+        Subcommand(
+            name: "themes",
+            usage: "themes",
+            summary: "List the sixteen themes with their colours.",
+            spec: ArgumentSpec()
+        ) { context, _ throws(CLIError) in
+            let themes = try context.call("themes.list")
+            context.show(themes) {
+                var table = Table(headers: ["THEME", "MAIN", "ACCENT"])
+                for theme in themes.arrayValue ?? [] {
+                    table.rows.append([theme["name"]?.stringValue ?? "", theme["main"]?.stringValue ?? "", theme["accent"]?.stringValue ?? ""])
+                }
+                return table.text
+            }
+        },
+    ]
+}
+
+/// Human renderings of daemon results.
+enum Format {
+    static func string(_ value: JSONValue?) -> String { value?.stringValue ?? "" }
+    static func int(_ value: JSONValue?) -> Int { value?.numberValue?.int64.map(Int.init) ?? 0 }
+
+    static func status(_ status: JSONValue) -> String {
+        let uptime = Int(status["uptime"]?.numberValue?.double ?? 0)
+        var text = "syncupsd \(string(status["version"])), up \(DurationText.units(uptime)) (pid \(int(status["pid"])))\n"
+        text += "socket:    \(string(status["socket"]))\n"
+        text += "data:      \(string(status["dataFile"]))\n"
+        text += "sync-ups:  \(int(status["syncUps"])) (\(int(status["meetings"])) meetings)\n"
+        text += "clients:   \(int(status["connections"])) (\(int(status["subscribers"])) subscribed)\n"
+        if let session = status["session"], session != .null {
+            text += "session:   \(Format.sessionLine(session))\n"
+        } else {
+            text += "session:   none\n"
+        }
+        if let persistence = status["persistence"] {
+            if let error = persistence["lastError"]?.stringValue { text += "ERROR:     \(error)\n" }
+            for warning in persistence["warnings"]?.arrayValue ?? [] { text += "warning:   \(string(warning))\n" }
+        }
+        return text
+    }
+
+    /// `recording "Design" 03:12 · Blob Jr 2/6` (or paused, ending).
+    static func sessionLine(_ session: JSONValue) -> String {
+        let state = string(session["state"])
+        let verb = state == "running" ? "recording" : state
+        let elapsed = DurationText.clock(int(session["secondsElapsed"]))
+        let speaker = string(session["speaker"]?["name"])
+        let index = int(session["speakerIndex"]) + 1
+        let count = int(session["attendeeCount"])
+        return "\(verb) \"\(string(session["title"]))\" \(elapsed) · \(speaker.isEmpty ? "(no name)" : speaker) \(index)/\(count)"
+    }
+
+    static func shortID(_ id: String) -> String { String(id.prefix(8)) }
+
+    static func date(_ value: JSONValue?) -> String {
+        guard let text = value?.stringValue, let date = UTCTime.parseRFC3339(text) else { return string(value) }
+        return UTCTime(date).shortDateTime
+    }
+}

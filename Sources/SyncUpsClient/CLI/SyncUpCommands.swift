@@ -1,0 +1,184 @@
+import SyncUpsCore
+import SyncUpsJSON
+
+extension Syncupsctl {
+    static let syncUpCommands: [Subcommand] = [
+        Subcommand(
+            name: "list",
+            aliases: ["ls"],
+            usage: "list",
+            summary: "List the sync-ups.",
+            spec: ArgumentSpec()
+        ) { context, _ throws(CLIError) in
+            let connection = try context.connect()
+            var all: [JSONValue] = []
+            var offset = 0
+            while true {
+                let page = try context.call(on: connection, "syncups.list", ["offset": .int(offset)])
+                all += page["syncups"]?.arrayValue ?? []
+                guard let next = page["next"]?.numberValue?.int64 else { break }
+                offset = Int(next)
+            }
+            context.show(.array(all)) { Format.list(all) }
+        },
+        Subcommand(
+            name: "show",
+            usage: "show ID",
+            summary: "Show one sync-up: length, theme, attendees and meetings. ID may be a unique prefix (4+ characters).",
+            spec: ArgumentSpec(positionals: 1...1)
+        ) { context, arguments throws(CLIError) in
+            let syncUp = try context.call("syncups.get", ["id": .string(arguments.positionals[0])])
+            context.show(syncUp) { Format.syncUp(syncUp) }
+        },
+        Subcommand(
+            name: "add",
+            aliases: ["create"],
+            usage: "add TITLE [--duration D] [--theme T] [--attendee NAME]…",
+            summary: "Create a sync-up.",
+            details: """
+                --duration D     length: 90, 90s, 15m, 1h30m (default 5m; from 1s to 24h)
+                --theme T        one of `syncupsctl themes` (default bubblegum)
+                --attendee NAME  an attendee; repeat for each (blank names are dropped)
+                """,
+            spec: ArgumentSpec(valueOptions: ["duration", "theme", "attendee"], positionals: 1...1)
+        ) { context, arguments throws(CLIError) in
+            var request = JSONObject()
+            request.append("title", .string(arguments.positionals[0]))
+            if let duration = arguments.value("duration") { request.append("duration", .int(try parseDuration(duration))) }
+            if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
+            request.append("attendees", .array(arguments.all("attendee").map(JSONValue.string)))
+            let syncUp = try context.call("syncups.create", request)
+            context.show(syncUp) { "created \(Format.string(syncUp["id"])) \"\(Format.string(syncUp["title"]))\"\n" }
+        },
+        Subcommand(
+            name: "edit",
+            usage: "edit ID [--title T] [--duration D] [--theme T] [--attendee NAME]… [--add-attendee NAME]… [--remove-attendee NAME]… [--rename-attendee OLD=NEW]…",
+            summary: "Change a sync-up.",
+            details: """
+                --attendee NAME         the whole new attendee list (repeat); people keep their ids by name
+                --add-attendee NAME     add someone at the end
+                --remove-attendee NAME  remove someone (a sync-up keeps at least one attendee)
+                --rename-attendee OLD=NEW
+                """,
+            spec: ArgumentSpec(
+                valueOptions: ["title", "duration", "theme", "attendee", "add-attendee", "remove-attendee", "rename-attendee"],
+                positionals: 1...1
+            )
+        ) { context, arguments throws(CLIError) in
+            let connection = try context.connect()
+            var request = JSONObject()
+            request.append("id", .string(arguments.positionals[0]))
+            if let title = arguments.value("title") { request.append("title", .string(title)) }
+            if let duration = arguments.value("duration") { request.append("duration", .int(try parseDuration(duration))) }
+            if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
+            let editsAttendees = ["attendee", "add-attendee", "remove-attendee", "rename-attendee"].contains { !arguments.all($0).isEmpty }
+            if editsAttendees {
+                let current = try context.call(
+                    on: connection,
+                    "syncups.get",
+                    ["id": .string(arguments.positionals[0]), "meetingsLimit": 1]
+                )
+                let attendees = try attendeeEdits(current, arguments).map { attendee -> JSONValue in
+                    var object = JSONObject()
+                    if let id = attendee.id { object.append("id", .string(id)) }
+                    object.append("name", .string(attendee.name))
+                    return .object(object)
+                }
+                request.append("attendees", .array(attendees))
+            }
+            let syncUp = try context.call(on: connection, "syncups.update", request)
+            context.show(syncUp) { "updated \(Format.string(syncUp["id"])) \"\(Format.string(syncUp["title"]))\"\n" }
+        },
+        Subcommand(
+            name: "rm",
+            aliases: ["delete"],
+            usage: "rm ID",
+            summary: "Delete a sync-up with its meetings and their audio.",
+            spec: ArgumentSpec(positionals: 1...1)
+        ) { context, arguments throws(CLIError) in
+            let result = try context.call("syncups.delete", ["id": .string(arguments.positionals[0])])
+            context.show(result) { "deleted \(Format.string(result["id"])) \"\(Format.string(result["title"]))\"\n" }
+        },
+    ]
+
+    static func parseDuration(_ text: String) throws(CLIError) -> Int {
+        guard let seconds = DurationText.parseSeconds(text) else {
+            throw .usage("\"\(text)\" is not a duration; write 90, 90s, 15m or 1h30m")
+        }
+        return seconds
+    }
+
+    /// The attendee list an `edit` asks for, keeping existing people's ids by name.
+    static func attendeeEdits(_ syncUp: JSONValue, _ arguments: ParsedArguments) throws(CLIError) -> [(id: String?, name: String)] {
+        var attendees: [(id: String?, name: String)] = (syncUp["attendees"]?.arrayValue ?? []).map {
+            (Format.string($0["id"]), Format.string($0["name"]))
+        }
+        let replacement = arguments.all("attendee")
+        if !replacement.isEmpty {
+            var available = attendees
+            attendees = replacement.map { name in
+                if let match = available.firstIndex(where: { $0.name == name }) {
+                    return available.remove(at: match)
+                }
+                return (nil, name)
+            }
+        }
+        for rename in arguments.all("rename-attendee") {
+            guard let equals = rename.firstIndex(of: "=") else { throw .usage("--rename-attendee takes OLD=NEW") }
+            let old = String(rename[..<equals])
+            guard let index = attendees.firstIndex(where: { $0.name == old }) else {
+                throw CLIError(.rejected, "no attendee named \"\(old)\"")
+            }
+            attendees[index].name = String(rename[rename.index(after: equals)...])
+        }
+        for name in arguments.all("remove-attendee") {
+            guard let index = attendees.firstIndex(where: { $0.name == name }) else {
+                throw CLIError(.rejected, "no attendee named \"\(name)\"")
+            }
+            attendees.remove(at: index)
+        }
+        for name in arguments.all("add-attendee") { attendees.append((nil, name)) }
+        return attendees
+    }
+}
+
+extension Format {
+    static func list(_ syncUps: [JSONValue]) -> String {
+        guard !syncUps.isEmpty else { return "no sync-ups yet; create one with: syncupsctl add TITLE --attendee NAME\n" }
+        var table = Table(headers: ["ID", "TITLE", "LENGTH", "ATTENDEES", "MEETINGS", "THEME"], rightAligned: [3, 4])
+        for syncUp in syncUps {
+            table.rows.append([
+                shortID(string(syncUp["id"])),
+                string(syncUp["title"]).excerpt(40),
+                DurationText.units(int(syncUp["duration"])),
+                String(syncUp["attendees"]?.arrayValue?.count ?? 0),
+                String(syncUp["meetings"]?.arrayValue?.count ?? 0),
+                string(syncUp["theme"]),
+            ])
+        }
+        return table.text
+    }
+
+    static func syncUp(_ syncUp: JSONValue) -> String {
+        let attendees = syncUp["attendees"]?.arrayValue ?? []
+        let duration = int(syncUp["duration"])
+        var text = "\(string(syncUp["title"]))  (\(string(syncUp["id"])))\n"
+        let share = attendees.isEmpty ? "" : " (\(DurationText.units(duration / attendees.count)) each)"
+        text += "length:     \(DurationText.units(duration))\(share)\n"
+        text += "theme:      \(string(syncUp["theme"]))\n"
+        text += "attendees:  \(attendees.map { string($0["name"]).isEmpty ? "(no name)" : string($0["name"]) }.joined(separator: ", "))\n"
+        let meetings = syncUp["meetings"]?.arrayValue ?? []
+        let total = int(syncUp["meetingsTotal"])
+        if meetings.isEmpty {
+            text += "meetings:   none yet\n"
+        } else {
+            text += "meetings:   \(max(total, meetings.count))\n"
+            for meeting in meetings {
+                let transcript = string(meeting["transcript"])
+                text += "  \(date(meeting["date"]))  \(shortID(string(meeting["id"])))  \(transcript.isEmpty ? "(no transcript)" : transcript.excerpt(60))\n"
+            }
+            if total > meetings.count { text += "  … \(total - meetings.count) more\n" }
+        }
+        return text
+    }
+}

@@ -1,0 +1,166 @@
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// The syncupsctl command line: parses arguments, talks to the daemon, prints for people or (`--json`) for
+/// programs, and returns a sysexits status. `main.swift` only calls `run`.
+public struct Syncupsctl {
+    public var environment: [String: String]
+    public var output: Output
+
+    public init(environment: [String: String], output: Output = .standard) {
+        self.environment = environment
+        self.output = output
+    }
+
+    /// Global options, accepted before or after the subcommand.
+    struct Globals {
+        var socket: String?
+        var json = false
+        var timeout: Duration? = .seconds(10)
+    }
+
+    public func run(_ arguments: [String]) -> ExitCode {
+        do {
+            return try runThrowing(arguments)
+        } catch {
+            output.error("syncupsctl: \(error.message)\n")
+            if error.exitCode == .unavailable {
+                output.error("hint: start the daemon with `syncupsd` (or `systemctl --user start syncupsd.socket`), or point SYNCUPSD_SOCKET at its socket\n")
+            }
+            return error.exitCode
+        }
+    }
+
+    private func runThrowing(_ arguments: [String]) throws(CLIError) -> ExitCode {
+        var globals = Globals()
+        var rest: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            switch argument {
+            case "--json": globals.json = true
+            case "--socket":
+                guard index < arguments.count else { throw .usage("--socket needs a path") }
+                globals.socket = arguments[index]
+                index += 1
+            case "--timeout":
+                guard index < arguments.count, let seconds = Double(arguments[index]), seconds > 0 else {
+                    throw .usage("--timeout needs a number of seconds")
+                }
+                globals.timeout = .milliseconds(Int64(seconds * 1000))
+                index += 1
+            case "-V" where rest.isEmpty, "--version" where rest.isEmpty:
+                _ = output.out("syncupsctl \(SyncUpsVersion.current)\n")
+                return .success
+            default:
+                rest.append(argument)
+            }
+        }
+        guard let name = rest.first else {
+            _ = output.out(Self.overview)
+            return .usage
+        }
+        if name == "help" || name == "-h" || name == "--help" {
+            if let topic = rest.dropFirst().first, let command = Self.command(topic) {
+                _ = output.out(command.helpText)
+            } else {
+                _ = output.out(Self.overview)
+            }
+            return .success
+        }
+        guard let command = Self.command(name) else {
+            throw .usage("unknown command \"\(name)\"; run syncupsctl help")
+        }
+        let commandArguments = Array(rest.dropFirst())
+        if commandArguments.contains("--help") || commandArguments.contains("-h") {
+            _ = output.out(command.helpText)
+            return .success
+        }
+        let parsed = try command.spec.parse(commandArguments, command: command.name)
+        let context = Context(globals: globals, environment: environment, output: output)
+        try command.run(context, parsed)
+        return .success
+    }
+
+    static func command(_ name: String) -> Subcommand? {
+        allCommands.first { $0.name == name || $0.aliases.contains(name) }
+    }
+
+    static var overview: String {
+        var text = """
+            usage: syncupsctl [--socket PATH] [--json] [--timeout SECONDS] COMMAND [ARGS]
+
+            Drives syncupsd, the SyncUps daemon. Commands:
+
+            """
+        for command in allCommands {
+            text += "  " + command.usage.padded(to: 44) + command.summary + "\n"
+        }
+        text += """
+
+            --json prints the daemon's raw result. Exit status: 0 ok, 64 usage, 65 request rejected,
+            69 daemon unavailable. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket.
+            Run `syncupsctl COMMAND --help` for a command's options.
+
+            """
+        return text
+    }
+}
+
+/// What a running subcommand needs: the options and a way to reach the daemon.
+struct Context {
+    var globals: Syncupsctl.Globals
+    var environment: [String: String]
+    var output: Output
+
+    func connect() throws(CLIError) -> DaemonConnection {
+        guard let path = SocketLocation.resolve(explicit: globals.socket, environment: environment) else {
+            throw CLIError(.unavailable, "no socket: XDG_RUNTIME_DIR is not set; pass --socket PATH or set SYNCUPSD_SOCKET")
+        }
+        do {
+            return try DaemonConnection(path: path, timeout: globals.timeout)
+        } catch {
+            throw Self.cliError(error)
+        }
+    }
+
+    static func cliError(_ failure: DaemonConnection.Failure) -> CLIError {
+        switch failure {
+        case .unavailable(let message): CLIError(.unavailable, message)
+        case .rejected(let error): CLIError(.rejected, "\(error.code): \(error.message)")
+        case .broken(let message): CLIError(.unavailable, message)
+        }
+    }
+
+    /// Sends one request on a fresh connection.
+    func call(_ command: String, _ arguments: JSONObject = JSONObject()) throws(CLIError) -> JSONValue {
+        try call(on: try connect(), command, arguments)
+    }
+
+    /// Sends one request on `connection`.
+    func call(on connection: DaemonConnection, _ command: String, _ arguments: JSONObject = JSONObject()) throws(CLIError) -> JSONValue {
+        do {
+            return try connection.call(command, arguments)
+        } catch {
+            throw Self.cliError(error)
+        }
+    }
+
+    func print(_ text: String) {
+        _ = output.out(text)
+    }
+
+    /// Prints the raw result for `--json`, or the human form.
+    func show(_ result: JSONValue, human: () -> String) {
+        print(globals.json ? JSONWriter().string(result) + "\n" : human())
+    }
+}
+
+extension String {
+    func padded(to width: Int) -> String {
+        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+    }
+}

@@ -1,0 +1,108 @@
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// A client's connection to syncupsd: sends requests, waits for their replies, and keeps the events that
+/// arrive in between for whoever wants them (`watch`).
+public final class DaemonConnection {
+    /// Why talking to the daemon failed.
+    public enum Failure: Error, CustomStringConvertible {
+        /// Nothing is listening (or the socket cannot be reached); `syncupsctl` exits 69.
+        case unavailable(String)
+        /// The daemon refused the request; exits 65.
+        case rejected(ProtocolError)
+        /// The daemon went away or sent something unreadable mid-conversation.
+        case broken(String)
+
+        public var description: String {
+            switch self {
+            case .unavailable(let message), .broken(let message): message
+            case .rejected(let error): "\(error.code): \(error.message)"
+            }
+        }
+    }
+
+    public let path: String
+    private let fd: FileDescriptor
+    private var reader: LineReader
+    public private(set) var greeting: JSONValue = .null
+    /// Events received while waiting for replies, oldest first.
+    public var pendingEvents: [(name: String, seq: Int?, data: JSONValue)] = []
+    private var nextID = 1
+    public var timeout: Duration?
+
+    /// Connects and reads the greeting.
+    public init(path: String, timeout: Duration? = .seconds(10)) throws(Failure) {
+        self.path = path
+        self.timeout = timeout
+        do {
+            fd = try UnixSocket.connect(path: path)
+        } catch {
+            throw .unavailable("cannot connect to syncupsd at \(path): \(error.errno)")
+        }
+        reader = LineReader(fd: fd)
+        guard case .event("hello", _, let data) = try nextMessage() else {
+            fd.close()
+            throw .broken("the daemon at \(path) did not greet (not syncupsd?)")
+        }
+        greeting = data
+    }
+
+    deinit {
+        fd.close()
+    }
+
+    /// Sends one request and returns its result, keeping any events that come first.
+    public func call(_ command: String, _ arguments: JSONObject = JSONObject()) throws(Failure) -> JSONValue {
+        let id = nextID
+        nextID += 1
+        var line = Request(id: .int(id), command: command, arguments: arguments).encoded()
+        line.append(0x0A)
+        do {
+            try fd.writeAll(line)
+        } catch {
+            throw .broken("sending to syncupsd failed: \(error)")
+        }
+        while true {
+            switch try nextMessage() {
+            case .event(let name, let seq, let data):
+                pendingEvents.append((name, seq, data))
+            case .reply(let replyID, let outcome):
+                guard replyID == .int(id) else {
+                    if case .failure(let error) = outcome { throw .rejected(error) }
+                    continue
+                }
+                switch outcome {
+                case .success(let result): return result
+                case .failure(let error): throw .rejected(error)
+                }
+            }
+        }
+    }
+
+    /// The next event: a kept one first, else one read from the socket (waiting up to `timeout`).
+    public func nextEvent(timeout: Duration?) throws(Failure) -> (name: String, seq: Int?, data: JSONValue) {
+        if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
+        while true {
+            if case .event(let name, let seq, let data) = try nextMessage(timeout: timeout) { return (name, seq, data) }
+        }
+    }
+
+    private func nextMessage(timeout: Duration?? = nil) throws(Failure) -> IncomingMessage {
+        let line: ArraySlice<UInt8>
+        do {
+            line = try reader.nextLine(timeout: timeout ?? self.timeout)
+        } catch {
+            switch error {
+            case .closed: throw .broken("syncupsd closed the connection")
+            case .timedOut: throw .broken("syncupsd did not answer within \(self.timeout?.description ?? "the timeout")")
+            case .system(let error): throw .broken("reading from syncupsd failed: \(error)")
+            }
+        }
+        do {
+            return try IncomingMessage.decode(line)
+        } catch {
+            throw .broken(error.message)
+        }
+    }
+}

@@ -1,0 +1,25 @@
+/// Finds the item an id refers to, given in full or as a unique prefix of at least four characters (like git).
+public enum IDPrefix {
+    /// The shortest prefix accepted.
+    public static let minimumLength = 4
+
+    public enum Resolution: Equatable, Sendable {
+        case found(Int)
+        case notFound
+        case ambiguous([Int])
+        case tooShort
+    }
+
+    /// Matches `text` (any case) against the canonical ids of `ids`.
+    public static func resolve(_ text: String, in ids: [String]) -> Resolution {
+        let needle = text.uppercased()
+        if let exact = ids.firstIndex(of: needle) { return .found(exact) }
+        guard needle.count >= minimumLength else { return .tooShort }
+        let matches = ids.indices.filter { ids[$0].hasPrefix(needle) }
+        switch matches.count {
+        case 0: return .notFound
+        case 1: return .found(matches[0])
+        default: return .ambiguous(matches)
+        }
+    }
+}

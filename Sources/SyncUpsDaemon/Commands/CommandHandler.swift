@@ -1,0 +1,305 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPersistence
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// Turns each request into a call on the daemon's state and a result; one method per command, named after
+/// it. protocol.md documents every command here, and the two change together.
+final class CommandHandler {
+    let state: DaemonState
+    let server: Server
+    let store: SyncUpStore
+    let status: StatusInfo
+
+    /// Facts for `status` that are fixed at start-up or owned elsewhere.
+    struct StatusInfo {
+        var version: String
+        var socketPath: String
+        var startedAt: MonotonicInstant
+        var startDate: Date
+        var loadWarnings: [String]
+    }
+
+    init(state: DaemonState, server: Server, store: SyncUpStore, status: StatusInfo) {
+        self.state = state
+        self.server = server
+        self.store = store
+        self.status = status
+    }
+
+    /// Every command, for `unknown_command` messages.
+    static let commandNames = [
+        "ping", "status", "themes.list", "syncups.list", "syncups.get", "syncups.create", "syncups.update",
+        "syncups.delete", "meetings.get", "meetings.delete", "subscribe", "unsubscribe",
+    ]
+
+    func handle(_ request: Request, from connection: Connection) -> Result<JSONValue, ProtocolError> {
+        do throws(ProtocolError) {
+            return .success(try dispatch(request, connection))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func dispatch(_ request: Request, _ connection: Connection) throws(ProtocolError) -> JSONValue {
+        switch request.command {
+        case "ping":
+            _ = try Arguments(request, allowed: [])
+            return "pong"
+        case "status": return try statusCommand(request)
+        case "themes.list":
+            _ = try Arguments(request, allowed: [])
+            return .array(Theme.allCases.map(WireFormat.theme))
+        case "syncups.list": return try listSyncUps(request)
+        case "syncups.get": return try getSyncUp(request)
+        case "syncups.create": return try createSyncUp(request)
+        case "syncups.update": return try updateSyncUp(request)
+        case "syncups.delete": return try deleteSyncUp(request)
+        case "meetings.get": return try getMeeting(request)
+        case "meetings.delete": return try deleteMeeting(request)
+        case "subscribe": return try subscribe(request, connection)
+        case "unsubscribe": return try unsubscribe(request, connection)
+        default:
+            throw ProtocolError(
+                .unknownCommand,
+                "unknown command \"\(request.command)\"; commands: \(Self.commandNames.joined(separator: ", "))"
+            )
+        }
+    }
+
+    // MARK: - Daemon
+
+    private func statusCommand(_ request: Request) throws(ProtocolError) -> JSONValue {
+        _ = try Arguments(request, allowed: [])
+        let uptime = (MonotonicInstant.now() - status.startedAt).seconds
+        return [
+            "version": .string(status.version),
+            "protocol": .int(Wire.protocolVersion),
+            "pid": .int(Int(getpid())),
+            "startedAt": .string(UTCTime(status.startDate).rfc3339),
+            "uptime": .double((uptime * 1000).rounded() / 1000),
+            "socket": .string(status.socketPath),
+            "dataDirectory": .string(state.dataDirectory.path),
+            "dataFile": .string(state.dataDirectory.syncUpsFile),
+            "syncUps": .int(state.syncUps.count),
+            "meetings": .int(state.syncUps.reduce(0) { $0 + $1.meetings.count }),
+            "connections": .int(server.connections.count),
+            "subscribers": .int(server.subscriberCount),
+            "seq": .int(server.seq),
+            "session": .null,
+            "persistence": [
+                "lastError": .optional(store.lastError),
+                "unsavedChanges": .bool(store.hasUnsavedChanges),
+                "warnings": .array(status.loadWarnings.map(JSONValue.string)),
+            ],
+        ]
+    }
+
+    // MARK: - Sync-ups
+
+    private func listSyncUps(_ request: Request) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["offset", "limit"])
+        let page = try Paging(arguments, offsetKey: "offset", limitKey: "limit", limits: server.limits)
+        let (items, next) = page.take(state.syncUps, budget: server.limits.maxReplyBytes * 7 / 8) {
+            WireFormat.syncUp($0, meetings: .summary)
+        }
+        return ["syncups": .array(items), "total": .int(state.syncUps.count), "next": next.map(JSONValue.int) ?? .null]
+    }
+
+    private func getSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["id", "meetingsOffset", "meetingsLimit"])
+        let syncUp = state.syncUps[try state.index(of: try arguments.string("id"))]
+        let page = try Paging(arguments, offsetKey: "meetingsOffset", limitKey: "meetingsLimit", limits: server.limits)
+        let (meetings, next) = page.take(syncUp.meetings, budget: server.limits.maxReplyBytes * 7 / 8) {
+            WireFormat.meeting($0, includesTranscript: true)
+        }
+        guard case .object(var object) = WireFormat.syncUp(syncUp, meetings: .summary) else { return .null }
+        object["meetings"] = .array(meetings)
+        object["meetingsTotal"] = .int(syncUp.meetings.count)
+        object["meetingsNext"] = next.map(JSONValue.int) ?? .null
+        return .object(object)
+    }
+
+    private func createSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["title", "duration", "theme", "attendees"])
+        let draft = SyncUpDraft(
+            title: try arguments.string("title"),
+            durationSeconds: try arguments.optionalInt("duration"),
+            themeName: try arguments.optionalString("theme"),
+            attendeeNames: try arguments.optionalStrings("attendees") ?? []
+        )
+        return WireFormat.syncUp(try state.create(draft), meetings: .full)
+    }
+
+    private func updateSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["id", "title", "duration", "theme", "attendees"])
+        let index = try state.index(of: try arguments.string("id"))
+        var attendees: [AttendeeChange]? = nil
+        if let elements = try arguments.optionalArray("attendees") {
+            let current = state.syncUps[index].attendees
+            attendees = try elements.enumerated().map { (position, element) throws(ProtocolError) in
+                try Self.attendeeChange(element, at: position, in: current)
+            }
+        }
+        let update = SyncUpUpdate(
+            title: try arguments.optionalString("title"),
+            durationSeconds: try arguments.optionalInt("duration"),
+            themeName: try arguments.optionalString("theme"),
+            attendees: attendees
+        )
+        guard !update.isEmpty else {
+            throw .invalidArgument("nothing to change: give title, duration, theme or attendees")
+        }
+        return WireFormat.syncUp(try state.update(index, with: update), meetings: .summary)
+    }
+
+    /// `{"id"?: "<id or prefix>", "name": "…"}` or a bare name string (a new attendee).
+    private static func attendeeChange(_ element: JSONValue, at position: Int, in current: [Attendee]) throws(ProtocolError) -> AttendeeChange {
+        if case .string(let name) = element { return AttendeeChange(id: nil, name: name) }
+        guard case .object(let object) = element else {
+            throw .invalidArgument("\"attendees[\(position)]\" must be an object {\"id\"?, \"name\"} or a name, got \(element.typeName)")
+        }
+        for key in object.keys where key != "id" && key != "name" {
+            throw .invalidArgument("unknown field \"\(key)\" in \"attendees[\(position)]\" (takes \"id\", \"name\")")
+        }
+        guard case .string(let name)? = object["name"] else {
+            throw .invalidArgument("\"attendees[\(position)].name\" must be a string")
+        }
+        switch object["id"] {
+        case nil, .null?:
+            return AttendeeChange(id: nil, name: name)
+        case .string(let text)?:
+            switch IDPrefix.resolve(text, in: current.map(\.id.description)) {
+            case .found(let index): return AttendeeChange(id: current[index].id, name: name)
+            case .notFound: throw .invalidArgument("\"attendees[\(position)].id\": no attendee \(text) in this sync-up")
+            case .tooShort: throw .invalidArgument("\"attendees[\(position)].id\": \"\(text)\" is too short")
+            case .ambiguous: throw .invalidArgument("\"attendees[\(position)].id\": \"\(text)\" matches several attendees")
+            }
+        case let other?:
+            throw .invalidArgument("\"attendees[\(position)].id\" must be a string, got \(other.typeName)")
+        }
+    }
+
+    private func deleteSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["id"])
+        let syncUp = state.delete(try state.index(of: try arguments.string("id")))
+        return ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
+    }
+
+    // MARK: - Meetings
+
+    private func getMeeting(_ request: Request) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["syncup", "meeting"])
+        let (syncUpIndex, meetingIndex) = try state.meetingIndex(
+            syncUp: try arguments.string("syncup"),
+            meeting: try arguments.string("meeting")
+        )
+        let syncUp = state.syncUps[syncUpIndex]
+        guard case .object(var object) = WireFormat.meeting(syncUp.meetings[meetingIndex], includesTranscript: true) else {
+            return .null
+        }
+        object["syncup"] = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
+        return .object(object)
+    }
+
+    private func deleteMeeting(_ request: Request) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["syncup", "meeting"])
+        let (syncUpIndex, meetingIndex) = try state.meetingIndex(
+            syncUp: try arguments.string("syncup"),
+            meeting: try arguments.string("meeting")
+        )
+        let syncUpID = state.syncUps[syncUpIndex].id
+        let meeting = state.deleteMeeting(syncUpIndex, meetingIndex)
+        return ["syncup": .string(syncUpID.description), "meeting": .string(meeting.id.description)]
+    }
+
+    // MARK: - Subscriptions
+
+    private func topics(_ arguments: Arguments) throws(ProtocolError) -> Set<Topic>? {
+        guard let names = try arguments.optionalStrings("topics") else { return nil }
+        var topics = Set<Topic>()
+        for name in names {
+            guard let topic = Topic(rawValue: name) else {
+                throw .invalidArgument("unknown topic \"\(name)\"; topics: \(Topic.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            topics.insert(topic)
+        }
+        return topics
+    }
+
+    private func subscribe(_ request: Request, _ connection: Connection) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["topics", "snapshot"])
+        let requested = try topics(arguments) ?? Set(Topic.allCases)
+        guard !requested.isEmpty else { throw .invalidArgument("\"topics\" is empty; omit it to subscribe to all") }
+        let all = connection.topics.union(requested)
+        try server.setTopics(all, for: connection)
+        var result = JSONObject()
+        result.append("seq", .int(server.seq))
+        result.append("topics", .array(Topic.allCases.filter(all.contains).map { .string($0.rawValue) }))
+        if try arguments.optionalBool("snapshot") ?? true {
+            var snapshot = JSONObject()
+            if requested.contains(.syncups) {
+                let page = Paging(offset: 0, limit: server.limits.maxPageSize)
+                let (items, next) = page.take(state.syncUps, budget: server.limits.maxReplyBytes * 3 / 4) {
+                    WireFormat.syncUp($0, meetings: .summary)
+                }
+                snapshot.append("syncups", .array(items))
+                snapshot.append("total", .int(state.syncUps.count))
+                snapshot.append("next", next.map(JSONValue.int) ?? .null)
+            }
+            if requested.contains(.session) { snapshot.append("session", .null) }
+            if requested.contains(.daemon) {
+                snapshot.append("daemon", ["persistenceError": .optional(store.lastError)])
+            }
+            result.append("snapshot", .object(snapshot))
+        }
+        return .object(result)
+    }
+
+    private func unsubscribe(_ request: Request, _ connection: Connection) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["topics"])
+        let remaining = connection.topics.subtracting(try topics(arguments) ?? Set(Topic.allCases))
+        try server.setTopics(remaining, for: connection)
+        return ["topics": .array(Topic.allCases.filter(remaining.contains).map { .string($0.rawValue) })]
+    }
+}
+
+/// `offset`/`limit` arguments, and taking a page of items that also fits a byte budget.
+struct Paging {
+    var offset: Int
+    var limit: Int
+
+    init(offset: Int, limit: Int) {
+        self.offset = offset
+        self.limit = limit
+    }
+
+    init(_ arguments: Arguments, offsetKey: String, limitKey: String, limits: Limits) throws(ProtocolError) {
+        offset = try arguments.optionalInt(offsetKey) ?? 0
+        limit = try arguments.optionalInt(limitKey) ?? limits.maxPageSize
+        guard offset >= 0 else { throw .invalidArgument("\"\(offsetKey)\" must not be negative") }
+        guard (1...limits.maxPageSize).contains(limit) else {
+            throw .invalidArgument("\"\(limitKey)\" must be from 1 to \(limits.maxPageSize)")
+        }
+    }
+
+    /// The page's encoded items and the offset of the next page (nil at the end). A page stops early when
+    /// its encoding would pass `budget` bytes, but always holds at least one item.
+    func take<Item>(_ items: [Item], budget: Int, encode: (Item) -> JSONValue) -> ([JSONValue], Int?) {
+        var page: [JSONValue] = []
+        var bytes = 0
+        var index = min(offset, items.count)
+        let writer = JSONWriter()
+        while index < items.count && page.count < limit {
+            let value = encode(items[index])
+            bytes += writer.encode(value).count + 1
+            if bytes > budget && !page.isEmpty { break }
+            page.append(value)
+            index += 1
+        }
+        return (page, index < items.count ? index : nil)
+    }
+}

@@ -1,0 +1,15 @@
+import SyncUpsPOSIX
+
+/// Everything the daemon can be told, from flags and `syncupsd.conf`. The defaults need no file at all.
+public struct Configuration: Sendable, Equatable {
+    /// The socket to listen on; nil means `$XDG_RUNTIME_DIR/syncupsd/socket`.
+    public var socketPath: String?
+    /// The data directory; nil means `$XDG_DATA_HOME/syncups`.
+    public var dataDirectory: String?
+    public var logLevel: Logger.Level = .info
+    /// The config file to read; nil means the default place, `false` for `--no-config`.
+    public var configFile: String?
+    public var readsConfigFile = true
+
+    public init() {}
+}

@@ -1,0 +1,84 @@
+import SyncUpsPOSIX
+
+/// One setting of the daemon, the same as a flag (`--name value`) and as a config-file key (`name = value`).
+///
+/// One table drives flag parsing, the config file, `--help` and `contrib/syncupsd.conf`, so they cannot
+/// disagree.
+struct ConfigurationOption: Sendable {
+    enum Kind: Sendable {
+        case path
+        case text
+        case flag
+        case choice([String])
+    }
+
+    let name: String
+    let kind: Kind
+    let placeholder: String
+    let defaultDescription: String
+    let help: String
+    let apply: @Sendable (inout Configuration, String) throws(ConfigurationError.Reason) -> Void
+
+    static let all: [ConfigurationOption] = [
+        ConfigurationOption(
+            name: "socket",
+            kind: .path,
+            placeholder: "PATH",
+            defaultDescription: "$XDG_RUNTIME_DIR/syncupsd/socket",
+            help: "the Unix socket to listen on"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.socketPath = try absolutePath(value)
+        },
+        ConfigurationOption(
+            name: "data-dir",
+            kind: .path,
+            placeholder: "DIR",
+            defaultDescription: "$XDG_DATA_HOME/syncups",
+            help: "where sync-ups.json and meeting audio live"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.dataDirectory = try absolutePath(value)
+        },
+        ConfigurationOption(
+            name: "log-level",
+            kind: .choice(Logger.Level.allCases.reversed().map(\.name)),
+            placeholder: "LEVEL",
+            defaultDescription: "info",
+            help: "the least important messages logged"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            guard let level = Logger.Level(name: value) else { throw .invalidValue(value, "a log level") }
+            configuration.logLevel = level
+        },
+    ]
+
+    static func absolutePath(_ value: String) throws(ConfigurationError.Reason) -> String {
+        guard value.hasPrefix("/") else { throw .invalidValue(value, "an absolute path") }
+        return value
+    }
+}
+
+/// A bad flag or config line, with where it came from.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: Error, Sendable, Equatable {
+        case unknownOption(String)
+        case missingValue(String)
+        case invalidValue(String, String)
+        case syntax(String)
+        case unreadable(String)
+    }
+
+    /// "the command line", or "FILE:LINE".
+    public var location: String
+    public var reason: Reason
+
+    public var description: String {
+        let detail =
+            switch reason {
+            case .unknownOption(let name): "unknown option \"\(name)\""
+            case .missingValue(let name): "\"\(name)\" needs a value"
+            case .invalidValue(let value, let expected): "\"\(value)\" is not \(expected)"
+            case .syntax(let text): text
+            case .unreadable(let text): text
+            }
+        return "\(location): \(detail)"
+    }
+}

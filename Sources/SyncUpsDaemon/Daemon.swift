@@ -1,0 +1,138 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPersistence
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// The daemon: wires the store, the state, the socket server and the signals onto one event loop and runs
+/// it until SIGTERM or SIGINT.
+public final class Daemon {
+    let configuration: Configuration
+    let environment: [String: String]
+    let logger: Logger
+    let loop: EventLoop
+    private let signals: SignalReader
+    private var stopReason: String?
+
+    /// Blocks the signals the daemon handles itself; call on the main thread before any thread starts.
+    public init(configuration: Configuration, environment: [String: String], logger: Logger) throws(StartupError) {
+        self.configuration = configuration
+        self.environment = environment
+        self.logger = logger
+        SignalReader.ignoreBrokenPipes()
+        do {
+            signals = try SignalReader([SIGTERM, SIGINT, SIGHUP])
+            loop = try EventLoop()
+        } catch {
+            throw StartupError("cannot set up the event loop: \(error)")
+        }
+    }
+
+    /// Starts everything and runs until asked to stop; returns the exit status.
+    public func run() throws(StartupError) -> CInt {
+        let startedAt = MonotonicInstant.now()
+        guard let dataPath = configuration.dataDirectory ?? DataDirectory.defaultPath(environment: environment) else {
+            throw StartupError("neither XDG_DATA_HOME nor HOME is set; pass --data-dir DIR")
+        }
+        let directory = DataDirectory(path: dataPath)
+
+        // The socket first: a second daemon must fail before it touches the data.
+        let socket = try openSocket()
+        defer { socket.close() }
+
+        let server = Server(loop: loop, limits: Limits(), version: SyncUpsVersion.current, logger: logger)
+        var state: DaemonState!
+        let store: SyncUpStore
+        let loaded: SyncUpStore.LoadResult
+        do {
+            store = try SyncUpStore(directory: directory, loop: loop) { [logger] event in
+                Self.handle(event, state: state, server: server, logger: logger)
+            }
+            loaded = try store.open()
+        } catch {
+            throw StartupError("cannot open the data directory \(directory.path): \(error)")
+        }
+        for warning in loaded.warnings { logger.error(warning) }
+        state = DaemonState(
+            syncUps: loaded.syncUps,
+            store: store,
+            uuid: .random,
+            now: { Date() },
+            logger: logger,
+            publish: server.publish
+        )
+        let handler = CommandHandler(
+            state: state,
+            server: server,
+            store: store,
+            status: CommandHandler.StatusInfo(
+                version: SyncUpsVersion.current,
+                socketPath: socket.ownedPath ?? configuration.socketPath ?? "(from systemd)",
+                startedAt: startedAt,
+                startDate: Date(),
+                loadWarnings: loaded.warnings
+            )
+        )
+        server.handler = handler.handle
+
+        do {
+            try server.start(listener: socket.fd)
+            _ = try loop.watch(signals.descriptor, for: .readable) { [unowned self] _ in
+                for signal in signals.drain() { received(signal) }
+            }
+        } catch {
+            throw StartupError("cannot start serving: \(error)")
+        }
+        logger.notice(
+            "syncupsd \(SyncUpsVersion.current) ready on \(socket.ownedPath ?? "a socket from systemd") with \(loaded.syncUps.count) sync-ups in \(directory.path)"
+        )
+
+        loop.run()
+
+        logger.notice("stopping (\(stopReason ?? "asked to"))")
+        server.shutDown(reason: stopReason ?? "stopping")
+        if let failure = store.close() {
+            logger.error(failure)
+            return 1
+        }
+        return 0
+    }
+
+    private func openSocket() throws(StartupError) -> ListeningSocket {
+        if let path = configuration.socketPath {
+            return try ListeningSocket.create(at: path, isDefaultLocation: false)
+        }
+        guard let path = ListeningSocket.defaultPath(environment: environment) else {
+            throw StartupError("XDG_RUNTIME_DIR is not set, so there is no default socket; pass --socket PATH")
+        }
+        return try ListeningSocket.create(at: path, isDefaultLocation: true)
+    }
+
+    private func received(_ signal: CInt) {
+        switch signal {
+        case SIGTERM, SIGINT:
+            stopReason = signal == SIGTERM ? "SIGTERM" : "SIGINT"
+            loop.stop()
+        default:
+            logger.info("ignoring signal \(signal)")
+        }
+    }
+
+    private static func handle(_ event: SyncUpStore.Event, state: DaemonState?, server: Server, logger: Logger) {
+        switch event {
+        case .reloaded(let syncUps):
+            state?.replaceAll(with: syncUps)
+        case .outsideEditRejected(let movedTo, let reason):
+            logger.error("another program wrote an invalid sync-ups.json (\(reason)); moved it to \(movedTo) and rewrote the current state")
+            server.publish(.daemon, "daemon.warning", ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")])
+        case .writeFailed(let message):
+            logger.error("\(message); keeping the state in memory and retrying")
+            server.publish(.daemon, "persistence.failed", ["error": .string(message)])
+        case .writeRecovered:
+            logger.notice("writing sync-ups.json works again")
+            server.publish(.daemon, "persistence.recovered", [:])
+        }
+    }
+}

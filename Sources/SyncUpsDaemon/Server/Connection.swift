@@ -1,0 +1,38 @@
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// One client of the daemon: its socket, what it sent that is not processed yet, what it has not read yet,
+/// and what it subscribed to. Owned by the `Server`, used only on the event loop.
+final class Connection {
+    let number: Int
+    let fd: FileDescriptor
+    let peer: PeerCredentials
+    var watch: EventLoop.Watch?
+
+    /// Bytes read but not yet processed; `inputStart` is where the next line begins.
+    var input: [UInt8] = []
+    var inputStart = 0
+    var output = OutputBuffer()
+
+    var topics: Set<Topic> = []
+    var isSubscriber: Bool { !topics.isEmpty }
+
+    /// The last time some of `output` was accepted by the socket (or it went from empty to non-empty).
+    var lastProgress: MonotonicInstant
+    var stallTimer: EventLoop.Timer?
+    var isWatchingWritable = false
+    var isReadingPaused = false
+    /// The client sent EOF, or must be dropped once its output is sent (after `line_too_long`).
+    var closesWhenFlushed = false
+    var isClosed = false
+
+    init(number: Int, fd: FileDescriptor, peer: PeerCredentials, now: MonotonicInstant) {
+        self.number = number
+        self.fd = fd
+        self.peer = peer
+        self.lastProgress = now
+    }
+
+    /// For logs: `client 7 (pid 1234)`.
+    var label: String { "client \(number) (pid \(peer.pid))" }
+}

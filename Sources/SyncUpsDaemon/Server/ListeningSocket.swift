@@ -1,0 +1,115 @@
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+
+/// The daemon's socket: created safely, or taken from systemd; one daemon per socket.
+///
+/// A lock file beside the socket (`socket.lock`, held with `flock` for the daemon's life) makes a second
+/// daemon refuse to start; a socket file left by a crashed daemon is found stale by a `connect` probe and
+/// replaced, while one that answers is never touched.
+struct ListeningSocket {
+    let fd: FileDescriptor
+    /// The path to remove at exit: nil when systemd owns the socket.
+    let ownedPath: String?
+    private let lock: FileDescriptor?
+
+    /// Wraps a socket passed by systemd; it is already bound and listening.
+    init(passed fd: FileDescriptor) {
+        self.fd = fd
+        self.ownedPath = nil
+        self.lock = nil
+    }
+
+    private init(fd: FileDescriptor, ownedPath: String, lock: FileDescriptor) {
+        self.fd = fd
+        self.ownedPath = ownedPath
+        self.lock = lock
+    }
+
+    /// `$XDG_RUNTIME_DIR/syncupsd/socket`.
+    static func defaultPath(environment: [String: String]) -> String? {
+        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
+        return runtime + "/syncupsd/socket"
+    }
+
+    /// Creates the socket at `path` (its directory 0700 if created here, the socket 0600).
+    static func create(at path: String, isDefaultLocation: Bool) throws(StartupError) -> ListeningSocket {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        do {
+            if isDefaultLocation {
+                if mkdir(directory, 0o700) != 0 && Errno.current != .fileExists {
+                    throw SystemError("mkdir(\(directory))", .current)
+                }
+                // Our own directory under XDG_RUNTIME_DIR: make sure nobody else can even look in it.
+                chmod(directory, 0o700)
+            }
+        } catch {
+            throw StartupError("cannot create the socket directory: \(error)")
+        }
+
+        let lockPath = path + ".lock"
+        let lock: FileDescriptor
+        do {
+            lock = try FileDescriptor.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600)
+        } catch {
+            throw StartupError("cannot open the lock file: \(error)")
+        }
+        if flock(lock.rawValue, LOCK_EX | LOCK_NB) != 0 {
+            let owner = (try? lock.readToEnd()).map { String(decoding: $0, as: UTF8.self).trimmingWhitespace() } ?? ""
+            lock.close()
+            throw StartupError("another syncupsd\(owner.isEmpty ? "" : " (pid \(owner))") is already running on \(path)")
+        }
+        ftruncate(lock.rawValue, 0)
+        _ = try? lock.writeAll(Array("\(getpid())\n".utf8))
+
+        do throws(StartupError) {
+            try removeStaleSocket(at: path)
+            let fd: FileDescriptor
+            do {
+                fd = try UnixSocket.listen(path: path)
+            } catch {
+                throw StartupError("cannot listen on \(path): \(error)")
+            }
+            return ListeningSocket(fd: fd, ownedPath: path, lock: lock)
+        } catch {
+            lock.close()
+            throw error
+        }
+    }
+
+    private static func removeStaleSocket(at path: String) throws(StartupError) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        switch info.st_mode & S_IFMT {
+        case S_IFSOCK:
+            if let fd = try? UnixSocket.connect(path: path) {
+                fd.close()
+                throw StartupError("a daemon is already answering on \(path)")
+            }
+            unlink(path)
+        case S_IFLNK:
+            throw StartupError("\(path) is a symbolic link; refusing to follow or replace it")
+        default:
+            throw StartupError("\(path) exists and is not a socket; refusing to replace it")
+        }
+    }
+
+    /// Closes the socket and, when this daemon created it, removes it and its lock file.
+    func close() {
+        fd.close()
+        if let ownedPath {
+            unlink(ownedPath)
+            unlink(ownedPath + ".lock")
+        }
+        lock?.close()
+    }
+}
+
+/// Why the daemon cannot start; printed as is, and the daemon exits with status 1.
+public struct StartupError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}

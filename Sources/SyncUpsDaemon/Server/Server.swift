@@ -1,0 +1,342 @@
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// Accepts clients on the Unix socket, reads their request lines, writes replies and events without ever
+/// blocking on a client, and cuts off clients that stop reading.
+///
+/// All on the event loop's thread. A request is answered before the next line of the same client is read,
+/// so replies come in request order, and an event published while handling a request is queued after that
+/// request's reply on every connection.
+final class Server {
+    /// What the daemon answers a request with.
+    typealias Handler = (Request, Connection) -> Result<JSONValue, ProtocolError>
+
+    let loop: EventLoop
+    let limits: Limits
+    let logger: Logger
+    var handler: Handler = { _, _ in .failure(ProtocolError(.internalError, "the daemon is starting")) }
+    /// The greeting's `version`.
+    let version: String
+
+    private var listener: FileDescriptor?
+    private var listenerWatch: EventLoop.Watch?
+    private(set) var connections: [Int: Connection] = [:]
+    private var nextNumber = 1
+    private(set) var subscriberCount = 0
+    /// The number of the last event published; strictly increasing for the daemon's lifetime.
+    private(set) var seq = 0
+    private let ownUID = geteuid()
+    private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+    /// Reading from a client pauses while this much of its output is unsent, so a client that pipelines
+    /// requests without reading replies cannot make the daemon buffer without bound.
+    private let readPauseThreshold = 256 * 1024
+
+    init(loop: EventLoop, limits: Limits, version: String, logger: Logger) {
+        self.loop = loop
+        self.limits = limits
+        self.version = version
+        self.logger = logger
+    }
+
+    // MARK: - Accepting
+
+    /// Starts accepting on `listener`, a listening, non-blocking Unix stream socket.
+    func start(listener: FileDescriptor) throws(SystemError) {
+        self.listener = listener
+        listenerWatch = try loop.watch(listener, for: .readable) { [unowned self] _ in acceptPending() }
+    }
+
+    private func acceptPending() {
+        guard let listener else { return }
+        while true {
+            let fd: FileDescriptor
+            do {
+                guard let accepted = try UnixSocket.accept(listener) else { return }
+                fd = accepted
+            } catch {
+                // EMFILE and friends: log and stop for this round; the listener stays readable and retries.
+                logger.warning("accepting a connection failed: \(error)")
+                return
+            }
+            admit(fd)
+        }
+    }
+
+    private func admit(_ fd: FileDescriptor) {
+        guard let peer = try? UnixSocket.peerCredentials(fd) else {
+            fd.close()
+            return
+        }
+        if peer.uid != ownUID {
+            logger.warning("refused a connection from uid \(peer.uid) (pid \(peer.pid)): only uid \(ownUID) may connect")
+            refuse(fd, ProtocolError(.permissionDenied, "only the user running syncupsd (uid \(ownUID)) may connect"))
+            return
+        }
+        if connections.count >= limits.maxConnections {
+            logger.warning("refused a connection from pid \(peer.pid): already \(connections.count) connections")
+            refuse(fd, ProtocolError(.tooManyConnections, "the daemon already serves \(limits.maxConnections) connections"))
+            return
+        }
+        let connection = Connection(number: nextNumber, fd: fd, peer: peer, now: loop.now())
+        nextNumber += 1
+        do {
+            connection.watch = try loop.watch(fd, for: .readable) { [unowned self, unowned connection] events in
+                handleEvents(events, on: connection)
+            }
+        } catch {
+            logger.warning("cannot watch a new connection: \(error)")
+            fd.close()
+            return
+        }
+        connections[connection.number] = connection
+        logger.debug("\(connection.label) connected")
+        let hello: JSONValue = [
+            "protocol": .int(Wire.protocolVersion),
+            "version": .string(version),
+            "limits": limits.json,
+        ]
+        enqueue(Wire.event("hello", seq: nil, data: hello), to: connection)
+        flush(connection)
+    }
+
+    /// Sends one error line to a connection that is not admitted, without waiting, and closes it.
+    private func refuse(_ fd: FileDescriptor, _ error: ProtocolError) {
+        let line = Wire.failure(id: .null, error: error)
+        _ = line.withUnsafeBytes { try? UnixSocket.send(fd, $0) }
+        fd.close()
+    }
+
+    // MARK: - Reading
+
+    private func handleEvents(_ events: IOEvents, on connection: Connection) {
+        if events.contains(.writable) || events.contains(.hangup) { flush(connection) }
+        if connection.isClosed { return }
+        if events.contains(.readable) || events.contains(.hangup) { read(connection) }
+    }
+
+    private func read(_ connection: Connection) {
+        guard !connection.isReadingPaused, !connection.closesWhenFlushed else { return }
+        let count = readBuffer.withUnsafeMutableBytes { Glibc.read(connection.fd.rawValue, $0.baseAddress, $0.count) }
+        if count < 0 {
+            let error = Errno.current
+            if error == .wouldBlock || error == .interrupted { return }
+            close(connection, reason: "read failed: \(error)")
+            return
+        }
+        if count == 0 {
+            // End of input: answer what was sent (even a last line without "\n"), then close.
+            if connection.inputStart < connection.input.count { connection.input.append(0x0A) }
+            connection.closesWhenFlushed = true
+            processInput(connection)
+            flush(connection)
+            return
+        }
+        connection.input.append(contentsOf: readBuffer[0..<count])
+        processInput(connection)
+        flush(connection)
+    }
+
+    /// Handles every complete line in the input while the client keeps up with its output.
+    private func processInput(_ connection: Connection) {
+        while !connection.isClosed {
+            if connection.output.count >= readPauseThreshold {
+                pauseReading(connection, true)
+                return
+            }
+            let searchStart = connection.inputStart
+            guard let newline = connection.input[searchStart...].firstIndex(of: 0x0A) else { break }
+            var end = newline
+            if end > searchStart && connection.input[end - 1] == 0x0D { end -= 1 }
+            let length = end - searchStart
+            connection.inputStart = newline + 1
+            if length > limits.maxLineBytes {
+                rejectLongLine(connection, length: length)
+                return
+            }
+            if length > 0 {
+                connection.input.withUnsafeBytes { bytes in
+                    handleLine(UnsafeRawBufferPointer(rebasing: bytes[searchStart..<end]), from: connection)
+                }
+            }
+        }
+        if connection.isClosed { return }
+        let pending = connection.input.count - connection.inputStart
+        if pending > limits.maxLineBytes {
+            rejectLongLine(connection, length: pending)
+            return
+        }
+        if connection.inputStart > 0 {
+            connection.input.removeFirst(connection.inputStart)
+            connection.inputStart = 0
+        }
+        pauseReading(connection, false)
+    }
+
+    private func rejectLongLine(_ connection: Connection, length: Int) {
+        logger.notice("\(connection.label) sent a line over \(limits.maxLineBytes) bytes; closing it")
+        let error = ProtocolError(.lineTooLong, "request line longer than \(limits.maxLineBytes) bytes; closing the connection")
+        enqueue(Wire.failure(id: .null, error: error), to: connection)
+        connection.input = []
+        connection.inputStart = 0
+        connection.closesWhenFlushed = true
+        flush(connection)
+    }
+
+    private func handleLine(_ line: UnsafeRawBufferPointer, from connection: Connection) {
+        var reply: [UInt8] = []
+        switch Request.decode(line) {
+        case .failure(let failure):
+            Wire.appendFailure(id: failure.id, error: failure.error, to: &reply)
+        case .success(let request):
+            switch handler(request, connection) {
+            case .success(let result):
+                Wire.appendSuccess(id: request.id, result: result, to: &reply)
+                if reply.count > limits.maxReplyBytes {
+                    let size = reply.count
+                    reply.removeAll()
+                    let error = ProtocolError(
+                        .internalError,
+                        "the reply would be \(size) bytes, over the \(limits.maxReplyBytes)-byte limit; ask for a smaller page"
+                    )
+                    Wire.appendFailure(id: request.id, error: error, to: &reply)
+                }
+            case .failure(let error):
+                Wire.appendFailure(id: request.id, error: error, to: &reply)
+            }
+        }
+        enqueue(reply, to: connection)
+    }
+
+    private func pauseReading(_ connection: Connection, _ isPaused: Bool) {
+        guard connection.isReadingPaused != isPaused else { return }
+        connection.isReadingPaused = isPaused
+        updateInterest(connection)
+    }
+
+    // MARK: - Writing
+
+    /// Queues bytes for a client; one whose unsent output passes the limit is cut off.
+    private func enqueue(_ bytes: [UInt8], to connection: Connection) {
+        guard !connection.isClosed else { return }
+        if connection.output.count + bytes.count > limits.maxOutputBytes {
+            close(connection, reason: "it has \(connection.output.count) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit")
+            return
+        }
+        if connection.output.isEmpty { connection.lastProgress = loop.now() }
+        connection.output.append(bytes)
+    }
+
+    /// Sends what the socket takes now; arranges to be called again when it takes more.
+    func flush(_ connection: Connection) {
+        guard !connection.isClosed else { return }
+        while !connection.output.isEmpty {
+            let sent: Int
+            do {
+                sent = try connection.output.send(to: connection.fd)
+            } catch {
+                close(connection, reason: error.errno == .brokenPipe || error.errno == .connectionReset ? nil : "send failed: \(error)")
+                return
+            }
+            if sent == 0 { break }
+            connection.lastProgress = loop.now()
+        }
+        if connection.output.isEmpty {
+            if let timer = connection.stallTimer {
+                loop.cancel(timer)
+                connection.stallTimer = nil
+            }
+            if connection.closesWhenFlushed {
+                close(connection, reason: nil)
+                return
+            }
+            if connection.isReadingPaused {
+                pauseReading(connection, false)
+                processInput(connection)
+                if !connection.output.isEmpty {
+                    flush(connection)
+                    return
+                }
+            }
+        } else if connection.stallTimer == nil {
+            scheduleStallCheck(connection)
+        }
+        updateInterest(connection)
+    }
+
+    private func scheduleStallCheck(_ connection: Connection) {
+        let deadline = connection.lastProgress + .seconds(limits.stallTimeoutSeconds)
+        connection.stallTimer = loop.schedule(at: deadline) { [unowned self, unowned connection] in
+            connection.stallTimer = nil
+            guard !connection.isClosed, !connection.output.isEmpty else { return }
+            if loop.now() - connection.lastProgress >= .seconds(limits.stallTimeoutSeconds) {
+                close(connection, reason: "it read nothing for \(limits.stallTimeoutSeconds) seconds")
+            } else {
+                scheduleStallCheck(connection)
+            }
+        }
+    }
+
+    private func updateInterest(_ connection: Connection) {
+        guard let watch = connection.watch, !connection.isClosed else { return }
+        var events: IOEvents = []
+        if !connection.isReadingPaused && !connection.closesWhenFlushed { events.insert(.readable) }
+        if !connection.output.isEmpty { events.insert(.writable) }
+        loop.modify(watch, for: events)
+    }
+
+    // MARK: - Events
+
+    /// Publishes an event to every client subscribed to `topic`, numbered with the next `seq`. The line is
+    /// encoded once and shared by all subscribers.
+    func publish(_ topic: Topic, _ name: String, _ data: JSONValue) {
+        seq += 1
+        guard subscriberCount > 0 else { return }
+        let line = Wire.event(name, seq: seq, data: data)
+        for connection in connections.values where connection.topics.contains(topic) {
+            enqueue(line, to: connection)
+            flush(connection)
+        }
+    }
+
+    /// Changes what `connection` is subscribed to.
+    func setTopics(_ topics: Set<Topic>, for connection: Connection) throws(ProtocolError) {
+        if !connection.isSubscriber && !topics.isEmpty {
+            guard subscriberCount < limits.maxSubscribers else {
+                throw ProtocolError(.tooManySubscriptions, "the daemon already has \(limits.maxSubscribers) subscribers")
+            }
+            subscriberCount += 1
+        } else if connection.isSubscriber && topics.isEmpty {
+            subscriberCount -= 1
+        }
+        connection.topics = topics
+    }
+
+    // MARK: - Closing
+
+    func close(_ connection: Connection, reason: String?) {
+        guard !connection.isClosed else { return }
+        connection.isClosed = true
+        if let reason { logger.notice("closing \(connection.label): \(reason)") } else { logger.debug("\(connection.label) disconnected") }
+        if let watch = connection.watch { loop.unwatch(watch) }
+        if let timer = connection.stallTimer { loop.cancel(timer) }
+        if connection.isSubscriber { subscriberCount -= 1 }
+        connection.fd.close()
+        connections[connection.number] = nil
+    }
+
+    /// Tells subscribers the daemon is stopping, gives every client one last non-blocking send, and closes
+    /// everything, listener included.
+    func shutDown(reason: String) {
+        publish(.daemon, "daemon.stopping", ["reason": .string(reason)])
+        if let listenerWatch { loop.unwatch(listenerWatch) }
+        listener?.close()
+        listener = nil
+        for connection in Array(connections.values) {
+            flush(connection)
+            close(connection, reason: nil)
+        }
+    }
+}

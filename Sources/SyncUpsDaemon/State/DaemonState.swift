@@ -1,0 +1,142 @@
+import FoundationEssentials
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPersistence
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// The one owner of the daemon's data: every sync-up and meeting. Every change goes through here, which
+/// persists it and publishes the event that describes it, in that order.
+///
+/// Lives on the event loop's thread; nothing else holds a reference to the array.
+final class DaemonState {
+    private(set) var syncUps: [SyncUp]
+    private let store: SyncUpStore
+    private let publish: (Topic, String, JSONValue) -> Void
+    let uuid: UUIDGenerator
+    let now: @Sendable () -> Date
+    let logger: Logger
+
+    init(
+        syncUps: [SyncUp],
+        store: SyncUpStore,
+        uuid: UUIDGenerator,
+        now: @escaping @Sendable () -> Date,
+        logger: Logger,
+        publish: @escaping (Topic, String, JSONValue) -> Void
+    ) {
+        self.syncUps = syncUps
+        self.store = store
+        self.uuid = uuid
+        self.now = now
+        self.logger = logger
+        self.publish = publish
+    }
+
+    var dataDirectory: DataDirectory { store.directory }
+
+    // MARK: - Finding
+
+    /// The index of the sync-up `text` names (a full id or a unique prefix of 4+ characters).
+    func index(of text: String) throws(ProtocolError) -> Int {
+        let ids = syncUps.map(\.id.description)
+        switch IDPrefix.resolve(text, in: ids) {
+        case .found(let index): return index
+        case .notFound: throw .notFound("no sync-up with id \(text)")
+        case .tooShort: throw .invalidArgument("id \"\(text)\" is too short: give the full id or at least 4 characters")
+        case .ambiguous(let indices):
+            let matches = indices.map { "\(syncUps[$0].id) (\(syncUps[$0].title))" }.joined(separator: ", ")
+            throw .invalidArgument("id prefix \"\(text)\" matches \(indices.count) sync-ups: \(matches)")
+        }
+    }
+
+    /// The sync-up and meeting indices that `syncUpText` and `meetingText` name.
+    func meetingIndex(syncUp syncUpText: String, meeting meetingText: String) throws(ProtocolError) -> (Int, Int) {
+        let syncUpIndex = try index(of: syncUpText)
+        let meetings = syncUps[syncUpIndex].meetings
+        switch IDPrefix.resolve(meetingText, in: meetings.map(\.id.description)) {
+        case .found(let index): return (syncUpIndex, index)
+        case .notFound: throw .notFound("sync-up \(syncUps[syncUpIndex].title) has no meeting with id \(meetingText)")
+        case .tooShort: throw .invalidArgument("id \"\(meetingText)\" is too short: give the full id or at least 4 characters")
+        case .ambiguous(let indices):
+            let matches = indices.map { meetings[$0].id.description }.joined(separator: ", ")
+            throw .invalidArgument("id prefix \"\(meetingText)\" matches \(indices.count) meetings: \(matches)")
+        }
+    }
+
+    // MARK: - Changing
+
+    func create(_ draft: SyncUpDraft) throws(ProtocolError) -> SyncUp {
+        let syncUp: SyncUp
+        do {
+            syncUp = try draft.validated(id: SyncUp.ID(uuid()), uuid: uuid)
+        } catch {
+            throw .invalidArgument(error.description)
+        }
+        syncUps.append(syncUp)
+        store.save(syncUps)
+        publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
+        logger.info("created sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
+        return syncUp
+    }
+
+    func update(_ index: Int, with update: SyncUpUpdate) throws(ProtocolError) -> SyncUp {
+        var syncUp = syncUps[index]
+        do {
+            try syncUp.apply(update, uuid: uuid)
+        } catch {
+            throw .invalidArgument(error.description)
+        }
+        guard syncUp != syncUps[index] else { return syncUp }
+        syncUps[index] = syncUp
+        store.save(syncUps)
+        publishUpdate(syncUp, change: "edited")
+        return syncUp
+    }
+
+    func delete(_ index: Int) -> SyncUp {
+        let syncUp = syncUps.remove(at: index)
+        store.save(syncUps)
+        for meeting in syncUp.meetings { dataDirectory.removeSidecars(of: meeting.id) }
+        publish(.syncups, "syncup.deleted", ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
+        logger.info("deleted sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
+        return syncUp
+    }
+
+    func deleteMeeting(_ syncUpIndex: Int, _ meetingIndex: Int) -> Meeting {
+        let meeting = syncUps[syncUpIndex].meetings.remove(at: meetingIndex)
+        store.save(syncUps)
+        dataDirectory.removeSidecars(of: meeting.id)
+        publishUpdate(syncUps[syncUpIndex], change: "meeting.deleted", meeting: .string(meeting.id.description))
+        return meeting
+    }
+
+    /// Saves a meeting at the top of its sync-up's history and writes the file at once (a meeting is never
+    /// left to the throttle). Returns false if the sync-up no longer exists.
+    @discardableResult
+    func insertMeeting(_ meeting: Meeting, into syncUpID: SyncUp.ID) -> Bool {
+        guard let index = syncUps.firstIndex(where: { $0.id == syncUpID }) else { return false }
+        syncUps[index].meetings.insert(meeting, at: 0)
+        store.save(syncUps, urgent: true)
+        publishUpdate(syncUps[index], change: "meeting.saved", meeting: WireFormat.meeting(meeting, includesTranscript: true))
+        logger.info("saved a meeting of \"\(syncUps[index].title)\"", .syncUp(syncUpID), .meeting(meeting.id))
+        return true
+    }
+
+    /// Another program rewrote `sync-ups.json`: its content is the state now.
+    func replaceAll(with syncUps: [SyncUp]) {
+        self.syncUps = syncUps
+        publish(.syncups, "syncups.reloaded", ["syncups": .array(syncUps.map { WireFormat.syncUp($0, meetings: .summary) })])
+        logger.notice("reloaded \(syncUps.count) sync-ups after another program changed \(dataDirectory.syncUpsFile)")
+    }
+
+    /// `syncup.updated` with the sync-up (meetings as `{id, date}`), what changed, and for a saved meeting the
+    /// whole meeting, for a deleted one its id.
+    private func publishUpdate(_ syncUp: SyncUp, change: String, meeting: JSONValue? = nil) {
+        var data = JSONObject()
+        data.append("syncup", WireFormat.syncUp(syncUp, meetings: .summary))
+        data.append("change", .string(change))
+        if let meeting { data.append("meeting", meeting) }
+        publish(.syncups, "syncup.updated", .object(data))
+    }
+}

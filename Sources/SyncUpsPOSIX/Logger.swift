@@ -1,0 +1,86 @@
+import Glibc
+
+/// Where the daemon's log lines go: plain standard error, the systemd journal (SyncUpsSystemd), or a
+/// test's collector. A struct of closures, so every part of the daemon logs the same way.
+public struct Logger: Sendable {
+    /// syslog priorities, as the journal takes them.
+    public enum Level: Int, Comparable, Sendable, CaseIterable {
+        case error = 3
+        case warning = 4
+        case notice = 5
+        case info = 6
+        case debug = 7
+
+        public var name: String {
+            switch self {
+            case .error: "error"
+            case .warning: "warning"
+            case .notice: "notice"
+            case .info: "info"
+            case .debug: "debug"
+            }
+        }
+
+        public init?(name: String) {
+            guard let level = Self.allCases.first(where: { $0.name == name }) else { return nil }
+            self = level
+        }
+
+        /// Ordered by importance: `.debug < .info < … < .error`.
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue > rhs.rawValue }
+    }
+
+    /// A structured field: `SYNCUPS_SYNCUP_ID=…` in the journal, `syncup=…` on plain stderr.
+    public struct Field: Sendable, Equatable {
+        public var journalName: String
+        public var value: String
+
+        public init(_ journalName: String, _ value: String) {
+            self.journalName = journalName
+            self.value = value
+        }
+
+        public static func syncUp(_ id: CustomStringConvertible) -> Field { Field("SYNCUPS_SYNCUP_ID", id.description) }
+        public static func meeting(_ id: CustomStringConvertible) -> Field { Field("SYNCUPS_MEETING_ID", id.description) }
+    }
+
+    public var minimumLevel: Level
+    private let sink: @Sendable (Level, String, [Field]) -> Void
+
+    public init(minimumLevel: Level = .info, sink: @escaping @Sendable (Level, String, [Field]) -> Void) {
+        self.minimumLevel = minimumLevel
+        self.sink = sink
+    }
+
+    public func log(_ level: Level, _ message: String, _ fields: [Field] = []) {
+        guard level >= minimumLevel else { return }
+        sink(level, message, fields)
+    }
+
+    public func error(_ message: String, _ fields: Field...) { log(.error, message, fields) }
+    public func warning(_ message: String, _ fields: Field...) { log(.warning, message, fields) }
+    public func notice(_ message: String, _ fields: Field...) { log(.notice, message, fields) }
+    public func info(_ message: String, _ fields: Field...) { log(.info, message, fields) }
+    public func debug(_ message: String, _ fields: Field...) { log(.debug, message, fields) }
+
+    /// One line per message on standard error: `warning: message (syncup=…)`.
+    public static func standardError(minimumLevel: Level = .info) -> Logger {
+        Logger(minimumLevel: minimumLevel) { level, message, fields in
+            var line = "\(level.name): \(message)"
+            if !fields.isEmpty {
+                line += " (" + fields.map { "\(shortName($0.journalName))=\($0.value)" }.joined(separator: ", ") + ")"
+            }
+            Console.error(line + "\n")
+        }
+    }
+
+    /// Drops everything.
+    public static let discarding = Logger(minimumLevel: .error) { _, _, _ in }
+
+    /// `SYNCUPS_SYNCUP_ID` → `syncup`.
+    private static func shortName(_ journalName: String) -> String {
+        var name = journalName.hasPrefix("SYNCUPS_") ? journalName.dropFirst(8) : journalName[...]
+        if name.hasSuffix("_ID") { name = name.dropLast(3) }
+        return name.lowercased()
+    }
+}

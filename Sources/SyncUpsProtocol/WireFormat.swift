@@ -1,0 +1,60 @@
+import SyncUpsCore
+import SyncUpsJSON
+
+/// How model values look on the wire (protocol.md, "Wire shapes"): durations in whole seconds, dates as
+/// RFC 3339 UTC, ids as upper-case UUID strings.
+public enum WireFormat {
+    /// How much of a sync-up's meetings to include.
+    public enum MeetingDetail: Sendable {
+        /// `{id, date, transcript}` for every meeting.
+        case full
+        /// `{id, date}` only: lists and events, which must stay small.
+        case summary
+        /// A page of full meetings.
+        case page(offset: Int, limit: Int)
+    }
+
+    public static func syncUp(_ syncUp: SyncUp, meetings detail: MeetingDetail) -> JSONValue {
+        var object = JSONObject()
+        object.append("id", .string(syncUp.id.description))
+        object.append("title", .string(syncUp.title))
+        object.append("theme", .string(syncUp.theme.rawValue))
+        object.append("duration", .int(syncUp.durationSeconds))
+        object.append("attendees", .array(syncUp.attendees.map(attendee)))
+        switch detail {
+        case .full:
+            object.append("meetings", .array(syncUp.meetings.map { meeting($0, includesTranscript: true) }))
+        case .summary:
+            object.append("meetings", .array(syncUp.meetings.map { meeting($0, includesTranscript: false) }))
+        case .page(let offset, let limit):
+            let start = min(offset, syncUp.meetings.count)
+            let end = min(syncUp.meetings.count, start + limit)
+            object.append("meetings", .array(syncUp.meetings[start..<end].map { meeting($0, includesTranscript: true) }))
+            object.append("meetingsTotal", .int(syncUp.meetings.count))
+            object.append("meetingsNext", end < syncUp.meetings.count ? .int(end) : .null)
+        }
+        return .object(object)
+    }
+
+    public static func attendee(_ attendee: Attendee) -> JSONValue {
+        ["id": .string(attendee.id.description), "name": .string(attendee.name)]
+    }
+
+    public static func meeting(_ meeting: Meeting, includesTranscript: Bool) -> JSONValue {
+        var object = JSONObject()
+        object.append("id", .string(meeting.id.description))
+        object.append("date", .string(UTCTime(meeting.date).rfc3339))
+        if includesTranscript { object.append("transcript", .string(meeting.transcript)) }
+        return .object(object)
+    }
+
+    /// `{"name","displayName","accent","main"}` with colours as `#RRGGBB`.
+    public static func theme(_ theme: Theme) -> JSONValue {
+        [
+            "name": .string(theme.rawValue),
+            "displayName": .string(theme.name),
+            "accent": .string(theme.accentColor.hex),
+            "main": .string(theme.mainColor.hex),
+        ]
+    }
+}
