@@ -90,6 +90,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsTestSupport", "syncupsd", "syncupsctl"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "SyncUpsPersistenceTests",
             dependencies: [
                 "SyncUpsCore", "SyncUpsPersistence", "SyncUpsPOSIX", "SyncUpsTestSupport", "syncups-testtool",

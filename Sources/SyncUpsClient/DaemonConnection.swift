@@ -59,7 +59,7 @@ public final class DaemonConnection {
         var line = Request(id: .int(id), command: command, arguments: arguments).encoded()
         line.append(0x0A)
         do {
-            try fd.writeAll(line)
+            try UnixSocket.sendAll(fd, line)
         } catch {
             throw .broken("sending to syncupsd failed: \(error)")
         }
@@ -95,7 +95,8 @@ public final class DaemonConnection {
         } catch {
             switch error {
             case .closed: throw .broken("syncupsd closed the connection")
-            case .timedOut: throw .broken("syncupsd did not answer within \(self.timeout?.description ?? "the timeout")")
+            case .timedOut:
+                throw .broken("syncupsd did not answer within \(self.timeout?.description ?? "the timeout")")
             case .system(let error): throw .broken("reading from syncupsd failed: \(error)")
             }
         }

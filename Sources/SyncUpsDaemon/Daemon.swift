@@ -2,8 +2,8 @@ import FoundationEssentials
 import Glibc
 import SyncUpsCore
 import SyncUpsJSON
-import SyncUpsPersistence
 import SyncUpsPOSIX
+import SyncUpsPersistence
 import SyncUpsProtocol
 
 /// The daemon: wires the store, the state, the socket server and the signals onto one event loop and runs
@@ -125,8 +125,11 @@ public final class Daemon {
         case .reloaded(let syncUps):
             state?.replaceAll(with: syncUps)
         case .outsideEditRejected(let movedTo, let reason):
-            logger.error("another program wrote an invalid sync-ups.json (\(reason)); moved it to \(movedTo) and rewrote the current state")
-            server.publish(.daemon, "daemon.warning", ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")])
+            logger.error(
+                "another program wrote an invalid sync-ups.json (\(reason)); moved it to \(movedTo) and rewrote the current state"
+            )
+            server.publish(
+                .daemon, "daemon.warning", ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")])
         case .writeFailed(let message):
             logger.error("\(message); keeping the state in memory and retrying")
             server.publish(.daemon, "persistence.failed", ["error": .string(message)])

@@ -85,6 +85,12 @@ extension JSONValue {
         objectValue?[key]
     }
 
+    /// The element at `index` when this is an array long enough.
+    public subscript(index: Int) -> JSONValue? {
+        guard case .array(let elements) = self, elements.indices.contains(index) else { return nil }
+        return elements[index]
+    }
+
     /// True for values a JSON-RPC style protocol accepts as a request id: null, booleans, numbers and strings.
     public var isScalar: Bool {
         switch self {

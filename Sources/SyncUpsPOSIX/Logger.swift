@@ -41,7 +41,9 @@ public struct Logger: Sendable {
         }
 
         public static func syncUp(_ id: CustomStringConvertible) -> Field { Field("SYNCUPS_SYNCUP_ID", id.description) }
-        public static func meeting(_ id: CustomStringConvertible) -> Field { Field("SYNCUPS_MEETING_ID", id.description) }
+        public static func meeting(_ id: CustomStringConvertible) -> Field {
+            Field("SYNCUPS_MEETING_ID", id.description)
+        }
     }
 
     public var minimumLevel: Level

@@ -110,6 +110,21 @@ public enum UnixSocket {
         }
     }
 
+    /// Sends all of `bytes` on a blocking socket, without `SIGPIPE` if the peer has gone.
+    public static func sendAll(_ fd: FileDescriptor, _ bytes: [UInt8]) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                Glibc.send(fd.rawValue, buffer.baseAddress! + offset, buffer.count - offset, CInt(MSG_NOSIGNAL))
+            }
+            if count < 0 {
+                if Errno.current == .interrupted { continue }
+                throw SystemError("send", .current)
+            }
+            offset += count
+        }
+    }
+
     /// True when `fd` is a listening Unix stream socket (a check on descriptors passed by systemd).
     public static func isListeningUnixStream(_ fd: FileDescriptor) -> Bool {
         var value: CInt = 0

@@ -12,7 +12,8 @@ public struct Arguments: Sendable {
         command = request.command
         object = request.arguments
         for key in object.keys where !allowed.contains(key) {
-            let expected = allowed.isEmpty ? "takes no arguments" : "takes " + allowed.map { "\"\($0)\"" }.joined(separator: ", ")
+            let expected =
+                allowed.isEmpty ? "takes no arguments" : "takes " + allowed.map { "\"\($0)\"" }.joined(separator: ", ")
             throw .invalidArgument("unknown argument \"\(key)\" for \(command) (\(expected))")
         }
     }
@@ -24,7 +25,9 @@ public struct Arguments: Sendable {
     public func has(_ key: String) -> Bool { object[key] != nil && object[key] != .null }
 
     public func string(_ key: String) throws(ProtocolError) -> String {
-        guard let value = try optionalString(key) else { throw .invalidArgument("missing argument \"\(key)\" for \(command)") }
+        guard let value = try optionalString(key) else {
+            throw .invalidArgument("missing argument \"\(key)\" for \(command)")
+        }
         return value
     }
 
@@ -35,7 +38,9 @@ public struct Arguments: Sendable {
     }
 
     public func int(_ key: String) throws(ProtocolError) -> Int {
-        guard let value = try optionalInt(key) else { throw .invalidArgument("missing argument \"\(key)\" for \(command)") }
+        guard let value = try optionalInt(key) else {
+            throw .invalidArgument("missing argument \"\(key)\" for \(command)")
+        }
         return value
     }
 
@@ -78,7 +83,8 @@ public struct Arguments: Sendable {
     public func optionalChoice(_ key: String, _ choices: [String]) throws(ProtocolError) -> String? {
         guard let value = try optionalString(key) else { return nil }
         guard choices.contains(value) else {
-            throw .invalidArgument("\"\(key)\" must be one of \(choices.map { "\"\($0)\"" }.joined(separator: ", ")), got \"\(value)\"")
+            throw .invalidArgument(
+                "\"\(key)\" must be one of \(choices.map { "\"\($0)\"" }.joined(separator: ", ")), got \"\(value)\"")
         }
         return value
     }

@@ -21,30 +21,49 @@ public struct Request: Sendable, Equatable {
         let value: JSONValue
         switch JSONParser(maxDepth: maxDepth).parse(buffer: line) {
         case .success(let parsed): value = parsed
-        case .failure(let error): return .failure(RequestDecodingError(id: .null, error: ProtocolError(.parseError, "invalid JSON: \(error)")))
+        case .failure(let error):
+            return .failure(
+                RequestDecodingError(id: .null, error: ProtocolError(.parseError, "invalid JSON: \(error)")))
         }
         guard case .object(let object) = value else {
-            return .failure(RequestDecodingError(id: .null, error: ProtocolError(.invalidRequest, "a request must be a JSON object, got \(value.typeName)")))
+            return .failure(
+                RequestDecodingError(
+                    id: .null,
+                    error: ProtocolError(.invalidRequest, "a request must be a JSON object, got \(value.typeName)")))
         }
         let id = object["id"] ?? .null
         guard id.isScalar else {
-            return .failure(RequestDecodingError(id: .null, error: ProtocolError(.invalidRequest, "\"id\" must be a string, number, boolean or null, got \(id.typeName)")))
+            return .failure(
+                RequestDecodingError(
+                    id: .null,
+                    error: ProtocolError(
+                        .invalidRequest, "\"id\" must be a string, number, boolean or null, got \(id.typeName)")))
         }
         for key in object.keys where key != "id" && key != "cmd" && key != "args" {
-            return .failure(RequestDecodingError(id: id, error: ProtocolError(.invalidRequest, "unknown request field \"\(key)\"; a request has \"id\", \"cmd\" and \"args\"")))
+            return .failure(
+                RequestDecodingError(
+                    id: id,
+                    error: ProtocolError(
+                        .invalidRequest, "unknown request field \"\(key)\"; a request has \"id\", \"cmd\" and \"args\"")
+                ))
         }
         guard let commandValue = object["cmd"] else {
             return .failure(RequestDecodingError(id: id, error: ProtocolError(.invalidRequest, "missing \"cmd\"")))
         }
         guard case .string(let command) = commandValue else {
-            return .failure(RequestDecodingError(id: id, error: ProtocolError(.invalidRequest, "\"cmd\" must be a string, got \(commandValue.typeName)")))
+            return .failure(
+                RequestDecodingError(
+                    id: id,
+                    error: ProtocolError(.invalidRequest, "\"cmd\" must be a string, got \(commandValue.typeName)")))
         }
         var arguments = JSONObject()
         switch object["args"] {
         case nil, .null?: break
         case .object(let given)?: arguments = given
         case let other?:
-            return .failure(RequestDecodingError(id: id, error: ProtocolError(.invalidRequest, "\"args\" must be an object, got \(other.typeName)")))
+            return .failure(
+                RequestDecodingError(
+                    id: id, error: ProtocolError(.invalidRequest, "\"args\" must be an object, got \(other.typeName)")))
         }
         return .success(Request(id: id, command: command, arguments: arguments))
     }

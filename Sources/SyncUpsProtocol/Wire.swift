@@ -69,7 +69,9 @@ public enum IncomingMessage: Sendable, Equatable {
         } catch {
             throw ProtocolError(.parseError, "the daemon sent invalid JSON: \(error)")
         }
-        guard case .object(let object) = value else { throw ProtocolError(.parseError, "the daemon sent \(value.typeName)") }
+        guard case .object(let object) = value else {
+            throw ProtocolError(.parseError, "the daemon sent \(value.typeName)")
+        }
         if case .string(let name)? = object["event"] {
             let seq = object["seq"]?.numberValue?.int64.map(Int.init)
             return .event(name: name, seq: seq, data: object["data"] ?? .null)

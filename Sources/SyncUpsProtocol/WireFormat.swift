@@ -29,7 +29,8 @@ public enum WireFormat {
         case .page(let offset, let limit):
             let start = min(offset, syncUp.meetings.count)
             let end = min(syncUp.meetings.count, start + limit)
-            object.append("meetings", .array(syncUp.meetings[start..<end].map { meeting($0, includesTranscript: true) }))
+            object.append(
+                "meetings", .array(syncUp.meetings[start..<end].map { meeting($0, includesTranscript: true) }))
             object.append("meetingsTotal", .int(syncUp.meetings.count))
             object.append("meetingsNext", end < syncUp.meetings.count ? .int(end) : .null)
         }

@@ -31,7 +31,10 @@ extension Syncupsctl {
             context.show(themes) {
                 var table = Table(headers: ["THEME", "MAIN", "ACCENT"])
                 for theme in themes.arrayValue ?? [] {
-                    table.rows.append([theme["name"]?.stringValue ?? "", theme["main"]?.stringValue ?? "", theme["accent"]?.stringValue ?? ""])
+                    table.rows.append([
+                        theme["name"]?.stringValue ?? "", theme["main"]?.stringValue ?? "",
+                        theme["accent"]?.stringValue ?? "",
+                    ])
                 }
                 return table.text
             }
@@ -46,7 +49,8 @@ enum Format {
 
     static func status(_ status: JSONValue) -> String {
         let uptime = Int(status["uptime"]?.numberValue?.double ?? 0)
-        var text = "syncupsd \(string(status["version"])), up \(DurationText.units(uptime)) (pid \(int(status["pid"])))\n"
+        var text =
+            "syncupsd \(string(status["version"])), up \(DurationText.units(uptime)) (pid \(int(status["pid"])))\n"
         text += "socket:    \(string(status["socket"]))\n"
         text += "data:      \(string(status["dataFile"]))\n"
         text += "sync-ups:  \(int(status["syncUps"])) (\(int(status["meetings"])) meetings)\n"
@@ -71,7 +75,8 @@ enum Format {
         let speaker = string(session["speaker"]?["name"])
         let index = int(session["speakerIndex"]) + 1
         let count = int(session["attendeeCount"])
-        return "\(verb) \"\(string(session["title"]))\" \(elapsed) · \(speaker.isEmpty ? "(no name)" : speaker) \(index)/\(count)"
+        return
+            "\(verb) \"\(string(session["title"]))\" \(elapsed) · \(speaker.isEmpty ? "(no name)" : speaker) \(index)/\(count)"
     }
 
     static func shortID(_ id: String) -> String { String(id.prefix(8)) }

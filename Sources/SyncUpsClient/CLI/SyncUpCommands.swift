@@ -24,7 +24,8 @@ extension Syncupsctl {
         Subcommand(
             name: "show",
             usage: "show ID",
-            summary: "Show one sync-up: length, theme, attendees and meetings. ID may be a unique prefix (4+ characters).",
+            summary:
+                "Show one sync-up: length, theme, attendees and meetings. ID may be a unique prefix (4+ characters).",
             spec: ArgumentSpec(positionals: 1...1)
         ) { context, arguments throws(CLIError) in
             let syncUp = try context.call("syncups.get", ["id": .string(arguments.positionals[0])])
@@ -44,7 +45,9 @@ extension Syncupsctl {
         ) { context, arguments throws(CLIError) in
             var request = JSONObject()
             request.append("title", .string(arguments.positionals[0]))
-            if let duration = arguments.value("duration") { request.append("duration", .int(try parseDuration(duration))) }
+            if let duration = arguments.value("duration") {
+                request.append("duration", .int(try parseDuration(duration)))
+            }
             if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
             request.append("attendees", .array(arguments.all("attendee").map(JSONValue.string)))
             let syncUp = try context.call("syncups.create", request)
@@ -52,7 +55,8 @@ extension Syncupsctl {
         },
         Subcommand(
             name: "edit",
-            usage: "edit ID [--title T] [--duration D] [--theme T] [--attendee NAME]… [--add-attendee NAME]… [--remove-attendee NAME]… [--rename-attendee OLD=NEW]…",
+            usage:
+                "edit ID [--title T] [--duration D] [--theme T] [--attendee NAME]… [--add-attendee NAME]… [--remove-attendee NAME]… [--rename-attendee OLD=NEW]…",
             summary: "Change a sync-up.",
             details: """
                 --attendee NAME         the whole new attendee list (repeat); people keep their ids by name
@@ -61,7 +65,9 @@ extension Syncupsctl {
                 --rename-attendee OLD=NEW
                 """,
             spec: ArgumentSpec(
-                valueOptions: ["title", "duration", "theme", "attendee", "add-attendee", "remove-attendee", "rename-attendee"],
+                valueOptions: [
+                    "title", "duration", "theme", "attendee", "add-attendee", "remove-attendee", "rename-attendee",
+                ],
                 positionals: 1...1
             )
         ) { context, arguments throws(CLIError) in
@@ -69,9 +75,13 @@ extension Syncupsctl {
             var request = JSONObject()
             request.append("id", .string(arguments.positionals[0]))
             if let title = arguments.value("title") { request.append("title", .string(title)) }
-            if let duration = arguments.value("duration") { request.append("duration", .int(try parseDuration(duration))) }
+            if let duration = arguments.value("duration") {
+                request.append("duration", .int(try parseDuration(duration)))
+            }
             if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
-            let editsAttendees = ["attendee", "add-attendee", "remove-attendee", "rename-attendee"].contains { !arguments.all($0).isEmpty }
+            let editsAttendees = ["attendee", "add-attendee", "remove-attendee", "rename-attendee"].contains {
+                !arguments.all($0).isEmpty
+            }
             if editsAttendees {
                 let current = try context.call(
                     on: connection,
@@ -109,7 +119,9 @@ extension Syncupsctl {
     }
 
     /// The attendee list an `edit` asks for, keeping existing people's ids by name.
-    static func attendeeEdits(_ syncUp: JSONValue, _ arguments: ParsedArguments) throws(CLIError) -> [(id: String?, name: String)] {
+    static func attendeeEdits(_ syncUp: JSONValue, _ arguments: ParsedArguments) throws(CLIError) -> [(
+        id: String?, name: String
+    )] {
         var attendees: [(id: String?, name: String)] = (syncUp["attendees"]?.arrayValue ?? []).map {
             (Format.string($0["id"]), Format.string($0["name"]))
         }
@@ -144,7 +156,9 @@ extension Syncupsctl {
 
 extension Format {
     static func list(_ syncUps: [JSONValue]) -> String {
-        guard !syncUps.isEmpty else { return "no sync-ups yet; create one with: syncupsctl add TITLE --attendee NAME\n" }
+        guard !syncUps.isEmpty else {
+            return "no sync-ups yet; create one with: syncupsctl add TITLE --attendee NAME\n"
+        }
         var table = Table(headers: ["ID", "TITLE", "LENGTH", "ATTENDEES", "MEETINGS", "THEME"], rightAligned: [3, 4])
         for syncUp in syncUps {
             table.rows.append([
@@ -166,7 +180,8 @@ extension Format {
         let share = attendees.isEmpty ? "" : " (\(DurationText.units(duration / attendees.count)) each)"
         text += "length:     \(DurationText.units(duration))\(share)\n"
         text += "theme:      \(string(syncUp["theme"]))\n"
-        text += "attendees:  \(attendees.map { string($0["name"]).isEmpty ? "(no name)" : string($0["name"]) }.joined(separator: ", "))\n"
+        text +=
+            "attendees:  \(attendees.map { string($0["name"]).isEmpty ? "(no name)" : string($0["name"]) }.joined(separator: ", "))\n"
         let meetings = syncUp["meetings"]?.arrayValue ?? []
         let total = int(syncUp["meetingsTotal"])
         if meetings.isEmpty {
@@ -175,7 +190,8 @@ extension Format {
             text += "meetings:   \(max(total, meetings.count))\n"
             for meeting in meetings {
                 let transcript = string(meeting["transcript"])
-                text += "  \(date(meeting["date"]))  \(shortID(string(meeting["id"])))  \(transcript.isEmpty ? "(no transcript)" : transcript.excerpt(60))\n"
+                text +=
+                    "  \(date(meeting["date"]))  \(shortID(string(meeting["id"])))  \(transcript.isEmpty ? "(no transcript)" : transcript.excerpt(60))\n"
             }
             if total > meetings.count { text += "  … \(total - meetings.count) more\n" }
         }

@@ -27,7 +27,9 @@ public struct Syncupsctl {
         } catch {
             output.error("syncupsctl: \(error.message)\n")
             if error.exitCode == .unavailable {
-                output.error("hint: start the daemon with `syncupsd` (or `systemctl --user start syncupsd.socket`), or point SYNCUPSD_SOCKET at its socket\n")
+                output.error(
+                    "hint: start the daemon with `syncupsd` (or `systemctl --user start syncupsd.socket`), or point SYNCUPSD_SOCKET at its socket\n"
+                )
             }
             return error.exitCode
         }
@@ -118,7 +120,8 @@ struct Context {
 
     func connect() throws(CLIError) -> DaemonConnection {
         guard let path = SocketLocation.resolve(explicit: globals.socket, environment: environment) else {
-            throw CLIError(.unavailable, "no socket: XDG_RUNTIME_DIR is not set; pass --socket PATH or set SYNCUPSD_SOCKET")
+            throw CLIError(
+                .unavailable, "no socket: XDG_RUNTIME_DIR is not set; pass --socket PATH or set SYNCUPSD_SOCKET")
         }
         do {
             return try DaemonConnection(path: path, timeout: globals.timeout)
@@ -141,7 +144,9 @@ struct Context {
     }
 
     /// Sends one request on `connection`.
-    func call(on connection: DaemonConnection, _ command: String, _ arguments: JSONObject = JSONObject()) throws(CLIError) -> JSONValue {
+    func call(on connection: DaemonConnection, _ command: String, _ arguments: JSONObject = JSONObject())
+        throws(CLIError) -> JSONValue
+    {
         do {
             return try connection.call(command, arguments)
         } catch {

@@ -2,8 +2,8 @@ import FoundationEssentials
 import Glibc
 import SyncUpsCore
 import SyncUpsJSON
-import SyncUpsPersistence
 import SyncUpsPOSIX
+import SyncUpsPersistence
 import SyncUpsProtocol
 
 /// Turns each request into a call on the daemon's state and a result; one method per command, named after
@@ -89,6 +89,7 @@ final class CommandHandler {
             "connections": .int(server.connections.count),
             "subscribers": .int(server.subscriberCount),
             "seq": .int(server.seq),
+            "timers": .int(server.loop.scheduledTimerCount),
             "session": .null,
             "persistence": [
                 "lastError": .optional(store.lastError),
@@ -157,10 +158,13 @@ final class CommandHandler {
     }
 
     /// `{"id"?: "<id or prefix>", "name": "…"}` or a bare name string (a new attendee).
-    private static func attendeeChange(_ element: JSONValue, at position: Int, in current: [Attendee]) throws(ProtocolError) -> AttendeeChange {
+    private static func attendeeChange(_ element: JSONValue, at position: Int, in current: [Attendee])
+        throws(ProtocolError) -> AttendeeChange
+    {
         if case .string(let name) = element { return AttendeeChange(id: nil, name: name) }
         guard case .object(let object) = element else {
-            throw .invalidArgument("\"attendees[\(position)]\" must be an object {\"id\"?, \"name\"} or a name, got \(element.typeName)")
+            throw .invalidArgument(
+                "\"attendees[\(position)]\" must be an object {\"id\"?, \"name\"} or a name, got \(element.typeName)")
         }
         for key in object.keys where key != "id" && key != "name" {
             throw .invalidArgument("unknown field \"\(key)\" in \"attendees[\(position)]\" (takes \"id\", \"name\")")
@@ -176,7 +180,8 @@ final class CommandHandler {
             case .found(let index): return AttendeeChange(id: current[index].id, name: name)
             case .notFound: throw .invalidArgument("\"attendees[\(position)].id\": no attendee \(text) in this sync-up")
             case .tooShort: throw .invalidArgument("\"attendees[\(position)].id\": \"\(text)\" is too short")
-            case .ambiguous: throw .invalidArgument("\"attendees[\(position)].id\": \"\(text)\" matches several attendees")
+            case .ambiguous:
+                throw .invalidArgument("\"attendees[\(position)].id\": \"\(text)\" matches several attendees")
             }
         case let other?:
             throw .invalidArgument("\"attendees[\(position)].id\" must be a string, got \(other.typeName)")
@@ -198,7 +203,8 @@ final class CommandHandler {
             meeting: try arguments.string("meeting")
         )
         let syncUp = state.syncUps[syncUpIndex]
-        guard case .object(var object) = WireFormat.meeting(syncUp.meetings[meetingIndex], includesTranscript: true) else {
+        guard case .object(var object) = WireFormat.meeting(syncUp.meetings[meetingIndex], includesTranscript: true)
+        else {
             return .null
         }
         object["syncup"] = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
@@ -223,7 +229,8 @@ final class CommandHandler {
         var topics = Set<Topic>()
         for name in names {
             guard let topic = Topic(rawValue: name) else {
-                throw .invalidArgument("unknown topic \"\(name)\"; topics: \(Topic.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw .invalidArgument(
+                    "unknown topic \"\(name)\"; topics: \(Topic.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             topics.insert(topic)
         }

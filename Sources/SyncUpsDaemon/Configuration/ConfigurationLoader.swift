@@ -48,7 +48,9 @@ public enum ConfigurationLoader {
 
     /// `$XDG_CONFIG_HOME/syncups/syncupsd.conf`, else `~/.config/syncups/syncupsd.conf`.
     public static func defaultConfigFile(environment: [String: String]) -> String? {
-        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") { return config + "/syncups/syncupsd.conf" }
+        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
+            return config + "/syncups/syncupsd.conf"
+        }
         if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.config/syncups/syncupsd.conf" }
         return nil
     }
@@ -96,7 +98,9 @@ public enum ConfigurationLoader {
         }
     }
 
-    static func applyFile(_ path: String, to configuration: inout Configuration, mustExist: Bool) throws(ConfigurationError) {
+    static func applyFile(_ path: String, to configuration: inout Configuration, mustExist: Bool)
+        throws(ConfigurationError)
+    {
         let bytes: [UInt8]
         do {
             let fd = try FileDescriptor.open(path, O_RDONLY)
@@ -116,11 +120,14 @@ public enum ConfigurationLoader {
             let content = String(line).trimmingWhitespace()
             if content.isEmpty { continue }
             guard let equals = content.firstIndex(of: "=") else {
-                throw ConfigurationError(location: location, reason: .syntax("expected \"key = value\", got \"\(content)\""))
+                throw ConfigurationError(
+                    location: location, reason: .syntax("expected \"key = value\", got \"\(content)\""))
             }
             let key = String(content[..<equals]).trimmingWhitespace()
             var value = String(content[content.index(after: equals)...]).trimmingWhitespace()
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
             guard let option = option(key) else {
                 throw ConfigurationError(location: location, reason: .unknownOption(key))
             }
@@ -141,7 +148,9 @@ public enum ConfigurationLoader {
         do throws(ConfigurationError.Reason) {
             switch option.kind {
             case .flag:
-                guard value == "true" || value == "false" else { throw ConfigurationError.Reason.invalidValue(value, "true or false") }
+                guard value == "true" || value == "false" else {
+                    throw ConfigurationError.Reason.invalidValue(value, "true or false")
+                }
             case .choice(let choices):
                 guard choices.contains(value) else {
                     throw ConfigurationError.Reason.invalidValue(value, "one of " + choices.joined(separator: ", "))

@@ -57,7 +57,8 @@ struct ListeningSocket {
         if flock(lock.rawValue, LOCK_EX | LOCK_NB) != 0 {
             let owner = (try? lock.readToEnd()).map { String(decoding: $0, as: UTF8.self).trimmingWhitespace() } ?? ""
             lock.close()
-            throw StartupError("another syncupsd\(owner.isEmpty ? "" : " (pid \(owner))") is already running on \(path)")
+            throw StartupError(
+                "another syncupsd\(owner.isEmpty ? "" : " (pid \(owner))") is already running on \(path)")
         }
         ftruncate(lock.rawValue, 0)
         _ = try? lock.writeAll(Array("\(getpid())\n".utf8))

@@ -21,7 +21,8 @@ struct OutputBuffer {
         guard !isEmpty else { return 0 }
         let start = self.start
         let result = bytes.withUnsafeBytes { all in
-            Result { () throws(SystemError) in try UnixSocket.send(fd, UnsafeRawBufferPointer(rebasing: all[start...])) }
+            Result { () throws(SystemError) in try UnixSocket.send(fd, UnsafeRawBufferPointer(rebasing: all[start...]))
+            }
         }
         let sent = try result.get()
         self.start += sent

@@ -71,13 +71,16 @@ final class Server {
             return
         }
         if peer.uid != ownUID {
-            logger.warning("refused a connection from uid \(peer.uid) (pid \(peer.pid)): only uid \(ownUID) may connect")
+            logger.warning(
+                "refused a connection from uid \(peer.uid) (pid \(peer.pid)): only uid \(ownUID) may connect")
             refuse(fd, ProtocolError(.permissionDenied, "only the user running syncupsd (uid \(ownUID)) may connect"))
             return
         }
         if connections.count >= limits.maxConnections {
             logger.warning("refused a connection from pid \(peer.pid): already \(connections.count) connections")
-            refuse(fd, ProtocolError(.tooManyConnections, "the daemon already serves \(limits.maxConnections) connections"))
+            refuse(
+                fd, ProtocolError(.tooManyConnections, "the daemon already serves \(limits.maxConnections) connections")
+            )
             return
         }
         let connection = Connection(number: nextNumber, fd: fd, peer: peer, now: loop.now())
@@ -177,7 +180,8 @@ final class Server {
 
     private func rejectLongLine(_ connection: Connection, length: Int) {
         logger.notice("\(connection.label) sent a line over \(limits.maxLineBytes) bytes; closing it")
-        let error = ProtocolError(.lineTooLong, "request line longer than \(limits.maxLineBytes) bytes; closing the connection")
+        let error = ProtocolError(
+            .lineTooLong, "request line longer than \(limits.maxLineBytes) bytes; closing the connection")
         enqueue(Wire.failure(id: .null, error: error), to: connection)
         connection.input = []
         connection.inputStart = 0
@@ -222,7 +226,11 @@ final class Server {
     private func enqueue(_ bytes: [UInt8], to connection: Connection) {
         guard !connection.isClosed else { return }
         if connection.output.count + bytes.count > limits.maxOutputBytes {
-            close(connection, reason: "it has \(connection.output.count) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit")
+            close(
+                connection,
+                reason:
+                    "it has \(connection.output.count) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
+            )
             return
         }
         if connection.output.isEmpty { connection.lastProgress = loop.now() }
@@ -237,7 +245,10 @@ final class Server {
             do {
                 sent = try connection.output.send(to: connection.fd)
             } catch {
-                close(connection, reason: error.errno == .brokenPipe || error.errno == .connectionReset ? nil : "send failed: \(error)")
+                close(
+                    connection,
+                    reason: error.errno == .brokenPipe || error.errno == .connectionReset
+                        ? nil : "send failed: \(error)")
                 return
             }
             if sent == 0 { break }
@@ -305,7 +316,8 @@ final class Server {
     func setTopics(_ topics: Set<Topic>, for connection: Connection) throws(ProtocolError) {
         if !connection.isSubscriber && !topics.isEmpty {
             guard subscriberCount < limits.maxSubscribers else {
-                throw ProtocolError(.tooManySubscriptions, "the daemon already has \(limits.maxSubscribers) subscribers")
+                throw ProtocolError(
+                    .tooManySubscriptions, "the daemon already has \(limits.maxSubscribers) subscribers")
             }
             subscriberCount += 1
         } else if connection.isSubscriber && topics.isEmpty {
@@ -319,7 +331,11 @@ final class Server {
     func close(_ connection: Connection, reason: String?) {
         guard !connection.isClosed else { return }
         connection.isClosed = true
-        if let reason { logger.notice("closing \(connection.label): \(reason)") } else { logger.debug("\(connection.label) disconnected") }
+        if let reason {
+            logger.notice("closing \(connection.label): \(reason)")
+        } else {
+            logger.debug("\(connection.label) disconnected")
+        }
         if let watch = connection.watch { loop.unwatch(watch) }
         if let timer = connection.stallTimer { loop.cancel(timer) }
         if connection.isSubscriber { subscriberCount -= 1 }

@@ -1,8 +1,8 @@
 import FoundationEssentials
 import SyncUpsCore
 import SyncUpsJSON
-import SyncUpsPersistence
 import SyncUpsPOSIX
+import SyncUpsPersistence
 import SyncUpsProtocol
 
 /// The one owner of the daemon's data: every sync-up and meeting. Every change goes through here, which
@@ -57,7 +57,8 @@ final class DaemonState {
         switch IDPrefix.resolve(meetingText, in: meetings.map(\.id.description)) {
         case .found(let index): return (syncUpIndex, index)
         case .notFound: throw .notFound("sync-up \(syncUps[syncUpIndex].title) has no meeting with id \(meetingText)")
-        case .tooShort: throw .invalidArgument("id \"\(meetingText)\" is too short: give the full id or at least 4 characters")
+        case .tooShort:
+            throw .invalidArgument("id \"\(meetingText)\" is too short: give the full id or at least 4 characters")
         case .ambiguous(let indices):
             let matches = indices.map { meetings[$0].id.description }.joined(separator: ", ")
             throw .invalidArgument("id prefix \"\(meetingText)\" matches \(indices.count) meetings: \(matches)")
@@ -118,7 +119,8 @@ final class DaemonState {
         guard let index = syncUps.firstIndex(where: { $0.id == syncUpID }) else { return false }
         syncUps[index].meetings.insert(meeting, at: 0)
         store.save(syncUps, urgent: true)
-        publishUpdate(syncUps[index], change: "meeting.saved", meeting: WireFormat.meeting(meeting, includesTranscript: true))
+        publishUpdate(
+            syncUps[index], change: "meeting.saved", meeting: WireFormat.meeting(meeting, includesTranscript: true))
         logger.info("saved a meeting of \"\(syncUps[index].title)\"", .syncUp(syncUpID), .meeting(meeting.id))
         return true
     }
@@ -126,7 +128,9 @@ final class DaemonState {
     /// Another program rewrote `sync-ups.json`: its content is the state now.
     func replaceAll(with syncUps: [SyncUp]) {
         self.syncUps = syncUps
-        publish(.syncups, "syncups.reloaded", ["syncups": .array(syncUps.map { WireFormat.syncUp($0, meetings: .summary) })])
+        publish(
+            .syncups, "syncups.reloaded", ["syncups": .array(syncUps.map { WireFormat.syncUp($0, meetings: .summary) })]
+        )
         logger.notice("reloaded \(syncUps.count) sync-ups after another program changed \(dataDirectory.syncUpsFile)")
     }
 

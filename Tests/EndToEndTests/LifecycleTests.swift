@@ -1,0 +1,85 @@
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+@Suite struct LifecycleTests {
+    @Test func createsTheSocket0600AndTheDataFiles0600() throws {
+        let daemon = try DaemonProcess()
+        _ = try daemon.client().result("syncups.create", ["title": "x"])
+        #expect(Files.mode(daemon.socketPath) == 0o600)
+        #expect(try waitFor { Files.exists(daemon.dataPath + "/sync-ups.json") })
+        #expect(Files.mode(daemon.dataPath + "/sync-ups.json") == 0o600)
+        #expect(Files.mode(daemon.dataPath) == 0o700)
+    }
+
+    @Test func usesNoTimersWhenIdle() throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.client()
+        _ = try client.result("subscribe")
+        #expect(try client.result("status")["timers"] == 0)
+    }
+
+    @Test func tellsSubscribersAndFlushesPendingChangesOnSIGTERM() throws {
+        let daemon = try DaemonProcess()
+        let subscriber = try daemon.client()
+        _ = try subscriber.result("subscribe", ["topics": ["daemon"], "snapshot": false])
+        let client = try daemon.client()
+        // The first change is written at once; the next ones wait for the throttle's second.
+        _ = try client.result("syncups.create", ["title": "first"])
+        _ = try client.result("syncups.create", ["title": "second"])
+        _ = try client.result("syncups.create", ["title": "third"])
+        #expect(daemon.stop() == .exited(0))
+        let event = try subscriber.readJSON()
+        #expect(event["event"] == "daemon.stopping")
+        #expect(event["data"]?["reason"] == "SIGTERM")
+        let titles = Files.readString(daemon.dataPath + "/sync-ups.json") ?? ""
+        #expect(titles.contains("\"third\""))
+        #expect(!Files.exists(daemon.socketPath))
+    }
+
+    @Test func refusesToStartASecondDaemonOnTheSameSocket() throws {
+        let first = try DaemonProcess()
+        let second = try DaemonProcess(directory: first.directory, waitForReady: false)
+        #expect(second.waitForExit() == .exited(1))
+        #expect(second.log.contents.contains("is already running on \(first.socketPath)"))
+        #expect(try first.client().request("ping")["result"] == "pong")
+    }
+
+    @Test func replacesAStaleSocketLeftByACrash() throws {
+        let first = try DaemonProcess()
+        #expect(first.stop(signal: SIGKILL) == .signaled(SIGKILL))
+        #expect(Files.exists(first.socketPath))
+        let second = try DaemonProcess(directory: first.directory)
+        #expect(try second.client().request("ping")["result"] == "pong")
+    }
+
+    @Test func explainsAMissingRuntimeDirectoryNamingTheFlag() throws {
+        var environment = Subprocess.currentEnvironment()
+        environment["XDG_RUNTIME_DIR"] = nil
+        let directory = TemporaryDirectory("noruntime")
+        environment["XDG_DATA_HOME"] = directory.path
+        environment["XDG_CONFIG_HOME"] = directory.path
+        let result = try CommandResult.run(
+            BuiltProducts.path("syncupsd"), [], environment: environment.merging(["XDG_RUNTIME_DIR": ""]) { $1 })
+        #expect(result.exitCode == 1)
+        #expect(result.standardError.contains("XDG_RUNTIME_DIR is not set"))
+        #expect(result.standardError.contains("--socket PATH"))
+    }
+
+    @Test func refusesAnotherUserEvenWhenTheSocketIsOpenToAll() throws {
+        guard geteuid() == 0 else { return }  // switching uid needs root; CI runs as root
+        let daemon = try DaemonProcess()
+        // Loosen the file permissions, as a misconfigured system might: SO_PEERCRED must still refuse.
+        chmod(daemon.directory.path, 0o755)
+        chmod(daemon.socketPath, 0o666)
+        let result = try CommandResult.run(
+            "/usr/bin/setpriv",
+            ["--reuid=65534", "--regid=65534", "--clear-groups", "socat", "-", "UNIX-CONNECT:\(daemon.socketPath)"]
+        )
+        let reply = try JSONParser().parse(result.standardOutput.split(separator: "\n").first.map(String.init) ?? "")
+        #expect(reply["error"]?["code"] == "permission_denied")
+        #expect(daemon.log.wait { $0.contains("refused a connection from uid 65534") })
+    }
+}

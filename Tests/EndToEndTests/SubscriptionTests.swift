@@ -1,0 +1,184 @@
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Synchronization
+import Testing
+
+@Suite struct SubscriptionTests {
+    @Test func sendsTheSnapshotThenEveryLaterChangeWithNothingLostOrReordered() throws {
+        let daemon = try DaemonProcess()
+        let setup = try daemon.client()
+        for index in 0..<20 {
+            _ = try setup.result("syncups.create", ["title": .string("Team \(index)"), "attendees": ["A"]])
+        }
+
+        // A producer keeps changing sync-ups while the subscriber subscribes in the middle of it.
+        let socketPath = daemon.socketPath
+        let producer = try DedicatedThread(name: "producer") {
+            guard let client = try? RawClient(path: socketPath),
+                let list = try? client.result("syncups.list"),
+                let ids = list["syncups"]?.arrayValue?.compactMap({ $0["id"] })
+            else { return }
+            for round in 0..<300 {
+                let id = ids[round % ids.count]
+                _ = try? client.request("syncups.update", ["id": id, "title": .string("Team \(round)")])
+                if round % 50 == 0 { _ = try? client.request("syncups.create", ["title": .string("New \(round)")]) }
+                if round % 70 == 0 { _ = try? client.request("syncups.delete", ["id": ids[(round / 70) % ids.count]]) }
+            }
+            _ = try? client.request("syncups.create", ["title": "DONE"])
+        }
+
+        let subscriber = try daemon.client()
+        let reply = try subscriber.request("subscribe", ["topics": ["syncups"]])
+        let result = try #require(reply["result"])
+        var seq = try #require(result["seq"]?.numberValue?.int64)
+        var state: [String: JSONValue] = [:]
+        var order: [String] = []
+        for syncUp in result["snapshot"]?["syncups"]?.arrayValue ?? [] {
+            let id = syncUp["id"]!.stringValue!
+            state[id] = syncUp
+            order.append(id)
+        }
+        var sawDone = false
+        while !sawDone {
+            let event = try subscriber.readJSON()
+            let eventSeq = try #require(event["seq"]?.numberValue?.int64)
+            #expect(eventSeq == seq + 1, "events must be contiguous on a single topic")
+            seq = eventSeq
+            let data = try #require(event["data"])
+            switch event["event"]?.stringValue {
+            case "syncup.created", "syncup.updated":
+                let syncUp = try #require(data["syncup"])
+                let id = syncUp["id"]!.stringValue!
+                if state[id] == nil { order.append(id) }
+                state[id] = syncUp
+                sawDone = syncUp["title"] == "DONE"
+            case "syncup.deleted":
+                let id = data["id"]!.stringValue!
+                state[id] = nil
+                order.removeAll { $0 == id }
+            default:
+                Issue.record("unexpected event \(JSONWriter().string(event))")
+            }
+        }
+        producer.join()
+        let actual = try subscriber.result("syncups.list")["syncups"]?.arrayValue ?? []
+        #expect(order.compactMap { state[$0] } == actual)
+    }
+
+    @Test func keepsServingEveryoneWhileASubscriberIsStoppedAndCutsItOff() throws {
+        let daemon = try DaemonProcess()
+        let stalled = try Subprocess(
+            executable: BuiltProducts.path("syncupsctl"),
+            arguments: ["--socket", daemon.socketPath, "watch"],
+            standardInput: .null,
+            standardOutput: .null,
+            standardError: .null
+        )
+        defer {
+            stalled.send(SIGKILL)
+            stalled.send(SIGCONT)
+            _ = stalled.wait()
+        }
+        let watcher = try daemon.client()
+        _ = try watcher.result("subscribe", ["topics": ["syncups"], "snapshot": false])
+        let producer = try daemon.client()
+        let created = try producer.result(
+            "syncups.create", ["title": "x", "attendees": ["Blob", "Blob Jr", "Blob Sr"]])
+        // Wait until the watch process has subscribed (two subscribers), then freeze it.
+        #expect(try waitFor { try producer.result("status")["subscribers"] == 2 })
+        stalled.send(SIGSTOP)
+
+        // Each event is about 450 bytes: 4000 of them overflow the stopped client's 1 MiB.
+        let id = try #require(created["id"])
+        var lastSeq: Int64 = 0
+        for chunk in 0..<20 {
+            var batch = ""
+            for index in (chunk * 200)..<(chunk * 200 + 200) {
+                let title = JSONValue.string("title \(index) " + String(repeating: "x", count: 200))
+                batch +=
+                    JSONWriter().string([
+                        "id": .int(index), "cmd": "syncups.update", "args": ["id": id, "title": title],
+                    ]) + "\n"
+            }
+            try producer.send(batch)
+            for index in (chunk * 200)..<(chunk * 200 + 200) {
+                #expect(try producer.readJSON()["id"] == .int(index))
+            }
+            // The live watcher reads along and misses nothing.
+            for _ in 0..<200 {
+                let event = try watcher.readJSON()
+                let seq = try #require(event["seq"]?.numberValue?.int64)
+                #expect(seq == lastSeq + 1 || lastSeq == 0)
+                lastSeq = seq
+            }
+        }
+        #expect(try waitFor { try producer.result("status")["subscribers"] == 1 })
+        #expect(
+            daemon.log.wait { $0.contains("pid \(stalled.pid)): it has") && $0.contains("over the 1048576-byte limit") }
+        )
+    }
+
+    @Test func cutsOffASubscriberThatReadsNothingForTenSeconds() throws {
+        let daemon = try DaemonProcess()
+        let sleeper = try daemon.client()
+        _ = try sleeper.result("subscribe", ["topics": ["syncups"]])
+        // Shrink the socket's receive buffer so a few events fill it.
+        var size: CInt = 4096
+        setsockopt(sleeper.fd.rawValue, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<CInt>.size))
+        let producer = try daemon.client()
+        _ = try producer.result("syncups.create", ["title": .string(String(repeating: "y", count: 250))])
+        let id = try #require(try producer.result("syncups.list")["syncups"]?[0]?["id"])
+        for index in 0..<400 {
+            _ = try producer.result(
+                "syncups.update", ["id": id, "title": .string("\(index) " + String(repeating: "y", count: 250))])
+        }
+        #expect(daemon.log.wait(timeout: .seconds(20)) { $0.contains("it read nothing for 10 seconds") })
+        #expect(try producer.result("status")["subscribers"] == 0)
+    }
+
+    @Test func unsubscribesFromSomeOrAllTopics() throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.client()
+        let subscribed = try client.result("subscribe", ["snapshot": false])
+        #expect(subscribed["topics"] == ["syncups", "session", "daemon"])
+        #expect(subscribed["snapshot"] == nil)
+        #expect(try client.result("unsubscribe", ["topics": ["syncups"]])["topics"] == ["session", "daemon"])
+        _ = try daemon.client().result("syncups.create", ["title": "quiet"])
+        #expect(try client.request("ping")["result"] == "pong")  // no syncup event came before the reply
+        #expect(try client.result("unsubscribe")["topics"] == [])
+    }
+
+    @Test func servesFiftyConcurrentClients() throws {
+        let daemon = try DaemonProcess()
+        let failures = Mutex(0)
+        let path = daemon.socketPath
+        let threads = try (0..<50).map { number in
+            try DedicatedThread(name: "client-\(number)") {
+                do {
+                    let client = try RawClient(path: path)
+                    for round in 0..<40 {
+                        let reply = try client.request(round % 2 == 0 ? "status" : "ping", nil, id: .int(round))
+                        if reply["id"] != .int(round) || reply["ok"] != true { failures.withLock { $0 += 1 } }
+                    }
+                    _ = try client.result("syncups.create", ["title": .string("client \(number)")])
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
+            }
+        }
+        for thread in threads { thread.join() }
+        #expect(failures.withLock { $0 } == 0)
+        #expect(try daemon.client().result("syncups.list")["total"] == 50)
+    }
+}
+
+/// Polls `condition` (a cheap request) until it holds or ten seconds pass.
+func waitFor(_ condition: () throws -> Bool) throws -> Bool {
+    let deadline = MonotonicInstant.now() + .seconds(10)
+    while MonotonicInstant.now() < deadline {
+        if try condition() { return true }
+    }
+    return false
+}

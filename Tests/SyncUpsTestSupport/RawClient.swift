@@ -1,0 +1,86 @@
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+
+/// A protocol client that sends raw lines and reads raw lines, for tests that check the wire itself.
+public final class RawClient {
+    public let fd: FileDescriptor
+    private var buffer: [UInt8] = []
+    public private(set) var greeting: JSONValue = .null
+
+    public init(path: String, readGreeting: Bool = true) throws {
+        fd = try UnixSocket.connect(path: path)
+        if readGreeting { greeting = try readJSON() }
+    }
+
+    deinit {
+        fd.close()
+    }
+
+    public func send(_ text: String) throws {
+        try UnixSocket.sendAll(fd, Array(text.utf8))
+    }
+
+    public func send(bytes: [UInt8]) throws {
+        try UnixSocket.sendAll(fd, bytes)
+    }
+
+    /// The next line, or nil at end of stream; fails after `timeout`.
+    public func readLine(timeout: Duration = .seconds(10)) throws -> String? {
+        let deadline = MonotonicInstant.now() + timeout
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeFirst(newline + 1)
+                return line
+            }
+            let remaining = deadline - .now()
+            guard remaining > .zero else { throw TestFailure("no line within \(timeout); have \(buffer.count) bytes") }
+            var poller = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, CInt(max(1, remaining.nanoseconds / 1_000_000))) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd.rawValue, $0.baseAddress, $0.count) }
+            if count <= 0 { return nil }
+            buffer += chunk[0..<count]
+        }
+    }
+
+    public func readJSON(timeout: Duration = .seconds(10)) throws -> JSONValue {
+        guard let line = try readLine(timeout: timeout) else { throw TestFailure("connection closed") }
+        return try JSONParser().parse(line)
+    }
+
+    /// Sends a request and returns the next line that is not an event (the reply).
+    public func request(_ command: String, _ arguments: JSONValue? = nil, id: JSONValue = 1) throws -> JSONValue {
+        var object: JSONObject = ["id": id, "cmd": .string(command)]
+        if let arguments { object.append("args", arguments) }
+        try send(JSONWriter().string(.object(object)) + "\n")
+        while true {
+            let line = try readJSON()
+            if line["event"] == nil { return line }
+        }
+    }
+
+    /// The result of a successful request; fails the test with the error otherwise.
+    public func result(_ command: String, _ arguments: JSONValue? = nil) throws -> JSONValue {
+        let reply = try request(command, arguments)
+        guard reply["ok"] == true, let result = reply["result"] else {
+            throw TestFailure("\(command) failed: \(JSONWriter().string(reply))")
+        }
+        return result
+    }
+
+    /// Reads (and drops) lines until the daemon closes the connection; false if it is still open at `timeout`.
+    public func waitUntilClosed(timeout: Duration = .seconds(10)) -> Bool {
+        let deadline = MonotonicInstant.now() + timeout
+        while true {
+            let remaining = deadline - .now()
+            guard remaining > .zero else { return false }
+            do {
+                if try readLine(timeout: remaining) == nil { return true }
+            } catch {
+                return false
+            }
+        }
+    }
+}
