@@ -72,7 +72,7 @@ let package = Package(
 
         .target(
             name: "SyncUpsTestSupport",
-            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsPersistence"],
+            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsPersistence", "SyncUpsAudio"],
             path: "Tests/SyncUpsTestSupport",
             swiftSettings: strictSettings
         ),
@@ -92,6 +92,11 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsTestSupport", "syncupsd", "syncupsctl"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SyncUpsAudioTests",
+            dependencies: ["SyncUpsAudio", "SyncUpsPOSIX", "SyncUpsTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -63,16 +63,31 @@ public final class Daemon {
             logger: logger,
             publish: server.publish
         )
+        let recovered = MeetingRecovery.run(state: state, logger: logger)
+        let session: SessionController
+        do {
+            session = try SessionController(
+                loop: loop,
+                state: state,
+                settings: sessionSettings(),
+                logger: logger,
+                publish: server.publish
+            )
+        } catch {
+            throw StartupError("cannot set up sessions: \(error)")
+        }
+        state.session = session
         let handler = CommandHandler(
             state: state,
             server: server,
             store: store,
+            session: session,
             status: CommandHandler.StatusInfo(
                 version: SyncUpsVersion.current,
                 socketPath: socket.ownedPath ?? configuration.socketPath ?? "(from systemd)",
                 startedAt: startedAt,
                 startDate: Date(),
-                loadWarnings: loaded.warnings
+                loadWarnings: loaded.warnings + recovered
             )
         )
         server.handler = handler.handle
@@ -92,12 +107,20 @@ public final class Daemon {
         loop.run()
 
         logger.notice("stopping (\(stopReason ?? "asked to"))")
+        session.shutDown()
         server.shutDown(reason: stopReason ?? "stopping")
         if let failure = store.close() {
             logger.error(failure)
             return 1
         }
         return 0
+    }
+
+    private func sessionSettings() -> SessionController.Settings {
+        var settings = SessionController.Settings()
+        settings.audioDeviceName = configuration.audioDevice
+        settings.cueDeviceName = configuration.playsCue ? configuration.cueDevice : nil
+        return settings
     }
 
     private func openSocket() throws(StartupError) -> ListeningSocket {

@@ -8,16 +8,17 @@ public final class DedicatedThread: Sendable {
 
     private final class Box {
         let name: String
-        let body: @Sendable () -> Void
+        let body: () -> Void
 
-        init(name: String, body: @escaping @Sendable () -> Void) {
+        init(name: String, body: @escaping () -> Void) {
             self.name = name
             self.body = body
         }
     }
 
-    /// Starts `body` on a new thread named `name` (at most 15 bytes are shown by `ps`).
-    public init(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
+    /// Starts `body` on a new thread named `name` (at most 15 bytes are shown by `ps`). `body` is `sending`:
+    /// what it captures is handed over to the new thread and no longer touched by the caller.
+    public init(name: String, _ body: sending @escaping () -> Void) throws(SystemError) {
         let box = Unmanaged.passRetained(Box(name: name, body: body)).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(

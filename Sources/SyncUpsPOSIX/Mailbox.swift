@@ -32,6 +32,15 @@ public final class Mailbox<Message: Sendable>: Sendable {
         }
     }
 
+    /// Takes every queued message now, on the loop's thread (for a synchronous drain at shutdown).
+    public func takeAll() -> [Message] {
+        queue.withLock { messages in
+            let taken = messages
+            messages.removeAll(keepingCapacity: true)
+            return taken
+        }
+    }
+
     /// Registers the mailbox with `loop`, which then calls `handler` with each batch of messages, in order.
     public func attach(to loop: EventLoop, handler: @escaping ([Message]) -> Void) throws(SystemError)
         -> EventLoop.Watch
@@ -39,11 +48,7 @@ public final class Mailbox<Message: Sendable>: Sendable {
         try loop.watch(eventFD, for: .readable) { [self] _ in
             var count: UInt64 = 0
             _ = Glibc.read(eventFD.rawValue, &count, 8)
-            let messages = queue.withLock { messages in
-                let taken = messages
-                messages.removeAll(keepingCapacity: true)
-                return taken
-            }
+            let messages = takeAll()
             if !messages.isEmpty { handler(messages) }
         }
     }

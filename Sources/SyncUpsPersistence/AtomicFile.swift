@@ -17,6 +17,9 @@ public struct AtomicFile: Sendable {
     public var fileSystem: FileSystem
     /// Bytes per `write` call; small enough that a crash test can land between two of them.
     public var chunkSize = 1 << 20
+    /// False skips both `fsync`s: the replacement is still atomic for a process crash, but not across a
+    /// power cut. For small, frequently rewritten files whose loss a power cut would excuse (the meeting journal).
+    public var isDurable = true
 
     public init(path: String, previousPath: String? = nil, fileSystem: FileSystem = .live) {
         self.path = path
@@ -81,7 +84,7 @@ public struct AtomicFile: Sendable {
         isTemporaryPresent = true
         do {
             try writeAll(bytes, to: fd)
-            try fs.sync(fd)
+            if isDurable { try fs.sync(fd) }
         } catch {
             try? fs.close(fd)
             throw error
@@ -103,7 +106,7 @@ public struct AtomicFile: Sendable {
         }
         try fs.rename(temporary, path)
         isTemporaryPresent = false
-        try syncDirectory()
+        if isDurable { try syncDirectory() }
         return .written(identity)
     }
 

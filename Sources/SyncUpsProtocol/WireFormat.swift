@@ -59,3 +59,28 @@ public enum WireFormat {
         ]
     }
 }
+
+extension WireFormat {
+    /// The session object of protocol.md: the machine's state, with the runtime's audio and speech status.
+    public static func session(_ machine: SessionMachine, audio: JSONValue, transcription: JSONValue) -> JSONValue {
+        var object = JSONObject()
+        object.append("syncup", .string(machine.syncUp.id.description))
+        object.append("title", .string(machine.syncUp.title))
+        object.append("theme", theme(machine.syncUp.theme))
+        object.append("meeting", .string(machine.meetingID.description))
+        object.append("startedAt", .string(UTCTime(machine.startDate).rfc3339))
+        object.append("state", .string(machine.phase.rawValue))
+        object.append("secondsElapsed", .int(machine.secondsElapsed))
+        object.append("duration", .int(machine.durationSeconds))
+        object.append("durationRemaining", .int(machine.durationRemaining))
+        object.append("secondsPerAttendee", .int(machine.secondsPerAttendee))
+        object.append("speakerIndex", .int(machine.speakerIndex))
+        object.append("speaker", machine.speaker.map(attendee) ?? .null)
+        object.append("attendeeCount", .int(machine.syncUp.attendees.count))
+        object.append("transcript", .string(machine.transcript))
+        object.append("transcribing", .bool(machine.isTranscribing))
+        object.append("audio", audio)
+        object.append("transcription", transcription)
+        return .object(object)
+    }
+}

@@ -152,7 +152,7 @@ import Testing
 
     @Test func servesFiftyConcurrentClients() throws {
         let daemon = try DaemonProcess()
-        let failures = Mutex(0)
+        let failures = SharedCount()
         let path = daemon.socketPath
         let threads = try (0..<50).map { number in
             try DedicatedThread(name: "client-\(number)") {
@@ -160,18 +160,25 @@ import Testing
                     let client = try RawClient(path: path)
                     for round in 0..<40 {
                         let reply = try client.request(round % 2 == 0 ? "status" : "ping", nil, id: .int(round))
-                        if reply["id"] != .int(round) || reply["ok"] != true { failures.withLock { $0 += 1 } }
+                        if reply["id"] != .int(round) || reply["ok"] != true { failures.increment() }
                     }
                     _ = try client.result("syncups.create", ["title": .string("client \(number)")])
                 } catch {
-                    failures.withLock { $0 += 1 }
+                    failures.increment()
                 }
             }
         }
         for thread in threads { thread.join() }
-        #expect(failures.withLock { $0 } == 0)
+        #expect(failures.value == 0)
         #expect(try daemon.client().result("syncups.list")["total"] == 50)
     }
+}
+
+/// A count shared by threads.
+final class SharedCount: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 /// Polls `condition` (a cheap request) until it holds or ten seconds pass.

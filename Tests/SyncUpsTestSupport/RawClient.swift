@@ -7,6 +7,8 @@ public final class RawClient {
     public let fd: FileDescriptor
     private var buffer: [UInt8] = []
     public private(set) var greeting: JSONValue = .null
+    /// Events that arrived before a reply `request` waited for, handed out first by `readJSON`.
+    private var heldEvents: [JSONValue] = []
 
     public init(path: String, readGreeting: Bool = true) throws {
         fd = try UnixSocket.connect(path: path)
@@ -46,6 +48,7 @@ public final class RawClient {
     }
 
     public func readJSON(timeout: Duration = .seconds(10)) throws -> JSONValue {
+        if !heldEvents.isEmpty { return heldEvents.removeFirst() }
         guard let line = try readLine(timeout: timeout) else { throw TestFailure("connection closed") }
         return try JSONParser().parse(line)
     }
@@ -56,8 +59,10 @@ public final class RawClient {
         if let arguments { object.append("args", arguments) }
         try send(JSONWriter().string(.object(object)) + "\n")
         while true {
-            let line = try readJSON()
+            guard let text = try readLine() else { throw TestFailure("connection closed") }
+            let line = try JSONParser().parse(text)
             if line["event"] == nil { return line }
+            heldEvents.append(line)
         }
     }
 
@@ -68,6 +73,17 @@ public final class RawClient {
             throw TestFailure("\(command) failed: \(JSONWriter().string(reply))")
         }
         return result
+    }
+
+    /// The next event named `name`, skipping others; fails after `timeout` in all.
+    public func nextEvent(_ name: String, timeout: Duration = .seconds(15)) throws -> JSONValue {
+        let deadline = MonotonicInstant.now() + timeout
+        while true {
+            let remaining = deadline - .now()
+            guard remaining > .zero else { throw TestFailure("no \(name) event within \(timeout)") }
+            let event = try readJSON(timeout: remaining)
+            if event["event"]?.stringValue == name { return event }
+        }
     }
 
     /// Reads (and drops) lines until the daemon closes the connection; false if it is still open at `timeout`.

@@ -14,5 +14,6 @@ struct Subcommand: Sendable {
 }
 
 extension Syncupsctl {
-    static let allCommands: [Subcommand] = daemonCommands + syncUpCommands + meetingCommands + rawCommands
+    static let allCommands: [Subcommand] =
+        daemonCommands + syncUpCommands + meetingCommands + sessionCommands + rawCommands
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SyncUpsAudio
 import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
@@ -12,6 +13,7 @@ final class CommandHandler {
     let state: DaemonState
     let server: Server
     let store: SyncUpStore
+    let session: SessionController
     let status: StatusInfo
 
     /// Facts for `status` that are fixed at start-up or owned elsewhere.
@@ -23,17 +25,19 @@ final class CommandHandler {
         var loadWarnings: [String]
     }
 
-    init(state: DaemonState, server: Server, store: SyncUpStore, status: StatusInfo) {
+    init(state: DaemonState, server: Server, store: SyncUpStore, session: SessionController, status: StatusInfo) {
         self.state = state
         self.server = server
         self.store = store
+        self.session = session
         self.status = status
     }
 
     /// Every command, for `unknown_command` messages.
     static let commandNames = [
         "ping", "status", "themes.list", "syncups.list", "syncups.get", "syncups.create", "syncups.update",
-        "syncups.delete", "meetings.get", "meetings.delete", "subscribe", "unsubscribe",
+        "syncups.delete", "meetings.get", "meetings.delete", "session.start", "session.get", "session.next",
+        "session.pause", "session.resume", "session.end", "subscribe", "unsubscribe",
     ]
 
     func handle(_ request: Request, from connection: Connection) -> Result<JSONValue, ProtocolError> {
@@ -60,6 +64,20 @@ final class CommandHandler {
         case "syncups.delete": return try deleteSyncUp(request)
         case "meetings.get": return try getMeeting(request)
         case "meetings.delete": return try deleteMeeting(request)
+        case "session.start": return try startSession(request)
+        case "session.get":
+            _ = try Arguments(request, allowed: [])
+            return session.json
+        case "session.next":
+            _ = try Arguments(request, allowed: [])
+            return try session.request(.nextRequested)
+        case "session.pause":
+            _ = try Arguments(request, allowed: [])
+            return try session.request(.pauseRequested)
+        case "session.resume":
+            _ = try Arguments(request, allowed: [])
+            return try session.request(.resumeRequested)
+        case "session.end": return try endSession(request)
         case "subscribe": return try subscribe(request, connection)
         case "unsubscribe": return try unsubscribe(request, connection)
         default:
@@ -90,7 +108,8 @@ final class CommandHandler {
             "subscribers": .int(server.subscriberCount),
             "seq": .int(server.seq),
             "timers": .int(server.loop.scheduledTimerCount),
-            "session": .null,
+            "session": session.json,
+            "speechEngine": .optional(session.engineName),
             "persistence": [
                 "lastError": .optional(store.lastError),
                 "unsavedChanges": .bool(store.hasUnsavedChanges),
@@ -203,11 +222,18 @@ final class CommandHandler {
             meeting: try arguments.string("meeting")
         )
         let syncUp = state.syncUps[syncUpIndex]
-        guard case .object(var object) = WireFormat.meeting(syncUp.meetings[meetingIndex], includesTranscript: true)
-        else {
-            return .null
-        }
+        let meeting = syncUp.meetings[meetingIndex]
+        guard case .object(var object) = WireFormat.meeting(meeting, includesTranscript: true) else { return .null }
         object["syncup"] = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
+        let details = MeetingDetails.read(meeting.id, in: state.dataDirectory)
+        let audioPath = state.dataDirectory.sidecar(meeting.id, MeetingFiles.audio)
+        let audioSeconds = WAVFile.seconds(at: audioPath)
+        object["interrupted"] = .bool(details?.isInterrupted ?? false)
+        object["audio"] =
+            FileIdentity(path: audioPath) != nil
+            ? ["file": .string(audioPath), "seconds": .double(audioSeconds)] : .null
+        object["attendees"] = .array((details?.attendees ?? []).map(WireFormat.attendee))
+        object["segments"] = .array((details?.segments ?? []).map(\.json))
         return .object(object)
     }
 
@@ -220,6 +246,23 @@ final class CommandHandler {
         let syncUpID = state.syncUps[syncUpIndex].id
         let meeting = state.deleteMeeting(syncUpIndex, meetingIndex)
         return ["syncup": .string(syncUpID.description), "meeting": .string(meeting.id.description)]
+    }
+
+    // MARK: - Sessions
+
+    private func startSession(_ request: Request) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["syncup", "audio", "transcribe"])
+        return try session.start(
+            syncUp: try arguments.string("syncup"),
+            audio: try arguments.optionalBool("audio"),
+            transcribe: try arguments.optionalBool("transcribe")
+        )
+    }
+
+    private func endSession(_ request: Request) throws(ProtocolError) -> JSONValue {
+        let arguments = try Arguments(request, allowed: ["action"])
+        let action = try arguments.optionalChoice("action", ["save", "discard"]) ?? "save"
+        return try session.request(.endRequested(action == "save" ? .save : .discard))
     }
 
     // MARK: - Subscriptions
@@ -257,7 +300,7 @@ final class CommandHandler {
                 snapshot.append("total", .int(state.syncUps.count))
                 snapshot.append("next", next.map(JSONValue.int) ?? .null)
             }
-            if requested.contains(.session) { snapshot.append("session", .null) }
+            if requested.contains(.session) { snapshot.append("session", session.json) }
             if requested.contains(.daemon) {
                 snapshot.append("daemon", ["persistenceError": .optional(store.lastError)])
             }

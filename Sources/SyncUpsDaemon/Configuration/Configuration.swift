@@ -7,6 +7,11 @@ public struct Configuration: Sendable, Equatable {
     /// The data directory; nil means `$XDG_DATA_HOME/syncups`.
     public var dataDirectory: String?
     public var logLevel: Logger.Level = .info
+    /// The ALSA capture device meetings record from.
+    public var audioDevice = "default"
+    /// The ALSA playback device for the speaker-change cue.
+    public var cueDevice = "default"
+    public var playsCue = true
     /// The config file to read; nil means the default place, `false` for `--no-config`.
     public var configFile: String?
     public var readsConfigFile = true

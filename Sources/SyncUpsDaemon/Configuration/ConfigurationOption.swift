@@ -39,6 +39,33 @@ struct ConfigurationOption: Sendable {
             configuration.dataDirectory = try absolutePath(value)
         },
         ConfigurationOption(
+            name: "audio-device",
+            kind: .text,
+            placeholder: "NAME",
+            defaultDescription: "default",
+            help: "the ALSA capture device meetings are recorded from"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.audioDevice = value
+        },
+        ConfigurationOption(
+            name: "cue-device",
+            kind: .text,
+            placeholder: "NAME",
+            defaultDescription: "default",
+            help: "the ALSA playback device for the speaker-change cue"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.cueDevice = value
+        },
+        ConfigurationOption(
+            name: "cue",
+            kind: .flag,
+            placeholder: "",
+            defaultDescription: "true",
+            help: "play a cue when the speaker changes"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.playsCue = value == "true"
+        },
+        ConfigurationOption(
             name: "log-level",
             kind: .choice(Logger.Level.allCases.reversed().map(\.name)),
             placeholder: "LEVEL",

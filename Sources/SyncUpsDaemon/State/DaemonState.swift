@@ -16,6 +16,8 @@ final class DaemonState {
     let uuid: UUIDGenerator
     let now: @Sendable () -> Date
     let logger: Logger
+    /// Told when the sync-up of a running meeting changes or goes away.
+    weak var session: SessionController?
 
     init(
         syncUps: [SyncUp],
@@ -92,11 +94,13 @@ final class DaemonState {
         syncUps[index] = syncUp
         store.save(syncUps)
         publishUpdate(syncUp, change: "edited")
+        session?.syncUpChanged(syncUp)
         return syncUp
     }
 
     func delete(_ index: Int) -> SyncUp {
         let syncUp = syncUps.remove(at: index)
+        session?.syncUpDeleted(syncUp.id)
         store.save(syncUps)
         for meeting in syncUp.meetings { dataDirectory.removeSidecars(of: meeting.id) }
         publish(.syncups, "syncup.deleted", ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
@@ -112,12 +116,14 @@ final class DaemonState {
         return meeting
     }
 
-    /// Saves a meeting at the top of its sync-up's history and writes the file at once (a meeting is never
-    /// left to the throttle). Returns false if the sync-up no longer exists.
+    /// Saves a meeting in its sync-up's history, newest first (a new meeting goes to the top; a recovered
+    /// one to its place by date), and writes the file at once: a meeting is never left to the throttle.
+    /// Returns false if the sync-up no longer exists.
     @discardableResult
     func insertMeeting(_ meeting: Meeting, into syncUpID: SyncUp.ID) -> Bool {
         guard let index = syncUps.firstIndex(where: { $0.id == syncUpID }) else { return false }
-        syncUps[index].meetings.insert(meeting, at: 0)
+        let position = syncUps[index].meetings.firstIndex { $0.date <= meeting.date } ?? syncUps[index].meetings.count
+        syncUps[index].meetings.insert(meeting, at: position)
         store.save(syncUps, urgent: true)
         publishUpdate(
             syncUps[index], change: "meeting.saved", meeting: WireFormat.meeting(meeting, includesTranscript: true))
@@ -128,6 +134,13 @@ final class DaemonState {
     /// Another program rewrote `sync-ups.json`: its content is the state now.
     func replaceAll(with syncUps: [SyncUp]) {
         self.syncUps = syncUps
+        if let session, let current = session.syncUpID {
+            if let syncUp = syncUps.first(where: { $0.id == current }) {
+                session.syncUpChanged(syncUp)
+            } else {
+                session.syncUpDeleted(current)
+            }
+        }
         publish(
             .syncups, "syncups.reloaded", ["syncups": .array(syncUps.map { WireFormat.syncUp($0, meetings: .summary) })]
         )

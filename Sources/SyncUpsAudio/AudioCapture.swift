@@ -1,0 +1,168 @@
+import CSyncUpsShims
+import Glibc
+import SyncUpsPOSIX
+import Synchronization
+
+/// Captures from a device on its own thread, keeping audio time equal to meeting time.
+///
+/// Overruns are recovered with `snd_pcm_recover` and counted. A device that disappears (USB microphone
+/// unplugged) is reopened every second, and the time it was missing is filled with silence. A device that
+/// delivers faster than real time (ALSA's `null` and `file` test plugins) is paced to real time.
+public final class AudioCapture: Sendable {
+    /// Something the session should hear about; sent from the capture thread.
+    public enum Report: Sendable, Equatable {
+        case overrun(count: Int)
+        case disconnected(ALSAError)
+        case reconnected(missingSeconds: Double)
+        case dropped(frames: Int)
+    }
+
+    public struct Statistics: Sendable, Equatable {
+        public var capturedFrames: Int64 = 0
+        public var fillerFrames: Int64 = 0
+        public var overruns = 0
+        public var reconnects = 0
+        public var droppedFrames = 0
+        public var isDeviceOpen = true
+    }
+
+    private let device: CaptureDevice
+    private let deviceName: String
+    private let output: BlockingQueue<AudioChunk>
+    private let report: @Sendable (Report) -> Void
+    private let isStopping = Atomic(false)
+    private let wake: WakeSignal
+    private let exited: WakeSignal
+    private let statistics = Mutex(Statistics())
+    private let thread = Mutex<DedicatedThread?>(nil)
+
+    /// Opens `deviceName` now, so a device that cannot be opened is known before the session starts.
+    public init(
+        device: CaptureDevice,
+        deviceName: String,
+        output: BlockingQueue<AudioChunk>,
+        report: @escaping @Sendable (Report) -> Void
+    ) throws(ALSAError) {
+        self.device = device
+        self.deviceName = deviceName
+        self.output = output
+        self.report = report
+        do {
+            wake = try WakeSignal()
+            exited = try WakeSignal()
+        } catch {
+            throw ALSAError(operation: "eventfd", code: -error.errno.rawValue)
+        }
+        let stream = try device.open(deviceName)
+        let start = MonotonicInstant.now()
+        do {
+            let thread = try DedicatedThread(name: "syncups-capture") { [self] in
+                run(stream: stream, start: start)
+                exited.signal()
+            }
+            self.thread.withLock { $0 = thread }
+        } catch {
+            stream.close()
+            throw ALSAError(operation: "starting the capture thread", code: -error.errno.rawValue)
+        }
+    }
+
+    public var currentStatistics: Statistics { statistics.withLock { $0 } }
+
+    /// Asks the thread to stop and waits up to `timeout` for it; returns whether it ended. (A read blocked
+    /// on a stalled test FIFO can outlive the wait; the thread then ends on its own.)
+    @discardableResult
+    public func stop(timeout: Duration = .seconds(2)) -> Bool {
+        isStopping.store(true, ordering: .relaxed)
+        wake.signal()
+        let ended = exited.wait(timeout: timeout)
+        if ended { thread.withLock { $0 }?.join() }
+        return ended
+    }
+
+    // MARK: - The capture thread
+
+    private func run(stream initial: CaptureStream, start: MonotonicInstant) {
+        var stream: CaptureStream? = initial
+        var delivered: Int64 = 0
+        var samples = [Int16](repeating: 0, count: AudioFormat.framesPerChunk)
+        let period = Int64(AudioFormat.framesPerChunk)
+        func expectedFrames() -> Int64 {
+            (MonotonicInstant.now() - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
+        }
+        func deliver(_ bytes: [UInt8], isFiller: Bool) {
+            let chunk = AudioChunk(bytes: bytes, startFrame: delivered, isFiller: isFiller)
+            delivered += Int64(chunk.frames)
+            statistics.withLock {
+                if isFiller { $0.fillerFrames += Int64(chunk.frames) } else { $0.capturedFrames += Int64(chunk.frames) }
+            }
+            if !output.push(chunk) {
+                statistics.withLock { $0.droppedFrames += chunk.frames }
+                report(.dropped(frames: chunk.frames))
+            }
+        }
+        /// Silence for time the device could not deliver, keeping `tolerance` frames of ordinary lag.
+        func fillGap(tolerance: Int64) {
+            var missing = expectedFrames() - delivered - tolerance
+            while missing > 0 {
+                let frames = min(missing, period)
+                deliver([UInt8](repeating: 0, count: Int(frames) * AudioFormat.bytesPerFrame), isFiller: true)
+                missing -= frames
+            }
+        }
+
+        while !isStopping.load(ordering: .relaxed) {
+            guard let current = stream else {
+                // The device is gone: try again every second, and account for the time with silence.
+                _ = wake.wait(timeout: .seconds(1))
+                if isStopping.load(ordering: .relaxed) { break }
+                fillGap(tolerance: 0)
+                if let reopened = try? device.open(deviceName) {
+                    stream = reopened
+                    statistics.withLock {
+                        $0.reconnects += 1
+                        $0.isDeviceOpen = true
+                    }
+                    report(
+                        .reconnected(
+                            missingSeconds: Double(currentStatistics.fillerFrames) / Double(AudioFormat.sampleRate)))
+                }
+                continue
+            }
+            // Never run ahead of real time by more than a period.
+            let ahead = delivered - expectedFrames()
+            if ahead > period {
+                let wakeAt = start + .nanoseconds((delivered - period) * 1_000_000_000 / Int64(AudioFormat.sampleRate))
+                var spec = timespec(
+                    tv_sec: Int(wakeAt.nanoseconds / 1_000_000_000), tv_nsec: Int(wakeAt.nanoseconds % 1_000_000_000))
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil)
+                continue
+            }
+            let count = samples.withUnsafeMutableBufferPointer { current.read($0.baseAddress!, Int(period)) }
+            if count > 0 {
+                let bytes = samples.withUnsafeBytes { Array($0.prefix(count * AudioFormat.bytesPerFrame)) }
+                deliver(bytes, isFiller: false)
+                continue
+            }
+            let error = Int32(count)
+            if error == -EAGAIN || error == 0 { continue }
+            if error == -EPIPE || error == -ESTRPIPE || error == -EINTR, current.recover(error) == 0 {
+                if error == -EPIPE {
+                    let overruns = statistics.withLock {
+                        $0.overruns += 1
+                        return $0.overruns
+                    }
+                    report(.overrun(count: overruns))
+                    fillGap(tolerance: 2 * period)
+                }
+                continue
+            }
+            current.close()
+            stream = nil
+            statistics.withLock { $0.isDeviceOpen = false }
+            report(.disconnected(ALSAError(operation: "snd_pcm_readi(\(deviceName))", code: error)))
+        }
+        stream?.close()
+        if stream == nil { fillGap(tolerance: 0) }
+    }
+}

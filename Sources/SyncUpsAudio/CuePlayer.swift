@@ -1,0 +1,96 @@
+import CALSA
+import Glibc
+import SyncUpsPOSIX
+import Synchronization
+
+/// Plays the speaker-change cue (Scrumdinger's ding) through ALSA playback on its own thread, so the timer
+/// and the capture never wait for the sound card.
+public final class CuePlayer: Sendable {
+    /// The cue: 0.3 s, a 1320 Hz tone over 880 Hz with a quick attack and exponential decay; 4800 frames,
+    /// a whole number of any usual period size.
+    public static let samples: [Int16] = {
+        let count = 4_800
+        return (0..<count).map { index in
+            let time = Double(index) / Double(AudioFormat.sampleRate)
+            let envelope = min(1, time / 0.005) * exp(-time * 12)
+            let tone = 0.6 * sin(2 * .pi * 880 * time) + 0.4 * sin(2 * .pi * 1320 * time)
+            return Int16((tone * envelope * 0.5 * Double(Int16.max)).rounded())
+        }
+    }()
+
+    private let deviceName: String
+    private let onFailure: @Sendable (ALSAError) -> Void
+    private let requests = Mutex((pending: 0, isStopping: false))
+    private let wake: WakeSignal
+    private let thread = Mutex<DedicatedThread?>(nil)
+    private let played = Atomic(0)
+
+    public init(deviceName: String, onFailure: @escaping @Sendable (ALSAError) -> Void) throws(SystemError) {
+        self.deviceName = deviceName
+        self.onFailure = onFailure
+        wake = try WakeSignal()
+        let thread = try DedicatedThread(name: "syncups-cue") { [self] in run() }
+        self.thread.withLock { $0 = thread }
+    }
+
+    /// Plays the cue once, soon; never blocks.
+    public func play() {
+        requests.withLock { $0.pending += 1 }
+        wake.signal()
+    }
+
+    /// How many cues have been played to the end.
+    public var playedCount: Int { played.load(ordering: .relaxed) }
+
+    public func stop() {
+        requests.withLock { $0.isStopping = true }
+        wake.signal()
+        thread.withLock { $0.take() }?.join()
+    }
+
+    private func run() {
+        while true {
+            wake.wait()
+            while true {
+                let (shouldPlay, isStopping) = requests.withLock { state -> (Bool, Bool) in
+                    guard !state.isStopping, state.pending > 0 else { return (false, state.isStopping) }
+                    state.pending -= 1
+                    return (true, false)
+                }
+                if isStopping { return }
+                guard shouldPlay else { break }
+                if let error = playOnce() { onFailure(error) } else { played.wrappingAdd(1, ordering: .relaxed) }
+            }
+        }
+    }
+
+    private func playOnce() -> ALSAError? {
+        syncups_alsa_silence_errors()
+        var pointer: OpaquePointer?
+        var result = snd_pcm_open(&pointer, deviceName, SND_PCM_STREAM_PLAYBACK, 0)
+        guard result == 0, let pcm = pointer else {
+            return ALSAError(operation: "snd_pcm_open(\(deviceName), playback)", code: result)
+        }
+        defer { snd_pcm_close(pcm) }
+        result = snd_pcm_set_params(
+            pcm, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 1, UInt32(AudioFormat.sampleRate), 1, 100_000)
+        guard result == 0 else { return ALSAError(operation: "snd_pcm_set_params(\(deviceName))", code: result) }
+        var offset = 0
+        let samples = Self.samples
+        while offset < samples.count {
+            let written = samples.withUnsafeBufferPointer { buffer in
+                snd_pcm_writei(pcm, buffer.baseAddress! + offset, snd_pcm_uframes_t(buffer.count - offset))
+            }
+            if written >= 0 {
+                offset += Int(written)
+                continue
+            }
+            result = snd_pcm_recover(pcm, Int32(written), 1)
+            guard result == 0 else {
+                return ALSAError(operation: "snd_pcm_writei(\(deviceName))", code: Int32(written))
+            }
+        }
+        snd_pcm_drain(pcm)
+        return nil
+    }
+}

@@ -1,0 +1,148 @@
+import Glibc
+import SyncUpsPOSIX
+import Synchronization
+
+/// Records a meeting's audio: a capture thread reads the device, a writer thread appends to the WAV (header
+/// updated every second, data synced every five) and hands each chunk on to the speech pipeline.
+///
+/// The file is written as it is recorded, so the daemon never holds a meeting in memory. A failing disk is
+/// reported once; the time it missed becomes silence when writing works again, so the audio stays aligned
+/// with the meeting.
+public final class MeetingRecorder: Sendable {
+    /// What the session hears about, from the recorder's threads.
+    public enum Trouble: Sendable, Equatable {
+        case capture(AudioCapture.Report)
+        case writeFailed(SystemError)
+        case writeRecovered
+    }
+
+    public struct Statistics: Sendable, Equatable {
+        public var capture: AudioCapture.Statistics
+        public var writtenSeconds: Double
+        public var writeError: String?
+    }
+
+    public let wavPath: String
+    private let capture: AudioCapture
+    private let chunks: BlockingQueue<AudioChunk>
+    private let writer: DedicatedThread
+    private let progress = WriteProgress()
+
+    /// What the writer thread has written so far, read by the loop for the session's statistics.
+    private final class WriteProgress: Sendable {
+        let state = Mutex<(seconds: Double, error: String?)>((0, nil))
+    }
+
+    /// Opens the device and creates the WAV; throws if either fails (the session then runs without audio).
+    public init(
+        device: CaptureDevice,
+        deviceName: String,
+        wavPath: String,
+        onTrouble: @escaping @Sendable (Trouble) -> Void,
+        onAudio: @escaping @Sendable (AudioChunk) -> Void
+    ) throws(RecorderError) {
+        self.wavPath = wavPath
+        let wav: WAVFile
+        do throws(SystemError) {
+            // 60 s of audio may queue up before chunks are dropped (and that reported).
+            chunks = try BlockingQueue(capacity: 600)
+            wav = try WAVFile(creating: wavPath)
+        } catch {
+            throw .file(error)
+        }
+        do throws(ALSAError) {
+            capture = try AudioCapture(device: device, deviceName: deviceName, output: chunks) { report in
+                onTrouble(.capture(report))
+            }
+        } catch {
+            unlink(wavPath)
+            throw .device(error)
+        }
+        let chunks = self.chunks
+        let progress = self.progress
+        do throws(SystemError) {
+            writer = try DedicatedThread(name: "syncups-audio") {
+                Self.write(chunks, to: wav, progress: progress, onTrouble: onTrouble, onAudio: onAudio)
+            }
+        } catch {
+            capture.stop()
+            unlink(wavPath)
+            throw .file(error)
+        }
+    }
+
+    public var statistics: Statistics {
+        let written = progress.state.withLock { $0 }
+        return Statistics(
+            capture: capture.currentStatistics, writtenSeconds: written.seconds, writeError: written.error)
+    }
+
+    /// Stops capturing, writes what is queued, and completes the WAV; `keepsFile` false deletes it (discard).
+    public func stop(keepsFile: Bool) {
+        capture.stop()
+        chunks.close()
+        writer.join()
+        if !keepsFile { unlink(wavPath) }
+    }
+
+    private static func write(
+        _ chunks: BlockingQueue<AudioChunk>,
+        to wav: WAVFile,
+        progress: WriteProgress,
+        onTrouble: @Sendable (Trouble) -> Void,
+        onAudio: @Sendable (AudioChunk) -> Void
+    ) {
+        var unwrittenFrames = 0
+        var lastHeaderUpdate = MonotonicInstant.now()
+        var lastSync = lastHeaderUpdate
+        var failure: SystemError?
+        while let chunk = chunks.pop() {
+            onAudio(chunk)
+            do {
+                if unwrittenFrames > 0 {
+                    try wav.appendSilence(frames: unwrittenFrames)
+                    unwrittenFrames = 0
+                }
+                try wav.append(chunk.bytes)
+                let now = MonotonicInstant.now()
+                if now - lastHeaderUpdate >= .seconds(1) {
+                    try wav.updateHeader()
+                    lastHeaderUpdate = now
+                }
+                if now - lastSync >= .seconds(5) {
+                    try wav.sync()
+                    lastSync = now
+                }
+                if failure != nil {
+                    failure = nil
+                    onTrouble(.writeRecovered)
+                }
+            } catch {
+                unwrittenFrames += chunk.frames
+                if failure == nil { onTrouble(.writeFailed(error)) }
+                failure = error
+            }
+            progress.state.withLock { $0 = (wav.seconds, failure?.description) }
+        }
+        do {
+            if unwrittenFrames > 0 { try wav.appendSilence(frames: unwrittenFrames) }
+            try wav.finish()
+        } catch {
+            onTrouble(.writeFailed(error))
+        }
+        progress.state.withLock { $0 = (wav.seconds, failure?.description) }
+    }
+}
+
+/// Why recording could not start.
+public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
+    case device(ALSAError)
+    case file(SystemError)
+
+    public var description: String {
+        switch self {
+        case .device(let error): "cannot open the microphone: \(error)"
+        case .file(let error): "cannot create the audio file: \(error)"
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import SyncUpsCore
+import SyncUpsJSON
+
+extension Syncupsctl {
+    static let sessionCommands: [Subcommand] = [
+        Subcommand(
+            name: "start",
+            usage: "start ID [--no-audio] [--no-transcribe]",
+            summary: "Start recording a meeting of a sync-up: the timer, the speaker rotation, audio and a transcript.",
+            details: """
+                --no-audio        run the timer only, recording nothing (implies --no-transcribe)
+                --no-transcribe   record audio but make no transcript
+                """,
+            spec: ArgumentSpec(flagOptions: ["no-audio", "no-transcribe"], positionals: 1...1)
+        ) { context, arguments throws(CLIError) in
+            var request: JSONObject = ["syncup": .string(arguments.positionals[0])]
+            if arguments.has("no-audio") { request.append("audio", false) }
+            if arguments.has("no-transcribe") || arguments.has("no-audio") { request.append("transcribe", false) }
+            let session = try context.call("session.start", request)
+            for warning in session["warnings"]?.arrayValue ?? [] {
+                context.output.error("warning: \(Format.string(warning))\n")
+            }
+            context.show(session) { Format.sessionLine(session) + "\n" }
+        },
+        sessionRequest(
+            "next", "session.next", "Pass the floor to the next speaker; at the last one, stop and wait for `end`."),
+        sessionRequest("pause", "session.pause", "Stop the timer (audio keeps recording)."),
+        sessionRequest("resume", "session.resume", "Restart the timer."),
+        Subcommand(
+            name: "end",
+            usage: "end [--save | --discard]",
+            summary: "End the meeting: save it with its transcript so far (the default), or discard it and its audio.",
+            spec: ArgumentSpec(flagOptions: ["save", "discard"])
+        ) { context, arguments throws(CLIError) in
+            if arguments.has("save") && arguments.has("discard") { throw .usage("end: choose --save or --discard") }
+            let action = arguments.has("discard") ? "discard" : "save"
+            let session = try context.call("session.end", ["action": .string(action)])
+            context.show(session) {
+                action == "save" ? "saving meeting \(Format.string(session["meeting"]))\n" : "discarded the meeting\n"
+            }
+        },
+        Subcommand(
+            name: "session",
+            usage: "session",
+            summary: "Show the meeting being recorded, if any.",
+            spec: ArgumentSpec()
+        ) { context, _ throws(CLIError) in
+            let session = try context.call("session.get")
+            context.show(session) { session == .null ? "no meeting is being recorded\n" : Format.session(session) }
+        },
+    ]
+
+    static func sessionRequest(_ name: String, _ command: String, _ summary: String) -> Subcommand {
+        Subcommand(name: name, usage: name, summary: summary, spec: ArgumentSpec()) { context, _ throws(CLIError) in
+            let session = try context.call(command)
+            context.show(session) { Format.sessionLine(session) + "\n" }
+        }
+    }
+}
+
+extension Format {
+    static func session(_ session: JSONValue) -> String {
+        var text = Format.sessionLine(session) + "\n"
+        text +=
+            "remaining:  \(DurationText.clock(int(session["durationRemaining"]))) of \(DurationText.clock(int(session["duration"])))\n"
+        text += "meeting:    \(string(session["meeting"]))\n"
+        let audio = session["audio"]
+        if audio?["recording"] == true {
+            text +=
+                "audio:      recording from \(string(audio?["device"])), \(Int(audio?["seconds"]?.numberValue?.double ?? 0)) s\n"
+        } else {
+            text += "audio:      not recording\(audio?["error"]?.stringValue.map { " (\($0))" } ?? "")\n"
+        }
+        let engine = session["transcription"]?["engine"]?.stringValue
+        text += "transcript: \(engine.map { "by \($0)" } ?? "off")\n"
+        let transcript = string(session["transcript"])
+        if !transcript.isEmpty { text += "\n\(transcript)\n" }
+        return text
+    }
+}

@@ -1,0 +1,42 @@
+/// When the session's one-second ticks fall due, on a monotonic clock, without drift.
+///
+/// Deadlines are `base + n seconds`, never "now + 1 s", so a late wake-up does not push later ticks back:
+/// after an hour of running time the tick count equals the elapsed seconds. Pausing keeps the fraction of
+/// the second already run, so a pause costs no time and gives none. Pure: the clock is passed in.
+public struct TickSchedule: Sendable, Equatable {
+    /// Nanoseconds on the caller's monotonic clock.
+    public typealias Instant = Int64
+    private static let second: Int64 = 1_000_000_000
+
+    /// The next tick's deadline while running; nil while paused.
+    public private(set) var nextDeadline: Instant?
+    /// While paused: how long the current second still had to run.
+    private var remainingAtPause: Int64 = 0
+
+    public init(startingAt now: Instant) {
+        nextDeadline = now + Self.second
+    }
+
+    /// How many ticks are due at `now` (more than one after a late wake-up); advances past them.
+    public mutating func ticksDue(at now: Instant) -> Int {
+        guard var deadline = nextDeadline, deadline <= now else { return 0 }
+        var count = 0
+        while deadline <= now {
+            count += 1
+            deadline += Self.second
+        }
+        nextDeadline = deadline
+        return count
+    }
+
+    public mutating func pause(at now: Instant) {
+        guard let deadline = nextDeadline else { return }
+        remainingAtPause = max(0, deadline - now)
+        nextDeadline = nil
+    }
+
+    public mutating func resume(at now: Instant) {
+        guard nextDeadline == nil else { return }
+        nextDeadline = now + remainingAtPause
+    }
+}

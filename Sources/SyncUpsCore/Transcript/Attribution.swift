@@ -1,0 +1,69 @@
+/// Gives each recognised word to the attendee who had the floor, and groups the words into segments.
+///
+/// The daemon decides the turns, so the rotation schedule is the diarization (speech-and-audio.md §6): each
+/// word goes to the turn it overlaps most, its length capped at a second (recognizers stretch a last word
+/// over the silence after it); a tie goes to the turn holding the word's midpoint; a word outside every turn
+/// goes to the nearest one.
+public enum Attribution {
+    /// The longest a word is taken to last.
+    public static let maximumWordLength = 1.0
+
+    /// Segments for the utterances `utterances` (each a list of words), split wherever the speaker changes.
+    public static func segments(utterances: [[TranscriptWord]], turns: [SpeakerTurn]) -> [TranscriptSegment] {
+        var segments: [TranscriptSegment] = []
+        for words in utterances {
+            var current: (turn: Int?, words: [TranscriptWord])? = nil
+            for word in words {
+                let turn = self.turn(for: word, in: turns)
+                if let open = current, open.turn == turn {
+                    current?.words.append(word)
+                } else {
+                    if let open = current { segments.append(segment(open.words, turn: open.turn, turns: turns)) }
+                    current = (turn, [word])
+                }
+            }
+            if let open = current { segments.append(segment(open.words, turn: open.turn, turns: turns)) }
+        }
+        return segments
+    }
+
+    /// The index of the turn `word` belongs to, or nil when there are no turns.
+    public static func turn(for word: TranscriptWord, in turns: [SpeakerTurn]) -> Int? {
+        guard !turns.isEmpty else { return nil }
+        let end = min(word.end, word.start + maximumWordLength)
+        let middle = (word.start + end) / 2
+        var best: (index: Int, overlap: Double, holdsMiddle: Bool)? = nil
+        for (index, turn) in turns.enumerated() {
+            let turnEnd = turn.end ?? .infinity
+            let overlap = min(end, turnEnd) - max(word.start, turn.start)
+            let holdsMiddle = turn.start <= middle && middle < turnEnd
+            guard overlap > 0 || (overlap == 0 && holdsMiddle) else { continue }
+            if let current = best {
+                if overlap > current.overlap + 1e-9 || (abs(overlap - current.overlap) <= 1e-9 && holdsMiddle) {
+                    best = (index, overlap, holdsMiddle)
+                }
+            } else {
+                best = (index, overlap, holdsMiddle)
+            }
+        }
+        if let best { return best.index }
+        // Outside every turn: the nearest one.
+        return turns.indices.min { distance(middle, turns[$0]) < distance(middle, turns[$1]) }
+    }
+
+    private static func distance(_ time: Double, _ turn: SpeakerTurn) -> Double {
+        if time < turn.start { return turn.start - time }
+        if let end = turn.end, time >= end { return time - end }
+        return 0
+    }
+
+    private static func segment(_ words: [TranscriptWord], turn: Int?, turns: [SpeakerTurn]) -> TranscriptSegment {
+        TranscriptSegment(
+            speaker: turn.map { turns[$0].speaker },
+            start: words.first?.start ?? 0,
+            end: words.last?.end ?? 0,
+            text: words.map(\.word).joined(separator: " "),
+            words: words
+        )
+    }
+}

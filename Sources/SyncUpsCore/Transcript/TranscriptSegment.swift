@@ -1,0 +1,86 @@
+import SyncUpsJSON
+
+/// A recognised word and when it was said, in seconds from the meeting's start.
+public struct TranscriptWord: Sendable, Equatable {
+    public var word: String
+    public var start: Double
+    public var end: Double
+
+    public init(word: String, start: Double, end: Double) {
+        self.word = word
+        self.start = start
+        self.end = end
+    }
+
+    public var json: JSONValue {
+        ["word": .string(word), "start": .double(Self.rounded(start)), "end": .double(Self.rounded(end))]
+    }
+
+    public init?(json: JSONValue) {
+        guard let word = json["word"]?.stringValue, let start = json["start"]?.numberValue?.double,
+            let end = json["end"]?.numberValue?.double
+        else { return nil }
+        self.init(word: word, start: start, end: end)
+    }
+
+    /// Milliseconds are all the precision a timing has.
+    static func rounded(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
+}
+
+/// Part of a meeting's transcript said by one attendee during one turn.
+public struct TranscriptSegment: Sendable, Equatable {
+    /// Who had the floor; nil when the words fall outside every turn (the recognizer's clock ran past it).
+    public var speaker: Attendee?
+    public var start: Double
+    public var end: Double
+    public var text: String
+    public var words: [TranscriptWord]
+
+    public init(speaker: Attendee?, start: Double, end: Double, text: String, words: [TranscriptWord]) {
+        self.speaker = speaker
+        self.start = start
+        self.end = end
+        self.text = text
+        self.words = words
+    }
+
+    public var json: JSONValue {
+        var object = JSONObject()
+        object.append("speaker", speaker.map { ["id": .string($0.id.description), "name": .string($0.name)] } ?? .null)
+        object.append("start", .double(TranscriptWord.rounded(start)))
+        object.append("end", .double(TranscriptWord.rounded(end)))
+        object.append("text", .string(text))
+        object.append("words", .array(words.map(\.json)))
+        return .object(object)
+    }
+
+    public init?(json: JSONValue) {
+        guard let start = json["start"]?.numberValue?.double, let end = json["end"]?.numberValue?.double,
+            let text = json["text"]?.stringValue
+        else { return nil }
+        var speaker: Attendee? = nil
+        if let id = json["speaker"]?["id"]?.stringValue.flatMap(Attendee.ID.init(uuidString:)) {
+            speaker = Attendee(id: id, name: json["speaker"]?["name"]?.stringValue ?? "")
+        }
+        self.init(
+            speaker: speaker,
+            start: start,
+            end: end,
+            text: text,
+            words: (json["words"]?.arrayValue ?? []).compactMap(TranscriptWord.init(json:))
+        )
+    }
+}
+
+/// One attendee's turn to speak, in seconds from the meeting's start; `end` is nil while it lasts.
+public struct SpeakerTurn: Sendable, Equatable {
+    public var speaker: Attendee
+    public var start: Double
+    public var end: Double?
+
+    public init(speaker: Attendee, start: Double, end: Double? = nil) {
+        self.speaker = speaker
+        self.start = start
+        self.end = end
+    }
+}

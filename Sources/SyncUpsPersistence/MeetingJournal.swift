@@ -1,0 +1,98 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+
+/// The record of a meeting in progress, `meetings/<meeting-id>.recording.json`: rewritten as the transcript
+/// grows and removed when the meeting is saved or discarded. Finding one at start-up means the daemon died
+/// mid-meeting; the meeting is then recovered rather than lost.
+public struct MeetingJournal: Sendable, Equatable {
+    public var syncUp: SyncUp.ID
+    public var meeting: Meeting.ID
+    public var date: Date
+    public var transcript: String
+    public var hasAudio: Bool
+    public var attendees: [Attendee]
+    public var segments: [TranscriptSegment]
+
+    public init(
+        syncUp: SyncUp.ID,
+        meeting: Meeting.ID,
+        date: Date,
+        transcript: String,
+        hasAudio: Bool,
+        attendees: [Attendee],
+        segments: [TranscriptSegment]
+    ) {
+        self.syncUp = syncUp
+        self.meeting = meeting
+        self.date = date
+        self.transcript = transcript
+        self.hasAudio = hasAudio
+        self.attendees = attendees
+        self.segments = segments
+    }
+
+    var json: JSONValue {
+        var object = JSONObject()
+        object.append("syncup", .string(syncUp.description))
+        object.append("meeting", .string(meeting.description))
+        // Seconds since 2001 exactly as sync-ups.json stores dates, so the recovered meeting matches to the bit.
+        object.append("date", .double(date.timeIntervalSinceReferenceDate))
+        object.append("transcript", .string(transcript))
+        object.append("audio", .bool(hasAudio))
+        object.append(
+            "attendees", .array(attendees.map { ["id": .string($0.id.description), "name": .string($0.name)] }))
+        object.append("segments", .array(segments.map(\.json)))
+        return .object(object)
+    }
+
+    init?(json: JSONValue) {
+        guard let syncUp = json["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
+            let meeting = json["meeting"]?.stringValue.flatMap(Meeting.ID.init(uuidString:)),
+            let date = json["date"]?.numberValue?.double
+        else { return nil }
+        self.syncUp = syncUp
+        self.meeting = meeting
+        self.date = Date(timeIntervalSinceReferenceDate: date)
+        transcript = json["transcript"]?.stringValue ?? ""
+        hasAudio = json["audio"]?.boolValue ?? false
+        attendees = (json["attendees"]?.arrayValue ?? []).compactMap { value in
+            value["id"]?.stringValue.flatMap(Attendee.ID.init(uuidString:)).map {
+                Attendee(id: $0, name: value["name"]?.stringValue ?? "")
+            }
+        }
+        segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
+    }
+
+    /// Writes the journal atomically (without fsync: it guards against a crash of the daemon, and is
+    /// rewritten often).
+    public func write(in directory: DataDirectory) throws(AtomicFileError) {
+        var file = AtomicFile(path: directory.sidecar(meeting, MeetingFiles.journal))
+        file.isDurable = false
+        try file.write(JSONWriter().encode(json))
+    }
+
+    public static func remove(_ meeting: Meeting.ID, in directory: DataDirectory) {
+        unlink(directory.sidecar(meeting, MeetingFiles.journal))
+    }
+
+    /// Every journal left in `meetings/`, with the file names of those that cannot be read.
+    public static func leftBehind(in directory: DataDirectory) -> (journals: [MeetingJournal], unreadable: [String]) {
+        var journals: [MeetingJournal] = []
+        var unreadable: [String] = []
+        let suffix = "." + MeetingFiles.journal
+        for name in (try? DirectoryListing.names(in: directory.meetingsDirectory)) ?? [] where name.hasSuffix(suffix) {
+            let path = directory.meetingsDirectory + "/" + name
+            if let bytes = try? SyncUpStore.read(path), let json = try? JSONParser().parse(bytes),
+                let journal = MeetingJournal(json: json)
+            {
+                journals.append(journal)
+            } else {
+                unreadable.append(path)
+            }
+        }
+        return (journals.sorted { $0.date < $1.date }, unreadable)
+    }
+}

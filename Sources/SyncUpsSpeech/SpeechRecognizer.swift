@@ -1,0 +1,88 @@
+import SyncUpsCore
+
+/// What a recognizer says about the audio it was fed.
+public struct RecognitionResult: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        /// Provisional: the utterance goes on, and its text may still change.
+        case partial
+        /// The utterance is over; its text and timings are settled.
+        case final
+    }
+
+    public var kind: Kind
+    public var text: String
+    /// Seconds from the meeting's start.
+    public var start: Double
+    public var end: Double
+    public var words: [TranscriptWord]
+
+    public init(kind: Kind, text: String, start: Double, end: Double, words: [TranscriptWord]) {
+        self.kind = kind
+        self.text = text
+        self.start = start
+        self.end = end
+        self.words = words
+    }
+}
+
+/// Everything a recognizer reports, from its own thread.
+public enum RecognizerEvent: Sendable, Equatable {
+    case result(RecognitionResult)
+    /// The recognizer broke (crashed, hung, gave up); transcription stops for this meeting.
+    case failed(String)
+    /// Audio is waiting longer than it should: the recognizer cannot keep up (reported, not hidden).
+    case fallingBehind(seconds: Double)
+    /// Audio was dropped because the recognizer's queue was full.
+    case dropped(seconds: Double)
+    /// After `finish`: every result has been reported and the recognizer has stopped.
+    case finished
+}
+
+/// A speech-to-text engine behind one interface (PocketSphinx in process, an external command, or none):
+/// fed the captured 16 kHz mono PCM, it produces partial and final results with word timings.
+public struct SpeechRecognizer: Sendable {
+    /// The engine's name for `status` and logs ("pocketsphinx", "command: …").
+    public var name: String
+    /// Starts recognising one meeting; events arrive on the recognizer's thread.
+    public var start:
+        @Sendable (_ events: @escaping @Sendable (RecognizerEvent) -> Void) throws(SpeechError) -> RecognitionStream
+
+    public init(
+        name: String,
+        start:
+            @escaping @Sendable (@escaping @Sendable (RecognizerEvent) -> Void) throws(SpeechError) -> RecognitionStream
+    ) {
+        self.name = name
+        self.start = start
+    }
+}
+
+/// One meeting's recognition: audio in, in order, with the speaker turns the daemon decides.
+public struct RecognitionStream: Sendable {
+    /// Queues S16_LE samples starting at `startFrame` (frames since the meeting started). Never blocks:
+    /// if the recognizer's queue is full the audio is dropped and that reported.
+    public var feed: @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void
+    /// A new turn starts at `frame`: end the current utterance there, so no result spans two speakers.
+    public var turn: @Sendable (_ frame: Int64, _ speaker: Attendee) -> Void
+    /// The meeting is over: finish the last utterance, report it, and stop (waits for the recognizer).
+    public var finish: @Sendable () -> Void
+
+    public init(
+        feed: @escaping @Sendable ([UInt8], Int64) -> Void,
+        turn: @escaping @Sendable (Int64, Attendee) -> Void,
+        finish: @escaping @Sendable () -> Void
+    ) {
+        self.feed = feed
+        self.turn = turn
+        self.finish = finish
+    }
+}
+
+/// Why a recognizer could not start.
+public struct SpeechError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,40 @@
+import Glibc
+import SyncUpsPOSIX
+
+/// Test speech made on the spot with espeak-ng and sox: raw S16_LE, 16 kHz, mono, the daemon's format.
+public enum SpeechFixture {
+    /// `text` spoken by `voice` (an espeak-ng voice such as "en-us", "en-gb", "en-us+f3").
+    public static func say(_ text: String, voice: String = "en-us", rate: Int = 150) throws -> [UInt8] {
+        let directory = TemporaryDirectory("speech")
+        let wav = directory.appending("speech.wav")
+        let raw = directory.appending("speech.raw")
+        let spoken = try CommandResult.run("espeak-ng", ["-v", voice, "-s", String(rate), "-w", wav, text])
+        guard spoken.exitCode == 0 else { throw TestFailure("espeak-ng failed: \(spoken.standardError)") }
+        let converted = try CommandResult.run(
+            "sox",
+            [wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", raw]
+        )
+        guard converted.exitCode == 0, let bytes = Files.read(raw) else {
+            throw TestFailure("sox failed: \(converted.standardError)")
+        }
+        return bytes
+    }
+
+    /// `seconds` of silence.
+    public static func silence(seconds: Double) -> [UInt8] {
+        [UInt8](repeating: 0, count: Int(seconds * 16_000) * 2)
+    }
+
+    /// A recognisable, non-repeating pattern (a slow ramp), for byte-exact capture checks.
+    public static func pattern(seconds: Double) -> [UInt8] {
+        let frames = Int(seconds * 16_000)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(frames * 2)
+        for frame in 0..<frames {
+            let value = UInt16(truncatingIfNeeded: frame &* 7 &+ frame / 1000)
+            bytes.append(UInt8(value & 0xFF))
+            bytes.append(UInt8(value >> 8))
+        }
+        return bytes
+    }
+}
