@@ -72,7 +72,9 @@ let package = Package(
 
         .target(
             name: "SyncUpsTestSupport",
-            dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsPersistence", "SyncUpsAudio"],
+            dependencies: [
+                "SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsPersistence", "SyncUpsAudio", "SyncUpsSpeech",
+            ],
             path: "Tests/SyncUpsTestSupport",
             swiftSettings: strictSettings
         ),
@@ -97,6 +99,12 @@ let package = Package(
         .testTarget(
             name: "SyncUpsAudioTests",
             dependencies: ["SyncUpsAudio", "SyncUpsPOSIX", "SyncUpsTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SyncUpsSpeechTests",
+            dependencies: ["SyncUpsSpeech", "SyncUpsCore", "SyncUpsPOSIX", "SyncUpsTestSupport"],
+            resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -5,6 +5,7 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsProtocol
+import SyncUpsSpeech
 
 /// The daemon: wires the store, the state, the socket server and the signals onto one event loop and runs
 /// it until SIGTERM or SIGINT.
@@ -120,6 +121,16 @@ public final class Daemon {
         var settings = SessionController.Settings()
         settings.audioDeviceName = configuration.audioDevice
         settings.cueDeviceName = configuration.playsCue ? configuration.cueDevice : nil
+        let model = PocketSphinxRecognizer.Model(
+            acousticModel: configuration.speechModel,
+            languageModel: configuration.speechLanguageModel,
+            grammar: configuration.speechGrammar,
+            dictionary: configuration.speechDictionary
+        )
+        let engine = SpeechEngine(rawValue: configuration.speechEngine) ?? .auto
+        let (recognizer, description) = engine.recognizer(command: configuration.speechCommand, model: model)
+        settings.recognizer = recognizer
+        logger.info("speech: \(description)")
         return settings
     }
 

@@ -1,3 +1,4 @@
+import CSyncUpsShims
 import Glibc
 
 /// A file descriptor number with typed, EINTR-safe operations.
@@ -26,6 +27,13 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
             openat(directory?.rawValue ?? AT_FDCWD, path, flags | O_CLOEXEC, mode)
         }
         return FileDescriptor(rawValue: fd)
+    }
+
+    /// A new pipe, both ends close-on-exec.
+    public static func pipe() throws(SystemError) -> (read: FileDescriptor, write: FileDescriptor) {
+        var fds: [CInt] = [-1, -1]
+        try syscall("pipe2") { syncups_pipe_cloexec(&fds) }
+        return (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
     }
 
     /// Closes the descriptor. `EINTR` from close is not retried: on Linux the descriptor is gone either way.

@@ -160,7 +160,7 @@ public final class Subprocess: Sendable {
         return name
     }
 
-    static func withCStrings<Result>(
+    public static func withCStrings<Result>(
         _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Result
     ) -> Result {
         var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }

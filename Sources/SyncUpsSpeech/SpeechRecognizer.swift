@@ -36,6 +36,8 @@ public enum RecognizerEvent: Sendable, Equatable {
     case dropped(seconds: Double)
     /// After `finish`: every result has been reported and the recognizer has stopped.
     case finished
+    /// A line the recognizer wrote to its log (an external engine's stderr).
+    case log(String)
 }
 
 /// A speech-to-text engine behind one interface (PocketSphinx in process, an external command, or none):

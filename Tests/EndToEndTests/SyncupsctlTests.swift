@@ -97,7 +97,10 @@ import Testing
     @Test func printsHelpForEveryCommand() throws {
         let overview = try CommandResult.run(BuiltProducts.path("syncupsctl"), ["help"])
         #expect(overview.exitCode == 0)
-        for name in ["status", "list", "show", "add", "edit", "rm", "meeting", "call", "watch"] {
+        for name in [
+            "status", "list", "show", "add", "edit", "rm", "meeting", "rm-meeting", "export", "start", "next", "pause",
+            "resume", "end", "session", "call", "watch", "themes", "ping",
+        ] {
             #expect(overview.standardOutput.contains("  \(name)"))
             let help = try CommandResult.run(BuiltProducts.path("syncupsctl"), [name, "--help"])
             #expect(help.exitCode == 0)

@@ -38,3 +38,39 @@ public enum SpeechFixture {
         return bytes
     }
 }
+
+extension SpeechFixture {
+    /// A JSGF grammar of stand-up sentences: with it PocketSphinx transcribes espeak-ng speech exactly.
+    public static let standupGrammar = """
+        #JSGF V1.0;
+        grammar standup;
+        public <utterance> = <sentence>;
+        <sentence> = yesterday i finished the review
+                   | today i will deploy the service
+                   | no blockers for me
+                   | i am working on the report
+                   | i need help with the tests
+                   | we should meet after lunch;
+
+        """
+
+    /// Writes the grammar into `directory` and returns its path.
+    public static func writeGrammar(in directory: TemporaryDirectory) -> String {
+        let path = directory.appending("standup.gram")
+        Files.write(path, standupGrammar)
+        return path
+    }
+
+    /// Each `(sentence, voice)` spoken in its own slot of `slotSeconds`, after `lead` seconds of silence.
+    public static func turns(_ turns: [(String, String)], slotSeconds: Double, lead: Double = 0.4) throws -> [UInt8] {
+        var audio: [UInt8] = []
+        for (sentence, voice) in turns {
+            var slot = silence(seconds: lead) + (try say(sentence, voice: voice))
+            let slotBytes = Int(slotSeconds * 16_000) * 2
+            precondition(slot.count < slotBytes - 8000, "\"\(sentence)\" does not fit its slot")
+            slot += [UInt8](repeating: 0, count: slotBytes - slot.count)
+            audio += slot
+        }
+        return audio
+    }
+}

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <signal.h>
 #include <spawn.h>
+#include <malloc.h>
 
 /// Names the calling thread (visible in top, ps -L and /proc/<pid>/task/<tid>/comm); at most 15 bytes.
 void syncups_set_thread_name(const char *name);

@@ -15,5 +15,5 @@ struct Subcommand: Sendable {
 
 extension Syncupsctl {
     static let allCommands: [Subcommand] =
-        daemonCommands + syncUpCommands + meetingCommands + sessionCommands + rawCommands
+        daemonCommands + syncUpCommands + meetingCommands + [exportCommand] + sessionCommands + rawCommands
 }

@@ -12,6 +12,13 @@ public struct Configuration: Sendable, Equatable {
     /// The ALSA playback device for the speaker-change cue.
     public var cueDevice = "default"
     public var playsCue = true
+    public var speechEngine = "auto"
+    public var speechCommand: String?
+    public var speechModel = "/usr/share/pocketsphinx/model/en-us/en-us"
+    public var speechDictionary = "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict"
+    public var speechLanguageModel = "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin"
+    /// A JSGF grammar used instead of the language model (small vocabularies, exact results).
+    public var speechGrammar: String?
     /// The config file to read; nil means the default place, `false` for `--no-config`.
     public var configFile: String?
     public var readsConfigFile = true

@@ -66,6 +66,60 @@ struct ConfigurationOption: Sendable {
             configuration.playsCue = value == "true"
         },
         ConfigurationOption(
+            name: "speech-engine",
+            kind: .choice(["auto", "pocketsphinx", "command", "none"]),
+            placeholder: "ENGINE",
+            defaultDescription: "auto",
+            help: "auto (command if set, else PocketSphinx if installed), pocketsphinx, command or none"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.speechEngine = value
+        },
+        ConfigurationOption(
+            name: "speech-command",
+            kind: .text,
+            placeholder: "COMMAND",
+            defaultDescription: "none",
+            help: "an external recognizer run with /bin/sh -c per meeting (protocol.md)"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.speechCommand = value
+        },
+        ConfigurationOption(
+            name: "speech-model",
+            kind: .path,
+            placeholder: "DIR",
+            defaultDescription: "/usr/share/pocketsphinx/model/en-us/en-us",
+            help: "PocketSphinx's acoustic model"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.speechModel = try absolutePath(value)
+        },
+        ConfigurationOption(
+            name: "speech-dictionary",
+            kind: .path,
+            placeholder: "FILE",
+            defaultDescription: "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict",
+            help: "PocketSphinx's pronunciation dictionary"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.speechDictionary = try absolutePath(value)
+        },
+        ConfigurationOption(
+            name: "speech-language-model",
+            kind: .path,
+            placeholder: "FILE",
+            defaultDescription: "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin",
+            help: "PocketSphinx's language model"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.speechLanguageModel = try absolutePath(value)
+        },
+        ConfigurationOption(
+            name: "speech-grammar",
+            kind: .path,
+            placeholder: "FILE",
+            defaultDescription: "none",
+            help: "a JSGF grammar for PocketSphinx instead of the language model"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            configuration.speechGrammar = try absolutePath(value)
+        },
+        ConfigurationOption(
             name: "log-level",
             kind: .choice(Logger.Level.allCases.reversed().map(\.name)),
             placeholder: "LEVEL",

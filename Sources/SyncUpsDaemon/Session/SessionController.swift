@@ -348,6 +348,8 @@ final class SessionController {
             if session.machine.pendingEnding != nil { settled(session) }
         case .finished:
             if session.machine.pendingEnding != nil { settled(session) }
+        case .log(let line):
+            logger.info("speech: \(line)", .meeting(session.meetingID))
         case .fallingBehind(let seconds):
             let text = "speech recognition is \(Int(seconds)) s behind the meeting"
             logger.warning(text, .meeting(session.meetingID))

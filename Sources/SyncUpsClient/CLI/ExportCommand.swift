@@ -1,0 +1,109 @@
+import Glibc
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+
+extension Syncupsctl {
+    static let exportCommand = Subcommand(
+        name: "export",
+        usage: "export SYNCUP MEETING [--format md|json|srt|vtt] [--output FILE]",
+        summary: "Write a meeting's attributed transcript as Markdown, JSON, SubRip or WebVTT (to stdout by default).",
+        details: """
+            --format F     md (default), json, srt or vtt; srt and vtt need the timed transcript a
+                           speech engine records
+            --output FILE  write to FILE (created 0600) instead of standard output
+            """,
+        spec: ArgumentSpec(valueOptions: ["format", "output"], positionals: 2...2)
+    ) { context, arguments throws(CLIError) in
+        let format = arguments.value("format") ?? "md"
+        guard ["md", "json", "srt", "vtt"].contains(format) else {
+            throw .usage("--format must be md, json, srt or vtt, not \"\(format)\"")
+        }
+        let meeting = try context.call(
+            "meetings.get",
+            ["syncup": .string(arguments.positionals[0]), "meeting": .string(arguments.positionals[1])]
+        )
+        let text = try TranscriptExport.render(meeting, format: format)
+        if let path = arguments.value("output") {
+            do {
+                let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+                defer { fd.close() }
+                try fd.writeAll(Array(text.utf8))
+            } catch {
+                throw CLIError(.failure, "cannot write \(path): \(error)")
+            }
+        } else {
+            context.print(text)
+        }
+    }
+}
+
+/// Renders a meeting (as `meetings.get` returns it) in the export formats.
+enum TranscriptExport {
+    struct Cue {
+        var speaker: String
+        var start: Double
+        var end: Double
+        var text: String
+    }
+
+    static func cues(_ meeting: JSONValue) -> [Cue] {
+        (meeting["segments"]?.arrayValue ?? []).map { segment in
+            Cue(
+                speaker: segment["speaker"]?["name"]?.stringValue ?? "",
+                start: segment["start"]?.numberValue?.double ?? 0,
+                end: segment["end"]?.numberValue?.double ?? 0,
+                text: segment["text"]?.stringValue ?? ""
+            )
+        }
+    }
+
+    static func render(_ meeting: JSONValue, format: String) throws(CLIError) -> String {
+        let cues = cues(meeting)
+        switch format {
+        case "json":
+            var text = JSONWriter(options: JSONWriter.Options(isPretty: true)).string(meeting)
+            text += "\n"
+            return text
+        case "md":
+            var text = "# \(Format.string(meeting["syncup"]?["title"])), \(Format.date(meeting["date"])) UTC\n\n"
+            if cues.isEmpty {
+                let transcript = Format.string(meeting["transcript"])
+                text += (transcript.isEmpty ? "_No transcript._" : transcript) + "\n"
+            } else {
+                for cue in cues { text += "**\(cue.speaker.isEmpty ? "Unknown" : cue.speaker):** \(cue.text)\n\n" }
+            }
+            return text
+        default:
+            guard !cues.isEmpty else {
+                throw CLIError(
+                    .rejected, "this meeting has no timed transcript to export as \(format); try --format md")
+            }
+            let isVTT = format == "vtt"
+            var text = isVTT ? "WEBVTT\n\n" : ""
+            for (index, cue) in cues.enumerated() {
+                let end = max(cue.end, cue.start + 0.5)
+                if isVTT {
+                    text += "\(timestamp(cue.start, separator: ".")) --> \(timestamp(end, separator: "."))\n"
+                    text += "<v \(cue.speaker)>\(cue.text)\n\n"
+                } else {
+                    text +=
+                        "\(index + 1)\n\(timestamp(cue.start, separator: ",")) --> \(timestamp(end, separator: ","))\n"
+                    text += "\(cue.speaker.isEmpty ? "" : cue.speaker + ": ")\(cue.text)\n\n"
+                }
+            }
+            return text
+        }
+    }
+
+    /// `01:02:03,456` (SubRip) or `01:02:03.456` (WebVTT).
+    static func timestamp(_ seconds: Double, separator: String) -> String {
+        let milliseconds = Int((max(0, seconds) * 1000).rounded())
+        func pad(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return
+            "\(pad(milliseconds / 3_600_000, 2)):\(pad(milliseconds / 60_000 % 60, 2)):\(pad(milliseconds / 1000 % 60, 2))\(separator)\(pad(milliseconds % 1000, 3))"
+    }
+}

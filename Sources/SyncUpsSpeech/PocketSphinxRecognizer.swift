@@ -1,0 +1,237 @@
+import CPocketSphinx
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+
+/// PocketSphinx in process (Debian's 0.8+5prealpha library and its en-us model), streaming on its own
+/// thread: partial results while someone speaks, a final one when they stop (voice activity) or when the
+/// speaker changes (a forced utterance boundary).
+public enum PocketSphinxRecognizer {
+    /// Where Debian's `pocketsphinx-en-us` installs its model.
+    public struct Model: Sendable, Equatable {
+        public var acousticModel: String
+        public var languageModel: String?
+        /// A JSGF grammar instead of the language model: small vocabularies, deterministic results.
+        public var grammar: String?
+        public var dictionary: String
+
+        public init(acousticModel: String, languageModel: String?, grammar: String? = nil, dictionary: String) {
+            self.acousticModel = acousticModel
+            self.languageModel = languageModel
+            self.grammar = grammar
+            self.dictionary = dictionary
+        }
+
+        public static let debian = Model(
+            acousticModel: "/usr/share/pocketsphinx/model/en-us/en-us",
+            languageModel: "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin",
+            dictionary: "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict"
+        )
+
+        /// True when every file the model needs exists.
+        public var isInstalled: Bool {
+            let files = [acousticModel + "/mdef", dictionary] + [languageModel, grammar].compactMap { $0 }
+            return files.allSatisfy { access($0, R_OK) == 0 }
+        }
+
+        var arguments: [String] {
+            var arguments = ["-hmm", acousticModel, "-dict", dictionary, "-logfn", "/dev/null", "-samprate", "16000"]
+            if let grammar {
+                arguments += ["-jsgf", grammar]
+            } else if let languageModel {
+                arguments += ["-lm", languageModel]
+            }
+            return arguments
+        }
+    }
+
+    /// A recognizer that loads `model` when a meeting starts (0.2–1 s and ~190 MB, released at its end, so
+    /// an idle daemon stays small).
+    public static func recognizer(model: Model = .debian) -> SpeechRecognizer {
+        SpeechRecognizer(name: "pocketsphinx") { (events) throws(SpeechError) in
+            let queue = try RecognizerQueue(events: events)
+            do {
+                _ = try DedicatedThread(name: "syncups-sphinx") {
+                    Decoder.run(model: model, input: queue.items, events: events)
+                }
+            } catch {
+                throw SpeechError("cannot start the recognizer thread: \(error)")
+            }
+            return queue.stream
+        }
+    }
+}
+
+/// The decoding loop; everything here runs on the recognizer's one thread.
+private struct Decoder {
+    let decoder: OpaquePointer
+    let events: @Sendable (RecognizerEvent) -> Void
+    /// Samples fed since the meeting started (the decoder's notion of time, in 1/16000 s).
+    var fedFrames: Int64 = 0
+    /// Where the current utterance started, in samples.
+    var utteranceStart: Int64 = 0
+    var isInSpeech = false
+    var hasAudioInUtterance = false
+    var lastPartialAt: Int64 = 0
+    var lastPartial = ""
+
+    static func run(
+        model: PocketSphinxRecognizer.Model,
+        input: BlockingQueue<RecognizerInput>,
+        events: @escaping @Sendable (RecognizerEvent) -> Void
+    ) {
+        err_set_logfp(nil)
+        let config = Subprocess.withCStrings(model.arguments) { argv in
+            syncups_ps_config(Int32(model.arguments.count), UnsafeMutablePointer(mutating: argv))
+        }
+        guard let config, let decoder = ps_init(config) else {
+            events(.failed("PocketSphinx could not load its model from \(model.acousticModel)"))
+            if let config { cmd_ln_free_r(config) }
+            while let item = input.pop() {
+                if case .finish = item { break }
+            }
+            events(.finished)
+            return
+        }
+        var state = Decoder(decoder: decoder, events: events)
+        ps_start_utt(decoder)
+        while let item = input.pop() {
+            switch item {
+            case .audio(let bytes, let startFrame):
+                state.feed(bytes, startFrame: startFrame)
+            case .turn(let frame, _):
+                state.catchUp(to: frame)
+                state.endUtterance()
+            case .finish:
+                state.endUtterance(restart: false)
+                ps_free(decoder)
+                cmd_ln_free_r(config)
+                Memory.releaseFreePages()  // give the model's ~190 MB back to the system
+                events(.finished)
+                return
+            }
+        }
+    }
+
+    init(decoder: OpaquePointer, events: @escaping @Sendable (RecognizerEvent) -> Void) {
+        self.decoder = decoder
+        self.events = events
+    }
+
+    /// Feeds silence up to `frame` when audio went missing (dropped by a full queue), so times stay aligned.
+    mutating func catchUp(to frame: Int64) {
+        let missing = frame - fedFrames
+        guard missing > 0 else { return }
+        if missing > 5 * 16_000 {
+            // A long gap: start afresh at the new position rather than decode seconds of zeros.
+            endUtterance()
+            fedFrames = frame
+            utteranceStart = frame
+            return
+        }
+        let silence = [Int16](repeating: 0, count: Int(missing))
+        process(silence)
+    }
+
+    mutating func feed(_ bytes: [UInt8], startFrame: Int64) {
+        catchUp(to: startFrame)
+        let samples = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        process(samples)
+        let inSpeech = ps_get_in_speech(decoder) != 0
+        if inSpeech {
+            isInSpeech = true
+            // A provisional result twice a second while someone speaks.
+            if fedFrames - lastPartialAt >= 8_000 { publishPartial() }
+        } else if isInSpeech {
+            // Voice activity ended: the utterance is over.
+            endUtterance()
+        }
+    }
+
+    mutating func process(_ samples: [Int16]) {
+        guard !samples.isEmpty else { return }
+        samples.withUnsafeBufferPointer { buffer in
+            _ = ps_process_raw(decoder, buffer.baseAddress, buffer.count, 0, 0)
+        }
+        fedFrames += Int64(samples.count)
+        hasAudioInUtterance = true
+    }
+
+    mutating func publishPartial() {
+        lastPartialAt = fedFrames
+        var score: Int32 = 0
+        guard let hypothesis = ps_get_hyp(decoder, &score) else { return }
+        let text = String(cString: hypothesis)
+        guard !text.isEmpty, text != lastPartial else { return }
+        lastPartial = text
+        let start = Double(utteranceStart) / 16_000
+        events(
+            .result(
+                RecognitionResult(kind: .partial, text: text, start: start, end: Double(fedFrames) / 16_000, words: []))
+        )
+    }
+
+    /// Ends the utterance, reports its final result with word timings, and (unless finishing) starts the next.
+    mutating func endUtterance(restart: Bool = true) {
+        if hasAudioInUtterance {
+            ps_end_utt(decoder)
+            var score: Int32 = 0
+            let text = ps_get_hyp(decoder, &score).map { String(cString: $0) } ?? ""
+            let words = collectWords()
+            if !text.isEmpty || !words.isEmpty {
+                events(
+                    .result(
+                        RecognitionResult(
+                            kind: .final,
+                            text: text.isEmpty ? words.map(\.word).joined(separator: " ") : text,
+                            start: words.first?.start ?? Double(utteranceStart) / 16_000,
+                            end: words.last?.end ?? Double(fedFrames) / 16_000,
+                            words: words
+                        )
+                    )
+                )
+            }
+            if restart { ps_start_utt(decoder) }
+        }
+        utteranceStart = fedFrames
+        lastPartialAt = fedFrames
+        lastPartial = ""
+        isInSpeech = false
+        hasAudioInUtterance = false
+    }
+
+    /// The utterance's words with times on the meeting's clock. PocketSphinx counts frames (10 ms) from
+    /// its own origin, which drifts from the audio across utterances, so times are taken relative to the
+    /// utterance's first segment (`<s>`) and added to where the utterance started.
+    func collectWords() -> [TranscriptWord] {
+        var words: [TranscriptWord] = []
+        var origin: Int32? = nil
+        let offset = Double(utteranceStart) / 16_000
+        var segment = ps_seg_iter(decoder)
+        while let current = segment {
+            var startFrame: Int32 = 0
+            var endFrame: Int32 = 0
+            ps_seg_frames(current, &startFrame, &endFrame)
+            if origin == nil { origin = startFrame }
+            if let raw = ps_seg_word(current), let word = Self.spokenWord(String(cString: raw)) {
+                words.append(
+                    TranscriptWord(
+                        word: word,
+                        start: offset + Double(startFrame - origin!) / 100,
+                        end: offset + Double(endFrame - origin! + 1) / 100
+                    )
+                )
+            }
+            segment = ps_seg_next(current)
+        }
+        return words
+    }
+
+    /// The word without PocketSphinx's markers: nil for `<s>`, `</s>`, `<sil>` and fillers like `[NOISE]`
+    /// or `++UH++`; `a(2)` (an alternate pronunciation) becomes `a`.
+    static func spokenWord(_ raw: String) -> String? {
+        if raw.hasPrefix("<") || raw.hasPrefix("[") || raw.hasPrefix("+") { return nil }
+        if let parenthesis = raw.firstIndex(of: "(") { return String(raw[..<parenthesis]) }
+        return raw
+    }
+}

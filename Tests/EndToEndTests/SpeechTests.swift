@@ -1,0 +1,120 @@
+import Foundation
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+/// Live transcription through the daemon: the microphone is ALSA's file plugin playing espeak-ng speech.
+@Suite struct SpeechTests {
+    static let sentences = [
+        ("yesterday i finished the review", "en-us"),
+        ("today i will deploy the service", "en-gb"),
+        ("no blockers for me", "en-us+f3"),
+    ]
+
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/share/pocketsphinx/model/en-us/en-us/mdef")))
+    func attributesEveryWordOfThreeVoicesToTheRightAttendee() throws {
+        let audio = try SpeechFixture.turns(Self.sentences, slotSeconds: 4) + SpeechFixture.silence(seconds: 10)
+        let alsa = try ALSAFixture(microphone: audio)
+        let grammar = SpeechFixture.writeGrammar(in: alsa.directory)
+        let daemon = try DaemonProcess(
+            arguments: [
+                "--audio-device", "virtmic", "--no-cue", "--speech-engine", "pocketsphinx", "--speech-grammar", grammar,
+            ],
+            environment: alsa.environment
+        )
+        let client = try daemon.client()
+        let created = try client.result(
+            "syncups.create", ["title": "Design", "duration": 12, "attendees": ["Ann", "Bob", "Cy"]])
+        let id = try #require(created["id"]?.stringValue)
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": .string(id)])
+        #expect(started["transcription"]?["engine"] == "pocketsphinx")
+
+        var sawProvisionalText = false
+        var ended: JSONValue?
+        let deadline = MonotonicInstant.now() + .seconds(40)
+        while ended == nil && MonotonicInstant.now() < deadline {
+            let event = try client.readJSON(timeout: .seconds(30))
+            if event["event"] == "session.transcript",
+                event["data"]?["session"]?["transcription"]?["partial"]?.stringValue?.isEmpty == false
+            {
+                sawProvisionalText = true
+            }
+            if event["event"] == "session.ended" { ended = event["data"] }
+        }
+        #expect(sawProvisionalText, "partial text is published while people speak")
+        let saved = try #require(ended?["meeting"])
+        #expect(saved["transcript"]?.stringValue == Self.sentences.map(\.0).joined(separator: " "))
+
+        let meetingID = try #require(saved["id"]?.stringValue)
+        let meeting = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meetingID)])
+        let segments = try #require(meeting["segments"]?.arrayValue)
+        #expect(segments.map { $0["speaker"]?["name"]?.stringValue } == ["Ann", "Bob", "Cy"])
+        #expect(segments.map { $0["text"]?.stringValue } == Self.sentences.map(\.0))
+        for (index, segment) in segments.enumerated() {
+            // Every word lies inside its speaker's four seconds.
+            for word in segment["words"]?.arrayValue ?? [] {
+                let start = try #require(word["start"]?.numberValue?.double)
+                #expect(start >= Double(index) * 4 && start < Double(index + 1) * 4)
+            }
+        }
+
+        let printed = try daemon.ctl(["meeting", id, meetingID]).standardOutput
+        #expect(
+            printed.hasSuffix(
+                "\nAnn: yesterday i finished the review\nBob: today i will deploy the service\nCy: no blockers for me\n"
+            ))
+        let vtt = try daemon.ctl(["export", id, meetingID, "--format", "vtt"]).standardOutput
+        #expect(vtt.hasPrefix("WEBVTT\n\n00:00:0"))
+        #expect(vtt.contains("<v Bob>today i will deploy the service\n"))
+        let srt = try daemon.ctl(["export", id, meetingID, "--format", "srt"]).standardOutput
+        #expect(srt.hasPrefix("1\n00:00:0"))
+        #expect(srt.contains("\n3\n00:00:0"))
+        #expect(srt.contains("Cy: no blockers for me\n"))
+        let markdown = try daemon.ctl(["export", id, meetingID]).standardOutput
+        #expect(markdown.contains("**Ann:** yesterday i finished the review\n"))
+    }
+
+    @Test func goesOnWithoutTranscriptionWhenTheRecognizerCrashes() throws {
+        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
+        let script = alsa.directory.appending("crash.sh")
+        // Speaks the protocol for one second of audio, then crashes.
+        Files.write(
+            script,
+            """
+            head -c 32000 > /dev/null
+            echo '{"type":"final","text":"I completed the project","start":0,"end":1,"words":[]}'
+            exit 3
+
+            """
+        )
+        let daemon = try DaemonProcess(
+            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "sh \(script)"],
+            environment: alsa.environment
+        )
+        let client = try daemon.client()
+        let created = try client.result("syncups.create", ["title": "Solo", "duration": 4, "attendees": ["Ann"]])
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": created["id"]!])
+        #expect(started["transcription"]?["engine"] == "command")
+        let error = try client.nextEvent("session.error")
+        #expect(error["data"]?["message"] == "speech recognition failed: the speech command exited with status 3")
+        #expect(error["data"]?["session"]?["transcribing"] == false)
+        let ended = try client.nextEvent("session.ended")
+        #expect(ended["data"]?["meeting"]?["transcript"] == "I completed the project ❌")
+        #expect(ended["data"]?["session"]?["secondsElapsed"] == 4)
+    }
+
+    @Test func refusesToTranscribeWithoutAnEngineAndSaysHowToGoOn() throws {
+        let daemon = try DaemonProcess(arguments: ["--speech-engine", "none", "--audio-device", "null", "--no-cue"])
+        let client = try daemon.client()
+        let created = try client.result("syncups.create", ["title": "x", "attendees": ["A"]])
+        let reply = try client.request("session.start", ["syncup": created["id"]!])
+        #expect(reply["error"]?["code"] == "speech_unavailable")
+        #expect(reply["error"]?["message"]?.stringValue?.contains("\"transcribe\": false") == true)
+        #expect(
+            try client.result("session.start", ["syncup": created["id"]!, "transcribe": false])["state"] == "running")
+        #expect(try client.result("status")["speechEngine"] == .null)
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import SyncUpsCore
+import SyncUpsSpeech
+import SyncUpsTestSupport
+import Testing
+
+/// The `command` engine against a scripted recognizer that speaks the protocol, behaves, or misbehaves.
+@Suite struct CommandRecognizerTests {
+    static func recognizer(_ mode: String) -> SpeechRecognizer {
+        let script = Bundle.module.url(forResource: "Fixtures/fake-recognizer", withExtension: "py")!.path
+        return CommandRecognizer.recognizer(command: "python3 '\(script)' \(mode)")
+    }
+
+    func failure(_ harness: RecognizerHarness) -> String? {
+        for event in harness.events { if case .failed(let message) = event { return message } }
+        return nil
+    }
+
+    @Test func streamsAudioAndTurnsAndReadsResults() throws {
+        let harness = try RecognizerHarness(Self.recognizer("echo"))
+        let alice = Attendee(id: Attendee.ID(UUID()), name: "Alice")
+        harness.stream.turn(0, alice)
+        let frame = harness.feed(SpeechFixture.silence(seconds: 1.5))
+        harness.stream.turn(frame, Attendee(id: Attendee.ID(UUID()), name: "Bob"))
+        harness.feed(SpeechFixture.silence(seconds: 1), from: frame)
+        #expect(harness.finish())
+        #expect(failure(harness) == nil)
+        let texts = harness.finals.map(\.text)
+        #expect(texts.contains("turn Alice at 0.00"))
+        #expect(texts.contains("turn Bob at 1.50"))
+        #expect(texts.filter { $0.hasPrefix("second ") } == ["second 1", "second 2"])
+        let second = try #require(harness.finals.first { $0.text == "second 2" })
+        #expect(
+            second.words == [
+                TranscriptWord(word: "second", start: 1, end: 1.5), TranscriptWord(word: "2", start: 1.5, end: 2),
+            ])
+    }
+
+    @Test func reportsACrashMidMeeting() throws {
+        let harness = try RecognizerHarness(Self.recognizer("crash"))
+        harness.feed(SpeechFixture.silence(seconds: 2))
+        #expect(harness.wait { if case .failed = $0 { true } else { false } })
+        #expect(failure(harness) == "the speech command exited with status 3")
+        #expect(harness.finals.map(\.text) == ["second 1"])
+        #expect(harness.finish())
+    }
+
+    @Test func killsAnEngineThatHangs() throws {
+        let harness = try RecognizerHarness(Self.recognizer("hang"))
+        harness.feed(SpeechFixture.silence(seconds: 1))
+        #expect(harness.wait(timeout: .seconds(20)) { if case .failed = $0 { true } else { false } })
+        #expect(failure(harness) == "the speech command wrote nothing for 10 s; killed it")
+        #expect(harness.finish())
+    }
+
+    @Test func killsAnEngineThatFloodsItsOutput() throws {
+        let harness = try RecognizerHarness(Self.recognizer("flood"))
+        #expect(harness.wait { if case .failed = $0 { true } else { false } })
+        #expect(failure(harness)?.hasPrefix("the speech command flooded its output") == true)
+        #expect(harness.finish())
+    }
+
+    @Test func refusesALineOverOneMebibyte() throws {
+        let harness = try RecognizerHarness(Self.recognizer("longline"))
+        #expect(harness.wait { if case .failed = $0 { true } else { false } })
+        #expect(failure(harness) == "the speech command wrote a line over 1048576 bytes; killed it")
+        #expect(harness.finish())
+    }
+
+    @Test func passesOnTheEnginesOwnError() throws {
+        let harness = try RecognizerHarness(Self.recognizer("error"))
+        #expect(harness.wait { if case .failed = $0 { true } else { false } })
+        #expect(failure(harness) == "the speech command reported: no model found")
+        #expect(harness.finish())
+    }
+
+    @Test func logsLinesThatAreNotJSONAndGoesOn() throws {
+        let harness = try RecognizerHarness(Self.recognizer("garbage"))
+        harness.feed(SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        #expect(failure(harness) == nil)
+        #expect(harness.events.contains(.log("ignored a line that is not a JSON object: this is not json")))
+        #expect(harness.finals.map(\.text) == ["second 1"])
+    }
+
+    @Test func treatsAnExitBeforeTheEndAsAFailure() throws {
+        let harness = try RecognizerHarness(Self.recognizer("early"))
+        harness.feed(SpeechFixture.silence(seconds: 2))
+        #expect(harness.wait { if case .failed = $0 { true } else { false } })
+        #expect(failure(harness) == "the speech command exited before the meeting ended")
+        #expect(harness.finish())
+    }
+
+    @Test func passesOnAtMostTenPartialsASecondAndEveryFinal() throws {
+        let harness = try RecognizerHarness(Self.recognizer("partials"))
+        harness.feed(SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        let partials = harness.results.filter { $0.kind == .partial }
+        #expect(!partials.isEmpty && partials.count <= 15)
+        #expect(harness.finals.map(\.text) == ["after partials"])
+    }
+
+    @Test func reportsACommandThatCannotRun() throws {
+        let harness = try RecognizerHarness(CommandRecognizer.recognizer(command: "exec /nonexistent/recognizer"))
+        #expect(harness.wait { if case .failed = $0 { true } else { false } })
+        #expect(failure(harness) == "the speech command exited with status 127")
+        #expect(harness.finish())
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import SyncUpsCore
+import SyncUpsSpeech
+import SyncUpsTestSupport
+import Testing
+
+/// PocketSphinx as Debian ships it, on real speech: recorded (pocketsphinx-testdata) and synthesized.
+@Suite(.enabled(if: PocketSphinxRecognizer.Model.debian.isInstalled, "needs pocketsphinx-en-us"))
+struct PocketSphinxTests {
+    static var grammar: String { Bundle.module.url(forResource: "Fixtures/standup", withExtension: "gram")!.path }
+    static var grammarModel: PocketSphinxRecognizer.Model {
+        var model = PocketSphinxRecognizer.Model.debian
+        model.grammar = grammar
+        return model
+    }
+
+    @Test func transcribesGoForwardWithTheFullLanguageModel() throws {
+        let audio = try #require(Files.read("/usr/share/pocketsphinx/test/data/goforward.raw"))
+        let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer())
+        harness.feed(audio + SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        #expect(harness.finals.map(\.text) == ["go forward ten meters"])
+        let words = harness.finals.first?.words ?? []
+        #expect(words.map(\.word) == ["go", "forward", "ten", "meters"])
+        #expect(words.allSatisfy { $0.start < $0.end && $0.end <= 2.8 })
+    }
+
+    @Test(arguments: ["yesterday i finished the review", "today i will deploy the service", "no blockers for me"])
+    func transcribesSynthesizedSpeechExactlyWithAGrammar(sentence: String) throws {
+        let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer(model: Self.grammarModel))
+        harness.feed(
+            SpeechFixture.silence(seconds: 0.5) + (try SpeechFixture.say(sentence)) + SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        #expect(harness.finals.map(\.text) == [sentence])
+    }
+
+    @Test func publishesPartialsWhileSomeoneSpeaks() throws {
+        let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer())
+        let speech = try SpeechFixture.say(
+            "yesterday I finished the review of the quarterly report and today I will deploy it", rate: 130)
+        harness.feed(speech)
+        #expect(harness.wait { if case .result(let result) = $0 { result.kind == .partial } else { false } })
+        #expect(harness.finish())
+        #expect(!harness.finals.isEmpty)
+    }
+
+    @Test func endsTheUtteranceAtEachTurnSoNoResultSpansTwoSpeakers() throws {
+        let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer(model: Self.grammarModel))
+        let first = try SpeechFixture.say("no blockers for me")
+        let second = try SpeechFixture.say("i am working on the report", voice: "en-gb")
+        let alice = Attendee(id: Attendee.ID(UUID()), name: "Alice")
+        let bob = Attendee(id: Attendee.ID(UUID()), name: "Bob")
+        harness.stream.turn(0, alice)
+        var frame = harness.feed(SpeechFixture.silence(seconds: 0.3) + first)
+        // Bob's turn starts right after Alice's last word, with no pause for voice activity to end on.
+        harness.stream.turn(frame, bob)
+        let bobStarts = Double(frame) / 16_000
+        frame = harness.feed(second + SpeechFixture.silence(seconds: 1), from: frame)
+        #expect(harness.finish())
+        #expect(harness.finals.map(\.text) == ["no blockers for me", "i am working on the report"])
+        #expect(harness.finals[0].words.allSatisfy { $0.end <= bobStarts + 0.05 })
+        #expect(harness.finals[1].words.allSatisfy { $0.start >= bobStarts - 0.05 })
+    }
+
+    @Test func reportsAModelThatCannotBeLoaded() throws {
+        var model = PocketSphinxRecognizer.Model.debian
+        model.acousticModel = "/nonexistent"
+        let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer(model: model))
+        #expect(harness.wait { if case .failed = $0 { true } else { false } })
+        #expect(harness.finish())
+    }
+}
