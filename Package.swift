@@ -65,7 +65,11 @@ let package = Package(
             dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsProtocol", "SyncUpsPOSIX"],
             swiftSettings: strictSettings
         ),
-        .executableTarget(name: "syncupsd", dependencies: ["SyncUpsDaemon"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "syncupsd",
+            dependencies: ["SyncUpsDaemon", "SyncUpsSystemd"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(name: "syncupsctl", dependencies: ["SyncUpsClient"], swiftSettings: strictSettings),
 
         // MARK: - Tests
@@ -105,6 +109,16 @@ let package = Package(
             name: "SyncUpsSpeechTests",
             dependencies: ["SyncUpsSpeech", "SyncUpsCore", "SyncUpsPOSIX", "SyncUpsTestSupport"],
             resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SyncUpsDaemonTests",
+            dependencies: ["SyncUpsDaemon", "SyncUpsPOSIX", "SyncUpsTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SyncUpsClientTests",
+            dependencies: ["SyncUpsClient", "SyncUpsJSON"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -24,6 +24,10 @@ public final class DaemonConnection {
 
     public let path: String
     private let fd: FileDescriptor
+    /// The socket, for `poll` alongside other descriptors.
+    public var descriptor: FileDescriptor { fd }
+    /// True when a whole line is already buffered (so `poll` on the socket would not say so).
+    public var hasBufferedLine: Bool { reader.hasBufferedLine }
     private var reader: LineReader
     public private(set) var greeting: JSONValue = .null
     /// Events received while waiting for replies, oldest first.

@@ -12,6 +12,9 @@ public struct LineReader {
         self.fd = fd
     }
 
+    /// True when a complete line is waiting in the buffer.
+    public var hasBufferedLine: Bool { buffer[start...].contains(0x0A) }
+
     public enum Failure: Error, Equatable {
         case closed
         case timedOut
@@ -32,10 +35,10 @@ public struct LineReader {
                 start = 0
             }
             if let deadline {
-                let remaining = deadline - .now()
-                guard remaining > .zero else { throw .timedOut }
+                // A zero timeout still looks once: "is a line available right now?"
+                let remaining = max(.zero, deadline - .now())
                 var poller = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&poller, 1, CInt(max(1, remaining.nanoseconds / 1_000_000)))
+                let ready = poll(&poller, 1, CInt(remaining.nanoseconds / 1_000_000))
                 if ready == 0 { throw .timedOut }
                 if ready < 0 && Errno.current != .interrupted { throw .system(SystemError("poll", .current)) }
                 if ready <= 0 { continue }

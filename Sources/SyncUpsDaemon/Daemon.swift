@@ -6,6 +6,7 @@ import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsProtocol
 import SyncUpsSpeech
+import SyncUpsSystemd
 
 /// The daemon: wires the store, the state, the socket server and the signals onto one event loop and runs
 /// it until SIGTERM or SIGINT.
@@ -16,6 +17,8 @@ public final class Daemon {
     let loop: EventLoop
     private let signals: SignalReader
     private var stopReason: String?
+    private let serviceManager = ServiceManager.live
+    private var lastStatus = ""
 
     /// Blocks the signals the daemon handles itself; call on the main thread before any thread starts.
     public init(configuration: Configuration, environment: [String: String], logger: Logger) throws(StartupError) {
@@ -44,6 +47,12 @@ public final class Daemon {
         defer { socket.close() }
 
         let server = Server(loop: loop, limits: Limits(), version: SyncUpsVersion.current, logger: logger)
+        // Every published event may change the one-line status systemd shows.
+        var updateStatus: () -> Void = {}
+        let publish: (Topic, String, JSONValue) -> Void = { topic, name, data in
+            server.publish(topic, name, data)
+            updateStatus()
+        }
         var state: DaemonState!
         let store: SyncUpStore
         let loaded: SyncUpStore.LoadResult
@@ -62,7 +71,7 @@ public final class Daemon {
             uuid: .random,
             now: { Date() },
             logger: logger,
-            publish: server.publish
+            publish: publish
         )
         let recovered = MeetingRecovery.run(state: state, logger: logger)
         let session: SessionController
@@ -72,7 +81,7 @@ public final class Daemon {
                 state: state,
                 settings: sessionSettings(),
                 logger: logger,
-                publish: server.publish
+                publish: publish
             )
         } catch {
             throw StartupError("cannot set up sessions: \(error)")
@@ -104,10 +113,24 @@ public final class Daemon {
         logger.notice(
             "syncupsd \(SyncUpsVersion.current) ready on \(socket.ownedPath ?? "a socket from systemd") with \(loaded.syncUps.count) sync-ups in \(directory.path)"
         )
+        let owner: DaemonState = state
+        func statusLine() -> String {
+            session.statusLine ?? "idle · \(owner.syncUps.count) sync-up\(owner.syncUps.count == 1 ? "" : "s")"
+        }
+        updateStatus = { [unowned self] in
+            let line = statusLine()
+            guard line != lastStatus else { return }
+            lastStatus = line
+            serviceManager.status(line)
+        }
+        lastStatus = statusLine()
+        serviceManager.ready(status: lastStatus)
+        startWatchdog()
 
         loop.run()
 
         logger.notice("stopping (\(stopReason ?? "asked to"))")
+        serviceManager.stopping()
         session.shutDown()
         server.shutDown(reason: stopReason ?? "stopping")
         if let failure = store.close() {
@@ -134,7 +157,27 @@ public final class Daemon {
         return settings
     }
 
+    /// Pings systemd's watchdog at half the interval it asked for; with no watchdog, no timer (an idle
+    /// daemon wakes up zero times a second).
+    private func startWatchdog() {
+        guard let interval = ServiceManager.watchdogInterval() else { return }
+        let period = interval / 2
+        func ping() {
+            serviceManager.watchdog()
+            loop.schedule(after: period, ping)
+        }
+        ping()
+    }
+
     private func openSocket() throws(StartupError) -> ListeningSocket {
+        do {
+            if let passed = try SocketActivation.passedSocket() {
+                logger.info("using the socket passed by systemd")
+                return ListeningSocket(passed: passed)
+            }
+        } catch {
+            throw StartupError("socket activation failed: \(error)")
+        }
         if let path = configuration.socketPath {
             return try ListeningSocket.create(at: path, isDefaultLocation: false)
         }

@@ -4,6 +4,7 @@ import Glibc
 import SyncUpsDaemon
 import SyncUpsPOSIX
 import SyncUpsProtocol
+import SyncUpsSystemd
 
 let environment = Subprocess.currentEnvironment()
 let configuration: Configuration
@@ -23,7 +24,11 @@ do {
     exit(64)
 }
 
-let logger = Logger.standardError(minimumLevel: configuration.logLevel)
+// Under systemd, stderr is the journal: log entries with priorities and fields; elsewhere, plain lines.
+let logger =
+    Journal.isStandardErrorJournal(environment: environment)
+    ? Journal.logger(minimumLevel: configuration.logLevel)
+    : Logger.standardError(minimumLevel: configuration.logLevel)
 do {
     let daemon = try Daemon(configuration: configuration, environment: environment, logger: logger)
     exit(try daemon.run())

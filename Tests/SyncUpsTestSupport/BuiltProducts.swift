@@ -16,4 +16,11 @@ public enum BuiltProducts {
     }()
 
     public static func path(_ product: String) -> String { directory + "/" + product }
+
+    /// The checkout: the directory holding `.build`.
+    public static let repositoryRoot: String = {
+        var path = directory
+        while let slash = path.lastIndex(of: "/"), !path.hasSuffix("/.build") { path = String(path[..<slash]) }
+        return String(path.dropLast("/.build".count))
+    }()
 }

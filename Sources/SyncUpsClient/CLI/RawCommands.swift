@@ -22,39 +22,36 @@ extension Syncupsctl {
         },
         Subcommand(
             name: "watch",
-            usage: "watch [--topic TOPIC]…",
-            summary: "Follow the daemon's events, one JSON line each, flushed.",
-            details: "--topic TOPIC  syncups, session or daemon (repeat; default all)",
-            spec: ArgumentSpec(valueOptions: ["topic"])
+            usage: "watch [--format events|json|waybar|polybar|i3blocks|tmux|TEMPLATE] [--topic TOPIC]… [--once]",
+            summary: "Follow the daemon: every event as a JSON line, or one status line per change for a bar.",
+            details: """
+                --format events    every event as it comes, one JSON line each (the default)
+                --format json      {"state","text","session"} per change
+                --format waybar    {"text","alt","tooltip","class","percentage"}, Pango-escaped
+                --format polybar   text with %{B…}%{F…} theme colours
+                --format i3blocks  {"full_text","short_text","color","background","urgent"}; reads clicks on
+                                   stdin (button 1: next speaker, button 3: pause/resume)
+                --format tmux      text with #[fg=…,bg=…] theme colours
+                --format 'TEXT'    a template: {title} {speaker} {speakerNumber} {speakerCount} {elapsed}
+                                   {remaining} {duration} {progress} {state} {theme} {main} {accent}
+                --text TEMPLATE    the text bar formats show (default "{speaker} {speakerNumber}/{speakerCount} · {remaining}")
+                --idle-text TEXT   what they show with no meeting (default "no meeting")
+                --topic TOPIC      with --format events: syncups, session or daemon (repeat; default all)
+                --once             print the current line and exit (for tmux's #(…) and polling bars)
+                --clicks           read click events on stdin (on by default for i3blocks)
+
+                Lines are flushed one by one. When the daemon is down it prints an offline line and
+                reconnects, waiting 0.25 s, then twice as long each time up to 5 s; it never prints an empty line.
+                """,
+            spec: ArgumentSpec(
+                valueOptions: ["format", "topic", "text", "idle-text"], flagOptions: ["once", "clicks"])
         ) { context, arguments throws(CLIError) in
-            try Watch(context: context, topics: arguments.all("topic")).run()
+            var watch = Watch(
+                context: context, format: arguments.value("format") ?? "events", topics: arguments.all("topic"))
+            if let text = arguments.value("text") { watch.line.textTemplate = text }
+            if let idle = arguments.value("idle-text") { watch.line.idleText = idle }
+            watch.readsClicks = arguments.has("clicks") || watch.format == "i3blocks"
+            if arguments.has("once") { try watch.printOnce() } else { watch.run() }
         },
     ]
-}
-
-/// `syncupsctl watch`: subscribe, then print every event as it comes.
-struct Watch {
-    var context: Context
-    var topics: [String]
-
-    func run() throws(CLIError) {
-        let connection = try context.connect()
-        var arguments = JSONObject()
-        if !topics.isEmpty { arguments.append("topics", .array(topics.map(JSONValue.string))) }
-        arguments.append("snapshot", false)
-        _ = try context.call(on: connection, "subscribe", arguments)
-        while true {
-            let event: (name: String, seq: Int?, data: JSONValue)
-            do {
-                event = try connection.nextEvent(timeout: nil)
-            } catch {
-                throw Context.cliError(error)
-            }
-            var line = JSONObject()
-            line.append("event", .string(event.name))
-            if let seq = event.seq { line.append("seq", .int(seq)) }
-            line.append("data", event.data)
-            guard context.output.out(JSONWriter().string(.object(line)) + "\n") else { return }
-        }
-    }
 }

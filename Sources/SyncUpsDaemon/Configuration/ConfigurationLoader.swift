@@ -164,6 +164,9 @@ public enum ConfigurationLoader {
         }
     }
 
+    /// Every option's name (a flag without `--`, a config-file key).
+    public static var optionNames: [String] { ConfigurationOption.all.map(\.name) }
+
     /// The text of `syncupsd --help`.
     public static var helpText: String {
         var text = """

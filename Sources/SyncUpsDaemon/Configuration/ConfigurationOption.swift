@@ -151,6 +151,11 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     public var location: String
     public var reason: Reason
 
+    public init(location: String, reason: Reason) {
+        self.location = location
+        self.reason = reason
+    }
+
     public var description: String {
         let detail =
             switch reason {

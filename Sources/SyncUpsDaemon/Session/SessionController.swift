@@ -64,6 +64,15 @@ final class SessionController {
     var syncUpID: SyncUp.ID? { active?.machine.syncUp.id }
     var engineName: String? { settings.recognizer?.name }
 
+    /// `recording "Design" 03:12 · Blob Jr 2/6` for systemd's status line, or nil when no session runs.
+    var statusLine: String? {
+        guard let machine = active?.machine else { return nil }
+        let verb = machine.phase == .running ? "recording" : machine.phase.rawValue
+        let speaker = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
+        return
+            "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)"
+    }
+
     /// The session object, or null when no session runs.
     var json: JSONValue { active.map(sessionJSON) ?? .null }
 

@@ -1,0 +1,198 @@
+import SyncUpsCore
+import SyncUpsJSON
+
+/// What a status bar shows about the meeting: rendered from the session object (or its absence) in the
+/// formats `syncupsctl watch --format` offers. Pure: a value in, a line out.
+public struct StatusLine: Sendable, Equatable {
+    /// The output formats.
+    public enum Format: Sendable, Equatable {
+        case json
+        case waybar
+        case polybar
+        case i3blocks
+        case tmux
+        /// A template such as `"{speaker} {remaining}"` (see `StatusLine.placeholders`).
+        case template(String)
+
+        public init(_ name: String) {
+            switch name {
+            case "json": self = .json
+            case "waybar": self = .waybar
+            case "polybar": self = .polybar
+            case "i3blocks": self = .i3blocks
+            case "tmux": self = .tmux
+            default: self = .template(name)
+            }
+        }
+    }
+
+    /// Where the daemon is: no meeting, a meeting, or not reachable.
+    public enum Situation: Sendable, Equatable {
+        case idle
+        case meeting(JSONValue)
+        case offline
+    }
+
+    /// The text for bars that show one: `Blob Jr 2/6 · 11:48` by default.
+    public var textTemplate = "{speaker} {speakerNumber}/{speakerCount} · {remaining}"
+    public var idleText = "no meeting"
+    public var offlineText = "syncupsd offline"
+
+    public init() {}
+
+    /// Every placeholder a template may use.
+    public static let placeholders = [
+        "title", "speaker", "speakerNumber", "speakerCount", "elapsed", "remaining", "duration", "progress",
+        "state", "theme", "main", "accent", "transcript",
+    ]
+
+    /// The values of the placeholders for a session object.
+    public static func values(_ session: JSONValue) -> [String: String] {
+        func int(_ key: String) -> Int { session[key]?.numberValue?.int64.map(Int.init) ?? 0 }
+        let speaker = session["speaker"]?["name"]?.stringValue ?? ""
+        return [
+            "title": session["title"]?.stringValue ?? "",
+            "speaker": speaker.isEmpty ? "(no name)" : speaker,
+            "speakerNumber": String(int("speakerIndex") + 1),
+            "speakerCount": String(int("attendeeCount")),
+            "elapsed": DurationText.clock(int("secondsElapsed")),
+            "remaining": DurationText.clock(int("durationRemaining")),
+            "duration": DurationText.clock(int("duration")),
+            "progress": String(progress(session)),
+            "state": session["state"]?.stringValue ?? "",
+            "theme": session["theme"]?["name"]?.stringValue ?? "",
+            "main": session["theme"]?["main"]?.stringValue ?? "",
+            "accent": session["theme"]?["accent"]?.stringValue ?? "",
+            "transcript": session["transcript"]?.stringValue ?? "",
+        ]
+    }
+
+    /// Meeting progress in percent, as the app's progress bar: elapsed / (elapsed + remaining).
+    public static func progress(_ session: JSONValue) -> Int {
+        let elapsed = session["secondsElapsed"]?.numberValue?.double ?? 0
+        let remaining = session["durationRemaining"]?.numberValue?.double ?? 0
+        let total = elapsed + remaining
+        return total > 0 ? Int((elapsed / total * 100).rounded()) : 0
+    }
+
+    /// Fills `{name}` placeholders; `{{` and `}}` are literal braces; unknown names are left as written.
+    public static func fill(_ template: String, _ values: [String: String]) -> String {
+        var output = ""
+        var index = template.startIndex
+        while index < template.endIndex {
+            let character = template[index]
+            let next = template.index(after: index)
+            if character == "{", next < template.endIndex, template[next] == "{" {
+                output.append("{")
+                index = template.index(after: next)
+            } else if character == "}", next < template.endIndex, template[next] == "}" {
+                output.append("}")
+                index = template.index(after: next)
+            } else if character == "{", let close = template[next...].firstIndex(of: "}") {
+                let name = String(template[next..<close])
+                output += values[name] ?? "{\(name)}"
+                index = template.index(after: close)
+            } else {
+                output.append(character)
+                index = next
+            }
+        }
+        return output
+    }
+
+    /// The line for `situation`, without the newline; never empty (an empty line hides a bar's module).
+    public func render(_ situation: Situation, format: Format) -> String {
+        let state: String
+        var values: [String: String] = [:]
+        let text: String
+        switch situation {
+        case .idle:
+            state = "idle"
+            text = idleText
+        case .offline:
+            state = "offline"
+            text = offlineText
+        case .meeting(let session):
+            values = Self.values(session)
+            state = values["state"] ?? "running"
+            text = Self.fill(textTemplate, values)
+        }
+        switch format {
+        case .json:
+            return JSONWriter().string([
+                "state": .string(state), "text": .string(text), "session": situationJSON(situation),
+            ])
+        case .template(let template):
+            if case .meeting = situation { return Self.fill(template, values) }
+            return text
+        case .waybar:
+            var object = JSONObject()
+            object.append("text", .string(Self.pangoEscaped(text)))
+            object.append("alt", .string(state))
+            object.append("tooltip", .string(Self.pangoEscaped(tooltip(situation, values))))
+            object.append("class", .string(state))
+            object.append("percentage", .int(Int(values["progress"] ?? "0") ?? 0))
+            return JSONWriter().string(.object(object))
+        case .i3blocks:
+            var object = JSONObject()
+            object.append("full_text", .string(text))
+            object.append("short_text", .string(values["remaining"] ?? text))
+            if let main = values["main"], !main.isEmpty {
+                object.append("background", .string(main))
+                object.append("color", .string(values["accent"] ?? "#000000"))
+            }
+            object.append("urgent", .bool(state == "ending"))
+            return JSONWriter().string(.object(object))
+        case .polybar:
+            let escaped = text.replacingAll("%", with: "%%")
+            guard let main = values["main"], !main.isEmpty else { return escaped }
+            return "%{B\(main)}%{F\(values["accent"] ?? "#000000")} \(escaped) %{F-}%{B-}"
+        case .tmux:
+            let escaped = text.replacingAll("#", with: "##")
+            guard let main = values["main"], !main.isEmpty else { return escaped }
+            return "#[fg=\(values["accent"] ?? "#000000"),bg=\(main)] \(escaped) #[default]"
+        }
+    }
+
+    private func situationJSON(_ situation: Situation) -> JSONValue {
+        if case .meeting(let session) = situation { return session }
+        return .null
+    }
+
+    private func tooltip(_ situation: Situation, _ values: [String: String]) -> String {
+        switch situation {
+        case .idle: return "No meeting is being recorded"
+        case .offline: return "syncupsd is not running"
+        case .meeting:
+            let verb = values["state"] == "running" ? "is speaking" : "has the floor (\(values["state"] ?? ""))"
+            return Self.fill(
+                "{title}\r{speaker} \(verb), {speakerNumber} of {speakerCount}\r{elapsed} elapsed, {remaining} left",
+                values
+            )
+        }
+    }
+
+    /// Waybar renders text as Pango markup: `&`, `<` and `>` in a name must not break the bar.
+    public static func pangoEscaped(_ text: String) -> String {
+        var output = ""
+        for character in text {
+            switch character {
+            case "&": output += "&amp;"
+            case "<": output += "&lt;"
+            case ">": output += "&gt;"
+            case "\"": output += "&quot;"
+            case "'": output += "&#39;"
+            default: output.append(character)
+            }
+        }
+        return output
+    }
+}
+
+extension String {
+    func replacingAll(_ target: Character, with replacement: String) -> String {
+        var output = ""
+        for character in self { if character == target { output += replacement } else { output.append(character) } }
+        return output
+    }
+}

@@ -1,0 +1,157 @@
+import Glibc
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+
+/// `syncupsctl watch`: follows the daemon for as long as it runs, printing events or status lines, and
+/// reconnecting with back-off when the daemon goes away.
+struct Watch {
+    var context: Context
+    var format: String
+    var topics: [String]
+    var line = StatusLine()
+    var readsClicks = false
+
+    /// The first wait after losing the daemon, doubled each time up to `maximumBackoff`.
+    static let initialBackoff = Duration.milliseconds(250)
+    static let maximumBackoff = Duration.seconds(5)
+
+    init(context: Context, format: String, topics: [String]) {
+        self.context = context
+        self.format = format
+        self.topics = topics
+    }
+
+    private var isEventStream: Bool { format == "events" }
+    private var statusFormat: StatusLine.Format { StatusLine.Format(format) }
+
+    /// Prints the current status line once.
+    func printOnce() throws(CLIError) {
+        do {
+            let connection = try context.connect()
+            let session = try context.call(on: connection, "session.get")
+            context.print(line.render(session == .null ? .idle : .meeting(session), format: statusFormat) + "\n")
+        } catch let error where error.exitCode == .unavailable {
+            context.print(line.render(.offline, format: statusFormat) + "\n")
+        }
+    }
+
+    /// Runs until standard output goes away.
+    func run() {
+        var backoff = Self.initialBackoff
+        var lastLine: String?
+        while true {
+            switch follow(lastLine: &lastLine, onConnected: { backoff = Self.initialBackoff }) {
+            case .outputClosed: return
+            case .disconnected:
+                if !isEventStream {
+                    let offline = line.render(.offline, format: statusFormat)
+                    if offline != lastLine {
+                        guard context.output.out(offline + "\n") else { return }
+                        lastLine = offline
+                    }
+                }
+                waitForReconnect(backoff)
+                backoff = min(backoff * 2, Self.maximumBackoff)
+            }
+        }
+    }
+
+    private enum Ending {
+        case outputClosed
+        case disconnected
+    }
+
+    /// One connection's worth of following.
+    private func follow(lastLine: inout String?, onConnected: () -> Void) -> Ending {
+        guard let connection = try? context.connect() else { return .disconnected }
+        connection.timeout = .seconds(10)
+        var arguments = JSONObject()
+        if isEventStream {
+            if !topics.isEmpty { arguments.append("topics", .array(topics.map(JSONValue.string))) }
+            arguments.append("snapshot", false)
+        } else {
+            arguments.append("topics", ["session"])
+        }
+        guard let subscribed = try? connection.call("subscribe", arguments) else { return .disconnected }
+        onConnected()
+        connection.timeout = nil
+        var situation = StatusLine.Situation.idle
+        if let session = subscribed["snapshot"]?["session"], session != .null { situation = .meeting(session) }
+
+        func emitStatus() -> Bool {
+            let rendered = line.render(situation, format: statusFormat)
+            guard rendered != lastLine else { return true }
+            lastLine = rendered
+            return context.output.out(rendered + "\n")
+        }
+        if !isEventStream && !emitStatus() { return .outputClosed }
+
+        var clicks = readsClicks ? LineReader(fd: .standardInput) : nil
+        while true {
+            // Wait for the daemon, or for a click on stdin.
+            var pollers = [pollfd(fd: connection.descriptor.rawValue, events: Int16(POLLIN), revents: 0)]
+            if clicks != nil { pollers.append(pollfd(fd: 0, events: Int16(POLLIN), revents: 0)) }
+            if connection.pendingEvents.isEmpty && !connection.hasBufferedLine {
+                if poll(&pollers, nfds_t(pollers.count), -1) < 0 && Errno.current != .interrupted {
+                    return .disconnected
+                }
+            }
+            if pollers.count > 1 && pollers[1].revents != 0 {
+                switch Result(catching: { try clicks?.nextLine(timeout: .zero) }) {
+                case .success(let click?): handleClick(click)
+                case .failure(LineReader.Failure.closed): clicks = nil
+                default: break
+                }
+            }
+            guard connection.pendingEvents.count > 0 || connection.hasBufferedLine || pollers[0].revents != 0 else {
+                continue
+            }
+            let event: (name: String, seq: Int?, data: JSONValue)
+            do {
+                event = try connection.nextEvent(timeout: .seconds(10))
+            } catch {
+                return .disconnected
+            }
+            if isEventStream {
+                var object = JSONObject()
+                object.append("event", .string(event.name))
+                if let seq = event.seq { object.append("seq", .int(seq)) }
+                object.append("data", event.data)
+                guard context.output.out(JSONWriter().string(.object(object)) + "\n") else { return .outputClosed }
+                continue
+            }
+            if event.name == "session.ended" {
+                situation = .idle
+            } else if event.name.hasPrefix("session."), let session = event.data["session"] {
+                situation = .meeting(session)
+            }
+            if !emitStatus() { return .outputClosed }
+        }
+    }
+
+    /// i3blocks sends `{"button": N, …}` per click (or just the number): 1 passes the floor, 3 pauses or resumes.
+    private func handleClick(_ line: ArraySlice<UInt8>) {
+        let button: Int?
+        if let value = try? JSONParser().parse(line), case .object = value {
+            button = value["button"]?.numberValue?.int64.map(Int.init)
+        } else {
+            button = Int(String(decoding: line, as: UTF8.self).trimmingWhitespace())
+        }
+        switch button {
+        case 1: _ = try? context.call("session.next")
+        case 3:
+            if let session = try? context.call("session.get"), session != .null {
+                _ = try? context.call(session["state"] == "running" ? "session.pause" : "session.resume")
+            }
+        default: break
+        }
+    }
+
+    private func waitForReconnect(_ delay: Duration) {
+        var remaining = timespec(
+            tv_sec: Int(delay.components.seconds), tv_nsec: Int(delay.components.attoseconds / 1_000_000_000))
+        var request = remaining
+        while nanosleep(&request, &remaining) != 0 && Errno.current == .interrupted { request = remaining }
+    }
+}

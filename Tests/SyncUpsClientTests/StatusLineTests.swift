@@ -1,0 +1,77 @@
+import SyncUpsClient
+import SyncUpsJSON
+import Testing
+
+@Suite struct StatusLineTests {
+    let session: JSONValue = [
+        "syncup": "5FD1", "title": "R&D <Core>", "state": "running", "secondsElapsed": 192, "duration": 900,
+        "durationRemaining": 708, "speakerIndex": 1, "speaker": ["id": "A", "name": "Ann & Bob"], "attendeeCount": 6,
+        "theme": ["name": "orange", "displayName": "Orange", "accent": "#000000", "main": "#FF8B42"],
+        "transcript": "hello",
+    ]
+
+    @Test func fillsTemplatesWithEveryPlaceholder() {
+        let values = StatusLine.values(session)
+        #expect(Set(values.keys) == Set(StatusLine.placeholders))
+        #expect(
+            StatusLine.fill(
+                "{title}: {speaker} {speakerNumber}/{speakerCount} {elapsed}+{remaining}={duration} {progress}%", values
+            )
+                == "R&D <Core>: Ann & Bob 2/6 03:12+11:48=15:00 21%")
+        #expect(
+            StatusLine.fill("{{literal}} {unknown} {state} {main} on {accent} {theme}", values)
+                == "{literal} {unknown} running #FF8B42 on #000000 orange")
+    }
+
+    @Test func escapesPangoMarkupForWaybar() {
+        let line = StatusLine().render(.meeting(session), format: .waybar)
+        let object = try? JSONParser().parse(line)
+        #expect(object?["text"] == "Ann &amp; Bob 2/6 · 11:48")
+        #expect(
+            object?["tooltip"] == "R&amp;D &lt;Core&gt;\rAnn &amp; Bob is speaking, 2 of 6\r03:12 elapsed, 11:48 left")
+        #expect(object?["class"] == "running")
+        #expect(object?["alt"] == "running")
+        #expect(object?["percentage"] == 21)
+    }
+
+    @Test(arguments: [StatusLine.Format.waybar, .polybar, .i3blocks, .tmux, .json, .template("{speaker}")])
+    func neverPrintsAnEmptyLine(format: StatusLine.Format) {
+        for situation in [StatusLine.Situation.idle, .offline, .meeting(session)] {
+            #expect(!StatusLine().render(situation, format: format).isEmpty)
+        }
+    }
+
+    @Test func saysOfflineVisibly() {
+        let waybar = try? JSONParser().parse(StatusLine().render(.offline, format: .waybar))
+        #expect(waybar?["class"] == "offline")
+        #expect(waybar?["text"] == "syncupsd offline")
+        #expect(StatusLine().render(.offline, format: .polybar) == "syncupsd offline")
+    }
+
+    @Test func paintsPolybarI3blocksAndTmuxWithTheThemeColours() {
+        #expect(
+            StatusLine().render(.meeting(session), format: .polybar)
+                == "%{B#FF8B42}%{F#000000} Ann & Bob 2/6 · 11:48 %{F-}%{B-}")
+        #expect(
+            StatusLine().render(.meeting(session), format: .tmux)
+                == "#[fg=#000000,bg=#FF8B42] Ann & Bob 2/6 · 11:48 #[default]")
+        let i3blocks = try? JSONParser().parse(StatusLine().render(.meeting(session), format: .i3blocks))
+        #expect(i3blocks?["full_text"] == "Ann & Bob 2/6 · 11:48")
+        #expect(i3blocks?["short_text"] == "11:48")
+        #expect(i3blocks?["background"] == "#FF8B42")
+        #expect(i3blocks?["urgent"] == false)
+    }
+
+    @Test func escapesTheFormatCharactersOfPolybarAndTmux() {
+        var line = StatusLine()
+        line.textTemplate = "100% {title} #1"
+        #expect(line.render(.meeting(session), format: .polybar).contains(" 100%% R&D <Core> #1 "))
+        #expect(line.render(.meeting(session), format: .tmux).contains(" 100% R&D <Core> ##1 "))
+    }
+
+    @Test func computesProgressAsTheAppsBarDoes() {
+        #expect(StatusLine.progress(["secondsElapsed": 0, "durationRemaining": 0]) == 0)
+        #expect(StatusLine.progress(["secondsElapsed": 10, "durationRemaining": -5]) == 200)
+        #expect(StatusLine.progress(["secondsElapsed": 1, "durationRemaining": 2]) == 33)
+    }
+}

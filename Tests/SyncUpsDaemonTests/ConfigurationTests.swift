@@ -1,0 +1,94 @@
+import Glibc
+import SyncUpsDaemon
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+@Suite struct ConfigurationTests {
+    let directory = TemporaryDirectory("config")
+    var environment: [String: String] { ["XDG_CONFIG_HOME": directory.path, "HOME": directory.path] }
+
+    func load(_ arguments: [String], file: String? = nil) throws(ConfigurationError) -> Configuration {
+        if let file {
+            mkdir(directory.appending("syncups"), 0o700)
+            Files.write(directory.appending("syncups/syncupsd.conf"), file)
+        }
+        guard
+            case .run(let configuration) = try ConfigurationLoader.load(arguments: arguments, environment: environment)
+        else {
+            throw ConfigurationError(location: "test", reason: .syntax("not a run"))
+        }
+        return configuration
+    }
+
+    @Test func needsNoFileForTheDefaults() throws {
+        let configuration = try load([])
+        #expect(configuration == Configuration())
+        #expect(configuration.audioDevice == "default")
+        #expect(configuration.playsCue)
+        #expect(configuration.speechEngine == "auto")
+    }
+
+    @Test func readsTheFileThenLetsFlagsWin() throws {
+        let configuration = try load(
+            ["--audio-device", "hw:2", "--no-cue"],
+            file: """
+                # my setup
+                audio-device = hw:1        # the USB mic
+                cue-device = "plughw:0"
+                speech-command = "/opt/whisper --model tiny"
+                data-dir = /srv/syncups
+
+                log-level=debug
+                """
+        )
+        #expect(configuration.audioDevice == "hw:2")
+        #expect(configuration.cueDevice == "plughw:0")
+        #expect(configuration.speechCommand == "/opt/whisper --model tiny")
+        #expect(configuration.dataDirectory == "/srv/syncups")
+        #expect(configuration.logLevel == .debug)
+        #expect(!configuration.playsCue)
+    }
+
+    @Test(arguments: [
+        ("colour = red\n", "syncupsd.conf:1: unknown option \"colour\""),
+        ("\n\nlog-level = loud\n", "syncupsd.conf:3: \"loud\" is not one of debug, info, notice, warning, error"),
+        ("cue = maybe\n", "syncupsd.conf:1: \"maybe\" is not true or false"),
+        ("data-dir = relative/path\n", "syncupsd.conf:1: \"relative/path\" is not an absolute path"),
+        ("just words\n", "syncupsd.conf:1: expected \"key = value\", got \"just words\""),
+    ])
+    func rejectsBadLinesNamingFileAndLine(text: String, message: String) {
+        do {
+            _ = try load([], file: text)
+            Issue.record("expected an error for \(text)")
+        } catch {
+            #expect(error.description.hasSuffix(message), "\(error.description)")
+            #expect(error.description.hasPrefix(directory.path))
+        }
+    }
+
+    @Test func rejectsUnknownFlagsAndMissingValues() {
+        #expect(throws: ConfigurationError(location: "the command line", reason: .unknownOption("--colour"))) {
+            try load(["--colour", "red"])
+        }
+        #expect(throws: ConfigurationError(location: "the command line", reason: .missingValue("--socket"))) {
+            try load(["--socket"])
+        }
+    }
+
+    @Test func readsAnotherFileWithConfigAndNoneWithNoConfig() throws {
+        Files.write(directory.appending("other.conf"), "audio-device = other\n")
+        #expect(try load(["--config", directory.appending("other.conf")]).audioDevice == "other")
+        #expect(try load(["--no-config"], file: "audio-device = ignored\n").audioDevice == "default")
+        #expect(throws: ConfigurationError.self) { try load(["--config", directory.appending("missing.conf")]) }
+    }
+
+    @Test func documentsEveryOptionInHelpAndInTheSampleConfig() throws {
+        let help = ConfigurationLoader.helpText
+        let sample = Files.readString(BuiltProducts.repositoryRoot + "/contrib/syncupsd.conf") ?? ""
+        for name in ConfigurationLoader.optionNames {
+            #expect(help.contains("--\(name)"), "\(name) is missing from --help")
+            #expect(sample.contains("# \(name) = "), "\(name) is missing from contrib/syncupsd.conf")
+        }
+    }
+}
