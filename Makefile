@@ -8,7 +8,7 @@ RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/nul
 RUN_PACKAGES = pkg-config libasound2-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
 TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3
 
-.PHONY: all build run test stress lint format deps deps-test clean
+.PHONY: all build run test stress fuzz lint format deps deps-test clean
 
 all: build
 
@@ -35,6 +35,20 @@ STRESS_ITERATIONS ?= 5000
 stress: deps-test
 	$(SWIFT) build --build-tests
 	SYNCUPS_STRESS_ITERATIONS=$(STRESS_ITERATIONS) $(SWIFT) test --skip-build --filter CrashSafetyTests
+
+## Runs each fuzzer for FUZZ_SECONDS (default 60) from the committed corpus; see Tests/Fuzz/README.md.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD = -c release --scratch-path .build/fuzz --toolset .build/fuzz-toolset.json -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
+fuzz: deps
+	@mkdir -p .build/fuzz-corpus/request .build/fuzz-corpus/file
+	@# GNU gold crashes linking libFuzzer into Swift; use the toolchain's lld.
+	@printf '{"schemaVersion":"1.0","linker":{"path":"%s"}}\n' "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/ld.lld" > .build/fuzz-toolset.json
+	$(SWIFT) build $(FUZZ_BUILD) --product syncups-fuzz-request
+	$(SWIFT) build $(FUZZ_BUILD) --product syncups-fuzz-file
+	.build/fuzz/release/syncups-fuzz-request -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=Tests/Fuzz/request.dict \
+		-artifact_prefix=.build/fuzz-crash-request- .build/fuzz-corpus/request Tests/Fuzz/Corpus/request
+	.build/fuzz/release/syncups-fuzz-file -max_total_time=$(FUZZ_SECONDS) -max_len=16384 \
+		-artifact_prefix=.build/fuzz-crash-file- .build/fuzz-corpus/file Tests/Fuzz/Corpus/file
 
 lint:
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests

@@ -88,6 +88,18 @@ let package = Package(
             path: "Tests/Tools/syncups-testtool",
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "syncups-fuzz-request",
+            dependencies: ["CSyncUpsShims", "SyncUpsDaemon", "SyncUpsJSON", "SyncUpsPOSIX"],
+            path: "Tests/Fuzz/syncups-fuzz-request",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "syncups-fuzz-file",
+            dependencies: ["CSyncUpsShims", "SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX"],
+            path: "Tests/Fuzz/syncups-fuzz-file",
+            swiftSettings: strictSettings
+        ),
         .testTarget(name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON"], swiftSettings: strictSettings),
         .testTarget(
             name: "SyncUpsCoreTests",
@@ -97,7 +109,10 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsTestSupport", "syncupsd", "syncupsctl"],
+            dependencies: [
+                "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsTestSupport", "syncupsd", "syncupsctl", "syncups-fuzz-request",
+                "syncups-fuzz-file",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -49,58 +49,16 @@ public final class Daemon {
         let server = Server(loop: loop, limits: Limits(), version: SyncUpsVersion.current, logger: logger)
         // Every published event may change the one-line status systemd shows.
         var updateStatus: () -> Void = {}
-        let publish: (Topic, String, JSONValue) -> Void = { topic, name, data in
-            server.publish(topic, name, data)
-            updateStatus()
-        }
-        var state: DaemonState!
-        let store: SyncUpStore
-        let loaded: SyncUpStore.LoadResult
-        do {
-            store = try SyncUpStore(directory: directory, loop: loop) { [logger] event in
-                Self.handle(event, state: state, server: server, logger: logger)
-            }
-            loaded = try store.open()
-        } catch {
-            throw StartupError("cannot open the data directory \(directory.path): \(error)")
-        }
-        for warning in loaded.warnings { logger.error(warning) }
-        state = DaemonState(
-            syncUps: loaded.syncUps,
-            store: store,
-            uuid: .random,
-            now: { Date() },
-            logger: logger,
-            publish: publish
-        )
-        let recovered = MeetingRecovery.run(state: state, logger: logger)
-        let session: SessionController
-        do {
-            session = try SessionController(
-                loop: loop,
-                state: state,
-                settings: sessionSettings(),
-                logger: logger,
-                publish: publish
-            )
-        } catch {
-            throw StartupError("cannot set up sessions: \(error)")
-        }
-        state.session = session
-        let handler = CommandHandler(
-            state: state,
+        let services = try Services(
+            loop: loop,
             server: server,
-            store: store,
-            session: session,
-            status: CommandHandler.StatusInfo(
-                version: SyncUpsVersion.current,
-                socketPath: socket.ownedPath ?? configuration.socketPath ?? "(from systemd)",
-                startedAt: startedAt,
-                startDate: Date(),
-                loadWarnings: loaded.warnings + recovered
-            )
+            directory: directory,
+            sessionSettings: sessionSettings(),
+            socketDescription: socket.ownedPath ?? "(from systemd)",
+            startedAt: startedAt,
+            logger: logger,
+            onPublish: { updateStatus() }
         )
-        server.handler = handler.handle
 
         do {
             try server.start(listener: socket.fd)
@@ -111,19 +69,15 @@ public final class Daemon {
             throw StartupError("cannot start serving: \(error)")
         }
         logger.notice(
-            "syncupsd \(SyncUpsVersion.current) ready on \(socket.ownedPath ?? "a socket from systemd") with \(loaded.syncUps.count) sync-ups in \(directory.path)"
+            "syncupsd \(SyncUpsVersion.current) ready on \(socket.ownedPath ?? "a socket from systemd") with \(services.state.syncUps.count) sync-ups in \(directory.path)"
         )
-        let owner: DaemonState = state
-        func statusLine() -> String {
-            session.statusLine ?? "idle · \(owner.syncUps.count) sync-up\(owner.syncUps.count == 1 ? "" : "s")"
-        }
         updateStatus = { [unowned self] in
-            let line = statusLine()
+            let line = services.statusLine
             guard line != lastStatus else { return }
             lastStatus = line
             serviceManager.status(line)
         }
-        lastStatus = statusLine()
+        lastStatus = services.statusLine
         serviceManager.ready(status: lastStatus)
         startWatchdog()
 
@@ -131,9 +85,9 @@ public final class Daemon {
 
         logger.notice("stopping (\(stopReason ?? "asked to"))")
         serviceManager.stopping()
-        session.shutDown()
+        services.session.shutDown()
         server.shutDown(reason: stopReason ?? "stopping")
-        if let failure = store.close() {
+        if let failure = services.store.close() {
             logger.error(failure)
             return 1
         }
@@ -194,25 +148,6 @@ public final class Daemon {
             loop.stop()
         default:
             logger.info("ignoring signal \(signal)")
-        }
-    }
-
-    private static func handle(_ event: SyncUpStore.Event, state: DaemonState?, server: Server, logger: Logger) {
-        switch event {
-        case .reloaded(let syncUps):
-            state?.replaceAll(with: syncUps)
-        case .outsideEditRejected(let movedTo, let reason):
-            logger.error(
-                "another program wrote an invalid sync-ups.json (\(reason)); moved it to \(movedTo) and rewrote the current state"
-            )
-            server.publish(
-                .daemon, "daemon.warning", ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")])
-        case .writeFailed(let message):
-            logger.error("\(message); keeping the state in memory and retrying")
-            server.publish(.daemon, "persistence.failed", ["error": .string(message)])
-        case .writeRecovered:
-            logger.notice("writing sync-ups.json works again")
-            server.publish(.daemon, "persistence.recovered", [:])
         }
     }
 }

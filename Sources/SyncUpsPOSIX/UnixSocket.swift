@@ -6,6 +6,12 @@ public struct PeerCredentials: Sendable, Equatable {
     public var pid: pid_t
     public var uid: uid_t
     public var gid: gid_t
+
+    public init(pid: pid_t, uid: uid_t, gid: gid_t) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
 }
 
 /// Unix-domain stream sockets: the daemon's listener and accepted connections, and the clients' connections.

@@ -35,3 +35,6 @@ int syncups_pipe_cloexec(int fds[2]);
 /// (from, to) to dup2 in the child; every other descriptor is close-on-exec already.
 int syncups_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int *dups,
                   int dup_count, int new_process_group);
+
+/// libFuzzer's entry point for programs with their own main (only linked into `make fuzz` builds).
+int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *data, size_t size));

@@ -65,6 +65,24 @@ final class Server {
         }
     }
 
+    /// Adds a connection on `fd` as if accepted (the in-process daemon's client end of a socket pair).
+    func adopt(_ fd: FileDescriptor) -> Connection? {
+        let connection = Connection(
+            number: nextNumber, fd: fd, peer: PeerCredentials(pid: getpid(), uid: ownUID, gid: getegid()),
+            now: loop.now())
+        nextNumber += 1
+        guard
+            let watch = try? loop.watch(
+                fd, for: .readable,
+                handler: { [unowned self, unowned connection] events in
+                    handleEvents(events, on: connection)
+                })
+        else { return nil }
+        connection.watch = watch
+        connections[connection.number] = connection
+        return connection
+    }
+
     private func admit(_ fd: FileDescriptor) {
         guard let peer = try? UnixSocket.peerCredentials(fd) else {
             fd.close()
@@ -190,6 +208,11 @@ final class Server {
     }
 
     private func handleLine(_ line: UnsafeRawBufferPointer, from connection: Connection) {
+        enqueue(reply(to: line, from: connection), to: connection)
+    }
+
+    /// The reply line (with its newline) to one request line.
+    func reply(to line: UnsafeRawBufferPointer, from connection: Connection) -> [UInt8] {
         var reply: [UInt8] = []
         switch Request.decode(line) {
         case .failure(let failure):
@@ -211,7 +234,7 @@ final class Server {
                 Wire.appendFailure(id: request.id, error: error, to: &reply)
             }
         }
-        enqueue(reply, to: connection)
+        return reply
     }
 
     private func pauseReading(_ connection: Connection, _ isPaused: Bool) {

@@ -1,0 +1,48 @@
+// Fuzzes the sync-ups.json loader: whatever the bytes, decoding returns sync-ups or a SyncUpsFileError
+// (never a crash), and a file that decodes survives an encode/decode round trip unchanged.
+//
+// Built with `make fuzz` (libFuzzer). Built normally, it replays the files given as arguments.
+
+import CSyncUpsShims
+import Glibc
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+
+func fuzzFile(_ input: UnsafeRawBufferPointer) {
+    guard let syncUps = try? SyncUpsFile.decode(Array(input)) else { return }
+    for options in [JSONWriter.Options.applePrettySorted, .compact] {
+        let again = try? SyncUpsFile.decode(SyncUpsFile.encode(syncUps, options: options))
+        precondition(again == syncUps, "a loaded file must survive a round trip")
+    }
+}
+
+#if FUZZING
+    /// SwiftPM links an executable's `main` as `<module>_main`; hand it to libFuzzer's driver.
+    @_cdecl("syncups_fuzz_file_main")
+    func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        var count = argc
+        var arguments = argv
+        return LLVMFuzzerRunDriver(&count, &arguments) { data, size in
+            fuzzFile(UnsafeRawBufferPointer(start: data, count: size))
+            return 0
+        }
+    }
+#else
+    @main
+    struct Replay {
+        static func main() {
+            var count = 0
+            for path in CommandLine.arguments.dropFirst() {
+                guard let fd = try? FileDescriptor.open(path, O_RDONLY), let bytes = try? fd.readToEnd() else {
+                    Console.error("cannot read \(path)\n")
+                    exit(2)
+                }
+                fd.close()
+                bytes.withUnsafeBytes { fuzzFile($0) }
+                count += 1
+            }
+            Console.out("replayed \(count) inputs\n")
+        }
+    }
+#endif

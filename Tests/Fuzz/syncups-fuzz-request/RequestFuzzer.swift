@@ -1,0 +1,86 @@
+// Fuzzes the request decoder and the command dispatcher: each input is a batch of request lines, answered
+// by an in-process daemon (the real decoder, handler, state and store) that lives across inputs, so
+// sequences of commands are explored, not just single lines.
+//
+// Built with `make fuzz` (libFuzzer, -sanitize=fuzzer). Built normally, it replays files given as arguments:
+// the committed corpus and every crash the fuzzer found run that way in `make test`.
+
+import CSyncUpsShims
+import Glibc
+import SyncUpsDaemon
+import SyncUpsJSON
+import SyncUpsPOSIX
+
+/// The daemon every input talks to.
+nonisolated(unsafe) private var daemon: InProcessDaemon?
+
+private let knownCodes: Set<String> = [
+    "parse_error", "invalid_request", "unknown_command", "invalid_argument", "not_found", "session_active",
+    "no_session", "invalid_state", "speech_unavailable", "line_too_long", "too_many_subscriptions", "internal",
+]
+
+/// Answers every line of `input` and checks what a client relies on: one reply line per request line, valid
+/// JSON, `ok` true with a result or false with a known code and a message.
+func fuzzRequests(_ input: UnsafeRawBufferPointer) {
+    if daemon == nil {
+        var template = Array("/tmp/syncups-fuzz-XXXXXX".utf8CString)
+        let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        daemon = try! InProcessDaemon(dataDirectory: directory)
+    }
+    var start = 0
+    while start <= input.count {
+        let end = input[start...].firstIndex(of: 0x0A) ?? input.count
+        let line = UnsafeRawBufferPointer(rebasing: input[start..<end])
+        start = end + 1
+        guard !line.isEmpty, line.count <= 1 << 20 else { continue }
+        let reply = daemon!.handle(line)
+        precondition(
+            reply.last == 0x0A && reply.dropLast().allSatisfy { $0 != 0x0A }, "a reply must be exactly one line")
+        let value: JSONValue
+        do {
+            value = try JSONParser().parse(reply.dropLast())
+        } catch {
+            preconditionFailure("the reply is not valid JSON: \(error)")
+        }
+        switch value["ok"] {
+        case .bool(true)?:
+            precondition(value["result"] != nil, "a success needs a result")
+        case .bool(false)?:
+            let code = value["error"]?["code"]?.stringValue ?? ""
+            precondition(knownCodes.contains(code), "unknown error code \(code)")
+            precondition(value["error"]?["message"]?.stringValue?.isEmpty == false, "an error needs a message")
+        default:
+            preconditionFailure("a reply needs ok true or false")
+        }
+    }
+}
+
+#if FUZZING
+    /// SwiftPM links an executable's `main` as `<module>_main`; hand it to libFuzzer's driver.
+    @_cdecl("syncups_fuzz_request_main")
+    func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        var count = argc
+        var arguments = argv
+        return LLVMFuzzerRunDriver(&count, &arguments) { data, size in
+            fuzzRequests(UnsafeRawBufferPointer(start: data, count: size))
+            return 0
+        }
+    }
+#else
+    @main
+    struct Replay {
+        static func main() {
+            var count = 0
+            for path in CommandLine.arguments.dropFirst() {
+                guard let fd = try? FileDescriptor.open(path, O_RDONLY), let bytes = try? fd.readToEnd() else {
+                    Console.error("cannot read \(path)\n")
+                    exit(2)
+                }
+                fd.close()
+                bytes.withUnsafeBytes { fuzzRequests($0) }
+                count += 1
+            }
+            Console.out("replayed \(count) inputs\n")
+        }
+    }
+#endif
