@@ -9,6 +9,10 @@ import SyncUpsPOSIX
 /// mid-meeting; the meeting is then recovered rather than lost.
 public struct MeetingJournal: Sendable, Equatable {
     public var syncUp: SyncUp.ID
+    /// The sync-up's fields as the meeting started, to recreate it if it never reached the disk.
+    public var title: String
+    public var theme: Theme
+    public var durationSeconds: Int
     public var meeting: Meeting.ID
     public var date: Date
     public var transcript: String
@@ -18,6 +22,9 @@ public struct MeetingJournal: Sendable, Equatable {
 
     public init(
         syncUp: SyncUp.ID,
+        title: String,
+        theme: Theme,
+        durationSeconds: Int,
         meeting: Meeting.ID,
         date: Date,
         transcript: String,
@@ -26,6 +33,9 @@ public struct MeetingJournal: Sendable, Equatable {
         segments: [TranscriptSegment]
     ) {
         self.syncUp = syncUp
+        self.title = title
+        self.theme = theme
+        self.durationSeconds = durationSeconds
         self.meeting = meeting
         self.date = date
         self.transcript = transcript
@@ -37,6 +47,9 @@ public struct MeetingJournal: Sendable, Equatable {
     var json: JSONValue {
         var object = JSONObject()
         object.append("syncup", .string(syncUp.description))
+        object.append("title", .string(title))
+        object.append("theme", .string(theme.rawValue))
+        object.append("duration", .int(durationSeconds))
         object.append("meeting", .string(meeting.description))
         // Seconds since 2001 exactly as sync-ups.json stores dates, so the recovered meeting matches to the bit.
         object.append("date", .double(date.timeIntervalSinceReferenceDate))
@@ -54,6 +67,9 @@ public struct MeetingJournal: Sendable, Equatable {
             let date = json["date"]?.numberValue?.double
         else { return nil }
         self.syncUp = syncUp
+        title = json["title"]?.stringValue ?? ""
+        theme = json["theme"]?.stringValue.flatMap(Theme.init(rawValue:)) ?? .bubblegum
+        durationSeconds = json["duration"]?.numberValue?.int64.map(Int.init) ?? 300
         self.meeting = meeting
         self.date = Date(timeIntervalSinceReferenceDate: date)
         transcript = json["transcript"]?.stringValue ?? ""

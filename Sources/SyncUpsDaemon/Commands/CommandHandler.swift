@@ -131,8 +131,10 @@ final class CommandHandler {
 
     private func getSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
         let arguments = try Arguments(request, allowed: ["id", "meetingsOffset", "meetingsLimit"])
-        let syncUp = state.syncUps[try state.index(of: try arguments.string("id"))]
+        // Every argument is checked before any lookup: a type error is always `invalid_argument`.
+        let id = try arguments.string("id")
         let page = try Paging(arguments, offsetKey: "meetingsOffset", limitKey: "meetingsLimit", limits: server.limits)
+        let syncUp = state.syncUps[try state.index(of: id)]
         let (meetings, next) = page.take(syncUp.meetings, budget: server.limits.maxReplyBytes * 7 / 8) {
             WireFormat.meeting($0, includesTranscript: true)
         }
@@ -156,28 +158,33 @@ final class CommandHandler {
 
     private func updateSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
         let arguments = try Arguments(request, allowed: ["id", "title", "duration", "theme", "attendees"])
-        let index = try state.index(of: try arguments.string("id"))
-        var attendees: [AttendeeChange]? = nil
-        if let elements = try arguments.optionalArray("attendees") {
+        // Every argument is checked before any lookup: a type error is always `invalid_argument`.
+        let id = try arguments.string("id")
+        var update = SyncUpUpdate(
+            title: try arguments.optionalString("title"),
+            durationSeconds: try arguments.optionalInt("duration"),
+            themeName: try arguments.optionalString("theme")
+        )
+        let elements = try arguments.optionalArray("attendees")
+        for (position, element) in (elements ?? []).enumerated() {
+            _ = try Self.attendeeChange(element, at: position, in: nil)
+        }
+        let index = try state.index(of: id)
+        if let elements {
             let current = state.syncUps[index].attendees
-            attendees = try elements.enumerated().map { (position, element) throws(ProtocolError) in
+            update.attendees = try elements.enumerated().map { (position, element) throws(ProtocolError) in
                 try Self.attendeeChange(element, at: position, in: current)
             }
         }
-        let update = SyncUpUpdate(
-            title: try arguments.optionalString("title"),
-            durationSeconds: try arguments.optionalInt("duration"),
-            themeName: try arguments.optionalString("theme"),
-            attendees: attendees
-        )
         guard !update.isEmpty else {
             throw .invalidArgument("nothing to change: give title, duration, theme or attendees")
         }
         return WireFormat.syncUp(try state.update(index, with: update), meetings: .summary)
     }
 
-    /// `{"id"?: "<id or prefix>", "name": "…"}` or a bare name string (a new attendee).
-    private static func attendeeChange(_ element: JSONValue, at position: Int, in current: [Attendee])
+    /// `{"id"?: "<id or prefix>", "name": "…"}` or a bare name string (a new attendee). With `current` nil
+    /// only the shape is checked.
+    private static func attendeeChange(_ element: JSONValue, at position: Int, in current: [Attendee]?)
         throws(ProtocolError) -> AttendeeChange
     {
         if case .string(let name) = element { return AttendeeChange(id: nil, name: name) }
@@ -195,6 +202,7 @@ final class CommandHandler {
         case nil, .null?:
             return AttendeeChange(id: nil, name: name)
         case .string(let text)?:
+            guard let current else { return AttendeeChange(id: nil, name: name) }
             switch IDPrefix.resolve(text, in: current.map(\.id.description)) {
             case .found(let index): return AttendeeChange(id: current[index].id, name: name)
             case .notFound: throw .invalidArgument("\"attendees[\(position)].id\": no attendee \(text) in this sync-up")

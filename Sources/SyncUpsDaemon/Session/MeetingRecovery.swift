@@ -17,13 +17,22 @@ enum MeetingRecovery {
             notes.append(note)
         }
         for journal in journals {
-            guard let syncUp = state.syncUps.first(where: { $0.id == journal.syncUp }) else {
-                let note =
-                    "a meeting interrupted by a crash belongs to a sync-up that no longer exists (\(journal.syncUp)); its files are kept in \(directory.meetingsDirectory)"
-                logger.error(note, .meeting(journal.meeting))
+            if !state.syncUps.contains(where: { $0.id == journal.syncUp }) {
+                // The crash came before the sync-up itself reached the disk: recreate it from the journal.
+                state.restore(
+                    SyncUp(
+                        id: journal.syncUp,
+                        attendees: journal.attendees,
+                        duration: .seconds(journal.durationSeconds),
+                        theme: journal.theme,
+                        title: journal.title
+                    )
+                )
+                let note = "recreated the sync-up \"\(journal.title)\" of a meeting interrupted by a crash"
+                logger.warning(note, .syncUp(journal.syncUp))
                 notes.append(note)
-                continue
             }
+            guard let syncUp = state.syncUps.first(where: { $0.id == journal.syncUp }) else { continue }
             if syncUp.meeting(journal.meeting) == nil {
                 var audioSeconds: Double? = nil
                 let audio = directory.sidecar(journal.meeting, MeetingFiles.audio)

@@ -141,6 +141,8 @@ final class SessionController {
         )
         session.machine = machine
         active = session
+        // The journal refers to the sync-up: make sure the sync-up itself is on disk too.
+        state.flush()
         writeJournal(session)
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
         perform(effects, in: session)
@@ -437,6 +439,9 @@ final class SessionController {
     private func writeJournal(_ session: ActiveSession) {
         let journal = MeetingJournal(
             syncUp: session.machine.syncUp.id,
+            title: session.machine.syncUp.title,
+            theme: session.machine.syncUp.theme,
+            durationSeconds: session.machine.durationSeconds,
             meeting: session.meetingID,
             date: session.machine.startDate,
             transcript: session.transcript.finalText,

@@ -131,6 +131,18 @@ final class DaemonState {
         return true
     }
 
+    /// Writes any change still waiting for the throttle now.
+    func flush() {
+        if store.hasUnsavedChanges { store.save(syncUps, urgent: true) }
+    }
+
+    /// Adds a sync-up as it was (recovery recreating one that never reached the disk).
+    func restore(_ syncUp: SyncUp) {
+        syncUps.append(syncUp)
+        store.save(syncUps, urgent: true)
+        publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
+    }
+
     /// Another program rewrote `sync-ups.json`: its content is the state now.
     func replaceAll(with syncUps: [SyncUp]) {
         self.syncUps = syncUps

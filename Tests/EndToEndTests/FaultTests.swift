@@ -1,0 +1,184 @@
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Synchronization
+import Testing
+
+/// Faults a laptop and a week of uptime bring: SIGKILL mid-work, a full disk, other programs editing the file.
+@Suite struct FaultTests {
+    static let iterations =
+        Int(Subprocess.currentEnvironment()["SYNCUPS_STRESS_ITERATIONS"] ?? "").map { max(10, $0 / 100) } ?? 8
+
+    /// Acknowledged changes with when they were acknowledged, from a writer thread.
+    final class Acknowledged: Sendable {
+        private let titles = Mutex<[(String, MonotonicInstant)]>([])
+        private let stop = Mutex(false)
+        func add(_ title: String) { titles.withLock { $0.append((title, .now())) } }
+        var all: [(String, MonotonicInstant)] { titles.withLock { $0 } }
+        var isStopped: Bool { stop.withLock { $0 } }
+        func finish() { stop.withLock { $0 = true } }
+    }
+
+    @Test func losesAtMostTheLastSecondWhenABusyDaemonIsKilledOverAndOver() throws {
+        let directory = TemporaryDirectory("kill")
+        var generation = 0
+        for iteration in 0..<Self.iterations {
+            let daemon = try DaemonProcess(
+                arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"], directory: directory)
+            let setup = try daemon.client()
+            let status = try setup.result("status")
+            // Nothing was ever found corrupt: every kill left a file that parses.
+            let warnings = status["persistence"]?["warnings"]?.arrayValue ?? []
+            #expect(!warnings.contains { $0.stringValue?.contains("does not parse") == true })
+            if iteration > 0 {
+                #expect(
+                    warnings.contains { $0.stringValue?.hasPrefix("recovered a meeting") == true },
+                    "the meeting killed mid-way is recovered")
+            }
+            let syncUp = try setup.result(
+                "syncups.create", ["title": .string("meeting \(iteration)"), "duration": 600, "attendees": ["A", "B"]])
+            _ = try setup.result("session.start", ["syncup": syncUp["id"]!, "transcribe": false])
+
+            let acknowledged = Acknowledged()
+            let path = daemon.socketPath
+            let base = generation
+            let writer = try DedicatedThread(name: "busy-writer") {
+                guard let client = try? RawClient(path: path) else { return }
+                var count = 0
+                while !acknowledged.isStopped {
+                    let title = "g\(base)-\(count)"
+                    guard (try? client.result("syncups.create", ["title": .string(title)])) != nil else { return }
+                    acknowledged.add(title)
+                    count += 1
+                }
+            }
+            // Let requests and the meeting run for a random while, then kill without warning.
+            var pause = timespec(tv_sec: 0, tv_nsec: Int.random(in: 300_000_000...1_500_000_000))
+            nanosleep(&pause, nil)
+            let killedAt = MonotonicInstant.now()
+            #expect(daemon.stop(signal: SIGKILL) == .signaled(SIGKILL))
+            acknowledged.finish()
+            writer.join()
+            generation += 1
+
+            let file = try #require(Files.read(directory.appending("data/sync-ups.json")))
+            let titles = Set(try JSONParser().parse(file).arrayValue?.compactMap { $0["title"]?.stringValue } ?? [])
+            for (title, at) in acknowledged.all where killedAt - at > .milliseconds(1500) {
+                #expect(
+                    titles.contains(title), "\(title) was acknowledged \(killedAt - at) before the kill and is lost")
+            }
+        }
+    }
+
+    @Test func keepsTheStateAndAudioAsFarAsPossibleWhenTheDiskFills() throws {
+        guard geteuid() == 0 else { return }  // mounting a small tmpfs needs root; CI runs as root
+        let mount = TemporaryDirectory("full")
+        guard Glibc.mount("tmpfs", mount.path, "tmpfs", 0, "size=600k,mode=0700") == 0 else {
+            Issue.record("cannot mount a tmpfs: \(Errno.current)")
+            return
+        }
+        defer { umount2(mount.path, Int32(MNT_DETACH)) }
+        let alsa = try ALSAFixture(microphone: SpeechFixture.pattern(seconds: 60))
+        let daemon = try DaemonProcess(
+            arguments: ["--data-dir", mount.path, "--audio-device", "virtmic", "--no-cue", "--speech-engine", "none"],
+            environment: alsa.environment
+        )
+        let client = try daemon.client()
+        let created = try client.result(
+            "syncups.create", ["title": "Before the disk filled", "duration": 600, "attendees": ["A"]])
+        #expect(
+            try waitFor {
+                Files.readString(mount.appending("sync-ups.json"))?.contains("Before the disk filled") == true
+            })
+        let before = try #require(Files.read(mount.appending("sync-ups.json")))
+        _ = try client.result("subscribe", ["topics": ["session", "daemon"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": created["id"]!, "transcribe": false])
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        // 600 KiB hold about 18 s of audio; fill most of it now.
+        Files.write(mount.appending("filler"), [UInt8](repeating: 1, count: 480 * 1024))
+        let audioError = try client.nextEvent("session.error", timeout: .seconds(20))
+        #expect(
+            audioError["data"]?["message"]?.stringValue?.hasSuffix("No space left on device; recording goes on") == true
+        )
+        // A change now cannot be written either; the file on disk keeps its last good content.
+        _ = try client.result("syncups.update", ["id": created["id"]!, "title": "During"])
+        let failed = try client.nextEvent("persistence.failed")
+        #expect(failed["data"]?["error"]?.stringValue?.contains("No space left on device") == true)
+        #expect(Files.read(mount.appending("sync-ups.json")) == before)
+        #expect(try client.result("status")["persistence"]?["lastError"] != .null)
+        // Space comes back: everything catches up.
+        unlink(mount.appending("filler"))
+        _ = try client.nextEvent("persistence.recovered", timeout: .seconds(20))
+        #expect(Files.readString(mount.appending("sync-ups.json"))?.contains("During") == true)
+        _ = try client.result("session.end", ["action": "save"])
+        let ended = try client.nextEvent("session.ended")
+        #expect(ended["data"]?["outcome"] == "saved")
+        let meeting = try client.result("meetings.get", ["syncup": created["id"]!, "meeting": .string(meetingID)])
+        // The audio missed while the disk was full is silence now: audio time is still meeting time.
+        let seconds = try #require(meeting["audio"]?["seconds"]?.numberValue?.double)
+        let elapsed = try #require(ended["data"]?["session"]?["secondsElapsed"]?.numberValue?.double)
+        #expect(abs(seconds - elapsed) < 1.5)
+    }
+
+    @Test func neverLosesNorSilentlyOverwritesOutsideEditsMadeWhileClientsWrite() throws {
+        let daemon = try DaemonProcess(arguments: ["--speech-engine", "none"])
+        let client = try daemon.client()
+        let watcher = try daemon.client()
+        _ = try watcher.result("subscribe", ["topics": ["syncups", "daemon"], "snapshot": false])
+        let file = daemon.dataPath + "/sync-ups.json"
+        for round in 0..<5 {
+            // Clients write...
+            for index in 0..<20 { _ = try client.result("syncups.create", ["title": .string("r\(round)-\(index)")]) }
+            // ...an editor saves a valid file in the middle of it: it becomes the state.
+            let edited =
+                #"[{"attendees":[],"duration":[0,60000000000000000000],"id":"0000000\#(round)-0000-0000-0000-000000000000","meetings":[],"theme":"sky","title":"edited \#(round)"}]"#
+                .replacingSixtySeconds
+            Files.replace(file, with: edited)
+            var reloaded: JSONValue?
+            while reloaded == nil {
+                let event = try watcher.readJSON()
+                if event["event"] == "syncups.reloaded" { reloaded = event }
+            }
+            #expect(reloaded?["data"]?["syncups"]?[0]?["title"]?.stringValue == "edited \(round)")
+            #expect(try client.result("syncups.list")["total"] == 1)
+            // ...and one that does not parse is kept aside, byte for byte, and the state rewritten.
+            Files.replace(file, with: "{ broken \(round)")
+            let warning = try watcher.nextEvent("daemon.warning")
+            let message = warning["data"]?["message"]?.stringValue ?? ""
+            let movedTo = try #require(
+                message.split(separator: " ").first { $0.contains(".corrupt-") }.map { String($0.dropLast()) })
+            #expect(Files.readString(movedTo) == "{ broken \(round)")
+            #expect(try waitFor { Files.readString(file)?.contains("edited \(round)") == true })
+        }
+    }
+
+    @Test func keepsIdsAndNamesInsideTheDataDirectory() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"])
+        let client = try daemon.client()
+        let hostile = "../../../../tmp/escaped"
+        let created = try client.result("syncups.create", ["title": .string(hostile), "attendees": [.string(hostile)]])
+        _ = try client.result("session.start", ["syncup": created["id"]!, "transcribe": false])
+        _ = try client.result("session.end", ["action": "save"])
+        #expect(try client.request("syncups.get", ["id": .string(hostile)])["error"]?["code"] == "not_found")
+        #expect(
+            try client.request("meetings.get", ["syncup": created["id"]!, "meeting": "../../x"])["error"]?["code"]
+                == "not_found")
+        #expect(!Files.exists("/tmp/escaped"))
+        for name in Files.list(daemon.dataPath + "/meetings") {
+            #expect(
+                name.count == 36 + 4 || name.count == 36 + 5 || name.hasSuffix(".recording.json"),
+                "unexpected file \(name)")
+        }
+    }
+
+    @Test func refusesASymlinkPlantedAtTheSocket() throws {
+        let directory = TemporaryDirectory("symlink")
+        let target = directory.appending("elsewhere")
+        symlink(target, directory.appending("syncupsd.sock"))
+        let daemon = try DaemonProcess(directory: directory, waitForReady: false)
+        #expect(daemon.waitForExit() == .exited(1))
+        #expect(daemon.log.contents.contains("is a symbolic link; refusing to follow or replace it"))
+        #expect(!Files.exists(target))
+    }
+}
