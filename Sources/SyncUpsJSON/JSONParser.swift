@@ -43,7 +43,7 @@ public struct JSONParser: Sendable {
 
     /// Parses one JSON value from raw memory.
     public func parse(buffer: UnsafeRawBufferPointer) -> Result<JSONValue, JSONParseError> {
-        var reader = Reader(bytes: buffer, maxDepth: maxDepth)
+        var reader = JSONScanner(bytes: buffer, maxDepth: maxDepth)
         do throws(JSONParseError) {
             reader.skipWhitespace()
             let value = try reader.parseValue(depth: 0)
@@ -58,22 +58,36 @@ public struct JSONParser: Sendable {
     }
 }
 
-// MARK: - Reader
+// MARK: - Scanner
 
 private let quote = UInt8(ascii: "\"")
 private let backslash = UInt8(ascii: "\\")
 
-private struct Reader {
-    let bytes: UnsafeRawBufferPointer
-    let maxDepth: Int
-    var index = 0
+/// The parser's reading position over a buffer, with its primitives public so a decoder for one known
+/// schema (`sync-ups.json`) can read straight into its types without building a `JSONValue` tree first.
+/// The buffer must outlive the scanner.
+public struct JSONScanner {
+    public let bytes: UnsafeRawBufferPointer
+    public let maxDepth: Int
+    public var index = 0
 
-    init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
+    public init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
         self.bytes = bytes
         self.maxDepth = maxDepth
     }
 
-    var isAtEnd: Bool { index >= bytes.count }
+    public var isAtEnd: Bool { index >= bytes.count }
+
+    /// The byte at the position, or nil at the end.
+    public var current: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    /// Skips whitespace, then consumes `byte` if it is next; returns whether it was.
+    public mutating func consume(_ byte: UInt8) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
 
     func describeCurrent() -> String {
         guard index < bytes.count else { return "end of input" }
@@ -82,7 +96,7 @@ private struct Reader {
         return "byte 0x\(String(byte, radix: 16, uppercase: true))"
     }
 
-    mutating func skipWhitespace() {
+    public mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -91,7 +105,7 @@ private struct Reader {
         }
     }
 
-    mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
+    public mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
         guard index < bytes.count else { throw JSONParseError("unexpected end of input, expected a value", at: index) }
         switch bytes[index] {
         case UInt8(ascii: "{"): return .object(try parseObject(depth: depth + 1))
@@ -199,16 +213,29 @@ private struct Reader {
 
     // MARK: Strings
 
-    mutating func parseString() throws(JSONParseError) -> String {
+    public mutating func parseString() throws(JSONParseError) -> String {
         let start = index
         index += 1  // opening quote
         let contentStart = index
-        // Fast path: no escapes, so the bytes are the string.
+        // Fast path: no escapes, so the bytes are the string. Eight bytes at a time while they hold no quote,
+        // backslash or control character (transcripts are long, and start-up reads thousands of them).
+        var sawNonASCII = false
+        if let base = bytes.baseAddress {
+            while index + 8 <= bytes.count {
+                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                guard !Self.hasSpecialByte(word) else { break }
+                if word & 0x8080_8080_8080_8080 != 0 { sawNonASCII = true }
+                index += 8
+            }
+        }
         while index < bytes.count {
             let byte = bytes[index]
             if byte == quote {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[contentStart..<index])
                 index += 1
+                if !sawNonASCII && !slice.contains(where: { $0 >= 0x80 }) {
+                    return String(decoding: slice, as: UTF8.self)  // ASCII needs no validation
+                }
                 guard let string = String(validating: slice, as: UTF8.self) else {
                     throw JSONParseError("invalid UTF-8 in string", at: invalidUTF8Offset(slice, base: contentStart))
                 }
@@ -220,6 +247,18 @@ private struct Reader {
         }
         guard index < bytes.count else { throw JSONParseError("unterminated string", at: start) }
         return try parseEscapedString(start: start, contentStart: contentStart)
+    }
+
+    /// True when one of the eight bytes is `"`, `\` or below 0x20 (the classic "has zero byte" bit trick).
+    @inline(__always)
+    static func hasSpecialByte(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ value: UInt64) -> Bool { (value &- ones) & ~value & highs != 0 }
+        let isQuote = hasZero(word ^ (ones &* UInt64(quote)))
+        let isBackslash = hasZero(word ^ (ones &* UInt64(backslash)))
+        let isControl = (word &- ones &* 0x20) & ~word & highs != 0
+        return isQuote || isBackslash || isControl
     }
 
     mutating func parseEscapedString(start: Int, contentStart: Int) throws(JSONParseError) -> String {
@@ -323,7 +362,7 @@ private struct Reader {
 
     // MARK: Numbers
 
-    mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
+    public mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
         let start = index
         var isNegative = false
         if bytes[index] == UInt8(ascii: "-") {

@@ -9,6 +9,22 @@ import SyncUpsJSON
 public enum SyncUpsFile {
     /// Decodes a whole file. An empty file (or one of only whitespace) is an empty list, as the app treats it.
     public static func decode(_ bytes: [UInt8]) throws(SyncUpsFileError) -> [SyncUp] {
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(SyncUpsFileError) in try decode(buffer: buffer) }
+        }
+        return try result.get()
+    }
+
+    /// Decodes a whole file from memory (a mapped file, say).
+    public static func decode(buffer: UnsafeRawBufferPointer) throws(SyncUpsFileError) -> [SyncUp] {
+        if buffer.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [] }
+        if let syncUps = decodeFast(buffer) { return syncUps }
+        return try decodeGeneral(Array(buffer))
+    }
+
+    /// The general path: parse to a `JSONValue`, then decode with precise errors. The fuzzer compares it
+    /// with the fast path.
+    public static func decodeGeneral(_ bytes: [UInt8]) throws(SyncUpsFileError) -> [SyncUp] {
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [] }
         let value: JSONValue
         do {
@@ -27,6 +43,7 @@ public enum SyncUpsFile {
 
     /// Encodes sync-ups as the app's Debug build does (`[.prettyPrinted, .sortedKeys]`); the app reads it back.
     public static func encode(_ syncUps: [SyncUp], options: JSONWriter.Options = .applePrettySorted) -> [UInt8] {
+        if options == .applePrettySorted { return encodePrettySorted(syncUps) }
         var output: [UInt8] = []
         output.reserveCapacity(syncUps.count * 1024)
         JSONWriter(options: options).write(json(syncUps), into: &output)

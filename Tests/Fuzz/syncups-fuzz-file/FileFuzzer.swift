@@ -1,5 +1,6 @@
 // Fuzzes the sync-ups.json loader: whatever the bytes, decoding returns sync-ups or a SyncUpsFileError
-// (never a crash), and a file that decodes survives an encode/decode round trip unchanged.
+// (never a crash), the fast and general decoders agree, and a file that decodes survives an encode/decode
+// round trip unchanged (through the fast pretty writer and the general compact one).
 //
 // Built with `make fuzz` (libFuzzer). Built normally, it replays the files given as arguments.
 
@@ -10,7 +11,11 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 
 func fuzzFile(_ input: UnsafeRawBufferPointer) {
-    guard let syncUps = try? SyncUpsFile.decode(Array(input)) else { return }
+    // The fast path and the general path agree on every input: the same sync-ups, or both refuse.
+    let fast = try? SyncUpsFile.decode(Array(input))
+    let general = try? SyncUpsFile.decodeGeneral(Array(input))
+    precondition(fast == general, "the fast and general decoders disagree")
+    guard let syncUps = fast else { return }
     for options in [JSONWriter.Options.applePrettySorted, .compact] {
         let again = try? SyncUpsFile.decode(SyncUpsFile.encode(syncUps, options: options))
         precondition(again == syncUps, "a loaded file must survive a round trip")
