@@ -22,6 +22,15 @@ public enum Wire {
         bytes.append(contentsOf: "}\n".utf8)
     }
 
+    /// A result already encoded as JSON text (for replies built straight into bytes on hot paths).
+    public static func appendSuccess(id: JSONValue, encodedResult: [UInt8], to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: #"{"id":"#.utf8)
+        JSONWriter().write(id, into: &bytes)
+        bytes.append(contentsOf: #","ok":true,"result":"#.utf8)
+        bytes.append(contentsOf: encodedResult)
+        bytes.append(contentsOf: "}\n".utf8)
+    }
+
     public static func failure(id: JSONValue, error: ProtocolError) -> [UInt8] {
         var bytes: [UInt8] = []
         appendFailure(id: id, error: error, to: &bytes)
@@ -54,6 +63,12 @@ public enum Wire {
         bytes.append(contentsOf: "}\n".utf8)
         return bytes
     }
+}
+
+/// A command's result: a value to encode, or JSON text already encoded.
+public enum ReplyBody: Sendable {
+    case value(JSONValue)
+    case encoded([UInt8])
 }
 
 /// A line received by a client: a reply to one of its requests, or an event.

@@ -40,9 +40,11 @@ final class CommandHandler {
         "session.pause", "session.resume", "session.end", "subscribe", "unsubscribe",
     ]
 
-    func handle(_ request: Request, from connection: Connection) -> Result<JSONValue, ProtocolError> {
+    func handle(_ request: Request, from connection: Connection) -> Result<ReplyBody, ProtocolError> {
         do throws(ProtocolError) {
-            return .success(try dispatch(request, connection))
+            // `status` is what bars and scripts poll: it is written straight into bytes.
+            if request.command == "status" { return .success(.encoded(try statusReply(request))) }
+            return .success(.value(try dispatch(request, connection)))
         } catch {
             return .failure(error)
         }
@@ -53,7 +55,6 @@ final class CommandHandler {
         case "ping":
             _ = try Arguments(request, allowed: [])
             return "pong"
-        case "status": return try statusCommand(request)
         case "themes.list":
             _ = try Arguments(request, allowed: [])
             return .array(Theme.allCases.map(WireFormat.theme))
@@ -90,32 +91,53 @@ final class CommandHandler {
 
     // MARK: - Daemon
 
-    private func statusCommand(_ request: Request) throws(ProtocolError) -> JSONValue {
+    /// The part of `status` that never changes, encoded once: `{"version":…,…,"dataFile":"…"`.
+    private lazy var statusPrefix: [UInt8] = {
+        var prefix = JSONWriter().encode(
+            [
+                "version": .string(status.version),
+                "protocol": .int(Wire.protocolVersion),
+                "pid": .int(Int(getpid())),
+                "startedAt": .string(UTCTime(status.startDate).rfc3339),
+                "socket": .string(status.socketPath),
+                "dataDirectory": .string(state.dataDirectory.path),
+                "dataFile": .string(state.dataDirectory.syncUpsFile),
+            ]
+        )
+        prefix.removeLast()  // the closing brace: the changing fields follow
+        return prefix
+    }()
+
+    private func statusReply(_ request: Request) throws(ProtocolError) -> [UInt8] {
         _ = try Arguments(request, allowed: [])
+        var bytes = statusPrefix
+        bytes.reserveCapacity(bytes.count + 256)
+        func field(_ name: StaticString, _ value: Int) {
+            bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            JSONWriter.appendInteger(Int64(value), to: &bytes)
+        }
         let uptime = (MonotonicInstant.now() - status.startedAt).seconds
-        return [
-            "version": .string(status.version),
-            "protocol": .int(Wire.protocolVersion),
-            "pid": .int(Int(getpid())),
-            "startedAt": .string(UTCTime(status.startDate).rfc3339),
-            "uptime": .double((uptime * 1000).rounded() / 1000),
-            "socket": .string(status.socketPath),
-            "dataDirectory": .string(state.dataDirectory.path),
-            "dataFile": .string(state.dataDirectory.syncUpsFile),
-            "syncUps": .int(state.syncUps.count),
-            "meetings": .int(state.syncUps.reduce(0) { $0 + $1.meetings.count }),
-            "connections": .int(server.connections.count),
-            "subscribers": .int(server.subscriberCount),
-            "seq": .int(server.seq),
-            "timers": .int(server.loop.scheduledTimerCount),
-            "session": session.json,
-            "speechEngine": .optional(session.engineName),
-            "persistence": [
-                "lastError": .optional(store.lastError),
-                "unsavedChanges": .bool(store.hasUnsavedChanges),
-                "warnings": .array(status.loadWarnings.map(JSONValue.string)),
-            ],
-        ]
+        bytes.append(contentsOf: #","uptime":"#.utf8)
+        JSONWriter.writeNumber(.double((uptime * 1000).rounded() / 1000), into: &bytes)
+        field(#","syncUps":"#, state.syncUps.count)
+        field(#","meetings":"#, state.meetingCount)
+        field(#","connections":"#, server.connections.count)
+        field(#","subscribers":"#, server.subscriberCount)
+        field(#","seq":"#, server.seq)
+        field(#","timers":"#, server.loop.scheduledTimerCount)
+        let writer = JSONWriter()
+        bytes.append(contentsOf: #","session":"#.utf8)
+        writer.write(session.json, into: &bytes)
+        bytes.append(contentsOf: #","speechEngine":"#.utf8)
+        writer.write(.optional(session.engineName), into: &bytes)
+        bytes.append(contentsOf: #","persistence":{"lastError":"#.utf8)
+        writer.write(.optional(store.lastError), into: &bytes)
+        bytes.append(
+            contentsOf: (store.hasUnsavedChanges ? #","unsavedChanges":true"# : #","unsavedChanges":false"#).utf8)
+        bytes.append(contentsOf: #","warnings":"#.utf8)
+        writer.write(.array(status.loadWarnings.map(JSONValue.string)), into: &bytes)
+        bytes.append(contentsOf: "}}".utf8)
+        return bytes
     }
 
     // MARK: - Sync-ups

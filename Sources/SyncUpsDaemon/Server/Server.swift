@@ -11,7 +11,7 @@ import SyncUpsProtocol
 /// request's reply on every connection.
 final class Server {
     /// What the daemon answers a request with.
-    typealias Handler = (Request, Connection) -> Result<JSONValue, ProtocolError>
+    typealias Handler = (Request, Connection) -> Result<ReplyBody, ProtocolError>
 
     let loop: EventLoop
     let limits: Limits
@@ -219,8 +219,11 @@ final class Server {
             Wire.appendFailure(id: failure.id, error: failure.error, to: &reply)
         case .success(let request):
             switch handler(request, connection) {
-            case .success(let result):
-                Wire.appendSuccess(id: request.id, result: result, to: &reply)
+            case .success(let body):
+                switch body {
+                case .value(let result): Wire.appendSuccess(id: request.id, result: result, to: &reply)
+                case .encoded(let result): Wire.appendSuccess(id: request.id, encodedResult: result, to: &reply)
+                }
                 if reply.count > limits.maxReplyBytes {
                     let size = reply.count
                     reply.removeAll()

@@ -10,7 +10,11 @@ import SyncUpsProtocol
 ///
 /// Lives on the event loop's thread; nothing else holds a reference to the array.
 final class DaemonState {
-    private(set) var syncUps: [SyncUp]
+    private(set) var syncUps: [SyncUp] {
+        didSet { meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count } }
+    }
+    /// The number of meetings of all sync-ups, kept for `status` (which must not walk the list each time).
+    private(set) var meetingCount = 0
     private let store: SyncUpStore
     private let publish: (Topic, String, JSONValue) -> Void
     let uuid: UUIDGenerator
@@ -28,6 +32,7 @@ final class DaemonState {
         publish: @escaping (Topic, String, JSONValue) -> Void
     ) {
         self.syncUps = syncUps
+        self.meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count }
         self.store = store
         self.uuid = uuid
         self.now = now
