@@ -46,7 +46,11 @@ public final class Daemon {
         let socket = try openSocket()
         defer { socket.close() }
 
-        let server = Server(loop: loop, limits: Limits(), version: SyncUpsVersion.current, logger: logger)
+        var limits = Limits()
+        limits.maxConnections = configuration.maxConnections
+        limits.maxSubscribers = max(limits.maxSubscribers, configuration.maxConnections)
+        FileDescriptorLimit.raiseToHardLimit()
+        let server = Server(loop: loop, limits: limits, version: SyncUpsVersion.current, logger: logger)
         // Every published event may change the one-line status systemd shows.
         var updateStatus: () -> Void = {}
         let services = try Services(

@@ -56,6 +56,11 @@ import Testing
         ("cue = maybe\n", "syncupsd.conf:1: \"maybe\" is not true or false"),
         ("data-dir = relative/path\n", "syncupsd.conf:1: \"relative/path\" is not an absolute path"),
         ("just words\n", "syncupsd.conf:1: expected \"key = value\", got \"just words\""),
+        ("just words # a = b\n", "syncupsd.conf:1: expected \"key = value\", got \"just words\""),
+        ("speech-command = \"run --fast\n", "syncupsd.conf:1: the value of speech-command opens a \" quote that is never closed"),
+        ("audio-device = 'hw:1' hw:2\n", "syncupsd.conf:1: unexpected \"hw:2\" after the quoted value of audio-device"),
+        ("max-connections = lots\n", "syncupsd.conf:1: \"lots\" is not a number from 1 to 100000"),
+        ("max-connections = 0\n", "syncupsd.conf:1: \"0\" is not a number from 1 to 100000"),
     ])
     func rejectsBadLinesNamingFileAndLine(text: String, message: String) {
         do {
@@ -65,6 +70,20 @@ import Testing
             #expect(error.description.hasSuffix(message), "\(error.description)")
             #expect(error.description.hasPrefix(directory.path))
         }
+    }
+
+    @Test func keepsHashesAndEscapesInsideQuotes() throws {
+        let configuration = try load(
+            [],
+            file: #"""
+                speech-command = "/opt/run --tag #1 --say \"hi\" C:\\x"   # the comment starts here
+                audio-device = 'plughw:CARD=USB,DEV=0 #2'
+                max-connections = 4096
+                """#
+        )
+        #expect(configuration.speechCommand == #"/opt/run --tag #1 --say "hi" C:\x"#)
+        #expect(configuration.audioDevice == "plughw:CARD=USB,DEV=0 #2")
+        #expect(configuration.maxConnections == 4096)
     }
 
     @Test func rejectsUnknownFlagsAndMissingValues() {

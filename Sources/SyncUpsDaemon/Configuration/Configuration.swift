@@ -7,6 +7,8 @@ public struct Configuration: Sendable, Equatable {
     /// The data directory; nil means `$XDG_DATA_HOME/syncups`.
     public var dataDirectory: String?
     public var logLevel: Logger.Level = .info
+    /// Simultaneous client connections.
+    public var maxConnections = 256
     /// The ALSA capture device meetings record from.
     public var audioDevice = "default"
     /// The ALSA playback device for the speaker-change cue.

@@ -115,19 +115,13 @@ public enum ConfigurationLoader {
         }
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let location = "\(path):\(number + 1)"
-            var line = rawLine[...]
-            if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
-            let content = String(line).trimmingWhitespace()
-            if content.isEmpty { continue }
-            guard let equals = content.firstIndex(of: "=") else {
-                throw ConfigurationError(
-                    location: location, reason: .syntax("expected \"key = value\", got \"\(content)\""))
+            let parsed: (key: String, value: String)?
+            do throws(ConfigurationError.Reason) {
+                parsed = try ConfigurationLine.parse(rawLine)
+            } catch {
+                throw ConfigurationError(location: location, reason: error)
             }
-            let key = String(content[..<equals]).trimmingWhitespace()
-            var value = String(content[content.index(after: equals)...]).trimmingWhitespace()
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
-                value = String(value.dropFirst().dropLast())
-            }
+            guard let (key, value) = parsed else { continue }
             guard let option = option(key) else {
                 throw ConfigurationError(location: location, reason: .unknownOption(key))
             }

@@ -120,6 +120,18 @@ struct ConfigurationOption: Sendable {
             configuration.speechGrammar = try absolutePath(value)
         },
         ConfigurationOption(
+            name: "max-connections",
+            kind: .text,
+            placeholder: "N",
+            defaultDescription: "256",
+            help: "the most clients connected at once (each status bar and watch is one)"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            guard let count = Int(value), (1...100_000).contains(count) else {
+                throw .invalidValue(value, "a number from 1 to 100000")
+            }
+            configuration.maxConnections = count
+        },
+        ConfigurationOption(
             name: "log-level",
             kind: .choice(Logger.Level.allCases.reversed().map(\.name)),
             placeholder: "LEVEL",
