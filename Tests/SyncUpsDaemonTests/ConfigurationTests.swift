@@ -57,7 +57,10 @@ import Testing
         ("data-dir = relative/path\n", "syncupsd.conf:1: \"relative/path\" is not an absolute path"),
         ("just words\n", "syncupsd.conf:1: expected \"key = value\", got \"just words\""),
         ("just words # a = b\n", "syncupsd.conf:1: expected \"key = value\", got \"just words\""),
-        ("speech-command = \"run --fast\n", "syncupsd.conf:1: the value of speech-command opens a \" quote that is never closed"),
+        (
+            "speech-command = \"run --fast\n",
+            "syncupsd.conf:1: the value of speech-command opens a \" quote that is never closed"
+        ),
         ("audio-device = 'hw:1' hw:2\n", "syncupsd.conf:1: unexpected \"hw:2\" after the quoted value of audio-device"),
         ("max-connections = lots\n", "syncupsd.conf:1: \"lots\" is not a number from 1 to 100000"),
         ("max-connections = 0\n", "syncupsd.conf:1: \"0\" is not a number from 1 to 100000"),
