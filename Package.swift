@@ -21,11 +21,8 @@ let package = Package(
         .target(name: "CSyncUpsShims", cSettings: [.define("_GNU_SOURCE")]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
-        .systemLibrary(
-            name: "CPocketSphinx",
-            pkgConfig: "pocketsphinx",
-            providers: [.apt(["libpocketsphinx-dev"])]
-        ),
+        // No pkgConfig: pocketsphinx.pc would link libsphinxad and its 30 dependencies (see shim.h).
+        .systemLibrary(name: "CPocketSphinx", providers: [.apt(["libpocketsphinx-dev"])]),
 
         // MARK: - Pure core
 
