@@ -67,7 +67,7 @@ import Testing
                 #"{"text":"Ann &amp; Bob 1/2 · 00:03","alt":"running","tooltip":"R&amp;D &lt;Core&gt;\rAnn &amp; Bob is speaking, 1 of 2\r00:01 elapsed, 00:03 left","class":"running","percentage":25}"#,
                 #"{"text":"Cy 2/2 · 00:02","alt":"running","tooltip":"R&amp;D &lt;Core&gt;\rCy is speaking, 2 of 2\r00:02 elapsed, 00:02 left","class":"running","percentage":50}"#,
                 #"{"text":"Cy 2/2 · 00:01","alt":"running","tooltip":"R&amp;D &lt;Core&gt;\rCy is speaking, 2 of 2\r00:03 elapsed, 00:01 left","class":"running","percentage":75}"#,
-                #"{"text":"Cy 2/2 · 00:00","alt":"ending","tooltip":"R&amp;D &lt;Core&gt;\rCy has the floor (ending), 2 of 2\r00:04 elapsed, 00:00 left","class":"ending","percentage":100}"#,
+                #"{"text":"Cy 2/2 · 00:00 (ending)","alt":"ending","tooltip":"R&amp;D &lt;Core&gt;\rCy has the floor (ending), 2 of 2\r00:04 elapsed, 00:00 left","class":"ending","percentage":100}"#,
                 #"{"text":"no meeting","alt":"idle","tooltip":"No meeting is being recorded","class":"idle","percentage":0}"#,
             ]
         )
@@ -78,7 +78,7 @@ import Testing
                 "%{B#001441}%{F#FFFFFF} Ann & Bob 1/2 · 00:03 %{F-}%{B-}",
                 "%{B#001441}%{F#FFFFFF} Cy 2/2 · 00:02 %{F-}%{B-}",
                 "%{B#001441}%{F#FFFFFF} Cy 2/2 · 00:01 %{F-}%{B-}",
-                "%{B#001441}%{F#FFFFFF} Cy 2/2 · 00:00 %{F-}%{B-}",
+                "%{B#001441}%{F#FFFFFF} Cy 2/2 · 00:00 (ending) %{F-}%{B-}",
                 "no meeting",
             ]
         )
@@ -134,5 +134,24 @@ import Testing
             BuiltProducts.path("syncupsctl"), ["--socket", "/nonexistent", "watch", "--format", "waybar", "--once"])
         #expect(offline.exitCode == 0)
         #expect(offline.standardOutput.contains(#""class":"offline""#))
+    }
+
+    @Test func saysOfflineInTheUsersWords() throws {
+        let offline = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"),
+            ["--socket", "/nonexistent", "watch", "--format", "polybar", "--once", "--offline-text", "—"])
+        #expect(offline.standardOutput == "—\n")
+    }
+
+    @Test func togglesPauseAndResumeWithOneCommand() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let client = try daemon.client()
+        #expect(try daemon.ctl(["toggle"]).standardError.contains("no_session"))
+        let created = try client.result("syncups.create", ["title": "Design", "duration": 600, "attendees": ["Ann"]])
+        _ = try client.result("session.start", ["syncup": created["id"]!, "audio": false])
+        #expect(try daemon.ctl(["--json", "toggle"]).standardOutput.contains(#""state":"paused""#))
+        #expect(try client.result("session.get")["state"] == "paused")
+        #expect(try daemon.ctl(["--json", "toggle"]).standardOutput.contains(#""state":"running""#))
+        #expect(try client.result("session.get")["state"] == "running")
     }
 }

@@ -54,7 +54,7 @@ import Testing
                 == "%{B#FF8B42}%{F#000000} Ann & Bob 2/6 · 11:48 %{F-}%{B-}")
         #expect(
             StatusLine().render(.meeting(session), format: .tmux)
-                == "#[fg=#000000,bg=#FF8B42] Ann & Bob 2/6 · 11:48 #[default]")
+                == "#[fg=##000000,bg=##FF8B42] Ann & Bob 2/6 · 11:48 #[default]")
         let i3blocks = try? JSONParser().parse(StatusLine().render(.meeting(session), format: .i3blocks))
         #expect(i3blocks?["full_text"] == "Ann & Bob 2/6 · 11:48")
         #expect(i3blocks?["short_text"] == "11:48")
@@ -64,9 +64,22 @@ import Testing
 
     @Test func escapesTheFormatCharactersOfPolybarAndTmux() {
         var line = StatusLine()
-        line.textTemplate = "100% {title} #1"
-        #expect(line.render(.meeting(session), format: .polybar).contains(" 100%% R&D <Core> #1 "))
-        #expect(line.render(.meeting(session), format: .tmux).contains(" 100% R&D <Core> ##1 "))
+        line.textTemplate = "100% {title} #1 %{F#f00}"
+        // Polybar: a tag-like "%{" is broken apart, a lone % left alone (polybar has no %% escape).
+        #expect(line.render(.meeting(session), format: .polybar).contains(" 100% R&D <Core> #1 % {F#f00} "))
+        #expect(line.render(.meeting(session), format: .tmux).contains(" 100% R&D <Core> ##1 %{F##f00} "))
+    }
+
+    @Test func saysWhenTheTimerIsNotRunning() {
+        var object = session.objectValue ?? [:]
+        object["state"] = "paused"
+        let paused = JSONValue.object(object)
+        #expect(
+            StatusLine().render(.meeting(paused), format: .template("{speaker}{stateSuffix}")) == "Ann & Bob (paused)")
+        #expect(StatusLine().render(.meeting(session), format: .template("{speaker}{stateSuffix}")) == "Ann & Bob")
+        let waybar = try? JSONParser().parse(StatusLine().render(.meeting(paused), format: .waybar))
+        #expect(waybar?["text"] == "Ann &amp; Bob 2/6 · 11:48 (paused)")
+        #expect(waybar?["class"] == "paused")
     }
 
     @Test func computesProgressAsTheAppsBarDoes() {

@@ -22,7 +22,7 @@ extension Syncupsctl {
         },
         Subcommand(
             name: "watch",
-            usage: "watch [--format events|json|waybar|polybar|i3blocks|tmux|TEMPLATE] [--topic TOPIC]… [--once]",
+            usage: "watch [--format FORMAT] [--text T] [--idle-text T] [--offline-text T] [--topic TOPIC]… [--once]",
             summary: "Follow the daemon: every event as a JSON line, or one status line per change for a bar.",
             details: """
                 --format events    every event as it comes, one JSON line each (the default)
@@ -31,26 +31,37 @@ extension Syncupsctl {
                 --format polybar   text with %{B…}%{F…} theme colours
                 --format i3blocks  {"full_text","short_text","color","background","urgent"}; reads clicks on
                                    stdin (button 1: next speaker, button 3: pause/resume)
-                --format tmux      text with #[fg=…,bg=…] theme colours
-                --format 'TEXT'    a template: {title} {speaker} {speakerNumber} {speakerCount} {elapsed}
-                                   {remaining} {duration} {progress} {state} {theme} {main} {accent}
-                --text TEMPLATE    the text bar formats show (default "{speaker} {speakerNumber}/{speakerCount} · {remaining}")
-                --idle-text TEXT   what they show with no meeting (default "no meeting")
+                --format tmux      text with #[fg=…,bg=…] theme colours, # doubled for tmux's #(…)
+                --format 'TEXT'    a template (below), printed as it is
+                --text TEMPLATE    the text bar formats show during a meeting
+                                   (default "\(StatusLine().textTemplate)")
+                --idle-text TEXT   what they show with no meeting (default "\(StatusLine().idleText)")
+                --offline-text T   what they show while syncupsd is down (default "\(StatusLine().offlineText)")
                 --topic TOPIC      with --format events: syncups, session or daemon (repeat; default all)
                 --once             print the current line and exit (for tmux's #(…) and polling bars)
                 --clicks           read click events on stdin (on by default for i3blocks)
+                --no-clicks        do not read stdin, even for i3blocks
 
-                Lines are flushed one by one. When the daemon is down it prints an offline line and
+                Template placeholders: \(StatusLine.placeholders.map { "{\($0)}" }.joined(separator: " ")).
+                {stateSuffix} is empty while the timer runs, " (paused)" or " (ending)" otherwise;
+                {{ and }} are literal braces.
+
+                Lines are flushed one by one. When the daemon is down it prints the offline line and
                 reconnects, waiting 0.25 s, then twice as long each time up to 5 s; it never prints an empty line.
                 """,
             spec: ArgumentSpec(
-                valueOptions: ["format", "topic", "text", "idle-text"], flagOptions: ["once", "clicks"])
+                valueOptions: ["format", "topic", "text", "idle-text", "offline-text"],
+                flagOptions: ["once", "clicks", "no-clicks"])
         ) { context, arguments throws(CLIError) in
+            if arguments.has("clicks") && arguments.has("no-clicks") {
+                throw .usage("watch: choose --clicks or --no-clicks")
+            }
             var watch = Watch(
                 context: context, format: arguments.value("format") ?? "events", topics: arguments.all("topic"))
             if let text = arguments.value("text") { watch.line.textTemplate = text }
             if let idle = arguments.value("idle-text") { watch.line.idleText = idle }
-            watch.readsClicks = arguments.has("clicks") || watch.format == "i3blocks"
+            if let offline = arguments.value("offline-text") { watch.line.offlineText = offline }
+            watch.readsClicks = !arguments.has("no-clicks") && (arguments.has("clicks") || watch.format == "i3blocks")
             if arguments.has("once") { try watch.printOnce() } else { watch.run() }
         },
     ]

@@ -1,5 +1,6 @@
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsProtocol
 
 extension Syncupsctl {
     static let sessionCommands: [Subcommand] = [
@@ -26,6 +27,15 @@ extension Syncupsctl {
             "next", "session.next", "Pass the floor to the next speaker; at the last one, stop and wait for `end`."),
         sessionRequest("pause", "session.pause", "Stop the timer (audio keeps recording)."),
         sessionRequest("resume", "session.resume", "Restart the timer."),
+        Subcommand(
+            name: "toggle",
+            usage: "toggle",
+            summary: "Pause the timer if it runs, resume it if it is paused (one key or click for both).",
+            spec: ArgumentSpec()
+        ) { context, _ throws(CLIError) in
+            let session = try context.toggleSession(on: try context.connect())
+            context.show(session) { Format.sessionLine(session) + "\n" }
+        },
         Subcommand(
             name: "end",
             usage: "end [--save | --discard]",
@@ -54,6 +64,20 @@ extension Syncupsctl {
         Subcommand(name: name, usage: name, summary: summary, spec: ArgumentSpec()) { context, _ throws(CLIError) in
             let session = try context.call(command)
             context.show(session) { Format.sessionLine(session) + "\n" }
+        }
+    }
+}
+
+extension Context {
+    /// Pauses, or resumes when the daemon says the meeting is already paused. Asking first and then acting
+    /// would race with a second click; this way each request is judged on the state the daemon holds.
+    func toggleSession(on connection: DaemonConnection) throws(CLIError) -> JSONValue {
+        do {
+            return try connection.call("session.pause")
+        } catch .rejected(let error) where error.code == .invalidState {
+            return try call(on: connection, "session.resume")
+        } catch {
+            throw Self.cliError(error)
         }
     }
 }

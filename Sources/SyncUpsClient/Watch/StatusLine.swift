@@ -33,8 +33,8 @@ public struct StatusLine: Sendable, Equatable {
         case offline
     }
 
-    /// The text for bars that show one: `Blob Jr 2/6 · 11:48` by default.
-    public var textTemplate = "{speaker} {speakerNumber}/{speakerCount} · {remaining}"
+    /// The text for bars that show one: `Blob Jr 2/6 · 11:48` by default, `Blob Jr 2/6 · 11:48 (paused)` paused.
+    public var textTemplate = "{speaker} {speakerNumber}/{speakerCount} · {remaining}{stateSuffix}"
     public var idleText = "no meeting"
     public var offlineText = "syncupsd offline"
 
@@ -43,13 +43,14 @@ public struct StatusLine: Sendable, Equatable {
     /// Every placeholder a template may use.
     public static let placeholders = [
         "title", "speaker", "speakerNumber", "speakerCount", "elapsed", "remaining", "duration", "progress",
-        "state", "theme", "main", "accent", "transcript",
+        "state", "stateSuffix", "theme", "main", "accent", "transcript",
     ]
 
     /// The values of the placeholders for a session object.
     public static func values(_ session: JSONValue) -> [String: String] {
         func int(_ key: String) -> Int { session[key]?.numberValue?.int64.map(Int.init) ?? 0 }
         let speaker = session["speaker"]?["name"]?.stringValue ?? ""
+        let state = session["state"]?.stringValue ?? ""
         return [
             "title": session["title"]?.stringValue ?? "",
             "speaker": speaker.isEmpty ? "(no name)" : speaker,
@@ -59,7 +60,8 @@ public struct StatusLine: Sendable, Equatable {
             "remaining": DurationText.clock(int("durationRemaining")),
             "duration": DurationText.clock(int("duration")),
             "progress": String(progress(session)),
-            "state": session["state"]?.stringValue ?? "",
+            "state": state,
+            "stateSuffix": state.isEmpty || state == "running" ? "" : " (\(state))",
             "theme": session["theme"]?["name"]?.stringValue ?? "",
             "main": session["theme"]?["main"]?.stringValue ?? "",
             "accent": session["theme"]?["accent"]?.stringValue ?? "",
@@ -144,13 +146,17 @@ public struct StatusLine: Sendable, Equatable {
             object.append("urgent", .bool(state == "ending"))
             return JSONWriter().string(.object(object))
         case .polybar:
-            let escaped = text.replacingAll("%", with: "%%")
+            // Polybar has no escape for its %{…} tags; a name holding "%{" gets a space so it stays text.
+            let escaped = text.replacingAll("%{", with: "% {")
             guard let main = values["main"], !main.isEmpty else { return escaped }
             return "%{B\(main)}%{F\(values["accent"] ?? "#000000")} \(escaped) %{F-}%{B-}"
         case .tmux:
+            // tmux expands a #(…) command's output as a format again: every # must be doubled, the ones
+            // in colours too (a single "#FF8B42" inside #[…] makes tmux drop the whole style).
             let escaped = text.replacingAll("#", with: "##")
             guard let main = values["main"], !main.isEmpty else { return escaped }
-            return "#[fg=\(values["accent"] ?? "#000000"),bg=\(main)] \(escaped) #[default]"
+            let accent = values["accent"] ?? "#000000"
+            return "#[fg=#\(accent),bg=#\(main)] \(escaped) #[default]"
         }
     }
 
@@ -194,5 +200,17 @@ extension String {
         var output = ""
         for character in self { if character == target { output += replacement } else { output.append(character) } }
         return output
+    }
+
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var output = ""
+        var rest = self[...]
+        while let range = rest.firstRange(of: target) {
+            output += rest[..<range.lowerBound]
+            output += replacement
+            rest = rest[range.upperBound...]
+        }
+        return output + rest
     }
 }

@@ -140,10 +140,7 @@ struct Watch {
         }
         switch button {
         case 1: _ = try? context.call("session.next")
-        case 3:
-            if let session = try? context.call("session.get"), session != .null {
-                _ = try? context.call(session["state"] == "running" ? "session.pause" : "session.resume")
-            }
+        case 3: _ = try? context.toggleSession(on: context.connect())
         default: break
         }
     }
