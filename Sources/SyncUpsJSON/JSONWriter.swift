@@ -104,7 +104,10 @@ public struct JSONWriter: Sendable {
 
     // MARK: - Scalars
 
-    static func appendASCII(_ text: StaticString, to output: inout [UInt8]) {
+    /// Appends literal text. Much cheaper than `append(contentsOf: "…".utf8)`, which goes through String's
+    /// generic views; it matters on the per-request path.
+    @inlinable
+    public static func appendASCII(_ text: StaticString, to output: inout [UInt8]) {
         output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
@@ -163,15 +166,28 @@ public struct JSONWriter: Sendable {
         var string = string
         string.withUTF8 { bytes in
             var runStart = 0
-            for index in 0..<bytes.count {
+            var index = 0
+            while index < bytes.count {
+                // Eight bytes at a time past text that needs no escape: transcripts are long, and a save of
+                // thousands of them was mostly this loop.
+                if let base = bytes.baseAddress {
+                    while index + 8 <= bytes.count {
+                        let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                        if JSONScanner.hasSpecialByte(word) { break }
+                        if escapesSlashes && Self.hasByte(word, slash) { break }
+                        index += 8
+                    }
+                }
+                guard index < bytes.count else { break }
                 let byte = bytes[index]
+                index += 1
                 guard byte < 0x20 || byte == quote || byte == backslash || (escapesSlashes && byte == slash) else {
                     continue
                 }
-                if runStart < index {
-                    output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                if runStart < index - 1 {
+                    output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<(index - 1)]))
                 }
-                runStart = index + 1
+                runStart = index
                 output.append(backslash)
                 switch byte {
                 case quote: output.append(quote)
@@ -191,6 +207,16 @@ public struct JSONWriter: Sendable {
             if runStart < bytes.count { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
         }
         output.append(quote)
+    }
+}
+
+extension JSONWriter {
+    /// True when one of the eight bytes of `word` is `byte`.
+    @inline(__always)
+    static func hasByte(_ word: UInt64, _ byte: UInt8) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let value = word ^ (ones &* UInt64(byte))
+        return (value &- ones) & ~value & 0x8080_8080_8080_8080 != 0
     }
 }
 

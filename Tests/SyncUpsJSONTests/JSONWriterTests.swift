@@ -64,4 +64,50 @@ import Testing
             #expect(try JSONParser().parse(text) == value)
         }
     }
+
+    /// The writer skips eight bytes at a time; escapes at every position of a word, and at the ends, must be
+    /// written exactly as a byte-by-byte writer would.
+    @Test(arguments: [false, true])
+    func escapesAtEveryPositionOfAWord(escapesSlashes: Bool) throws {
+        let specials: [Character] = ["\"", "\\", "/", "\n", "\u{01}", "\u{1F}", "é", "€", "a"]
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<40 {
+            for _ in 0..<20 {
+                var text = ""
+                for _ in 0..<length {
+                    text.append(Bool.random(using: &generator) ? "x" : specials.randomElement(using: &generator)!)
+                }
+                var written: [UInt8] = []
+                JSONWriter.writeString(text, into: &written, escapesSlashes: escapesSlashes)
+                #expect(written == reference(text, escapesSlashes: escapesSlashes), "\(text.debugDescription)")
+                #expect(try JSONParser().parse(written) == .string(text))
+            }
+        }
+    }
+
+    private func reference(_ text: String, escapesSlashes: Bool) -> [UInt8] {
+        var output: [UInt8] = [0x22]
+        for byte in text.utf8 {
+            switch byte {
+            case 0x22: output += Array(#"\""#.utf8)
+            case 0x5C: output += Array(#"\\"#.utf8)
+            case 0x2F where escapesSlashes: output += Array(#"\/"#.utf8)
+            case 0x08: output += Array(#"\b"#.utf8)
+            case 0x0C: output += Array(#"\f"#.utf8)
+            case 0x0A: output += Array(#"\n"#.utf8)
+            case 0x0D: output += Array(#"\r"#.utf8)
+            case 0x09: output += Array(#"\t"#.utf8)
+            case ..<0x20: output += Array("\\u00".utf8) + Array(String(format2Hex: byte).utf8)
+            default: output.append(byte)
+            }
+        }
+        return output + [0x22]
+    }
+}
+
+extension String {
+    fileprivate init(format2Hex byte: UInt8) {
+        let digits = Array("0123456789abcdef")
+        self = String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+    }
 }
