@@ -87,7 +87,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "syncups-fuzz-request",
-            dependencies: ["CSyncUpsShims", "SyncUpsDaemon", "SyncUpsJSON", "SyncUpsPOSIX"],
+            dependencies: ["CSyncUpsShims", "SyncUpsDaemon", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsProtocol"],
             path: "Tests/Fuzz/syncups-fuzz-request",
             swiftSettings: strictSettings
         ),
@@ -125,7 +125,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncUpsDaemonTests",
-            dependencies: ["SyncUpsDaemon", "SyncUpsPOSIX", "SyncUpsTestSupport"],
+            dependencies: ["SyncUpsDaemon", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsProtocol", "SyncUpsTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

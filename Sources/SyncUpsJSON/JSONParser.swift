@@ -89,6 +89,18 @@ public struct JSONScanner {
         return true
     }
 
+    /// Consumes `"name"` if it is next, spelled exactly so (no escapes); for matching known keys without
+    /// building a String.
+    public mutating func consumeKey(_ name: StaticString) -> Bool {
+        let count = name.utf8CodeUnitCount
+        guard index + count + 2 <= bytes.count, bytes[index] == quote, bytes[index + count + 1] == quote else {
+            return false
+        }
+        for offset in 0..<count where bytes[index + 1 + offset] != name.utf8Start[offset] { return false }
+        index += count + 2
+        return true
+    }
+
     func describeCurrent() -> String {
         guard index < bytes.count else { return "end of input" }
         let byte = bytes[index]

@@ -15,20 +15,20 @@ public enum Wire {
 
     public static func appendSuccess(id: JSONValue, result: JSONValue, to bytes: inout [UInt8]) {
         let writer = JSONWriter()
-        bytes.append(contentsOf: #"{"id":"#.utf8)
+        JSONWriter.appendASCII(#"{"id":"#, to: &bytes)
         writer.write(id, into: &bytes)
-        bytes.append(contentsOf: #","ok":true,"result":"#.utf8)
+        JSONWriter.appendASCII(#","ok":true,"result":"#, to: &bytes)
         writer.write(result, into: &bytes)
-        bytes.append(contentsOf: "}\n".utf8)
+        JSONWriter.appendASCII("}\n", to: &bytes)
     }
 
     /// A result already encoded as JSON text (for replies built straight into bytes on hot paths).
     public static func appendSuccess(id: JSONValue, encodedResult: [UInt8], to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: #"{"id":"#.utf8)
+        JSONWriter.appendASCII(#"{"id":"#, to: &bytes)
         JSONWriter().write(id, into: &bytes)
-        bytes.append(contentsOf: #","ok":true,"result":"#.utf8)
+        JSONWriter.appendASCII(#","ok":true,"result":"#, to: &bytes)
         bytes.append(contentsOf: encodedResult)
-        bytes.append(contentsOf: "}\n".utf8)
+        JSONWriter.appendASCII("}\n", to: &bytes)
     }
 
     public static func failure(id: JSONValue, error: ProtocolError) -> [UInt8] {
@@ -39,28 +39,28 @@ public enum Wire {
 
     public static func appendFailure(id: JSONValue, error: ProtocolError, to bytes: inout [UInt8]) {
         let writer = JSONWriter()
-        bytes.append(contentsOf: #"{"id":"#.utf8)
+        JSONWriter.appendASCII(#"{"id":"#, to: &bytes)
         writer.write(id, into: &bytes)
-        bytes.append(contentsOf: #","ok":false,"error":{"code":"#.utf8)
+        JSONWriter.appendASCII(#","ok":false,"error":{"code":"#, to: &bytes)
         JSONWriter.writeString(error.code.rawValue, into: &bytes)
-        bytes.append(contentsOf: #","message":"#.utf8)
+        JSONWriter.appendASCII(#","message":"#, to: &bytes)
         JSONWriter.writeString(error.message, into: &bytes)
-        bytes.append(contentsOf: "}}\n".utf8)
+        JSONWriter.appendASCII("}}\n", to: &bytes)
     }
 
     /// An event line; `seq` is omitted for the greeting, which precedes all numbered events.
     public static func event(_ name: String, seq: Int?, data: JSONValue) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(128)
-        bytes.append(contentsOf: #"{"event":"#.utf8)
+        JSONWriter.appendASCII(#"{"event":"#, to: &bytes)
         JSONWriter.writeString(name, into: &bytes)
         if let seq {
-            bytes.append(contentsOf: #","seq":"#.utf8)
+            JSONWriter.appendASCII(#","seq":"#, to: &bytes)
             JSONWriter.appendInteger(Int64(seq), to: &bytes)
         }
-        bytes.append(contentsOf: #","data":"#.utf8)
+        JSONWriter.appendASCII(#","data":"#, to: &bytes)
         JSONWriter().write(data, into: &bytes)
-        bytes.append(contentsOf: "}\n".utf8)
+        JSONWriter.appendASCII("}\n", to: &bytes)
         return bytes
     }
 }

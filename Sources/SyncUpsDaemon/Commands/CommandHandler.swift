@@ -108,17 +108,36 @@ final class CommandHandler {
         return prefix
     }()
 
+    /// `status` is what bars and scripts poll, so it is written straight to bytes: no JSONValue tree, no
+    /// floating-point formatting, literals appended as raw bytes (see `make bench`).
+    private var statusBuffer: [UInt8] = []
+
     private func statusReply(_ request: Request) throws(ProtocolError) -> [UInt8] {
-        _ = try Arguments(request, allowed: [])
-        var bytes = statusPrefix
-        bytes.reserveCapacity(bytes.count + 256)
+        if !request.arguments.isEmpty { _ = try Arguments(request, allowed: []) }
+        // Reused: the server drops the previous reply's reference before the next request, so this
+        // buffer is uniquely held again and refilling it allocates nothing.
+        var bytes = statusBuffer
+        statusBuffer = []
+        defer { statusBuffer = bytes }
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: statusPrefix)
         func field(_ name: StaticString, _ value: Int) {
-            bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            JSONWriter.appendASCII(name, to: &bytes)
             JSONWriter.appendInteger(Int64(value), to: &bytes)
         }
-        let uptime = (MonotonicInstant.now() - status.startedAt).seconds
-        bytes.append(contentsOf: #","uptime":"#.utf8)
-        JSONWriter.writeNumber(.double((uptime * 1000).rounded() / 1000), into: &bytes)
+        // Seconds with millisecond precision, as the shortest decimal ("12.3", not "12.300").
+        let milliseconds = (MonotonicInstant.now() - status.startedAt).nanoseconds / 1_000_000
+        field(#","uptime":"#, Int(milliseconds / 1000))
+        var fraction = Int(milliseconds % 1000)
+        if fraction > 0 {
+            var digits = 3
+            while fraction % 10 == 0 {
+                fraction /= 10
+                digits -= 1
+            }
+            bytes.append(UInt8(ascii: "."))
+            for power in [100, 10, 1].suffix(digits) { bytes.append(UInt8(ascii: "0") + UInt8(fraction / power % 10)) }
+        }
         field(#","syncUps":"#, state.syncUps.count)
         field(#","meetings":"#, state.meetingCount)
         field(#","connections":"#, server.connections.count)
@@ -126,17 +145,28 @@ final class CommandHandler {
         field(#","seq":"#, server.seq)
         field(#","timers":"#, server.loop.scheduledTimerCount)
         let writer = JSONWriter()
-        bytes.append(contentsOf: #","session":"#.utf8)
+        JSONWriter.appendASCII(#","session":"#, to: &bytes)
         writer.write(session.json, into: &bytes)
-        bytes.append(contentsOf: #","speechEngine":"#.utf8)
-        writer.write(.optional(session.engineName), into: &bytes)
-        bytes.append(contentsOf: #","persistence":{"lastError":"#.utf8)
-        writer.write(.optional(store.lastError), into: &bytes)
-        bytes.append(
-            contentsOf: (store.hasUnsavedChanges ? #","unsavedChanges":true"# : #","unsavedChanges":false"#).utf8)
-        bytes.append(contentsOf: #","warnings":"#.utf8)
-        writer.write(.array(status.loadWarnings.map(JSONValue.string)), into: &bytes)
-        bytes.append(contentsOf: "}}".utf8)
+        JSONWriter.appendASCII(#","speechEngine":"#, to: &bytes)
+        if let engine = session.engineName {
+            JSONWriter.writeString(engine, into: &bytes)
+        } else {
+            JSONWriter.appendASCII("null", to: &bytes)
+        }
+        JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
+        if let error = store.lastError {
+            JSONWriter.writeString(error, into: &bytes)
+        } else {
+            JSONWriter.appendASCII("null", to: &bytes)
+        }
+        JSONWriter.appendASCII(
+            store.hasUnsavedChanges ? #","unsavedChanges":true"# : #","unsavedChanges":false"#, to: &bytes)
+        JSONWriter.appendASCII(#","warnings":["#, to: &bytes)
+        for (index, warning) in status.loadWarnings.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            JSONWriter.writeString(warning, into: &bytes)
+        }
+        JSONWriter.appendASCII("]}}", to: &bytes)
         return bytes
     }
 

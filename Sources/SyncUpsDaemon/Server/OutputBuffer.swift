@@ -9,11 +9,16 @@ struct OutputBuffer {
     var isEmpty: Bool { start == bytes.count }
 
     mutating func append(_ more: [UInt8]) {
+        withAppendableBytes { $0.append(contentsOf: more) }
+    }
+
+    /// Lets `body` append to the unsent bytes in place (a reply is encoded straight into the buffer).
+    mutating func withAppendableBytes(_ body: (inout [UInt8]) -> Void) {
         if isEmpty {
             bytes.removeAll(keepingCapacity: true)
             start = 0
         }
-        bytes.append(contentsOf: more)
+        body(&bytes)
     }
 
     /// Sends as much as the non-blocking socket takes; returns the count sent (0 if it would block).

@@ -208,36 +208,57 @@ final class Server {
     }
 
     private func handleLine(_ line: UnsafeRawBufferPointer, from connection: Connection) {
-        enqueue(reply(to: line, from: connection), to: connection)
+        // The handler runs first: it may queue events to this very connection (a subscribe's snapshot)
+        // before its reply. Then the reply is encoded straight into the output buffer, with no copy.
+        let (id, outcome) = handle(line, from: connection)
+        guard !connection.isClosed else { return }
+        if connection.output.isEmpty { connection.lastProgress = loop.now() }
+        connection.output.withAppendableBytes { bytes in appendReply(id: id, outcome: outcome, to: &bytes) }
+        if connection.output.count > limits.maxOutputBytes {
+            close(
+                connection,
+                reason:
+                    "it has \(connection.output.count) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
+            )
+        }
     }
 
     /// The reply line (with its newline) to one request line.
     func reply(to line: UnsafeRawBufferPointer, from connection: Connection) -> [UInt8] {
+        let (id, outcome) = handle(line, from: connection)
         var reply: [UInt8] = []
-        switch Request.decode(line) {
-        case .failure(let failure):
-            Wire.appendFailure(id: failure.id, error: failure.error, to: &reply)
-        case .success(let request):
-            switch handler(request, connection) {
-            case .success(let body):
-                switch body {
-                case .value(let result): Wire.appendSuccess(id: request.id, result: result, to: &reply)
-                case .encoded(let result): Wire.appendSuccess(id: request.id, encodedResult: result, to: &reply)
-                }
-                if reply.count > limits.maxReplyBytes {
-                    let size = reply.count
-                    reply.removeAll()
-                    let error = ProtocolError(
-                        .internalError,
-                        "the reply would be \(size) bytes, over the \(limits.maxReplyBytes)-byte limit; ask for a smaller page"
-                    )
-                    Wire.appendFailure(id: request.id, error: error, to: &reply)
-                }
-            case .failure(let error):
-                Wire.appendFailure(id: request.id, error: error, to: &reply)
-            }
-        }
+        appendReply(id: id, outcome: outcome, to: &reply)
         return reply
+    }
+
+    /// Decodes a request line and runs it: the id to answer to and the outcome.
+    private func handle(_ line: UnsafeRawBufferPointer, from connection: Connection)
+        -> (JSONValue, Result<ReplyBody, ProtocolError>)
+    {
+        switch Request.decode(line) {
+        case .failure(let failure): (failure.id, .failure(failure.error))
+        case .success(let request): (request.id, handler(request, connection))
+        }
+    }
+
+    private func appendReply(id: JSONValue, outcome: Result<ReplyBody, ProtocolError>, to bytes: inout [UInt8]) {
+        let start = bytes.count
+        switch outcome {
+        case .success(.value(let result)): Wire.appendSuccess(id: id, result: result, to: &bytes)
+        case .success(.encoded(let result)): Wire.appendSuccess(id: id, encodedResult: result, to: &bytes)
+        case .failure(let error):
+            Wire.appendFailure(id: id, error: error, to: &bytes)
+            return
+        }
+        let size = bytes.count - start
+        if size > limits.maxReplyBytes {
+            bytes.removeSubrange(start...)
+            let error = ProtocolError(
+                .internalError,
+                "the reply would be \(size) bytes, over the \(limits.maxReplyBytes)-byte limit; ask for a smaller page"
+            )
+            Wire.appendFailure(id: id, error: error, to: &bytes)
+        }
     }
 
     private func pauseReading(_ connection: Connection, _ isPaused: Bool) {

@@ -10,6 +10,7 @@ import Glibc
 import SyncUpsDaemon
 import SyncUpsJSON
 import SyncUpsPOSIX
+import SyncUpsProtocol
 
 /// The daemon every input talks to.
 nonisolated(unsafe) private var daemon: InProcessDaemon?
@@ -33,6 +34,10 @@ func fuzzRequests(_ input: UnsafeRawBufferPointer) {
         let line = UnsafeRawBufferPointer(rebasing: input[start..<end])
         start = end + 1
         guard !line.isEmpty, line.count <= 1 << 20 else { continue }
+        // The fast decoder may decline a line, never read it differently from the general one.
+        if let fast = Request.decodeCommonShape(line) {
+            precondition(Request.decodeGeneral(line) == .success(fast), "the fast request decoder disagrees")
+        }
         let reply = daemon!.handle(line)
         precondition(
             reply.last == 0x0A && reply.dropLast().allSatisfy { $0 != 0x0A }, "a reply must be exactly one line")
