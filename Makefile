@@ -8,7 +8,9 @@ RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/nul
 RUN_PACKAGES = pkg-config libasound2-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
 TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3
 
-.PHONY: all build run test stress fuzz lint format deps deps-test clean
+BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind
+
+.PHONY: all build run test stress fuzz bench lint format deps deps-test clean
 
 all: build
 
@@ -49,6 +51,13 @@ fuzz: deps
 		-artifact_prefix=.build/fuzz-crash-request- .build/fuzz-corpus/request Tests/Fuzz/Corpus/request
 	SWIFT_BACKTRACE=enable=no .build/fuzz/release/syncups-fuzz-file -max_total_time=$(FUZZ_SECONDS) -max_len=16384 \
 		-artifact_prefix=.build/fuzz-crash-file- .build/fuzz-corpus/file Tests/Fuzz/Corpus/file
+
+## Benchmarks, side by side with MPD: tables on stdout, JSON in .build/bench/results.json (BENCH_ARGS="--quick").
+bench:
+	@scripts/ensure-packages $(BENCH_PACKAGES)
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncupsd
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-bench
+	scripts/bench $(BENCH_ARGS)
 
 lint:
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests

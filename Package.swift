@@ -97,6 +97,15 @@ let package = Package(
             path: "Tests/Fuzz/syncups-fuzz-file",
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "syncups-bench",
+            dependencies: [
+                "CSyncUpsShims", "SyncUpsCore", "SyncUpsJSON", "SyncUpsPersistence", "SyncUpsPOSIX", "SyncUpsSpeech",
+                "SyncUpsTestSupport",
+            ],
+            path: "Tests/Bench/syncups-bench",
+            swiftSettings: strictSettings
+        ),
         .testTarget(name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON"], swiftSettings: strictSettings),
         .testTarget(
             name: "SyncUpsCoreTests",

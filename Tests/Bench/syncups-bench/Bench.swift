@@ -1,0 +1,274 @@
+// syncups-bench: the figures of `make bench`, printed as a table and written as JSON.
+//
+//   syncups-bench [--quick] [--json FILE] [--only roundtrip,instructions,fanout,store,startup,idle,speech]
+//       [--speech-command COMMAND]
+//
+// Request round trips are measured against syncupsd and MPD in the same run with the same client code,
+// interleaved; everything else against syncupsd alone. Run the release build (make bench does).
+
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+
+@main
+struct Bench {
+    static func main() throws {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "speech-child" {
+            try speechChild(Array(arguments.dropFirst()))
+            return
+        }
+        var quick = false
+        var jsonPath = ".build/bench/results.json"
+        var only: Set<String> = ["roundtrip", "instructions", "fanout", "store", "startup", "idle", "speech"]
+        var speechCommand: String?
+        while !arguments.isEmpty {
+            let argument = arguments.removeFirst()
+            switch argument {
+            case "--quick": quick = true
+            case "--json": jsonPath = arguments.removeFirst()
+            case "--only": only = Set(arguments.removeFirst().split(separator: ",").map(String.init))
+            case "--speech-command": speechCommand = arguments.removeFirst()
+            default:
+                Console.error(
+                    "usage: syncups-bench [--quick] [--json FILE] [--only SECTIONS] [--speech-command COMMAND]\n")
+                exit(64)
+            }
+        }
+        FileDescriptorLimit.raiseToHardLimit()
+        signal(SIGPIPE, SIG_IGN)
+        var report = JSONObject()
+        let scale = quick ? 0.2 : 1.0
+        let repeats = quick ? 1 : 3
+
+        if only.contains("roundtrip") { report.append("roundTrip", try roundTrips(scale: scale, rounds: repeats)) }
+        if only.contains("instructions") { report.append("instructions", try instructions()) }
+        if only.contains("fanout") { report.append("fanOut", try fanOut(rounds: quick ? 20 : 100)) }
+        if only.contains("store") { report.append("store", try store(repeats: repeats)) }
+        if only.contains("startup") { report.append("startToReady", try startup(repeats: quick ? 3 : 7)) }
+        if only.contains("idle") { report.append("activity", try activity(seconds: quick ? 3 : 10)) }
+        if only.contains("speech") { report.append("speech", try speech(command: speechCommand)) }
+
+        mkdir(".build", 0o755)
+        mkdir(".build/bench", 0o755)
+        let fd = try FileDescriptor.open(jsonPath, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+        try fd.writeAll(JSONWriter(options: JSONWriter.Options(isPretty: true)).encode(.object(report)) + [0x0A])
+        fd.close()
+        print("\nJSON: \(jsonPath)")
+    }
+
+    static func print(_ text: String) { Console.out(text + "\n") }
+
+    // MARK: - Sections
+
+    static func roundTrips(scale: Double, rounds: Int) throws -> JSONValue {
+        print("== Request round trips (syncupsd vs MPD, same client, \(rounds) interleaved rounds, medians)")
+        var syncupsStatus: [RoundTripResult] = []
+        var syncupsPing: [RoundTripResult] = []
+        var mpdStatus: [RoundTripResult] = []
+        for _ in 0..<rounds {
+            let syncupsd = try Daemon.syncupsd()
+            syncupsStatus.append(
+                try RoundTrip.measure(path: syncupsd.socketPath, dialect: .syncupsd, command: "status", scale: scale))
+            syncupsPing.append(
+                try RoundTrip.measure(path: syncupsd.socketPath, dialect: .syncupsd, command: "ping", scale: scale))
+            syncupsd.stop()
+            let mpd = try Daemon.mpd()
+            mpdStatus.append(
+                try RoundTrip.measure(path: mpd.socketPath, dialect: .mpd, command: "status", scale: scale))
+            mpd.stop()
+        }
+        func summary(_ results: [RoundTripResult]) -> (
+            p50: Double, p99: Double, pipelined: Double, c50: Double, c99: Double, cps: Double
+        ) {
+            (
+                median(results.map(\.sequentialP50)), median(results.map(\.sequentialP99)),
+                median(results.map(\.pipelinedPerSecond)), median(results.map(\.concurrentP50)),
+                median(results.map(\.concurrentP99)), median(results.map(\.concurrentPerSecond))
+            )
+        }
+        let status = summary(syncupsStatus)
+        let ping = summary(syncupsPing)
+        let mpd = summary(mpdStatus)
+        print("| | p50 | p99 | pipelined req/s | 50 clients p50 | 50 clients p99 | 50 clients req/s |")
+        print("|---|---|---|---|---|---|---|")
+        for (name, value) in [("syncupsd status", status), ("syncupsd ping", ping), ("MPD status", mpd)] {
+            print(
+                "| \(name) | \(microseconds(value.p50)) | \(microseconds(value.p99)) | \(Int(value.pipelined)) | \(microseconds(value.c50)) | \(microseconds(value.c99)) | \(Int(value.cps)) |"
+            )
+        }
+        let p50Ratio = status.p50 / mpd.p50
+        let throughputRatio = status.pipelined / mpd.pipelined
+        print(
+            "syncupsd/MPD status: p50 ×\(String(format2: p50Ratio)) (target ≤ 0.75), pipelined ×\(String(format2: throughputRatio)) (target ≥ 1)"
+        )
+        func json(_ value: (p50: Double, p99: Double, pipelined: Double, c50: Double, c99: Double, cps: Double))
+            -> JSONValue
+        {
+            [
+                "p50Microseconds": .double(value.p50 / 1000), "p99Microseconds": .double(value.p99 / 1000),
+                "pipelinedPerSecond": .double(value.pipelined), "concurrentP50Microseconds": .double(value.c50 / 1000),
+                "concurrentP99Microseconds": .double(value.c99 / 1000), "concurrentPerSecond": .double(value.cps),
+            ]
+        }
+        return [
+            "syncupsdStatus": json(status), "syncupsdPing": json(ping), "mpdStatus": json(mpd),
+            "statusP50Ratio": .double(p50Ratio), "pipelinedRatio": .double(throughputRatio),
+        ]
+    }
+
+    static func instructions() throws -> JSONValue {
+        print(
+            "\n== Instructions per status request (valgrind callgrind, \(Instructions.requests) pipelined; repeatable)")
+        guard Instructions.isAvailable else {
+            print("valgrind is not installed; skipped")
+            return .null
+        }
+        let syncupsd = try Instructions.perStatusRequest({ try Daemon.syncupsd(wrapper: $0) }, dialect: .syncupsd)
+        let mpd = try Instructions.perStatusRequest({ try Daemon.mpd(wrapper: $0) }, dialect: .mpd)
+        print("| | instructions per status |")
+        print("|---|---|")
+        print("| syncupsd | \(Int(syncupsd)) |")
+        print("| MPD | \(Int(mpd)) |")
+        print("syncupsd/MPD: ×\(String(format2: syncupsd / mpd))")
+        return ["syncupsd": .double(syncupsd), "mpd": .double(mpd), "ratio": .double(syncupsd / mpd)]
+    }
+
+    static func fanOut(rounds: Int) throws -> JSONValue {
+        print("\n== Event fan-out: a change until the last of N subscribers has read it (\(rounds) changes)")
+        print("| subscribers | p50 | p99 |")
+        print("|---|---|---|")
+        var results = JSONObject()
+        for count in [1, 100, 1000] {
+            let daemon = try Daemon.syncupsd(["--max-connections", "2000"])
+            let samples = try FanOut.measure(socketPath: daemon.socketPath, subscribers: count, rounds: rounds)
+            daemon.stop()
+            print("| \(count) | \(milliseconds(samples.p50)) | \(milliseconds(samples.p99)) |")
+            results.append(
+                String(count),
+                ["p50Milliseconds": .double(samples.p50 / 1e6), "p99Milliseconds": .double(samples.p99 / 1e6)])
+        }
+        return .object(results)
+    }
+
+    static func store(repeats: Int) throws -> JSONValue {
+        print("\n== sync-ups.json: save (encode + atomic write with fsyncs) and load (read + decode), medians")
+        print("| sync-ups | size | encode | save | load | save per MB |")
+        print("|---|---|---|---|---|---|")
+        var results = JSONObject()
+        for count in [100, 1_000, 10_000] {
+            let result = try StoreBench.measure(count: count, repeats: repeats)
+            let megabytes = Double(result.bytes) / 1_048_576
+            print(
+                "| \(count) | \(String(format1: megabytes)) MB | \(milliseconds(result.encode)) | \(milliseconds(result.save)) | \(milliseconds(result.load)) | \(milliseconds(result.save / megabytes)) |"
+            )
+            results.append(
+                String(count),
+                [
+                    "bytes": .int(result.bytes), "encodeMilliseconds": .double(result.encode / 1e6),
+                    "saveMilliseconds": .double(result.save / 1e6), "loadMilliseconds": .double(result.load / 1e6),
+                ]
+            )
+        }
+        return .object(results)
+    }
+
+    static func startup(repeats: Int) throws -> JSONValue {
+        print("\n== Start to ready (exec until the socket answers with its greeting), medians")
+        print("| sync-ups | start to ready |")
+        print("|---|---|")
+        var results = JSONObject()
+        for count in [0, 100, 1_000, 10_000] {
+            let directory = try StoreBench.dataDirectory(count: count)
+            let time = try DaemonBench.startToReady(dataDirectory: directory, repeats: repeats)
+            print("| \(count) | \(milliseconds(time)) |")
+            results.append(String(count), .double(time / 1e6))
+        }
+        return .object(results)
+    }
+
+    static func activity(seconds: Int) throws -> JSONValue {
+        print(
+            "\n== The daemon alone (\(seconds) s each): resident memory, wake-ups (context switches of all threads), CPU"
+        )
+        let daemon = try Daemon.syncupsd(["--audio-device", "null"])
+        defer { daemon.stop() }
+        var pause = timespec(tv_sec: 1, tv_nsec: 0)
+        nanosleep(&pause, nil)
+        let idle = DaemonBench.observe(daemon, seconds: seconds)
+        let meeting = try DaemonBench.meeting(daemon, seconds: seconds)
+        print("| | RSS | wake-ups/s | CPU |")
+        print("|---|---|---|---|")
+        print(
+            "| idle | \(idle.residentKiB / 1024) MB (\(idle.residentKiB) KiB) | \(String(format1: idle.wakeupsPerSecond)) | \(String(format2: idle.cpuPercent)) % |"
+        )
+        print(
+            "| meeting, audio from ALSA null, no speech | \(meeting.residentKiB / 1024) MB | \(String(format1: meeting.wakeupsPerSecond)) | \(String(format2: meeting.cpuPercent)) % (\(String(format2: meeting.cpuPercent * 10)) ms CPU per meeting-second) |"
+        )
+        return [
+            "idle": [
+                "residentKiB": .int(idle.residentKiB), "wakeupsPerSecond": .double(idle.wakeupsPerSecond),
+                "cpuPercent": .double(idle.cpuPercent),
+            ],
+            "meeting": [
+                "residentKiB": .int(meeting.residentKiB), "wakeupsPerSecond": .double(meeting.wakeupsPerSecond),
+                "cpuPercent": .double(meeting.cpuPercent),
+                "cpuMillisecondsPerMeetingSecond": .double(meeting.cpuPercent * 10),
+            ],
+        ]
+    }
+
+    static func speech(command: String?) throws -> JSONValue {
+        print("\n== Speech on recorded speech (pocketsphinx-testdata's LibriVox clips); each engine in its own process")
+        print(
+            "| engine | audio | real-time factor | first partial after speech starts | final after speech ends | peak RSS | words | WER |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        var results = JSONObject()
+        var engines = [("pocketsphinx", nil as String?)]
+        if let command { engines.append(("command", command)) }
+        for (engine, command) in engines {
+            var arguments = [engine]
+            if let command { arguments.append(command) }
+            let output = try CommandOutput.run(productsDirectory + "/syncups-bench", ["speech-child"] + arguments)
+            guard let value = try? JSONParser().parse(output), case .object(let object) = value else {
+                print("| \(engine) | failed: \(output.prefix(200)) |")
+                continue
+            }
+            let rtf = object["realTimeFactor"]?.numberValue?.double ?? 0
+            let latency = object["partialLatencySeconds"]?.numberValue?.double
+            print(
+                "| \(engine)\(command.map { " (\($0))" } ?? "") | \(String(format1: object["audioSeconds"]?.numberValue?.double ?? 0)) s | \(String(format2: rtf)) | \(latency.map { "\(String(format2: $0)) s" } ?? "none") | \(object["finalLatencySeconds"]?.numberValue.map(\.double).map { "\(String(format2: $0)) s" } ?? "none") | \((object["peakResidentKiB"]?.numberValue?.int64 ?? 0) / 1024) MB | \(object["words"]?.numberValue?.int64 ?? 0) | \(Int(((object["wordErrorRate"]?.numberValue?.double ?? 0) * 100).rounded())) % |"
+            )
+            results.append(engine, value)
+        }
+        return .object(results)
+    }
+
+    static func speechChild(_ arguments: [String]) throws {
+        let result = try SpeechBench.run(
+            engine: arguments.first ?? "pocketsphinx", command: arguments.dropFirst().first)
+        var object = JSONObject()
+        object.append("audioSeconds", .double(result.audioSeconds))
+        object.append("realTimeFactor", .double(result.realTimeFactor))
+        object.append("partialLatencySeconds", result.partialLatency.map(JSONValue.double) ?? .null)
+        object.append("finalLatencySeconds", result.finalLatency.map(JSONValue.double) ?? .null)
+        object.append("peakResidentKiB", .int(result.peakResidentKiB))
+        object.append("words", .int(result.words))
+        object.append("wordErrorRate", .double(result.wordErrorRate))
+        Console.out(JSONWriter().string(.object(object)) + "\n")
+    }
+}
+
+/// Runs a command and returns its standard output.
+enum CommandOutput {
+    static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = try Subprocess(
+            executable: executable, arguments: arguments, standardInput: .null, standardOutput: .pipe,
+            standardError: .null)
+        let output = try process.standardOutput!.readToEnd()
+        _ = process.wait()
+        process.closeStreams()
+        return String(decoding: output, as: UTF8.self)
+    }
+}
