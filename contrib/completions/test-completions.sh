@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Checks the bash completion in syncupsctl.bash against a running daemon.
+#
+#     SYNCUPSD_SOCKET=/path/to/socket contrib/completions/test-completions.sh
+#
+# It starts nothing: run syncupsd first (with at least one sync-up for the id checks). syncupsctl
+# must be on PATH, or set SYNCUPSCTL to its path. The commands and options offered are also
+# checked against `syncupsctl help` and `syncupsctl help COMMAND`. Exits 0 when every check
+# passes, 1 when one fails, 2 when the daemon is out of reach.
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+program=${SYNCUPSCTL:-syncupsctl}
+
+if [[ -z ${SYNCUPSD_SOCKET:-} ]]; then
+    echo "test-completions: set SYNCUPSD_SOCKET to the socket of a running syncupsd" >&2
+    exit 2
+fi
+if ! "$program" ping >/dev/null 2>&1; then
+    echo "test-completions: $program cannot reach syncupsd at $SYNCUPSD_SOCKET" >&2
+    exit 2
+fi
+
+# shellcheck source-path=SCRIPTDIR source=syncupsctl.bash
+source "$here/syncupsctl.bash" || exit 1
+
+failures=0
+
+# complete LINE: sets COMP_* as bash does for LINE with the cursor at its end (words split at
+# blanks and at the : and = of COMP_WORDBREAKS), runs the function registered for its first word,
+# and leaves the result in COMPREPLY. The first word is replaced by $program.
+complete_line() {
+    local line=$1 word piece
+    COMP_LINE=$line
+    COMP_POINT=${#line}
+    COMP_WORDBREAKS=$' \t\n"\'><=;|&(:'
+    COMP_WORDS=()
+    for word in $line; do
+        while [[ $word == *[=:]* ]]; do
+            piece=${word%%[=:]*}
+            [[ -n $piece ]] && COMP_WORDS+=("$piece")
+            word=${word:${#piece}}
+            COMP_WORDS+=("${word:0:1}")
+            word=${word:1}
+        done
+        [[ -n $word ]] && COMP_WORDS+=("$word")
+    done
+    [[ $line == *' ' ]] && COMP_WORDS+=('')
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    local name=${COMP_WORDS[0]}
+    COMP_WORDS[0]=$program
+    COMP_LINE=$program${COMP_LINE#"$name"}
+    COMP_POINT=${#COMP_LINE}
+    local function
+    function=$(complete -p "$name" | sed -n 's/.*-F \([^ ]*\) .*/\1/p')
+    COMPREPLY=()
+    "$function" "$program" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+}
+
+# expect LINE WORD...: the completions of LINE are exactly WORD... (in any order).
+expect() {
+    local line=$1
+    shift
+    complete_line "$line"
+    local got want
+    got=$(printf '%s\n' "${COMPREPLY[@]}" | sort)
+    want=$(printf '%s\n' "$@" | sort)
+    if [[ $got == "$want" ]]; then
+        echo "ok: '$line'"
+    else
+        echo "FAIL: '$line'"
+        echo "  expected: $(tr '\n' ' ' <<<"$want")"
+        echo "  got:      $(tr '\n' ' ' <<<"$got")"
+        failures=$((failures + 1))
+    fi
+}
+
+expect 'syncupsctl sh' show
+expect 'syncupsctl add x --theme o' orange oxblood
+expect 'syncupsctl add x --theme=o' orange oxblood
+expect 'syncupsctl --json st' status start
+expect 'syncupsctl watch --format=wa' waybar
+expect 'syncupsctl export AAAA BBBB --format ' md json srt vtt
+expect 'syncupsctl end --' --json --help --save --discard
+expect 'syncupsctl help rm' rm rm-meeting
+expect 'syncupsctl tog' toggle
+expect 'syncupsctl help to' toggle
+expect 'syncupsctl toggle --' --json --help
+expect 'syncupsctl watch --o' --once --offline-text
+expect 'syncupsctl watch --no' --no-clicks
+expect 'syncupsctl watch --offline-text --'
+expect 'syncupsctl watch --offline-text off --f' --format
+expect 'syncupsctl watch --offline-text=off --format=t' tmux
+expect 'syncupsd --log-level ' debug info notice warning error
+expect 'syncupsd --speech-engine=p' pocketsphinx
+
+# The commands are those `syncupsctl help` lists, and help. Each command's options are those its
+# `syncupsctl help COMMAND` names, and --json and --help.
+mapfile -t commands < <("$program" help | awk '/^  [a-z]/ { print $1 }')
+if ((${#commands[@]} == 0)); then
+    echo "FAIL: \`$program help\` lists no commands"
+    failures=$((failures + 1))
+else
+    expect 'syncupsctl ' "${commands[@]}" help
+fi
+for command in "${commands[@]}"; do
+    mapfile -t options < <("$program" help "$command" | grep -o -- '--[a-z][a-z-]*' | sort -u)
+    complete_line "syncupsctl $command --"
+    got=$(printf '%s\n' "${COMPREPLY[@]}" | grep -vx -- '--json' | grep -vx -- '--help' | sort)
+    want=$(printf '%s\n' "${options[@]}" | grep -v '^$' | sort)
+    if [[ $got == "$want" ]]; then
+        echo "ok: 'syncupsctl $command --' gives the options of \`syncupsctl help $command\`"
+    else
+        echo "FAIL: 'syncupsctl $command --'"
+        echo "  syncupsctl help $command: $(tr '\n' ' ' <<<"$want")"
+        echo "  completed (less --json --help): $(tr '\n' ' ' <<<"$got")"
+        failures=$((failures + 1))
+    fi
+done
+
+# The sync-up ids: the full ids of what `syncupsctl list` shows by their first 8 characters.
+mapfile -t prefixes < <("$program" list | awk 'NR > 1 { print $1 }')
+if ((${#prefixes[@]} == 0)); then
+    echo "FAIL: the daemon has no sync-ups; create one to check the id completion"
+    failures=$((failures + 1))
+else
+    complete_line 'syncupsctl show '
+    ok=1
+    if ((${#COMPREPLY[@]} != ${#prefixes[@]})); then ok=0; fi
+    for prefix in "${prefixes[@]}"; do
+        printf '%s\n' "${COMPREPLY[@]}" | grep -q "^$prefix" || ok=0
+    done
+    for id in "${COMPREPLY[@]}"; do
+        [[ $id =~ ^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$ ]] || ok=0
+    done
+    if ((ok)); then
+        echo "ok: 'syncupsctl show ' gives the sync-up ids (${#prefixes[@]})"
+    else
+        echo "FAIL: 'syncupsctl show '"
+        echo "  expected ids starting with: ${prefixes[*]}"
+        echo "  got: ${COMPREPLY[*]}"
+        failures=$((failures + 1))
+    fi
+
+    # A lower-case prefix completes to the upper-case id.
+    first=${COMPREPLY[0]}
+    lower=$(printf '%s' "${first:0:4}" | tr 'A-F' 'a-f')
+    complete_line "syncupsctl start $lower"
+    if printf '%s\n' "${COMPREPLY[@]}" | grep -qx "$first"; then
+        echo "ok: 'syncupsctl start $lower' offers $first"
+    else
+        echo "FAIL: 'syncupsctl start $lower' did not offer $first (got: ${COMPREPLY[*]})"
+        failures=$((failures + 1))
+    fi
+
+    # The meetings of that sync-up, as `syncupsctl --json show` lists them.
+    mapfile -t meetings < <("$program" --json show "$first" | grep -o '{"id":"[0-9A-F-]*","date"' | cut -d'"' -f4)
+    expect "syncupsctl meeting ${first:0:8} " "${meetings[@]}"
+fi
+
+# With the daemon out of reach, nothing is offered and nothing is printed.
+errors=$(SYNCUPSD_SOCKET=/nonexistent/syncupsd.socket complete_line 'syncupsctl show ' 2>&1; echo "${#COMPREPLY[@]}")
+if [[ $errors == 0 ]]; then
+    echo "ok: no daemon, no ids and no messages"
+else
+    echo "FAIL: with no daemon: $errors"
+    failures=$((failures + 1))
+fi
+
+if ((failures > 0)); then
+    echo "$failures check(s) failed"
+    exit 1
+fi
+echo "all checks passed"
