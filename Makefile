@@ -6,11 +6,36 @@ RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/nul
 
 # Debian packages: what building and running needs, and what the test suite needs on top.
 RUN_PACKAGES = pkg-config libasound2-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
-TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3
+TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3 python3-venv \
+	scdoc zsh fish make
+
+# The faster-whisper adapter's Python environment for the tests (PyPI's faster-whisper and a tiny.en model).
+WHISPER_VENV = $(CURDIR)/.build/whisper-venv
 
 BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind
 
-.PHONY: all build run test stress fuzz bench lint format deps deps-test clean
+# Where `make install` puts things. System-wide: make && sudo make install (PREFIX=/usr/local). For yourself,
+# no root: make install PREFIX=~/.local (user units then go where systemd --user looks in your home).
+# DESTDIR stages the tree for a package.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/syncupsd
+ifeq ($(PREFIX),$(HOME)/.local)
+USERUNITDIR ?= $(DATADIR)/systemd/user
+else
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
+endif
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+# The binaries to install: the release build, made first if missing. Point it elsewhere to install a build you
+# already have (the install test does).
+BUILT ?=
+MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
+
+.PHONY: all build run test whisper stress fuzz bench man install uninstall lint format deps deps-test clean
 
 all: build
 
@@ -28,9 +53,14 @@ run: build
 	exec $(RELEASE_BIN)/syncupsd $(ARGS)
 
 ## Installs what the tests need, checks formatting, builds, and runs the whole suite.
-test: deps-test lint
+test: deps-test lint whisper
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(SWIFT) test --skip-build
+	cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
+
+## The faster-whisper adapter's venv in .build/whisper-venv (about 550 MB from PyPI, once; then a no-op).
+whisper: deps-test
+	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) contrib/speech/faster-whisper/install.sh
 
 ## The crash-safety tests with many more SIGKILLs than `make test` runs (STRESS_ITERATIONS, default 5000).
 STRESS_ITERATIONS ?= 5000
@@ -58,6 +88,56 @@ bench:
 	$(SWIFT) build $(RELEASE_FLAGS) --product syncupsd
 	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-bench
 	scripts/bench $(BENCH_ARGS)
+
+## The man pages, from man/*.scd, into .build/man.
+man: $(MAN_PAGES:%=.build/man/%)
+
+.build/man/%: man/%.scd
+	@scripts/ensure-packages scdoc
+	@mkdir -p .build/man
+	@# Dated by the last commit, not the day of the build, so the pages are reproducible.
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) scdoc < $< > $@
+
+## Installs binaries, user units, man pages, completions, status-bar modules and the speech adapter.
+install: man
+	$(if $(BUILT),,@[ -x "$(RELEASE_BIN)/syncupsd" ] && [ -x "$(RELEASE_BIN)/syncupsctl" ] || $(MAKE) build)
+	$(eval FROM := $(if $(BUILT),$(BUILT),$(RELEASE_BIN)))
+	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) \
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper
+	install -m 0755 $(FROM)/syncupsd $(FROM)/syncupsctl $(DESTDIR)$(BINDIR)/
+	sed 's|^ExecStart=/usr/local/bin/syncupsd|ExecStart=$(BINDIR)/syncupsd|' systemd/syncupsd.service \
+		> $(DESTDIR)$(USERUNITDIR)/syncupsd.service
+	chmod 0644 $(DESTDIR)$(USERUNITDIR)/syncupsd.service
+	install -m 0644 systemd/syncupsd.socket $(DESTDIR)$(USERUNITDIR)/
+	install -m 0644 .build/man/syncupsctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 .build/man/syncupsd.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 .build/man/syncupsd.8 $(DESTDIR)$(MANDIR)/man8/
+	@# Shells load completions by command name: syncupsd's are in syncupsctl's file.
+	install -m 0644 contrib/completions/syncupsctl.bash $(DESTDIR)$(BASHCOMPDIR)/syncupsctl
+	ln -sf syncupsctl $(DESTDIR)$(BASHCOMPDIR)/syncupsd
+	install -m 0644 contrib/completions/_syncupsctl $(DESTDIR)$(ZSHCOMPDIR)/
+	install -m 0644 contrib/completions/syncupsctl.fish $(DESTDIR)$(FISHCOMPDIR)/
+	ln -sf syncupsctl.fish $(DESTDIR)$(FISHCOMPDIR)/syncupsd.fish
+	install -m 0644 README.md protocol.md ARCHITECTURE.md contrib/syncupsd.conf $(DESTDIR)$(DOCDIR)/
+	for module in waybar polybar i3blocks tmux; do \
+		install -d -m 0755 $(DESTDIR)$(DOCDIR)/$$module && install -m 0644 contrib/$$module/* $(DESTDIR)$(DOCDIR)/$$module/; \
+	done
+	install -m 0755 contrib/speech/faster-whisper/syncups-whisper contrib/speech/faster-whisper/install.sh \
+		$(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper/
+	install -m 0644 contrib/speech/faster-whisper/syncups_whisper.py contrib/speech/faster-whisper/README.md \
+		$(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper/
+	ln -sf ../share/syncupsd/speech/faster-whisper/syncups-whisper $(DESTDIR)$(BINDIR)/syncups-whisper
+	@echo "Installed. Start it at login: systemctl --user daemon-reload && systemctl --user enable --now syncupsd.socket"
+
+## Removes what `make install` put there (same PREFIX and DESTDIR).
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/syncupsd $(DESTDIR)$(BINDIR)/syncupsctl $(DESTDIR)$(BINDIR)/syncups-whisper \
+		$(DESTDIR)$(USERUNITDIR)/syncupsd.service $(DESTDIR)$(USERUNITDIR)/syncupsd.socket \
+		$(DESTDIR)$(MANDIR)/man1/syncupsctl.1 $(DESTDIR)$(MANDIR)/man5/syncupsd.conf.5 $(DESTDIR)$(MANDIR)/man8/syncupsd.8 \
+		$(DESTDIR)$(BASHCOMPDIR)/syncupsctl $(DESTDIR)$(BASHCOMPDIR)/syncupsd $(DESTDIR)$(ZSHCOMPDIR)/_syncupsctl \
+		$(DESTDIR)$(FISHCOMPDIR)/syncupsctl.fish $(DESTDIR)$(FISHCOMPDIR)/syncupsd.fish
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/syncupsd
 
 lint:
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests

@@ -76,6 +76,50 @@ import Testing
         #expect(markdown.contains("**Ann:** yesterday i finished the review\n"))
     }
 
+    /// The faster-whisper adapter in contrib, end to end: `make test` installs its venv in .build/whisper-venv
+    /// (or SYNCUPS_WHISPER_VENV names one). Whisper is not exact on synthetic voices, so each turn is checked
+    /// for its telling words, and for going to the right attendee.
+    static let whisperVenv =
+        ProcessInfo.processInfo.environment["SYNCUPS_WHISPER_VENV"] ?? BuiltProducts.repositoryRoot
+        + "/.build/whisper-venv"
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: whisperVenv + "/bin/python3")))
+    func whisperThroughTheCommandEngineAttributesEachTurn() throws {
+        let turns = [
+            ("Good morning everyone, let us start the meeting.", "en-us", "morning"),
+            ("The release is planned for next Friday.", "en-gb", "friday"),
+            ("The customer asked for a new report.", "en-us+f3", "report"),
+        ]
+        let audio =
+            try SpeechFixture.turns(turns.map { ($0.0, $0.1) }, slotSeconds: 5) + SpeechFixture.silence(seconds: 10)
+        let alsa = try ALSAFixture(microphone: audio)
+        let launcher = BuiltProducts.repositoryRoot + "/contrib/speech/faster-whisper/syncups-whisper"
+        var environment = alsa.environment
+        environment["SYNCUPS_WHISPER_VENV"] = Self.whisperVenv
+        let daemon = try DaemonProcess(
+            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "'\(launcher)' --threads 2"],
+            environment: environment
+        )
+        let client = try daemon.client()
+        let created = try client.result(
+            "syncups.create", ["title": "Release", "duration": 15, "attendees": ["Ann", "Bob", "Cy"]])
+        let id = try #require(created["id"]?.stringValue)
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": .string(id)])
+        #expect(started["transcription"]?["engine"] == "command")
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(90))
+        let saved = try #require(ended["data"]?["meeting"])
+        let meetingID = try #require(saved["id"]?.stringValue)
+        let meeting = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meetingID)])
+        let segments = try #require(meeting["segments"]?.arrayValue)
+        #expect(segments.map { $0["speaker"]?["name"]?.stringValue } == ["Ann", "Bob", "Cy"])
+        for (segment, turn) in zip(segments, turns) {
+            let text = segment["text"]?.stringValue?.lowercased() ?? ""
+            #expect(text.contains(turn.2), "\(turn.2) in \(text)")
+        }
+        #expect(saved["transcript"]?.stringValue?.contains("❌") == false)
+    }
+
     @Test func goesOnWithoutTranscriptionWhenTheRecognizerCrashes() throws {
         let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
         let script = alsa.directory.appending("crash.sh")

@@ -47,7 +47,8 @@ extension Syncupsctl {
                 {{ and }} are literal braces.
 
                 Lines are flushed one by one. When the daemon is down it prints the offline line and
-                reconnects, waiting 0.25 s, then twice as long each time up to 5 s; it never prints an empty line.
+                reconnects, waiting 0.25 s, then twice as long each time up to 5 s. It prints an empty line only
+                when you chose an empty text (--idle-text '' hides a bar's module while no meeting runs).
                 """,
             spec: ArgumentSpec(
                 valueOptions: ["format", "topic", "text", "idle-text", "offline-text"],

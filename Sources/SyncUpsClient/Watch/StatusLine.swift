@@ -102,7 +102,8 @@ public struct StatusLine: Sendable, Equatable {
         return output
     }
 
-    /// The line for `situation`, without the newline; never empty (an empty line hides a bar's module).
+    /// The line for `situation`, without the newline. Empty only when the user chose an empty text: bars hide
+    /// a module on an empty line, which `--idle-text ''` uses on purpose and an outage must never cause.
     public func render(_ situation: Situation, format: Format) -> String {
         let state: String
         var values: [String: String] = [:]
