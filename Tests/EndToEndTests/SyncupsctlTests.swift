@@ -127,4 +127,16 @@ import Testing
         let event = try JSONParser().parse(String(lines.contents.split(separator: "\n")[0]))
         #expect(event["data"]?["syncup"]?["title"] == "Watched")
     }
+
+    /// A status bar starts syncupsctl every second in some setups: it must not drag in the daemon's audio,
+    /// speech and systemd libraries (ARCHITECTURE.md promises it).
+    @Test func linksNoneOfTheDaemonsCLibraries() throws {
+        let ctl = try CommandResult.run("/usr/bin/ldd", [BuiltProducts.path("syncupsctl")]).standardOutput
+        for library in ["libasound", "libsystemd", "libpocketsphinx", "libsphinxbase"] {
+            #expect(!ctl.contains(library), "syncupsctl links \(library)")
+        }
+        // And the check can tell: the daemon does link them.
+        let daemon = try CommandResult.run("/usr/bin/ldd", [BuiltProducts.path("syncupsd")]).standardOutput
+        #expect(daemon.contains("libasound") && daemon.contains("libpocketsphinx"))
+    }
 }
