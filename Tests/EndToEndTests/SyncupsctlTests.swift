@@ -49,6 +49,28 @@ import Testing
         #expect(try daemon.ctl(["list"]).standardOutput.hasPrefix("no sync-ups yet"))
     }
 
+    @Test func printsIdsWithOneLineLabelsForCompletionsAndScripts() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let client = try daemon.client()
+        let first = try client.result("syncups.create", ["title": "Tabs\tand\nlines", "attendees": ["Ann"]])
+        let second = try client.result("syncups.create", ["title": "Second", "attendees": ["Ann"]])
+        let firstID = try #require(first["id"]?.stringValue)
+        let secondID = try #require(second["id"]?.stringValue)
+        #expect(try daemon.ctl(["ids"]).standardOutput == "\(firstID)\tTabs and lines\n\(secondID)\tSecond\n")
+
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.start", ["syncup": .string(secondID), "audio": false])
+        _ = try client.result("session.end", ["action": "save"])
+        let ended = try client.nextEvent("session.ended")
+        let meetingID = try #require(ended["data"]?["meeting"]?["id"]?.stringValue)
+        // A prefix in any case names the sync-up; its meetings come with their dates.
+        let meetings = try daemon.ctl(["ids", String(secondID.prefix(6)).lowercased()]).standardOutput
+        #expect(meetings.hasPrefix(meetingID + "\t20"))
+        #expect(meetings.hasSuffix(" UTC\n"))
+        #expect(try daemon.ctl(["ids", firstID]).standardOutput == "")
+        #expect(try daemon.ctl(["ids", "FFFF"]).exitCode == 65)
+    }
+
     @Test func keepsAttendeeIDsWhenTheListIsReplacedByName() throws {
         let daemon = try DaemonProcess()
         let created = try JSONParser().parse(

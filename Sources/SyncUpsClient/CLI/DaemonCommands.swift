@@ -81,6 +81,11 @@ enum Format {
 
     static func shortID(_ id: String) -> String { String(id.prefix(8)) }
 
+    /// The text on one line: tabs and line breaks become spaces (for tab-separated output).
+    static func oneLine(_ text: String) -> String {
+        String(text.map { $0 == "\t" || $0.isNewline ? " " : $0 })
+    }
+
     static func date(_ value: JSONValue?) -> String {
         guard let text = value?.stringValue, let date = UTCTime.parseRFC3339(text) else { return string(value) }
         return UTCTime(date).shortDateTime

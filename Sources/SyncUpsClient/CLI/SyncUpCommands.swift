@@ -2,6 +2,18 @@ import SyncUpsCore
 import SyncUpsJSON
 
 extension Syncupsctl {
+    /// Every sync-up, following `syncups.list`'s pages.
+    static func allSyncUps(_ context: Context, on connection: DaemonConnection) throws(CLIError) -> [JSONValue] {
+        var all: [JSONValue] = []
+        var offset = 0
+        while true {
+            let page = try context.call(on: connection, "syncups.list", ["offset": .int(offset)])
+            all += page["syncups"]?.arrayValue ?? []
+            guard let next = page["next"]?.numberValue?.int64 else { return all }
+            offset = Int(next)
+        }
+    }
+
     static let syncUpCommands: [Subcommand] = [
         Subcommand(
             name: "list",
@@ -10,16 +22,37 @@ extension Syncupsctl {
             summary: "List the sync-ups.",
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let connection = try context.connect()
-            var all: [JSONValue] = []
-            var offset = 0
-            while true {
-                let page = try context.call(on: connection, "syncups.list", ["offset": .int(offset)])
-                all += page["syncups"]?.arrayValue ?? []
-                guard let next = page["next"]?.numberValue?.int64 else { break }
-                offset = Int(next)
-            }
+            let all = try allSyncUps(context, on: try context.connect())
             context.show(.array(all)) { Format.list(all) }
+        },
+        Subcommand(
+            name: "ids",
+            usage: "ids [ID]",
+            summary:
+                "Print ids and a label, tab-separated: every sync-up and its title, or ID's meetings and their dates.",
+            details: """
+                One line each, full ids, the label on one line (tabs and newlines become spaces). Shell
+                completions use it; so can scripts: syncupsctl ids | cut -f1.
+                """,
+            spec: ArgumentSpec(positionals: 0...1)
+        ) { context, arguments throws(CLIError) in
+            let connection = try context.connect()
+            let all = try allSyncUps(context, on: connection)
+            var lines = ""
+            if let wanted = arguments.positionals.first {
+                // The daemon resolves the prefix; the list already carries every meeting's id and date.
+                let syncUp = try context.call(
+                    on: connection, "syncups.get", ["id": .string(wanted), "meetingsLimit": 1])
+                let meetings = all.first { $0["id"] == syncUp["id"] }?["meetings"]?.arrayValue ?? []
+                for meeting in meetings {
+                    lines += Format.string(meeting["id"]) + "\t" + Format.date(meeting["date"]) + " UTC\n"
+                }
+            } else {
+                for syncUp in all {
+                    lines += Format.string(syncUp["id"]) + "\t" + Format.oneLine(Format.string(syncUp["title"])) + "\n"
+                }
+            }
+            context.print(lines)
         },
         Subcommand(
             name: "show",
