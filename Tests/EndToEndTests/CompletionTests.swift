@@ -14,6 +14,12 @@ import Testing
         for title in ["Design", "Q&A 'team'"] {
             _ = try client.result("syncups.create", ["title": .string(title), "attendees": ["Ann"]])
         }
+        // A recorded meeting, for the meeting-id completion.
+        let design = try #require(try client.result("syncups.list")["syncups"]?[0]?["id"])
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.start", ["syncup": design, "audio": false])
+        _ = try client.result("session.end", ["action": "save"])
+        _ = try client.nextEvent("session.ended")
         // The script checks every command and option against `syncupsctl help`, and the ids against `list`.
         let result = try CommandResult.run(
             "/bin/bash", [Self.completions + "/test-completions.sh"],

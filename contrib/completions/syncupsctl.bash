@@ -4,11 +4,11 @@
 # symbolic link or copy named syncupsd beside it), or to
 # ~/.local/share/bash-completion/completions/syncupsctl, or source it from ~/.bashrc.
 #
-# Sync-up and meeting ids are asked from the running daemon (`syncupsctl --json list`,
-# `syncupsctl --json show ID`); when it does not answer, nothing is offered. Needs bash 4.
+# Sync-up and meeting ids are asked from the running daemon (`syncupsctl ids`,
+# `syncupsctl ids ID`); when it does not answer, nothing is offered. Needs bash 4.
 
-_syncupsctl_commands=(status ping themes list show add edit rm meeting rm-meeting export start next pause
-    resume toggle end session call watch help)
+_syncupsctl_commands=(status ping themes list ids show add edit rm meeting rm-meeting export start next
+    pause resume toggle end session call watch help)
 _syncupsctl_themes=(bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple
     seafoam sky tan teal yellow)
 _syncupsctl_requests=(ping status themes.list syncups.list syncups.get syncups.create syncups.update
@@ -17,44 +17,6 @@ _syncupsctl_requests=(ping status themes.list syncups.list syncups.get syncups.c
 
 # Options that take a value, global or of a command.
 _syncupsctl_value_options=' --socket --timeout --duration --theme --attendee --title --add-attendee --remove-attendee --rename-attendee --format --output --text --idle-text --offline-text --topic '
-
-# Reads the daemon's JSON on stdin and prints "ID<TAB>VALUE" for every object that starts
-# {"id":"ID","KEY":"VALUE" (KEY is title for sync-ups, date for meetings). Plain awk: no jq.
-_syncupsctl_pairs() {
-    awk -v key="$1" '
-    {
-        s = $0
-        pattern = "{\"id\":\""
-        head = "\",\"" key "\":\""
-        while ((i = index(s, pattern)) > 0) {
-            s = substr(s, i + length(pattern))
-            j = index(s, "\"")
-            if (j == 0) break
-            id = substr(s, 1, j - 1)
-            s = substr(s, j)
-            if (substr(s, 1, length(head)) != head) continue
-            s = substr(s, length(head) + 1)
-            t = substr(s, 1, 4096)
-            v = ""
-            while (t != "") {
-                c = substr(t, 1, 1)
-                if (c == "\"") break
-                if (c == "\\") {
-                    c = substr(t, 2, 1)
-                    if (c == "u") { v = v "?"; t = substr(t, 7); continue }
-                    if (c == "n" || c == "r" || c == "t" || c == "b" || c == "f") c = " "
-                    v = v c
-                    t = substr(t, 3)
-                    continue
-                }
-                v = v c
-                t = substr(t, 2)
-            }
-            if (key == "date") { sub(/T/, " ", v); v = substr(v, 1, 16) " UTC" }
-            print id "\t" v
-        }
-    }'
-}
 
 # Runs the syncupsctl being completed, with the command line's --socket, quietly.
 _syncupsctl_run() {
@@ -80,13 +42,13 @@ _syncupsctl_dequote() {
 
 # The ids of the sync-ups, one a line.
 _syncupsctl_syncup_ids() {
-    _syncupsctl_run --json list | _syncupsctl_pairs title | cut -f1
+    _syncupsctl_run ids | cut -f1
 }
 
 # The ids of the meetings of sync-up $1, one a line.
 _syncupsctl_meeting_ids() {
     [[ -n $1 ]] || return 0
-    _syncupsctl_run --json show "$1" | _syncupsctl_pairs date | cut -f1
+    _syncupsctl_run ids "$1" | cut -f1
 }
 
 # COMPREPLY = the candidates that start with $1 (upper-cased when $2 is "upper"), as readline
@@ -206,7 +168,7 @@ _syncupsctl() {
 
     local ids=()
     case $command:${#positionals[@]} in
-        show:0 | edit:0 | rm:0 | delete:0 | start:0 | meeting:0 | rm-meeting:0 | export:0)
+        ids:0 | show:0 | edit:0 | rm:0 | delete:0 | start:0 | meeting:0 | rm-meeting:0 | export:0)
             mapfile -t ids < <(_syncupsctl_syncup_ids)
             _syncupsctl_reply "$cur" upper "${ids[@]}"
             ;;

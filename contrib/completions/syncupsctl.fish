@@ -5,46 +5,7 @@
 # in the same directory for the syncupsd completions.
 #
 # Sync-up and meeting ids, with titles and dates as descriptions, are asked from the running
-# daemon (`syncupsctl --json list`, `syncupsctl --json show ID`); when it does not answer,
-# nothing is offered.
-
-# Reads the daemon's JSON on stdin and prints "ID<TAB>VALUE" for every object that starts
-# {"id":"ID","KEY":"VALUE" (KEY is title for sync-ups, date for meetings). Plain awk: no jq.
-function __syncupsctl_pairs --argument-names key
-    awk -v key="$key" '
-    {
-        s = $0
-        pattern = "{\"id\":\""
-        head = "\",\"" key "\":\""
-        while ((i = index(s, pattern)) > 0) {
-            s = substr(s, i + length(pattern))
-            j = index(s, "\"")
-            if (j == 0) break
-            id = substr(s, 1, j - 1)
-            s = substr(s, j)
-            if (substr(s, 1, length(head)) != head) continue
-            s = substr(s, length(head) + 1)
-            t = substr(s, 1, 4096)
-            v = ""
-            while (t != "") {
-                c = substr(t, 1, 1)
-                if (c == "\"") break
-                if (c == "\\\\") {
-                    c = substr(t, 2, 1)
-                    if (c == "u") { v = v "?"; t = substr(t, 7); continue }
-                    if (c == "n" || c == "r" || c == "t" || c == "b" || c == "f") c = " "
-                    v = v c
-                    t = substr(t, 3)
-                    continue
-                }
-                v = v c
-                t = substr(t, 2)
-            }
-            if (key == "date") { sub(/T/, " ", v); v = substr(v, 1, 16) " UTC" }
-            print id "\t" v
-        }
-    }'
-end
+# daemon (`syncupsctl ids`, `syncupsctl ids ID`); when it does not answer, nothing is offered.
 
 # The words before the cursor that are not options or option values: the command, then its
 # arguments.
@@ -105,14 +66,14 @@ function __syncupsctl_run
 end
 
 function __syncupsctl_syncups
-    __syncupsctl_run --json list | __syncupsctl_pairs title
+    __syncupsctl_run ids
 end
 
 # The meetings of the sync-up given as the command's first argument.
 function __syncupsctl_meetings
     set -l words (__syncupsctl_words)
     set -q words[2]; or return
-    __syncupsctl_run --json show $words[2] | __syncupsctl_pairs date
+    __syncupsctl_run ids $words[2]
 end
 
 complete -c syncupsctl -f
@@ -129,6 +90,7 @@ complete -c syncupsctl -n __syncupsctl_needs_command -a status -d "Show the daem
 complete -c syncupsctl -n __syncupsctl_needs_command -a ping -d 'Check that the daemon answers'
 complete -c syncupsctl -n __syncupsctl_needs_command -a themes -d 'List the themes'
 complete -c syncupsctl -n __syncupsctl_needs_command -a list -d 'List the sync-ups'
+complete -c syncupsctl -n __syncupsctl_needs_command -a ids -d 'Print ids and a label, tab-separated'
 complete -c syncupsctl -n __syncupsctl_needs_command -a show -d 'Show one sync-up with its meetings'
 complete -c syncupsctl -n __syncupsctl_needs_command -a add -d 'Create a sync-up'
 complete -c syncupsctl -n __syncupsctl_needs_command -a edit -d 'Change a sync-up'
@@ -148,11 +110,11 @@ complete -c syncupsctl -n __syncupsctl_needs_command -a watch -d 'Follow the dae
 complete -c syncupsctl -n __syncupsctl_needs_command -a help -d "Show a command's options"
 
 # Arguments: sync-up and meeting ids from the daemon, command names, request names.
-complete -c syncupsctl -n '__syncupsctl_at 0 show edit rm delete start meeting rm-meeting export' \
+complete -c syncupsctl -n '__syncupsctl_at 0 ids show edit rm delete start meeting rm-meeting export' \
     -a '(__syncupsctl_syncups)'
 complete -c syncupsctl -n '__syncupsctl_at 1 meeting rm-meeting export' -a '(__syncupsctl_meetings)'
 complete -c syncupsctl -n '__syncupsctl_at 0 help' \
-    -a 'status ping themes list show add edit rm meeting rm-meeting export start next pause resume toggle end session call watch'
+    -a 'status ping themes list ids show add edit rm meeting rm-meeting export start next pause resume toggle end session call watch'
 complete -c syncupsctl -n '__syncupsctl_at 0 call' \
     -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.end subscribe unsubscribe'
 

@@ -3,10 +3,10 @@
 #
 #     SYNCUPSD_SOCKET=/path/to/socket contrib/completions/test-completions.sh
 #
-# It starts nothing: run syncupsd first (with at least one sync-up for the id checks). syncupsctl
-# must be on PATH, or set SYNCUPSCTL to its path. The commands and options offered are also
-# checked against `syncupsctl help` and `syncupsctl help COMMAND`. Exits 0 when every check
-# passes, 1 when one fails, 2 when the daemon is out of reach.
+# It starts nothing: run syncupsd first, with at least one sync-up and one recorded meeting for
+# the id checks. syncupsctl must be on PATH, or set SYNCUPSCTL to its path. The commands and
+# options offered are also checked against `syncupsctl help` and `syncupsctl help COMMAND`.
+# Exits 0 when every check passes, 1 when one fails, 2 when the daemon is out of reach.
 
 set -u
 
@@ -126,6 +126,7 @@ if ((${#prefixes[@]} == 0)); then
     failures=$((failures + 1))
 else
     complete_line 'syncupsctl show '
+    ids=("${COMPREPLY[@]}")
     ok=1
     if ((${#COMPREPLY[@]} != ${#prefixes[@]})); then ok=0; fi
     for prefix in "${prefixes[@]}"; do
@@ -154,9 +155,24 @@ else
         failures=$((failures + 1))
     fi
 
-    # The meetings of that sync-up, as `syncupsctl --json show` lists them.
-    mapfile -t meetings < <("$program" --json show "$first" | grep -o '{"id":"[0-9A-F-]*","date"' | cut -d'"' -f4)
-    expect "syncupsctl meeting ${first:0:8} " "${meetings[@]}"
+    # ids takes a sync-up id too.
+    expect 'syncupsctl ids ' "${ids[@]}"
+    expect "syncupsctl ids $(printf '%s' "${first:0:8}" | tr 'A-F' 'a-f')" "$first"
+
+    # The meetings of a sync-up that has some, as `syncupsctl ids ID` lists them, after a
+    # lower-case prefix of the sync-up's id.
+    meetings=()
+    for id in "${ids[@]}"; do
+        mapfile -t meetings < <("$program" ids "$id" | cut -f1)
+        ((${#meetings[@]} > 0)) && break
+    done
+    if ((${#meetings[@]} == 0)); then
+        echo "FAIL: no sync-up has a meeting; record one to check the meeting id completion"
+        failures=$((failures + 1))
+    else
+        expect "syncupsctl meeting $(printf '%s' "${id:0:8}" | tr 'A-F' 'a-f') " "${meetings[@]}"
+        expect "syncupsctl export ${id:0:8} ${meetings[0]:0:8}" "${meetings[0]}"
+    fi
 fi
 
 # With the daemon out of reach, nothing is offered and nothing is printed.
