@@ -35,7 +35,9 @@ public enum PocketSphinxRecognizer {
         }
 
         var arguments: [String] {
-            var arguments = ["-hmm", acousticModel, "-dict", dictionary, "-logfn", "/dev/null", "-samprate", "16000"]
+            // No -logfn: logging is turned off with err_set_logfp(nil) instead. A -logfn file is opened by every
+            // ps_init and dropped unclosed by the next err_set_logfp: one descriptor lost per meeting.
+            var arguments = ["-hmm", acousticModel, "-dict", dictionary, "-samprate", "16000"]
             if let grammar {
                 arguments += ["-jsgf", grammar]
             } else if let languageModel {

@@ -62,6 +62,31 @@ struct PocketSphinxTests {
         #expect(harness.finals[1].words.allSatisfy { $0.start >= bobStarts - 0.05 })
     }
 
+    /// Each meeting loads a decoder; none may leave a descriptor behind (the soak found one per meeting: the
+    /// `-logfn /dev/null` log file, dropped unclosed by `err_set_logfp`).
+    @Test func leavesNoDescriptorBehindMeetingAfterMeeting() throws {
+        for _ in 0..<2 {
+            let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer(model: Self.grammarModel))
+            harness.feed(SpeechFixture.silence(seconds: 0.5))
+            #expect(harness.finish())
+        }
+        #expect(Self.logFilesOpen() == 0)
+    }
+
+    /// Descriptors of this process open on /dev/null for appending: what a `-logfn` log file looks like.
+    static func logFilesOpen() -> Int {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return descriptors.filter { fd in
+            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd)) == "/dev/null",
+                let info = try? String(contentsOfFile: "/proc/self/fdinfo/" + fd, encoding: .utf8),
+                let flags = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") })?.split(separator: "\t")
+                    .last,
+                let value = Int(flags, radix: 8)
+            else { return false }
+            return value & Int(O_APPEND) != 0
+        }.count
+    }
+
     @Test func reportsAModelThatCannotBeLoaded() throws {
         var model = PocketSphinxRecognizer.Model.debian
         model.acousticModel = "/nonexistent"
