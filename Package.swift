@@ -107,6 +107,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON"], swiftSettings: strictSettings),
+        .testTarget(name: "SyncUpsPOSIXTests", dependencies: ["SyncUpsPOSIX"], swiftSettings: strictSettings),
         .testTarget(
             name: "SyncUpsCoreTests",
             dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsTestSupport"],

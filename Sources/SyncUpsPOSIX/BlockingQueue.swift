@@ -6,7 +6,9 @@ import Synchronization
 /// what to drop and can say so), `pop` sleeps until an element arrives or the queue is closed.
 public final class BlockingQueue<Element: Sendable>: Sendable {
     private struct State {
-        var elements: [Element] = []
+        /// Popped slots are set to nil at once: an audio chunk must not outlive its consumer's use of it
+        /// (the soak saw queues keeping 100 s of processed audio alive).
+        var elements: [Element?] = []
         var head = 0
         var isClosed = false
         var count: Int { elements.count - head }
@@ -49,9 +51,12 @@ public final class BlockingQueue<Element: Sendable>: Sendable {
             if read(available.rawValue, &token, 8) < 0 && Errno.current == .interrupted { continue }
             let (element, isClosed): (Element?, Bool) = state.withLock { state in
                 guard state.count > 0 else { return (nil, state.isClosed) }
-                let element = state.elements[state.head]
+                let element = state.elements[state.head].take()
                 state.head += 1
-                if state.head >= 1024 && state.head * 2 >= state.elements.count {
+                if state.head == state.elements.count {
+                    state.elements.removeAll(keepingCapacity: true)
+                    state.head = 0
+                } else if state.head >= 1024 && state.head * 2 >= state.elements.count {
                     state.elements.removeFirst(state.head)
                     state.head = 0
                 }
