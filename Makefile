@@ -13,6 +13,7 @@ TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils s
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv
 
 BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind
+SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
 
 # Where `make install` puts things. System-wide: make && sudo make install (PREFIX=/usr/local). For yourself,
 # no root: make install PREFIX=~/.local (user units then go where systemd --user looks in your home).
@@ -35,7 +36,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
-.PHONY: all build run test whisper stress fuzz bench man install uninstall lint format deps deps-test clean
+.PHONY: all build run test whisper stress fuzz bench soak man install uninstall lint format deps deps-test clean
 
 all: build
 
@@ -88,6 +89,16 @@ bench:
 	$(SWIFT) build $(RELEASE_FLAGS) --product syncupsd
 	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-bench
 	scripts/bench $(BENCH_ARGS)
+
+## The soak test: SOAK_SECONDS (default 600) of 50 clients, 20 subscribers (one stalled) and meetings back to
+## back with speech; report on stdout and in .build/bench/soak.json, failing unless memory, descriptors and
+## threads stay flat after the warm-up and nothing is lost.
+SOAK_SECONDS ?= 600
+soak:
+	@scripts/ensure-packages $(SOAK_PACKAGES)
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncupsd
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-bench
+	$(RELEASE_BIN)/syncups-bench soak --seconds $(SOAK_SECONDS)
 
 ## The man pages, from man/*.scd, into .build/man.
 man: $(MAN_PAGES:%=.build/man/%)

@@ -2,6 +2,7 @@
 //
 //   syncups-bench [--quick] [--json FILE] [--only roundtrip,instructions,fanout,store,startup,idle,speech]
 //       [--speech-command COMMAND]
+//   syncups-bench soak [--seconds N] [--json FILE] [--language-model]      (make soak; see Soak.swift)
 //
 // Request round trips are measured against syncupsd and MPD in the same run with the same client code,
 // interleaved; everything else against syncupsd alone. Run the release build (make bench does).
@@ -17,6 +18,21 @@ struct Bench {
         if arguments.first == "speech-child" {
             try speechChild(Array(arguments.dropFirst()))
             return
+        }
+        if arguments.first == "soak" {
+            let options: Soak.Options
+            do {
+                options = try Soak.Options(Array(arguments.dropFirst()))
+            } catch {
+                Console.error("\(error)\nusage: syncups-bench soak [--seconds N] [--json FILE] [--language-model]\n")
+                exit(64)
+            }
+            do {
+                exit(try Soak.main(options) ? 0 : 1)
+            } catch {
+                Console.error("syncups-bench soak: \(error)\n")
+                exit(1)
+            }
         }
         var quick = false
         var jsonPath = ".build/bench/results.json"

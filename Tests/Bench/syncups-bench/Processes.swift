@@ -2,15 +2,16 @@ import Glibc
 import SyncUpsPOSIX
 
 /// The daemons under test, started with throwaway configurations and stopped at the end.
-final class Daemon {
+final class Daemon: Sendable {
     let process: Subprocess
     let socketPath: String
     let directory: String
 
-    /// Starts `executable` and waits (up to 10 s) until `socketPath` accepts a connection.
+    /// Starts `executable` and waits (up to 10 s) until `socketPath` accepts a connection. Its standard error
+    /// (the daemon's log) goes to `standardError`.
     init(
         executable: String, arguments: [String], socketPath: String, directory: String,
-        environment: [String: String] = [:], wrapper: [String] = []
+        environment: [String: String] = [:], wrapper: [String] = [], standardError: Subprocess.Stream = .null
     ) throws {
         var fullEnvironment = Subprocess.currentEnvironment()
         for (key, value) in environment { fullEnvironment[key] = value }
@@ -20,7 +21,7 @@ final class Daemon {
             environment: fullEnvironment,
             standardInput: .null,
             standardOutput: .null,
-            standardError: .null
+            standardError: standardError
         )
         self.socketPath = socketPath
         self.directory = directory
@@ -36,9 +37,11 @@ final class Daemon {
         throw SystemError("\(executable) did not start listening on \(socketPath)", .connectionRefused)
     }
 
-    func stop() {
+    /// Asks the daemon to stop (SIGTERM) and waits for it; returns how it ended.
+    @discardableResult
+    func stop() -> Subprocess.Termination {
         process.send(SIGTERM)
-        _ = process.wait()
+        return process.wait()
     }
 
     var pid: pid_t { process.pid }

@@ -16,7 +16,10 @@ struct Samples {
 
     var p50: Double { percentile(0.5) }
     var p99: Double { percentile(0.99) }
+    var max: Double { Double(values.max() ?? 0) }
     var count: Int { values.count }
+
+    mutating func add(_ other: Samples) { values += other.values }
 }
 
 /// The median of a few repeated measurements.
