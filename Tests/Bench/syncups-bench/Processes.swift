@@ -1,5 +1,7 @@
 import Glibc
 import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Synchronization
 
 /// The daemons under test, started with throwaway configurations and stopped at the end.
 final class Daemon: Sendable {
@@ -101,9 +103,23 @@ let productsDirectory: String = {
     return String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
 }()
 
+/// A fresh directory under /tmp, removed with everything in it when the benchmark exits: a full run writes
+/// several hundred megabytes of data files and daemon state.
 func temporaryDirectory(_ label: String) -> String {
     var template = Array("/tmp/syncups-bench-\(label)-XXXXXX".utf8CString)
-    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    let isFirst = temporaryDirectories.withLock { directories in
+        directories.append(path)
+        return directories.count == 1
+    }
+    if isFirst { atexit { removeTemporaryDirectories() } }
+    return path
+}
+
+private let temporaryDirectories = Mutex<[String]>([])
+
+private func removeTemporaryDirectories() {
+    for path in temporaryDirectories.withLock({ $0 }) { TemporaryDirectory.removeTree(path) }
 }
 
 /// What /proc says about a process: resident memory, context switches (all threads), CPU time.
