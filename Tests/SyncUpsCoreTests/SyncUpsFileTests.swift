@@ -1,6 +1,7 @@
 import Foundation
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsTestSupport
 import Testing
 
 @Suite struct SyncUpsFileTests {
@@ -111,6 +112,60 @@ import Testing
                 #expect(SyncUpsFile.encode(ours) == appBytes)
             }
         }
+    }
+
+    @Test func incrementalEncoderWritesWhatAFullEncodeWritesAfterEveryKindOfEdit() throws {
+        var state = try SyncUpsFile.decode(try Self.fixture("app-debug-pretty.json"))
+        state += (0..<4).map { SyncUp.realistic(index: $0, meetingCount: 2, transcriptBytes: 40) }
+        let edits: [(String, (inout [SyncUp]) -> Void)] = [
+            ("nothing", { _ in }),
+            ("a title", { $0[1].title = "Renamed & \"quoted\" ❌" }),
+            (
+                "a meeting at index 0",
+                {
+                    $0[2].meetings.insert(
+                        Meeting(
+                            id: Meeting.ID(UUID(counting: 77)), date: Date(timeIntervalSince1970: 1e9),
+                            transcript: "Blob: hi"),
+                        at: 0)
+                }
+            ),
+            ("an attendee's name", { $0[3].attendees[0].name = "Zoë" }),
+            ("the duration", { $0[0].duration = .seconds(61) }),
+            ("the theme", { $0[4].theme = .yellow }),
+            ("the order", { $0.swapAt(0, 5) }),
+            ("a deletion", { $0.remove(at: 2) }),
+            ("an insertion with a reused id", { $0.append(SyncUp.fixture(seed: 9, title: "New")) }),
+            ("the same title again", { $0[1].title = "Renamed" }),
+            ("everything", { $0 = [] }),
+            ("a sync-up back after deletion", { $0 = [SyncUp.realistic(index: 1)] }),
+        ]
+        var encoder = SyncUpsFileEncoder()
+        var output: [UInt8] = []
+        for (name, edit) in edits {
+            edit(&state)
+            encoder.encode(state, into: &output)
+            #expect(Self.firstDifference(output, SyncUpsFile.encode(state)) == nil, "after editing \(name)")
+        }
+    }
+
+    @Test func incrementalEncoderReusesItsOutputBuffer() {
+        let state = (0..<50).map { SyncUp.realistic(index: $0) }
+        var encoder = SyncUpsFileEncoder()
+        var output: [UInt8] = []
+        encoder.encode(state, into: &output)
+        let first = output.withUnsafeBufferPointer { $0.baseAddress }
+        var edited = state
+        edited[7].title += "!"
+        encoder.encode(edited, into: &output)
+        #expect(output.withUnsafeBufferPointer { $0.baseAddress } == first)
+        #expect(Self.firstDifference(output, SyncUpsFile.encode(edited)) == nil)
+    }
+
+    /// The offset where two files first differ (or where the shorter ends); nil if they are equal.
+    static func firstDifference(_ a: [UInt8], _ b: [UInt8]) -> Int? {
+        if let index = (0..<min(a.count, b.count)).first(where: { a[$0] != b[$0] }) { return index }
+        return a.count == b.count ? nil : min(a.count, b.count)
     }
 
     @Test func treatsAnEmptyFileAsNoSyncUps() throws {

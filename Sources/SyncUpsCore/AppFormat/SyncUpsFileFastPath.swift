@@ -15,17 +15,64 @@ extension SyncUpsFile {
 
     /// Writes what `JSONWriter(options: .applePrettySorted)` writes for `json(syncUps)`, byte for byte.
     static func encodePrettySorted(_ syncUps: [SyncUp]) -> [UInt8] {
-        var estimate = 16
-        for syncUp in syncUps {
-            estimate += 400 + syncUp.title.utf8.count + syncUp.attendees.count * 110
-            for meeting in syncUp.meetings {
-                estimate += 140 + meeting.transcript.utf8.count + meeting.transcript.utf8.count / 16
-            }
-        }
         var writer = PrettyWriter()
-        writer.output.reserveCapacity(estimate)
+        writer.output.reserveCapacity(syncUps.reduce(16) { $0 + estimatedSize($1) })
         writer.array(syncUps, level: 0) { writer, syncUp in writer.syncUp(syncUp) }
         return writer.output
+    }
+
+    /// Roughly the bytes `syncUp` takes in the file, erring high, so one allocation usually suffices.
+    static func estimatedSize(_ syncUp: SyncUp) -> Int {
+        var estimate = 400 + syncUp.title.utf8.count + syncUp.attendees.count * 110
+        for meeting in syncUp.meetings {
+            estimate += 140 + meeting.transcript.utf8.count + meeting.transcript.utf8.count / 16
+        }
+        return estimate
+    }
+}
+
+/// Encodes successive versions of the sync-ups, re-encoding only the sync-ups that changed since the last
+/// call and copying the others' bytes from the previous one: after one edit to a file of 10,000 sync-ups
+/// (118 MB), a save encodes one sync-up and copies the rest, instead of spending over 100 ms encoding.
+///
+/// An unchanged sync-up is recognised by value equality, which for a sync-up the daemon did not touch is
+/// cheap: its arrays and strings still share storage with the cached copy, and Swift compares those by
+/// identity first. The output is byte for byte what `SyncUpsFile.encode` writes. It costs memory about
+/// the size of the file, for the cached bytes.
+public struct SyncUpsFileEncoder: Sendable {
+    private struct Entry: Sendable {
+        var syncUp: SyncUp
+        var bytes: [UInt8]
+    }
+
+    private var cache: [SyncUp.ID: Entry] = [:]
+
+    public init() {}
+
+    /// Writes the file for `syncUps` into `output`, replacing its content but keeping its capacity, so a
+    /// buffer reused from one save to the next costs no page faults.
+    public mutating func encode(_ syncUps: [SyncUp], into output: inout [UInt8]) {
+        var writer = PrettyWriter()
+        swap(&writer.output, &output)
+        let expected = cache.isEmpty ? syncUps.reduce(16) { $0 + SyncUpsFile.estimatedSize($1) } : writer.output.count
+        writer.output.removeAll(keepingCapacity: true)
+        // Room to grow: most saves add a little (a meeting), and a new buffer would cost its page faults again.
+        if writer.output.capacity < expected + expected / 16 { writer.output.reserveCapacity(expected + expected / 8) }
+        writer.array(syncUps, level: 0) { writer, syncUp in
+            if let index = cache.index(forKey: syncUp.id), cache.values[index].syncUp == syncUp {
+                writer.output.append(contentsOf: cache.values[index].bytes)
+            } else {
+                let start = writer.output.count
+                writer.syncUp(syncUp)
+                cache[syncUp.id] = Entry(syncUp: syncUp, bytes: Array(writer.output[start...]))
+            }
+        }
+        swap(&writer.output, &output)
+        // Every id in `syncUps` has an entry, so more entries than sync-ups means some were deleted.
+        if cache.count > syncUps.count {
+            let ids = Set(syncUps.map(\.id))
+            cache = cache.filter { ids.contains($0.key) }
+        }
     }
 }
 

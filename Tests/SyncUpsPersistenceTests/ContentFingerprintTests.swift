@@ -1,0 +1,25 @@
+import SyncUpsPersistence
+import Testing
+
+/// The fingerprint tells the store's own writes from other programs' edits, so any change of content must
+/// change it: in every one of its four lanes and in the tail that does not fill a 32-byte block.
+@Suite struct ContentFingerprintTests {
+    @Test func changesWhenAnySingleByteChanges() {
+        let original = (0..<77).map { UInt8(truncatingIfNeeded: $0 &* 37) }
+        let fingerprint = ContentFingerprint(original)
+        #expect(ContentFingerprint(original) == fingerprint)
+        for index in original.indices {
+            var edited = original
+            edited[index] ^= 0x01
+            #expect(ContentFingerprint(edited) != fingerprint, "byte \(index) changed")
+        }
+    }
+
+    @Test func changesWhenBytesMoveBetweenLanesOrTheLengthChanges() {
+        let block = Array("abcdefghABCDEFGH01234567!@#$%^&*".utf8)
+        let swapped = Array(block[8..<16] + block[0..<8] + block[16...])
+        #expect(ContentFingerprint(block) != ContentFingerprint(swapped))
+        #expect(ContentFingerprint(block) != ContentFingerprint(block + [0]))
+        #expect(ContentFingerprint([]) != ContentFingerprint([0]))
+    }
+}
