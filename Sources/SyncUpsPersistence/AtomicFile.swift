@@ -8,7 +8,8 @@ import Synchronization
 /// The recipe (see `ARCHITECTURE.md`): a temporary file in the same directory, created exclusively (a planted
 /// symlink makes it fail rather than be followed), written in full, `fsync`ed and closed with every result
 /// checked; the old file hard-linked to `<name>.prev`; `rename` over the old name; `fsync` of the directory so
-/// the rename itself survives a power cut. On any failure the temporary file is removed and nothing visible
+/// the rename itself survives a power cut. Writeback of each chunk starts as soon as it is written, so the
+/// device works while the rest is written and the `fsync` waits for little more than the last chunk. On any failure the temporary file is removed and nothing visible
 /// has changed. A failed `fsync` is never retried on the same file (Linux forgets the error): the next attempt
 /// starts over with a new temporary file.
 public struct AtomicFile: Sendable {
@@ -119,7 +120,9 @@ public struct AtomicFile: Sendable {
                     try fileSystem.write(fd, UnsafeRawBufferPointer(rebasing: buffer[offset..<end]))
                 }
             }
-            offset += try result.get()
+            let written = try result.get()
+            if isDurable { fileSystem.startWriteback(fd, offset, written) }
+            offset += written
         }
     }
 

@@ -7,6 +7,8 @@ public struct FileSystem: Sendable {
     public var open: @Sendable (_ path: String, _ flags: CInt, _ mode: mode_t) throws(SystemError) -> FileDescriptor
     public var write: @Sendable (_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer) throws(SystemError) -> Int
     public var sync: @Sendable (_ fd: FileDescriptor) throws(SystemError) -> Void
+    /// Starts writeback of a range just written, without waiting; a hint, so it cannot fail.
+    public var startWriteback: @Sendable (_ fd: FileDescriptor, _ offset: Int, _ count: Int) -> Void
     public var close: @Sendable (_ fd: FileDescriptor) throws(SystemError) -> Void
     public var rename: @Sendable (_ from: String, _ to: String) throws(SystemError) -> Void
     public var link: @Sendable (_ from: String, _ to: String) throws(SystemError) -> Void
@@ -21,8 +23,10 @@ public struct FileSystem: Sendable {
         rename: @escaping @Sendable (String, String) throws(SystemError) -> Void,
         link: @escaping @Sendable (String, String) throws(SystemError) -> Void,
         unlink: @escaping @Sendable (String) -> Void,
-        identity: @escaping @Sendable (String) -> FileIdentity?
+        identity: @escaping @Sendable (String) -> FileIdentity?,
+        startWriteback: @escaping @Sendable (FileDescriptor, Int, Int) -> Void = { _, _, _ in }
     ) {
+        self.startWriteback = startWriteback
         self.open = open
         self.write = write
         self.sync = sync
@@ -41,7 +45,8 @@ public struct FileSystem: Sendable {
         rename: { (from, to) throws(SystemError) in try syscall("rename(\(from), \(to))") { Glibc.rename(from, to) } },
         link: { (from, to) throws(SystemError) in try syscall("link(\(from), \(to))") { Glibc.link(from, to) } },
         unlink: { path in _ = Glibc.unlink(path) },
-        identity: { path in FileIdentity(path: path) }
+        identity: { path in FileIdentity(path: path) },
+        startWriteback: { fd, offset, count in fd.startWriteback(offset: offset, count: count) }
     )
 }
 

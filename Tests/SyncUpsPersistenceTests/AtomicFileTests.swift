@@ -3,6 +3,7 @@ import SyncUpsCore
 import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsTestSupport
+import Synchronization
 import Testing
 
 @Suite struct AtomicFileTests {
@@ -43,6 +44,24 @@ import Testing
         #expect(Files.readString(path) == "older is prev")
         #expect(Files.readString(previous) == "old")
         #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
+    }
+
+    @Test func startsWritebackOfEachChunkAsItIsWrittenWhenDurable() throws {
+        let ranges = Mutex<[Range<Int>]>([])
+        var fileSystem = FileSystem.live
+        fileSystem.startWriteback = { fd, offset, count in
+            ranges.withLock { $0.append(offset..<(offset + count)) }
+            FileSystem.live.startWriteback(fd, offset, count)
+        }
+        var file = AtomicFile(path: path, previousPath: previous, fileSystem: fileSystem)
+        file.chunkSize = 4
+        try file.write(Array("0123456789".utf8))
+        #expect(ranges.withLock { $0 } == [0..<4, 4..<8, 8..<10])
+        #expect(Files.readString(path) == "0123456789")
+
+        file.isDurable = false
+        try file.write(Array("not durable".utf8))
+        #expect(ranges.withLock { $0.count } == 3)
     }
 
     @Test func refusesToReplaceAFileSomeoneElseChanged() throws {
