@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import SyncUpsCore
 import SyncUpsPOSIX
@@ -9,7 +10,11 @@ enum StoreBench {
     struct Result {
         var count: Int
         var bytes: Int
+        /// Encoding every sync-up from scratch (`SyncUpsFile.encode`): what the first save after start-up does.
         var encode: Double
+        /// The first save: everything encoded, into a new buffer.
+        var firstSave: Double
+        /// A save after one sync-up changed (a meeting added): the store's steady state.
         var save: Double
         var load: Double
     }
@@ -17,33 +22,58 @@ enum StoreBench {
     static func file(count: Int) -> [SyncUp] { (0..<count).map { SyncUp.realistic(index: $0) } }
 
     static func measure(count: Int, repeats: Int) throws -> Result {
-        let syncUps = file(count: count)
+        var syncUps = file(count: count)
         let directory = temporaryDirectory("store")
         let path = directory + "/sync-ups.json"
+        let file = AtomicFile(path: path, previousPath: path + ".prev")
         var encodes: [Double] = []
-        var saves: [Double] = []
-        var loads: [Double] = []
-        var bytes = 0
         for _ in 0..<repeats {
-            // What the store's writer thread does: encode, then the atomic write with its two fsyncs.
             let start = MonotonicInstant.now()
             let encoded = SyncUpsFile.encode(syncUps)
-            let encodedAt = MonotonicInstant.now()
-            try AtomicFile(path: path, previousPath: path + ".prev").write(encoded)
-            let saved = MonotonicInstant.now()
-            bytes = encoded.count
-            encodes.append(Double((encodedAt - start).nanoseconds))
-            saves.append(Double((saved - start).nanoseconds))
+            encodes.append(Double((MonotonicInstant.now() - start).nanoseconds))
+            precondition(!encoded.isEmpty)
+        }
+
+        // What the store's writer thread does for each snapshot: encode what changed into its reused buffer,
+        // fingerprint the bytes (to recognise its own write when inotify reports it), then the atomic write
+        // with its two fsyncs.
+        var encoder = SyncUpsFileEncoder()
+        var output: [UInt8] = []
+        var saves: [Double] = []
+        for round in 0...(repeats + 4) {
+            if round > 0 { syncUps[(round * 7919) % count].meetings.insert(meeting(round), at: 0) }
+            let start = MonotonicInstant.now()
+            encoder.encode(syncUps, into: &output)
+            _ = ContentFingerprint(output)
+            try file.write(output)
+            saves.append(Double((MonotonicInstant.now() - start).nanoseconds))
+        }
+        precondition(output == SyncUpsFile.encode(syncUps))
+
+        var loads: [Double] = []
+        for _ in 0..<repeats {
             // What start-up does: read and decode.
-            let loadStart = MonotonicInstant.now()
+            let start = MonotonicInstant.now()
             let fd = try FileDescriptor.open(path, O_RDONLY)
-            let read = try fd.readToEnd(sizeHint: bytes + 1)
+            let read = try fd.readToEnd(sizeHint: output.count + 1)
             fd.close()
             let loaded = try SyncUpsFile.decode(read)
-            loads.append(Double((MonotonicInstant.now() - loadStart).nanoseconds))
-            precondition(loaded.count == count)
+            loads.append(Double((MonotonicInstant.now() - start).nanoseconds))
+            precondition(loaded == syncUps)
         }
-        return Result(count: count, bytes: bytes, encode: median(encodes), save: median(saves), load: median(loads))
+        TemporaryDirectory.removeTree(directory)
+        return Result(
+            count: count, bytes: output.count, encode: median(encodes), firstSave: saves[0],
+            save: median(Array(saves.dropFirst())), load: median(loads))
+    }
+
+    /// A meeting as a session saves it: 1 KB of transcript.
+    static func meeting(_ round: Int) -> Meeting {
+        Meeting(
+            id: Meeting.ID(UUID(counting: 9_000_000 + round)),
+            date: Date(timeIntervalSinceReferenceDate: 900_000_000 + Double(round)),
+            transcript: String(repeating: "Blob: finished the review. ", count: 38)
+        )
     }
 
     /// Writes a data directory holding `count` sync-ups, for start-up measurements.
