@@ -78,7 +78,8 @@ fuzz: deps
 	@printf '{"schemaVersion":"1.0","linker":{"path":"%s"}}\n' "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/ld.lld" > .build/fuzz-toolset.json
 	$(SWIFT) build $(FUZZ_BUILD) --product syncups-fuzz-request
 	$(SWIFT) build $(FUZZ_BUILD) --product syncups-fuzz-file
-	SWIFT_BACKTRACE=enable=no .build/fuzz/release/syncups-fuzz-request -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=Tests/Fuzz/request.dict \
+	@rm -rf .build/fuzz-tmp && mkdir -p .build/fuzz-tmp
+	TMPDIR=$(CURDIR)/.build/fuzz-tmp SWIFT_BACKTRACE=enable=no .build/fuzz/release/syncups-fuzz-request -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=Tests/Fuzz/request.dict \
 		-artifact_prefix=.build/fuzz-crash-request- .build/fuzz-corpus/request Tests/Fuzz/Corpus/request
 	SWIFT_BACKTRACE=enable=no .build/fuzz/release/syncups-fuzz-file -max_total_time=$(FUZZ_SECONDS) -max_len=16384 \
 		-artifact_prefix=.build/fuzz-crash-file- .build/fuzz-corpus/file Tests/Fuzz/Corpus/file

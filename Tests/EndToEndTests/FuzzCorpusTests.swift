@@ -10,7 +10,8 @@ import Testing
         let directory = BuiltProducts.repositoryRoot + "/Tests/Fuzz/Corpus/" + corpus
         let inputs = Files.list(directory).map { directory + "/" + $0 }
         #expect(inputs.count >= 4)
-        let result = try CommandResult.run(BuiltProducts.path(fuzzer), inputs)
+        let scratch = TemporaryDirectory("fuzz-replay")
+        let result = try CommandResult.run(BuiltProducts.path(fuzzer), inputs, environment: ["TMPDIR": scratch.path])
         #expect(result.exitCode == 0, "\(result.standardError)")
         #expect(result.standardOutput == "replayed \(inputs.count) inputs\n")
     }

@@ -24,7 +24,9 @@ private let knownCodes: Set<String> = [
 /// JSON, `ok` true with a result or false with a known code and a message.
 func fuzzRequests(_ input: UnsafeRawBufferPointer) {
     if daemon == nil {
-        var template = Array("/tmp/syncups-fuzz-XXXXXX".utf8CString)
+        // Under $TMPDIR, which `make fuzz` and the corpus test point at directories they remove.
+        let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array("\(base)/syncups-fuzz-XXXXXX".utf8CString)
         let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
         daemon = try! InProcessDaemon(dataDirectory: directory)
     }
