@@ -51,12 +51,25 @@ public struct AtomicFile: Sendable {
         _ bytes: [UInt8],
         replacingIf isExpected: (FileIdentity?) -> Bool = { _ in true }
     ) throws(AtomicFileError) -> FileIdentity {
+        try write(pieces: [bytes], replacingIf: isExpected)
+    }
+
+    /// Writes the concatenation of `pieces` as the new content, without making it in memory: pieces are
+    /// gathered into `chunkSize` writes, and `eachChunk` sees every chunk, in order, just before it is
+    /// written (to hash the file while its bytes are in the cache).
+    @discardableResult
+    public func write(
+        pieces: [[UInt8]],
+        eachChunk: (UnsafeRawBufferPointer) -> Void = { _ in },
+        replacingIf isExpected: (FileIdentity?) -> Bool = { _ in true }
+    ) throws(AtomicFileError) -> FileIdentity {
         let number = Self.counter.wrappingAdd(1, ordering: .relaxed).oldValue
         let temporary = directory + "/" + temporaryPrefix + "\(getpid())-\(number)"
         var isTemporaryPresent = false
         let outcome: Outcome
         do {
-            outcome = try replace(with: bytes, via: temporary, isTemporaryPresent: &isTemporaryPresent, isExpected)
+            outcome = try replace(
+                with: pieces, via: temporary, isTemporaryPresent: &isTemporaryPresent, eachChunk, isExpected)
         } catch {
             if isTemporaryPresent { fileSystem.unlink(temporary) }
             throw .system(error)
@@ -75,16 +88,17 @@ public struct AtomicFile: Sendable {
     }
 
     private func replace(
-        with bytes: [UInt8],
+        with pieces: [[UInt8]],
         via temporary: String,
         isTemporaryPresent: inout Bool,
+        _ eachChunk: (UnsafeRawBufferPointer) -> Void,
         _ isExpected: (FileIdentity?) -> Bool
     ) throws(SystemError) -> Outcome {
         let fs = fileSystem
         let fd = try fs.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         isTemporaryPresent = true
         do {
-            try writeAll(bytes, to: fd)
+            try writeAll(pieces, to: fd, eachChunk)
             if isDurable { try fs.sync(fd) }
         } catch {
             try? fs.close(fd)
@@ -111,19 +125,56 @@ public struct AtomicFile: Sendable {
         return .written(identity)
     }
 
-    private func writeAll(_ bytes: [UInt8], to fd: FileDescriptor) throws(SystemError) {
+    /// Writes the pieces in `chunkSize` writes: straight from a piece when a whole chunk of it is left,
+    /// otherwise gathered in a staging buffer (the encoder's pieces are about 12 KB each).
+    private func writeAll(_ pieces: [[UInt8]], to fd: FileDescriptor, _ eachChunk: (UnsafeRawBufferPointer) -> Void)
+        throws(SystemError)
+    {
         var offset = 0
-        while offset < bytes.count {
-            let end = min(bytes.count, offset + chunkSize)
-            let result = bytes.withUnsafeBytes { buffer in
-                Result { () throws(SystemError) in
-                    try fileSystem.write(fd, UnsafeRawBufferPointer(rebasing: buffer[offset..<end]))
+        var staging: [UInt8] = []
+        for piece in pieces {
+            var start = 0
+            while start < piece.count {
+                if staging.isEmpty && piece.count - start >= chunkSize {
+                    try writeChunk(piece, start..<(start + chunkSize), to: fd, at: &offset, eachChunk)
+                    start += chunkSize
+                    continue
+                }
+                if staging.capacity < chunkSize { staging.reserveCapacity(chunkSize) }
+                let end = min(piece.count, start + chunkSize - staging.count)
+                staging.append(contentsOf: piece[start..<end])
+                start = end
+                if staging.count == chunkSize {
+                    try writeChunk(staging, staging.indices, to: fd, at: &offset, eachChunk)
+                    staging.removeAll(keepingCapacity: true)
                 }
             }
-            let written = try result.get()
-            if isDurable { fileSystem.startWriteback(fd, offset, written) }
-            offset += written
         }
+        if !staging.isEmpty {
+            try writeChunk(staging, staging.indices, to: fd, at: &offset, eachChunk)
+        }
+    }
+
+    /// Writes all of `bytes[range]` at `offset` (the file's end), then starts its writeback.
+    private func writeChunk(
+        _ bytes: [UInt8],
+        _ range: Range<Int>,
+        to fd: FileDescriptor,
+        at offset: inout Int,
+        _ eachChunk: (UnsafeRawBufferPointer) -> Void
+    ) throws(SystemError) {
+        bytes.withUnsafeBytes { eachChunk(UnsafeRawBufferPointer(rebasing: $0[range])) }
+        var start = range.lowerBound
+        while start < range.upperBound {
+            let result = bytes.withUnsafeBytes { buffer in
+                Result { () throws(SystemError) in
+                    try fileSystem.write(fd, UnsafeRawBufferPointer(rebasing: buffer[start..<range.upperBound]))
+                }
+            }
+            start += try result.get()
+        }
+        if isDurable { fileSystem.startWriteback(fd, offset, range.count) }
+        offset += range.count
     }
 
     private func syncDirectory() throws(SystemError) {

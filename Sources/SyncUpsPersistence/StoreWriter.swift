@@ -5,7 +5,7 @@ import Synchronization
 
 /// Encodes and writes `sync-ups.json` on its own thread, so a large file or a slow `fsync` never delays a
 /// request or a meeting's tick. Only the sync-ups that changed since the last write are encoded again
-/// (`SyncUpsFileEncoder`), into a buffer kept from one write to the next.
+/// (`SyncUpsFileEncoder`), and the file is written from the encoded pieces, never assembled in memory.
 ///
 /// Jobs replace each other: if three snapshots arrive while one is being written, only the newest is
 /// written next. Results go back to the event loop through a mailbox.
@@ -35,8 +35,9 @@ final class StoreWriter: Sendable {
     /// What the loop and the writer agree is on disk; checked just before every rename.
     let disk: Mutex<DiskState>
     private let thread = Mutex<DedicatedThread?>(nil)
-    /// Used by the writer thread, and after it has stopped by the final flush.
-    private let encoding = Mutex(Encoding())
+    /// Kept from one write to the next, so only changed sync-ups are encoded again. Used by the writer
+    /// thread, and after it has stopped by the final flush.
+    private let encoder = Mutex(SyncUpsFileEncoder())
 
     init(file: AtomicFile, results: Mailbox<Result>, recentWrites: RecentWrites, disk: DiskState) throws(SystemError) {
         self.file = file
@@ -83,18 +84,19 @@ final class StoreWriter: Sendable {
 
     /// Encodes and writes one snapshot. Also used directly (not on the thread) for the final flush.
     func perform(_ job: Job) -> Result {
-        encoding.withLock { encoding in
-            encoding.encoder.encode(job.syncUps, into: &encoding.output)
-            return write(encoding.output, generation: job.generation)
-        }
-    }
-
-    private func write(_ bytes: [UInt8], generation: Int) -> Result {
-        recentWrites.remember(bytes)
+        let pieces = encoder.withLock { $0.encode(job.syncUps) }
+        let generation = job.generation
+        var fingerprint = ContentFingerprint.Hasher()
         do {
-            let identity = try file.write(bytes) { current in
-                disk.withLock { $0.accepts(generation, replacing: current) }
-            }
+            let identity = try file.write(
+                pieces: pieces,
+                eachChunk: { fingerprint.combine($0) },
+                replacingIf: { current in
+                    // Before the rename, so the change notification it causes is known as ours.
+                    recentWrites.remember(fingerprint.finalize())
+                    return disk.withLock { $0.accepts(generation, replacing: current) }
+                }
+            )
             disk.withLock { $0.identity = identity }
             return .written(generation: generation, identity: identity)
         } catch {
@@ -104,13 +106,6 @@ final class StoreWriter: Sendable {
             }
         }
     }
-}
-
-/// The writer's encoder and its output buffer, kept from one save to the next: only changed sync-ups are
-/// encoded again, and the buffer's pages are already mapped.
-private struct Encoding: Sendable {
-    var encoder = SyncUpsFileEncoder()
-    var output: [UInt8] = []
 }
 
 /// The file on disk as the store last knew it, and the oldest snapshot still allowed to replace it.
@@ -131,7 +126,10 @@ final class RecentWrites: Sendable {
     private let fingerprints = Mutex<[ContentFingerprint]>([])
 
     func remember(_ bytes: [UInt8]) {
-        let fingerprint = ContentFingerprint(bytes)
+        remember(ContentFingerprint(bytes))
+    }
+
+    func remember(_ fingerprint: ContentFingerprint) {
         fingerprints.withLock {
             $0.append(fingerprint)
             if $0.count > 8 { $0.removeFirst() }
@@ -152,34 +150,77 @@ public struct ContentFingerprint: Hashable, Sendable {
     public var hash: UInt64
 
     public init(_ bytes: [UInt8]) {
-        count = bytes.count
-        let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
-        var lanes: (UInt64, UInt64, UInt64, UInt64) = (
-            0xCBF2_9CE4_8422_2325 ^ UInt64(bytes.count), 0x8422_2325_CBF2_9CE4, 0x7F4A_7C15_9E37_79B9, 1
+        self.init(pieces: [bytes])
+    }
+
+    /// The fingerprint of the pieces' concatenation, without making it.
+    public init(pieces: [[UInt8]]) {
+        var hasher = Hasher()
+        for piece in pieces { piece.withUnsafeBytes { hasher.combine($0) } }
+        self = hasher.finalize()
+    }
+
+    /// Fingerprints bytes given in parts: the result is the fingerprint of their concatenation.
+    public struct Hasher: Sendable {
+        static let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
+        private var count = 0
+        private var lanes: (UInt64, UInt64, UInt64, UInt64) = (
+            0xCBF2_9CE4_8422_2325, 0x8422_2325_CBF2_9CE4, 0x7F4A_7C15_9E37_79B9, 1
         )
-        var tail: UInt64 = 0
-        bytes.withUnsafeBytes { buffer in
-            let blocks = buffer.count / 32
-            for block in 0..<blocks {
-                let offset = block * 32
-                lanes.0 = (lanes.0 ^ buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* multiplier
-                lanes.1 = (lanes.1 ^ buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)) &* multiplier
-                lanes.2 = (lanes.2 ^ buffer.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)) &* multiplier
-                lanes.3 = (lanes.3 ^ buffer.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self)) &* multiplier
-                lanes.0 ^= lanes.0 >> 29
-                lanes.1 ^= lanes.1 >> 29
-                lanes.2 ^= lanes.2 >> 29
-                lanes.3 ^= lanes.3 >> 29
+        /// Bytes that do not yet fill a 32-byte block: the first `pendingCount` of `pending`.
+        private var pending = [UInt8](repeating: 0, count: 32)
+        private var pendingCount = 0
+
+        public init() {}
+
+        public mutating func combine(_ bytes: UnsafeRawBufferPointer) {
+            count += bytes.count
+            var start = 0
+            if pendingCount > 0 {
+                start = min(32 - pendingCount, bytes.count)
+                stash(UnsafeRawBufferPointer(rebasing: bytes[0..<start]))
+                guard pendingCount == 32 else { return }
+                pending.withUnsafeBytes { block($0, at: 0) }
+                pendingCount = 0
             }
-            for index in (blocks * 32)..<buffer.count {
-                tail = (tail ^ UInt64(buffer[index])) &* 0x0000_0100_0000_01B3
+            let blocks = (bytes.count - start) / 32
+            for index in 0..<blocks { block(bytes, at: start + index * 32) }
+            stash(UnsafeRawBufferPointer(rebasing: bytes[(start + blocks * 32)...]))
+        }
+
+        private mutating func stash(_ bytes: UnsafeRawBufferPointer) {
+            guard !bytes.isEmpty else { return }
+            pending.withUnsafeMutableBytes { buffer in
+                UnsafeMutableRawBufferPointer(rebasing: buffer[pendingCount...]).copyMemory(from: bytes)
             }
+            pendingCount += bytes.count
         }
-        var hash = lanes.0
-        for lane in [lanes.1, lanes.2, lanes.3, tail] {
-            hash = (hash ^ lane) &* multiplier
-            hash ^= hash >> 32
+
+        private mutating func block(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
+            func mix(_ lane: inout UInt64, _ at: Int) {
+                lane = (lane ^ bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self)) &* Self.multiplier
+                lane ^= lane >> 29
+            }
+            mix(&lanes.0, offset)
+            mix(&lanes.1, offset + 8)
+            mix(&lanes.2, offset + 16)
+            mix(&lanes.3, offset + 24)
         }
+
+        public func finalize() -> ContentFingerprint {
+            var tail: UInt64 = 0
+            for byte in pending[0..<pendingCount] { tail = (tail ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+            var hash = lanes.0 ^ UInt64(count)
+            for lane in [lanes.1, lanes.2, lanes.3, tail] {
+                hash = (hash ^ lane) &* Self.multiplier
+                hash ^= hash >> 32
+            }
+            return ContentFingerprint(count: count, hash: hash)
+        }
+    }
+
+    private init(count: Int, hash: UInt64) {
+        self.count = count
         self.hash = hash
     }
 }

@@ -59,9 +59,15 @@ import Testing
         #expect(ranges.withLock { $0 } == [0..<4, 4..<8, 8..<10])
         #expect(Files.readString(path) == "0123456789")
 
+        // Pieces are gathered into the same chunks: the file never needs to be whole in memory.
+        ranges.withLock { $0 = [] }
+        try file.write(pieces: ["ab", "", "cdefghijk", "l", "mnop"].map { Array($0.utf8) })
+        #expect(ranges.withLock { $0 } == [0..<4, 4..<8, 8..<12, 12..<16])
+        #expect(Files.readString(path) == "abcdefghijklmnop")
+
         file.isDurable = false
         try file.write(Array("not durable".utf8))
-        #expect(ranges.withLock { $0.count } == 3)
+        #expect(ranges.withLock { $0.count } == 4)
     }
 
     @Test func refusesToReplaceAFileSomeoneElseChanged() throws {

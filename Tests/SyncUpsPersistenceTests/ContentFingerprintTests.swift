@@ -22,4 +22,19 @@ import Testing
         #expect(ContentFingerprint(block) != ContentFingerprint(block + [0]))
         #expect(ContentFingerprint([]) != ContentFingerprint([0]))
     }
+
+    @Test func fingerprintsPiecesAsTheirConcatenation() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            let bytes = (0..<Int.random(in: 0...300, using: &generator)).map { _ in UInt8.random(in: 0...255) }
+            var pieces: [[UInt8]] = []
+            var start = 0
+            while start < bytes.count {
+                let end = min(bytes.count, start + Int.random(in: 0...70, using: &generator))
+                pieces.append(Array(bytes[start..<end]))
+                start = end
+            }
+            #expect(ContentFingerprint(pieces: pieces) == ContentFingerprint(bytes), "\(pieces.map(\.count))")
+        }
+    }
 }

@@ -32,13 +32,15 @@ extension SyncUpsFile {
 }
 
 /// Encodes successive versions of the sync-ups, re-encoding only the sync-ups that changed since the last
-/// call and copying the others' bytes from the previous one: after one edit to a file of 10,000 sync-ups
-/// (118 MB), a save encodes one sync-up and copies the rest, instead of spending over 100 ms encoding.
+/// call and reusing the others' bytes: after one edit to a file of 10,000 sync-ups (118 MB), a save encodes
+/// one sync-up instead of spending over 100 ms encoding them all.
 ///
 /// An unchanged sync-up is recognised by value equality, which for a sync-up the daemon did not touch is
 /// cheap: its arrays and strings still share storage with the cached copy, and Swift compares those by
-/// identity first. The output is byte for byte what `SyncUpsFile.encode` writes. It costs memory about
-/// the size of the file, for the cached bytes.
+/// identity first. The file comes out as pieces (each sync-up's cached bytes between the array's
+/// punctuation) that are written one after another, so it is never assembled in memory; their
+/// concatenation is byte for byte what `SyncUpsFile.encode` writes. The cache costs memory about the size
+/// of the file.
 public struct SyncUpsFileEncoder: Sendable {
     private struct Entry: Sendable {
         var syncUp: SyncUp
@@ -47,32 +49,41 @@ public struct SyncUpsFileEncoder: Sendable {
 
     private var cache: [SyncUp.ID: Entry] = [:]
 
+    // The top-level array as `PrettyWriter.array` lays it out at level 0.
+    private static let open = Array("[\n  ".utf8)
+    private static let separator = Array(",\n  ".utf8)
+    private static let close = Array("\n]".utf8)
+    private static let empty = Array("[\n\n]".utf8)
+
     public init() {}
 
-    /// Writes the file for `syncUps` into `output`, replacing its content but keeping its capacity, so a
-    /// buffer reused from one save to the next costs no page faults.
-    public mutating func encode(_ syncUps: [SyncUp], into output: inout [UInt8]) {
-        var writer = PrettyWriter()
-        swap(&writer.output, &output)
-        let expected = cache.isEmpty ? syncUps.reduce(16) { $0 + SyncUpsFile.estimatedSize($1) } : writer.output.count
-        writer.output.removeAll(keepingCapacity: true)
-        // Room to grow: most saves add a little (a meeting), and a new buffer would cost its page faults again.
-        if writer.output.capacity < expected + expected / 16 { writer.output.reserveCapacity(expected + expected / 8) }
-        writer.array(syncUps, level: 0) { writer, syncUp in
-            if let index = cache.index(forKey: syncUp.id), cache.values[index].syncUp == syncUp {
-                writer.output.append(contentsOf: cache.values[index].bytes)
+    /// The file for `syncUps`, as pieces to write in order.
+    public mutating func encode(_ syncUps: [SyncUp]) -> [[UInt8]] {
+        guard !syncUps.isEmpty else {
+            cache = [:]
+            return [Self.empty]
+        }
+        var pieces: [[UInt8]] = []
+        pieces.reserveCapacity(2 * syncUps.count + 1)
+        for (index, syncUp) in syncUps.enumerated() {
+            pieces.append(index == 0 ? Self.open : Self.separator)
+            if let entry = cache.index(forKey: syncUp.id), cache.values[entry].syncUp == syncUp {
+                pieces.append(cache.values[entry].bytes)
             } else {
-                let start = writer.output.count
+                var writer = PrettyWriter()
+                writer.output.reserveCapacity(SyncUpsFile.estimatedSize(syncUp))
                 writer.syncUp(syncUp)
-                cache[syncUp.id] = Entry(syncUp: syncUp, bytes: Array(writer.output[start...]))
+                cache[syncUp.id] = Entry(syncUp: syncUp, bytes: writer.output)
+                pieces.append(writer.output)
             }
         }
-        swap(&writer.output, &output)
+        pieces.append(Self.close)
         // Every id in `syncUps` has an entry, so more entries than sync-ups means some were deleted.
         if cache.count > syncUps.count {
             let ids = Set(syncUps.map(\.id))
             cache = cache.filter { ids.contains($0.key) }
         }
+        return pieces
     }
 }
 

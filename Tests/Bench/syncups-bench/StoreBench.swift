@@ -34,36 +34,45 @@ enum StoreBench {
             precondition(!encoded.isEmpty)
         }
 
-        // What the store's writer thread does for each snapshot: encode what changed into its reused buffer,
-        // fingerprint the bytes (to recognise its own write when inotify reports it), then the atomic write
-        // with its two fsyncs.
+        // What the store's writer thread does for each snapshot: encode what changed, then the atomic write
+        // with its two fsyncs, fingerprinting each chunk as it goes (to recognise its own write when inotify
+        // reports it).
         var encoder = SyncUpsFileEncoder()
-        var output: [UInt8] = []
         var saves: [Double] = []
-        for round in 0...(repeats + 4) {
+        var bytes = 0
+        for round in 0...(repeats + 8) {
             if round > 0 { syncUps[(round * 7919) % count].meetings.insert(meeting(round), at: 0) }
             let start = MonotonicInstant.now()
-            encoder.encode(syncUps, into: &output)
-            _ = ContentFingerprint(output)
-            try file.write(output)
+            let pieces = encoder.encode(syncUps)
+            var fingerprint = ContentFingerprint.Hasher()
+            var written: ContentFingerprint?
+            try file.write(
+                pieces: pieces,
+                eachChunk: { fingerprint.combine($0) },
+                replacingIf: { _ in
+                    written = fingerprint.finalize()
+                    return true
+                }
+            )
             saves.append(Double((MonotonicInstant.now() - start).nanoseconds))
+            bytes = pieces.reduce(0) { $0 + $1.count }
+            precondition(written == ContentFingerprint(pieces: pieces))
         }
-        precondition(output == SyncUpsFile.encode(syncUps))
 
         var loads: [Double] = []
         for _ in 0..<repeats {
             // What start-up does: read and decode.
             let start = MonotonicInstant.now()
             let fd = try FileDescriptor.open(path, O_RDONLY)
-            let read = try fd.readToEnd(sizeHint: output.count + 1)
+            let read = try fd.readToEnd(sizeHint: bytes + 1)
             fd.close()
             let loaded = try SyncUpsFile.decode(read)
             loads.append(Double((MonotonicInstant.now() - start).nanoseconds))
-            precondition(loaded == syncUps)
+            precondition(loaded == syncUps && read == SyncUpsFile.encode(syncUps))
         }
         TemporaryDirectory.removeTree(directory)
         return Result(
-            count: count, bytes: output.count, encode: median(encodes), firstSave: saves[0],
+            count: count, bytes: bytes, encode: median(encodes), firstSave: saves[0],
             save: median(Array(saves.dropFirst())), load: median(loads))
     }
 
