@@ -78,7 +78,10 @@ final class StoreWriter: Sendable {
                 return (job, state.isStopping)
             }
             if isStopping { return }
-            if let job { results.post(perform(job)) }
+            if let job {
+                results.post(perform(job))
+                file.deleteRetiredVersion()
+            }
         }
     }
 

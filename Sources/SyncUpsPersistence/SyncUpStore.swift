@@ -104,6 +104,7 @@ public final class SyncUpStore {
             fileSystem.unlink(directory.path + "/" + name)
         }
         fileSystem.unlink(directory.previousFile + ".tmp")
+        file.deleteRetiredVersion()
     }
 
     private func startWatching() throws(SystemError) {
@@ -253,7 +254,9 @@ public final class SyncUpStore {
         if let throttleTimer { loop.cancel(throttleTimer) }
         if let retryTimer { loop.cancel(retryTimer) }
         guard hasUnsavedChanges, let writer else { return nil }
-        switch writer.perform(StoreWriter.Job(generation: generation, syncUps: latest)) {
+        let result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
+        file.deleteRetiredVersion()
+        switch result {
         case .written:
             writtenGeneration = generation
             return nil

@@ -22,6 +22,20 @@ import Testing
         #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
     }
 
+    @Test func leavesTheVersionBeforePreviousToBeFreedAfterTheWrite() throws {
+        let file = AtomicFile(path: path, previousPath: previous)
+        for content in ["first", "second", "third"] { try file.write(Array(content.utf8)) }
+        #expect(Files.readString(path) == "third")
+        #expect(Files.readString(previous) == "second")
+        #expect(Files.readString(previous + ".old") == "first")
+        file.deleteRetiredVersion()
+        #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
+        // A retired version nobody freed is freed by the next write rather than kept forever.
+        try file.write(Array("fourth".utf8))
+        try file.write(Array("fifth".utf8))
+        #expect(Files.readString(previous + ".old") == "third")
+    }
+
     @Test(arguments: [
         (FaultyFileSystem.Operation.write, Errno.noSpace),
         (.sync, .ioError),

@@ -168,9 +168,10 @@ struct Bench {
     }
 
     static func store(repeats: Int) throws -> JSONValue {
-        print("\n== sync-ups.json: save as the store's writer does it (encode what changed, fingerprint, atomic write")
-        print("   with two fsyncs) and load (read + decode); medians. \"save\" follows one new meeting; \"first save\"")
-        print("   and \"full encode\" encode every sync-up, as the first save after start-up does.")
+        print("\n== sync-ups.json: save as the store's writer does it (encode what changed, atomic write with two")
+        print("   fsyncs, fingerprint), until the new file is durable and in place; load (read + decode); medians.")
+        print("   \"save\" follows one new meeting; \"first save\" and \"full encode\" encode every sync-up, as the")
+        print("   first save after start-up does. Freeing the version before .prev follows each save.")
         print("| sync-ups | size | full encode | first save | save | save per MB | load |")
         print("|---|---|---|---|---|---|---|")
         var results = JSONObject()

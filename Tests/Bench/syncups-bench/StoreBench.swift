@@ -55,6 +55,8 @@ enum StoreBench {
                 }
             )
             saves.append(Double((MonotonicInstant.now() - start).nanoseconds))
+            // As the writer does once the write is reported: free the version that was in `.prev`.
+            file.deleteRetiredVersion()
             bytes = pieces.reduce(0) { $0 + $1.count }
             precondition(written == ContentFingerprint(pieces: pieces))
         }
