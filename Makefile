@@ -36,7 +36,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
-.PHONY: all build run test whisper stress fuzz bench soak man install uninstall lint format deps deps-test clean
+.PHONY: all build run test whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
 all: build
 
@@ -141,6 +141,21 @@ install: man
 		$(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper/
 	ln -sf ../share/syncupsd/speech/faster-whisper/syncups-whisper $(DESTDIR)$(BINDIR)/syncups-whisper
 	@echo "Installed. Start it at login: systemctl --user daemon-reload && systemctl --user enable --now syncupsd.socket"
+
+## systemd's own checker on the user units, installed as `make install PREFIX=~/.local` would, in a scratch
+## home. A bare `systemd-analyze verify systemd/syncupsd.service` cannot pass in a build tree: in user scope it
+## needs $$XDG_RUNTIME_DIR ("Failed to lookup RuntimeDirectory path"), and either way the binary and the man
+## pages the units name must be installed. Any warning (an unknown key, say) fails it too.
+verify-units:
+	@scripts/ensure-packages systemd scdoc
+	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && \
+	$(MAKE) --no-print-directory install PREFIX="$$scratch/.local" HOME="$$scratch" BUILT="$(BUILT)" >/dev/null && \
+	units="$$scratch/.local/share/systemd/user" && status=0 && \
+	XDG_RUNTIME_DIR="$$scratch" HOME="$$scratch" MANPATH="$$scratch/.local/share/man" systemd-analyze --user verify \
+		"$$units/syncupsd.socket" "$$units/syncupsd.service" 2>"$$scratch/verify.log" || status=$$?; \
+	cat "$$scratch/verify.log" >&2; \
+	[ "$$status" -eq 0 ] && [ ! -s "$$scratch/verify.log" ] && \
+	echo "systemd-analyze --user verify: syncupsd.socket and syncupsd.service are valid"
 
 ## Removes what `make install` put there (same PREFIX and DESTDIR).
 uninstall:
