@@ -377,7 +377,8 @@ public struct JSONScanner {
     public mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
         let start = index
         var isNegative = false
-        if bytes[index] == UInt8(ascii: "-") {
+        // Callers may reach here at the end of the input (the file's fast decoder does, on a truncated file).
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") {
             isNegative = true
             index += 1
         }
