@@ -27,6 +27,7 @@ public final class MeetingRecorder: Sendable {
     private let chunks: BlockingQueue<AudioChunk>
     private let writer: DedicatedThread
     private let progress = WriteProgress()
+    private let isStopped = Mutex(false)
 
     /// What the writer thread has written so far, read by the loop for the session's statistics.
     private final class WriteProgress: Sendable {
@@ -78,10 +79,16 @@ public final class MeetingRecorder: Sendable {
     }
 
     /// Stops capturing, writes what is queued, and completes the WAV; `keepsFile` false deletes it (discard).
+    /// A meeting that is saved stops its recorder twice (to settle, then to finish): only the first call
+    /// stops, and a concurrent second one waits for it.
     public func stop(keepsFile: Bool) {
-        capture.stop()
-        chunks.close()
-        writer.join()
+        isStopped.withLock { isStopped in
+            guard !isStopped else { return }
+            isStopped = true
+            capture.stop()
+            chunks.close()
+            writer.join()
+        }
         if !keepsFile { unlink(wavPath) }
     }
 

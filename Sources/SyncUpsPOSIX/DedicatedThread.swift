@@ -1,10 +1,15 @@
 import CSyncUpsShims
 import Glibc
+import Synchronization
 
 /// A named OS thread for blocking C calls (`snd_pcm_readi`, `ps_process_raw`, `fsync`), kept off the event
 /// loop and off Swift's small cooperative pool.
+///
+/// Keep the value to `join()` the thread; drop it and the thread is detached, so its stack is freed when it
+/// ends (an exited thread nobody joins keeps its stack forever).
 public final class DedicatedThread: Sendable {
     private let thread: pthread_t
+    private let isJoined = Atomic<Bool>(false)
 
     private final class Box {
         let name: String
@@ -39,8 +44,13 @@ public final class DedicatedThread: Sendable {
         self.thread = thread
     }
 
-    /// Waits for the thread to finish.
+    /// Waits for the thread to finish. Only the first call joins; a later one returns at once.
     public func join() {
+        guard !isJoined.exchange(true, ordering: .acquiringAndReleasing) else { return }
         pthread_join(thread, nil)
+    }
+
+    deinit {
+        if !isJoined.load(ordering: .acquiring) { pthread_detach(thread) }
     }
 }

@@ -66,7 +66,8 @@ public struct RecognitionStream: Sendable {
     public var feed: @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void
     /// A new turn starts at `frame`: end the current utterance there, so no result spans two speakers.
     public var turn: @Sendable (_ frame: Int64, _ speaker: Attendee) -> Void
-    /// The meeting is over: finish the last utterance, report it, and stop (waits for the recognizer).
+    /// The meeting is over: the recognizer finishes the last utterance, reports it, and stops. Returns at
+    /// once; the recognizer's `.finished` (or `.failed`) event says when it is done.
     public var finish: @Sendable () -> Void
 
     public init(

@@ -194,6 +194,8 @@ final class SessionController {
         session.timer.map(loop.cancel)
         session.recognition?.finish()
         drainMailboxNow()
+        // What was in the mailbox may have completed the save already (a meeting settling as the daemon stops).
+        guard active === session else { return }
         session.recorder?.stop(keepsFile: true)
         let meeting = session.machine.meeting
         state.insertMeeting(meeting, into: session.machine.syncUp.id)
@@ -228,9 +230,8 @@ final class SessionController {
                 session.timer.map(loop.cancel)
                 session.timer = nil
             case .stopTranscribing:
-                let recognition = session.recognition
+                session.recognition?.finish()
                 session.recognition = nil
-                finishInBackground { recognition?.finish() }
             case .settle:
                 settle(session)
             case .saveMeeting(let meeting):
@@ -301,7 +302,7 @@ final class SessionController {
         if active === session { active = nil }
     }
 
-    /// Runs blocking clean-up (joining audio threads, waiting for a recognizer process) off the loop.
+    /// Runs blocking clean-up (joining the audio and cue threads) off the loop.
     private func finishInBackground(_ work: @escaping @Sendable () -> Void) {
         if (try? DedicatedThread(name: "syncups-cleanup", work)) == nil { work() }
     }
@@ -326,7 +327,9 @@ final class SessionController {
         case .recorderStopped(let meeting):
             guard let session = active, session.meetingID == meeting else { return }
             if let recognition = session.recognition {
-                finishInBackground { recognition.finish() }
+                // Its `.finished` settles the meeting; `finish` below must not end it again.
+                recognition.finish()
+                session.recognition = nil
             } else {
                 settled(session)
             }
@@ -373,7 +376,8 @@ final class SessionController {
         }
     }
 
-    /// Handles what is already in the mailbox now (at shutdown, after the recognizer's last words).
+    /// Handles what is already in the mailbox now (at shutdown: results the recognizer has already posted; its
+    /// last words, which `finish` does not wait for, may be lost).
     private func drainMailboxNow() {
         for message in mailbox.takeAll() { receive(message) }
     }
