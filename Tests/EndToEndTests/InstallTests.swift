@@ -4,7 +4,8 @@ import SyncUpsTestSupport
 import Testing
 
 /// `make install` and `make uninstall`, run for real into temporary trees with the binaries of this build.
-@Suite struct InstallTests {
+/// Serialized: each test runs `make install`, and concurrent runs would rewrite the same `.build/man` pages.
+@Suite(.serialized) struct InstallTests {
     let directory = TemporaryDirectory("install")
 
     func make(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {

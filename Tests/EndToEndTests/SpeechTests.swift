@@ -54,7 +54,9 @@ import Testing
         #expect(segments.map { $0["text"]?.stringValue } == Self.sentences.map(\.0))
         for (index, segment) in segments.enumerated() {
             // Every word lies inside its speaker's four seconds.
-            for word in segment["words"]?.arrayValue ?? [] {
+            let words = segment["words"]?.arrayValue ?? []
+            #expect(!words.isEmpty, "segment \(index) has its word timings")
+            for word in words {
                 let start = try #require(word["start"]?.numberValue?.double)
                 #expect(start >= Double(index) * 4 && start < Double(index + 1) * 4)
             }

@@ -206,7 +206,8 @@ import Testing
         #expect(extra.waitUntilClosed())
         #expect(try clients[0].result("ping") == "pong")
         clients.removeLast()
-        #expect(try waitFor { (try? RawClient(path: daemon.socketPath)) != nil })
+        // A refused connection also gets a line: only a greeting says the freed slot is taken again.
+        #expect(try waitFor { (try? RawClient(path: daemon.socketPath))?.greeting["event"] == "hello" })
     }
 }
 
