@@ -14,6 +14,4 @@ public struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(operation): \(String(cString: snd_strerror(code)))" }
 
-    /// The device is gone (USB microphone unplugged): reopen later rather than recover.
-    public var isDisconnected: Bool { code == -ENODEV || code == -ENOTTY || code == -EBADFD || code == -ENXIO }
 }

@@ -91,7 +91,7 @@ public final class AudioCapture: Sendable {
             (MonotonicInstant.now() - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
         }
         func deliver(_ bytes: [UInt8], isFiller: Bool) {
-            let chunk = AudioChunk(bytes: bytes, startFrame: delivered, isFiller: isFiller)
+            let chunk = AudioChunk(bytes: bytes, startFrame: delivered)
             delivered += Int64(chunk.frames)
             statistics.withLock {
                 if isFiller { $0.fillerFrames += Int64(chunk.frames) } else { $0.capturedFrames += Int64(chunk.frames) }

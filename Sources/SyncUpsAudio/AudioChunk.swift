@@ -4,13 +4,10 @@ public struct AudioChunk: Sendable, Equatable {
     public var bytes: [UInt8]
     /// The frame number of the first sample since the meeting started: audio time is meeting time.
     public var startFrame: Int64
-    /// True for silence filled in for time the device was missing.
-    public var isFiller: Bool
 
-    public init(bytes: [UInt8], startFrame: Int64, isFiller: Bool = false) {
+    public init(bytes: [UInt8], startFrame: Int64) {
         self.bytes = bytes
         self.startFrame = startFrame
-        self.isFiller = isFiller
     }
 
     public var frames: Int { bytes.count / AudioFormat.bytesPerFrame }

@@ -30,8 +30,9 @@ public struct CaptureStream: Sendable {
     }
 }
 
-/// An ALSA PCM handle. `snd_pcm_t` is not thread-safe: each handle is used by the one thread that opened it
-/// (the capture thread, or the cue thread), which is why the box may be `@unchecked Sendable`.
+/// An ALSA PCM handle. `snd_pcm_t` is not thread-safe: a handle is used by one thread at a time (the first
+/// capture stream is opened on the loop's thread and handed to the capture thread before it starts), which
+/// is why the box may be `@unchecked Sendable`.
 final class PCMHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 

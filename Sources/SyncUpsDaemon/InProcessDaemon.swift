@@ -4,8 +4,8 @@ import SyncUpsPersistence
 import SyncUpsProtocol
 
 /// The daemon's request handling without a listening socket: request lines in, reply lines out, through
-/// the same decoder, command handler, state and store as the real daemon. For the fuzzer (which must not
-/// need a socket per input) and for measuring dispatch alone.
+/// the same decoder, command handler, state and store as the real daemon. For the fuzzer, which must not
+/// need a socket per input.
 public final class InProcessDaemon {
     private let loop: EventLoop
     private let server: Server
@@ -44,11 +44,6 @@ public final class InProcessDaemon {
         loop.runOnce(timeoutMilliseconds: 0)
         drainPeer()
         return reply
-    }
-
-    /// Writes the store's pending changes now.
-    public func close() {
-        _ = services.store.close()
     }
 
     private func currentConnection() -> Connection? {

@@ -7,14 +7,11 @@ import SyncUpsProtocol
 
 /// Everything that answers requests, built on one event loop: the store, the state, the session and the
 /// command handler, wired to a `Server`. The daemon builds one around its socket; `InProcessDaemon` builds
-/// one without a socket, for the fuzzer and benchmarks.
+/// one without a socket, for the fuzzer. The server keeps the command handler (it holds its `handle`).
 final class Services {
-    let server: Server
     let store: SyncUpStore
     let state: DaemonState
     let session: SessionController
-    let handler: CommandHandler
-    let loadWarnings: [String]
 
     /// Opens the data directory (loading, recovering interrupted meetings) and wires it all together.
     /// `onPublish` runs after every event is published.
@@ -28,7 +25,6 @@ final class Services {
         logger: Logger,
         onPublish: @escaping () -> Void = {}
     ) throws(StartupError) {
-        self.server = server
         let publish: (Topic, String, JSONValue) -> Void = { topic, name, data in
             server.publish(topic, name, data)
             onPublish()
@@ -62,8 +58,7 @@ final class Services {
             throw StartupError("cannot set up sessions: \(error)")
         }
         owner.session = session
-        loadWarnings = loaded.warnings + recovered
-        handler = CommandHandler(
+        let handler = CommandHandler(
             state: owner,
             server: server,
             store: store,
@@ -73,7 +68,7 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: Date(),
-                loadWarnings: loadWarnings
+                loadWarnings: loaded.warnings + recovered
             )
         )
         server.handler = handler.handle

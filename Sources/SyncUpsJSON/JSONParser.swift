@@ -245,9 +245,7 @@ public struct JSONScanner {
             if byte == quote {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[contentStart..<index])
                 index += 1
-                if !sawNonASCII && !slice.contains(where: { $0 >= 0x80 }) {
-                    return String(decoding: slice, as: UTF8.self)  // ASCII needs no validation
-                }
+                if !sawNonASCII { return String(decoding: slice, as: UTF8.self) }  // ASCII needs no validation
                 guard let string = String(validating: slice, as: UTF8.self) else {
                     throw JSONParseError("invalid UTF-8 in string", at: invalidUTF8Offset(slice, base: contentStart))
                 }
@@ -255,6 +253,7 @@ public struct JSONScanner {
             }
             if byte == backslash { break }
             if byte < 0x20 { throw JSONParseError("control character 0x\(hex(byte)) in string (escape it)", at: index) }
+            if byte >= 0x80 { sawNonASCII = true }
             index += 1
         }
         guard index < bytes.count else { throw JSONParseError("unterminated string", at: start) }

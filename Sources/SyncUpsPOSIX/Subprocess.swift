@@ -68,9 +68,7 @@ public final class Subprocess: Sendable {
                     dups += [nullFD!.rawValue, CInt(index)]
                 case .descriptor(let fd): dups += [fd.rawValue, CInt(index)]
                 case .pipe:
-                    var fds: [CInt] = [-1, -1]
-                    try syscall("pipe2") { syncups_pipe_cloexec(&fds) }
-                    let (readEnd, writeEnd) = (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
+                    let (readEnd, writeEnd) = try FileDescriptor.pipe()
                     if index == 0 {
                         parentEnds[0] = writeEnd
                         childEnds.append(readEnd)

@@ -148,13 +148,13 @@ public struct StatusLine: Sendable, Equatable {
             return JSONWriter().string(.object(object))
         case .polybar:
             // Polybar has no escape for its %{…} tags; a name holding "%{" gets a space so it stays text.
-            let escaped = text.replacingAll("%{", with: "% {")
+            let escaped = text.replacing("%{", with: "% {")
             guard let main = values["main"], !main.isEmpty else { return escaped }
             return "%{B\(main)}%{F\(values["accent"] ?? "#000000")} \(escaped) %{F-}%{B-}"
         case .tmux:
             // tmux expands a #(…) command's output as a format again: every # must be doubled, the ones
             // in colours too (a single "#FF8B42" inside #[…] makes tmux drop the whole style).
-            let escaped = text.replacingAll("#", with: "##")
+            let escaped = text.replacing("#", with: "##")
             guard let main = values["main"], !main.isEmpty else { return escaped }
             let accent = values["accent"] ?? "#000000"
             return "#[fg=#\(accent),bg=#\(main)] \(escaped) #[default]"
@@ -193,25 +193,5 @@ public struct StatusLine: Sendable, Equatable {
             }
         }
         return output
-    }
-}
-
-extension String {
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var output = ""
-        for character in self { if character == target { output += replacement } else { output.append(character) } }
-        return output
-    }
-
-    func replacingAll(_ target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var output = ""
-        var rest = self[...]
-        while let range = rest.firstRange(of: target) {
-            output += rest[..<range.lowerBound]
-            output += replacement
-            rest = rest[range.upperBound...]
-        }
-        return output + rest
     }
 }

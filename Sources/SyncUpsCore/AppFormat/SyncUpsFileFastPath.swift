@@ -348,7 +348,7 @@ private struct PrettyWriter {
     var output: [UInt8] = []
 
     mutating func raw(_ text: StaticString) {
-        output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        JSONWriter.appendASCII(text, to: &output)
     }
 
     mutating func newline(level: Int) {

@@ -188,10 +188,6 @@ public struct SessionMachine: Sendable, Equatable {
             return finish(.syncUpDeleted)
         case .transcriptChanged(let text):
             guard isTranscribing, text != transcript else { return [] }
-            if pendingEnding != nil {
-                transcript = text
-                return [.publish(.transcript)]
-            }
             transcript = text
             return [.publish(.transcript)]
         case .speechFailed(let message):

@@ -1,6 +1,6 @@
 /// Gives each recognised word to the attendee who had the floor, and groups the words into segments.
 ///
-/// The daemon decides the turns, so the rotation schedule is the diarization (speech-and-audio.md §6): each
+/// The daemon decides the turns, so the rotation schedule is the diarization (protocol.md, `segments`): each
 /// word goes to the turn it overlaps most, its length capped at a second (recognizers stretch a last word
 /// over the silence after it); a tie goes to the turn holding the word's midpoint; a word outside every turn
 /// goes to the nearest one.

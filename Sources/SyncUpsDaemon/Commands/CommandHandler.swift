@@ -108,8 +108,9 @@ final class CommandHandler {
         return prefix
     }()
 
-    /// `status` is what bars and scripts poll, so it is written straight to bytes: no JSONValue tree, no
-    /// floating-point formatting, literals appended as raw bytes (see `make bench`).
+    /// `status` is what bars and scripts poll, so it is written straight to bytes: no JSONValue tree for the
+    /// daemon's own fields (a running session's object is still built as one), no floating-point formatting,
+    /// literals appended as raw bytes (see `make bench`).
     private var statusBuffer: [UInt8] = []
 
     private func statusReply(_ request: Request) throws(ProtocolError) -> [UInt8] {

@@ -7,8 +7,9 @@ import SyncUpsProtocol
 /// blocking on a client, and cuts off clients that stop reading.
 ///
 /// All on the event loop's thread. A request is answered before the next line of the same client is read,
-/// so replies come in request order, and an event published while handling a request is queued after that
-/// request's reply on every connection.
+/// so replies come in request order. An event published while handling a request is queued before that
+/// request's reply, on the requester's connection too: a subscribed client reads `syncup.created` before
+/// the reply to its own `syncups.create`.
 final class Server {
     /// What the daemon answers a request with.
     typealias Handler = (Request, Connection) -> Result<ReplyBody, ProtocolError>
@@ -208,8 +209,8 @@ final class Server {
     }
 
     private func handleLine(_ line: UnsafeRawBufferPointer, from connection: Connection) {
-        // The handler runs first: it may queue events to this very connection (a subscribe's snapshot)
-        // before its reply. Then the reply is encoded straight into the output buffer, with no copy.
+        // The handler runs first: it may queue events to this very connection (the change it made, when the
+        // client is subscribed) before its reply. Then the reply is encoded straight into the output buffer, with no copy.
         let (id, outcome) = handle(line, from: connection)
         guard !connection.isClosed else { return }
         if connection.output.isEmpty { connection.lastProgress = loop.now() }

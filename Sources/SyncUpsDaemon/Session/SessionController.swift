@@ -59,7 +59,6 @@ final class SessionController {
         }
     }
 
-    var isActive: Bool { active != nil }
     /// The sync-up being recorded, if any.
     var syncUpID: SyncUp.ID? { active?.machine.syncUp.id }
     var engineName: String? { settings.recognizer?.name }
