@@ -75,14 +75,16 @@ public final class Daemon {
         logger.notice(
             "syncupsd \(SyncUpsVersion.current) ready on \(socket.ownedPath ?? "a socket from systemd") with \(services.state.syncUps.count) sync-ups in \(directory.path)"
         )
-        updateStatus = { [unowned self] in
-            let line = services.statusLine
-            guard line != lastStatus else { return }
-            lastStatus = line
-            serviceManager.status(line)
-        }
         lastStatus = services.statusLine
-        serviceManager.ready(status: lastStatus)
+        // Only when systemd listens ($NOTIFY_SOCKET): a meeting changes the line every second.
+        if serviceManager.ready(status: lastStatus) {
+            updateStatus = { [unowned self] in
+                let line = services.statusLine
+                guard line != lastStatus else { return }
+                lastStatus = line
+                serviceManager.status(line)
+            }
+        }
         startWatchdog()
 
         loop.run()

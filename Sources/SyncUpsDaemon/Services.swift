@@ -25,8 +25,8 @@ final class Services {
         logger: Logger,
         onPublish: @escaping () -> Void = {}
     ) throws(StartupError) {
-        let publish: (Topic, String, JSONValue) -> Void = { topic, name, data in
-            server.publish(topic, name, data)
+        let publish: PublishEvent = { topic, name, data in
+            server.publish(topic, name, data())
             onPublish()
         }
         var state: DaemonState?

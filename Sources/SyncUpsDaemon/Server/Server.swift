@@ -10,6 +10,10 @@ import SyncUpsProtocol
 /// so replies come in request order. An event published while handling a request is queued before that
 /// request's reply, on the requester's connection too: a subscribed client reads `syncup.created` before
 /// the reply to its own `syncups.create`.
+/// How the state and the session publish an event: the payload is built only if a client subscribes to
+/// the topic (a meeting publishes its whole session every second, usually to nobody).
+typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValue) -> Void
+
 final class Server {
     /// What the daemon answers a request with.
     typealias Handler = (Request, Connection) -> Result<ReplyBody, ProtocolError>
@@ -26,6 +30,8 @@ final class Server {
     private(set) var connections: [Int: Connection] = [:]
     private var nextNumber = 1
     private(set) var subscriberCount = 0
+    /// How many connections subscribe to each topic.
+    private var topicSubscriberCounts: [Topic: Int] = [:]
     /// The number of the last event published; strictly increasing for the daemon's lifetime.
     private(set) var seq = 0
     private let ownUID = geteuid()
@@ -350,10 +356,10 @@ final class Server {
 
     /// Publishes an event to every client subscribed to `topic`, numbered with the next `seq`. The line is
     /// encoded once and shared by all subscribers.
-    func publish(_ topic: Topic, _ name: String, _ data: JSONValue) {
+    func publish(_ topic: Topic, _ name: String, _ data: @autoclosure () -> JSONValue) {
         seq += 1
-        guard subscriberCount > 0 else { return }
-        let line = Wire.event(name, seq: seq, data: data)
+        guard topicSubscriberCounts[topic, default: 0] > 0 else { return }
+        let line = Wire.event(name, seq: seq, data: data())
         for connection in connections.values where connection.topics.contains(topic) {
             enqueue(line, to: connection)
             flush(connection)
@@ -371,6 +377,8 @@ final class Server {
         } else if connection.isSubscriber && topics.isEmpty {
             subscriberCount -= 1
         }
+        for topic in connection.topics { topicSubscriberCounts[topic, default: 0] -= 1 }
+        for topic in topics { topicSubscriberCounts[topic, default: 0] += 1 }
         connection.topics = topics
     }
 
@@ -387,6 +395,7 @@ final class Server {
         if let watch = connection.watch { loop.unwatch(watch) }
         if let timer = connection.stallTimer { loop.cancel(timer) }
         if connection.isSubscriber { subscriberCount -= 1 }
+        for topic in connection.topics { topicSubscriberCounts[topic, default: 0] -= 1 }
         connection.fd.close()
         connections[connection.number] = nil
     }

@@ -35,7 +35,7 @@ final class SessionController {
 
     private let loop: EventLoop
     private let state: DaemonState
-    private let publishEvent: (Topic, String, JSONValue) -> Void
+    private let publishEvent: PublishEvent
     private let logger: Logger
     private let settings: Settings
     private let mailbox: Mailbox<Message>
@@ -46,7 +46,7 @@ final class SessionController {
         state: DaemonState,
         settings: Settings,
         logger: Logger,
-        publish: @escaping (Topic, String, JSONValue) -> Void
+        publish: @escaping PublishEvent
     ) throws(SystemError) {
         self.loop = loop
         self.state = state
@@ -385,8 +385,7 @@ final class SessionController {
 
     private func publish(_ notification: SessionMachine.Notification, _ session: ActiveSession) {
         let name: String
-        var data = JSONObject()
-        data.append("session", sessionJSON(session))
+        var data = JSONObject()  // after the session object, which is built only for subscribers
         switch notification {
         case .started: name = "started"
         case .tick: name = "tick"
@@ -414,7 +413,9 @@ final class SessionController {
                 data.append("reason", .string("the sync-up was deleted"))
             }
         }
-        publishEvent(.session, "session." + name, .object(data))
+        publishEvent(.session, "session." + name) { [self] in
+            .object(JSONObject([JSONObject.Member(key: "session", value: sessionJSON(session))] + data.members))
+        }
     }
 
     private func sessionJSON(_ session: ActiveSession) -> JSONValue {

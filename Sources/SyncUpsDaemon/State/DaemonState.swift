@@ -16,7 +16,7 @@ final class DaemonState {
     /// The number of meetings of all sync-ups, kept for `status` (which must not walk the list each time).
     private(set) var meetingCount = 0
     private let store: SyncUpStore
-    private let publish: (Topic, String, JSONValue) -> Void
+    private let publishEvent: PublishEvent
     let uuid: UUIDGenerator
     let now: @Sendable () -> Date
     let logger: Logger
@@ -29,7 +29,7 @@ final class DaemonState {
         uuid: UUIDGenerator,
         now: @escaping @Sendable () -> Date,
         logger: Logger,
-        publish: @escaping (Topic, String, JSONValue) -> Void
+        publish: @escaping PublishEvent
     ) {
         self.syncUps = syncUps
         self.meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count }
@@ -37,7 +37,7 @@ final class DaemonState {
         self.uuid = uuid
         self.now = now
         self.logger = logger
-        self.publish = publish
+        self.publishEvent = publish
     }
 
     var dataDirectory: DataDirectory { store.directory }
@@ -166,6 +166,10 @@ final class DaemonState {
 
     /// `syncup.updated` with the sync-up (meetings as `{id, date}`), what changed, and for a saved meeting the
     /// whole meeting, for a deleted one its id.
+    private func publish(_ topic: Topic, _ name: String, _ data: @autoclosure () -> JSONValue) {
+        publishEvent(topic, name, data)
+    }
+
     private func publishUpdate(_ syncUp: SyncUp, change: String, meeting: JSONValue? = nil) {
         var data = JSONObject()
         data.append("syncup", WireFormat.syncUp(syncUp, meetings: .summary))
