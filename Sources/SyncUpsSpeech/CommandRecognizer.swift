@@ -103,11 +103,17 @@ public enum CommandRecognizer {
     ) {
         var isStdinOpen = true
         var isControlOpen = true
+        // Frames written to stdin: the stream stays continuous from the meeting's start (protocol.md), so
+        // audio the queue dropped becomes silence of the same length.
+        var writtenFrames: Int64 = 0
         while let item = items.pop() {
             switch item {
-            case .audio(let bytes, _):
+            case .audio(let bytes, let startFrame):
+                let gap = max(0, startFrame - writtenFrames)
+                let audio = gap == 0 ? bytes : [UInt8](repeating: 0, count: Int(gap) * 2) + bytes
+                writtenFrames = startFrame + Int64(bytes.count / 2)
                 // A dead engine makes this fail with EPIPE; keep draining the queue until `finish`.
-                if isStdinOpen && (try? stdin.writeAll(bytes)) == nil { isStdinOpen = false }
+                if isStdinOpen && (try? stdin.writeAll(audio)) == nil { isStdinOpen = false }
             case .turn(let frame, let speaker):
                 guard isControlOpen else { continue }
                 let line: JSONValue = [

@@ -36,6 +36,17 @@ import Testing
             ])
     }
 
+    /// Audio the recognizer's queue dropped leaves a gap in the frames; the engine's stdin gets silence for
+    /// it, so its times stay meeting times.
+    @Test func fillsAGapInTheAudioWithSilence() throws {
+        let harness = try RecognizerHarness(Self.recognizer("echo"))
+        harness.stream.turn(0, Attendee(id: Attendee.ID(UUID()), name: "Alice"))
+        harness.feed(SpeechFixture.silence(seconds: 1))
+        harness.feed(SpeechFixture.silence(seconds: 1), from: 32_000)  // one second missing
+        #expect(harness.finish())
+        #expect(harness.finals.map(\.text).filter { $0.hasPrefix("second ") } == ["second 1", "second 2", "second 3"])
+    }
+
     @Test func reportsACrashMidMeeting() throws {
         let harness = try RecognizerHarness(Self.recognizer("crash"))
         harness.feed(SpeechFixture.silence(seconds: 2))
