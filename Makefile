@@ -19,6 +19,9 @@ SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
 # no root: make install PREFIX=~/.local (user units then go where systemd --user looks in your home).
 # DESTDIR stages the tree for a package.
 PREFIX ?= /usr/local
+# zsh and fish pass PREFIX=~/.local on unexpanded: expand it here, or the units would land where systemd does
+# not look and name a relative ExecStart.
+override PREFIX := $(patsubst ~/%,$(HOME)/%,$(PREFIX))
 BINDIR ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man

@@ -70,8 +70,8 @@ import Testing
 
     @Test func installsForOneUserWithUnitsWhereSystemdLooksAndTheyVerify() throws {
         let home = directory.appending("home")
-        let installed = try make(
-            ["install", "PREFIX=" + home + "/.local", "HOME=" + home], environment: ["HOME": home])
+        // As the README writes it; zsh and fish hand make the tilde unexpanded, as this does.
+        let installed = try make(["install", "PREFIX=~/.local", "HOME=" + home], environment: ["HOME": home])
         #expect(installed.exitCode == 0, "\(installed.standardError)")
         let units = home + "/.local/share/systemd/user"
         let service = Files.readString(units + "/syncupsd.service") ?? ""

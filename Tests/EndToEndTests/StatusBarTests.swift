@@ -134,6 +134,14 @@ import Testing
             BuiltProducts.path("syncupsctl"), ["--socket", "/nonexistent", "watch", "--format", "waybar", "--once"])
         #expect(offline.exitCode == 0)
         #expect(offline.standardOutput.contains(#""class":"offline""#))
+        // The global options in the --name=value form the completions offer.
+        let pinged = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"), ["--socket=" + daemon.socketPath, "--timeout=5", "ping"])
+        #expect(pinged.exitCode == 0, "\(pinged.standardError)")
+        // The event stream has no one-line form: it printed the word "events" as a template.
+        let events = try daemon.ctl(["watch", "--once"])
+        #expect(events.exitCode == 64)
+        #expect(events.standardOutput == "")
     }
 
     @Test func saysOfflineInTheUsersWords() throws {

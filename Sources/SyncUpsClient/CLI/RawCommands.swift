@@ -57,6 +57,9 @@ extension Syncupsctl {
             if arguments.has("clicks") && arguments.has("no-clicks") {
                 throw .usage("watch: choose --clicks or --no-clicks")
             }
+            if arguments.has("once") && (arguments.value("format") ?? "events") == "events" {
+                throw .usage("watch: --once prints one status line; choose a --format other than events")
+            }
             var watch = Watch(
                 context: context, format: arguments.value("format") ?? "events", topics: arguments.all("topic"))
             if let text = arguments.value("text") { watch.line.textTemplate = text }

@@ -35,7 +35,13 @@ public struct Syncupsctl {
         }
     }
 
-    private func runThrowing(_ arguments: [String]) throws(CLIError) -> ExitCode {
+    private func runThrowing(_ given: [String]) throws(CLIError) -> ExitCode {
+        // `--socket=PATH` and `--timeout=N` too, as every command's own options and the completions write them.
+        let arguments = given.flatMap { argument -> [String] in
+            guard let equals = argument.firstIndex(of: "="), ["--socket", "--timeout"].contains(argument[..<equals])
+            else { return [argument] }
+            return [String(argument[..<equals]), String(argument[argument.index(after: equals)...])]
+        }
         var globals = Globals()
         var rest: [String] = []
         var index = 0
