@@ -72,6 +72,12 @@ import Testing
             // allow 3 s for the two writes. A store that stops writing under a stream of changes still fails.
             let old = acknowledged.all.filter { killedAt - $0.1 > .seconds(4) }
             #expect(!old.isEmpty, "some changes were acknowledged more than 4 s before the kill")
+            if old.contains(where: { !titles.contains($0.0) }) {
+                // Lost changes: keep the daemon's own account (its store logs failures) and what is on disk.
+                let listing = try? CommandResult.run("/bin/ls", ["-la", "--full-time", directory.appending("data")])
+                let log = daemon.log.contents.split(separator: "\n").filter { !$0.contains("debug: ") }
+                Issue.record("daemon log:\n\(log.joined(separator: "\n"))\ndata:\n\(listing?.standardOutput ?? "")")
+            }
             for (title, at) in old {
                 #expect(
                     titles.contains(title), "\(title) was acknowledged \(killedAt - at) before the kill and is lost")
