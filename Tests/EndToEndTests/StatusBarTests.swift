@@ -125,6 +125,9 @@ import Testing
         #expect(try waitFor { try client.result("session.get")["state"] == "paused" })
         try block.process.standardInput!.writeAll(Array("3\n".utf8))
         #expect(try waitFor { try client.result("session.get")["state"] == "running" })
+        // Two clicks in one read: pause, then pass the floor at the last speaker, which asks to end.
+        try block.process.standardInput!.writeAll(Array("3\n1\n".utf8))
+        #expect(try waitFor { try client.result("session.get")["state"] == "ending" })
     }
 
     @Test func printsOneLineWithOnceForTmux() throws {

@@ -99,9 +99,14 @@ struct Watch {
             }
             if pollers.count > 1 && pollers[1].revents != 0 {
                 switch Result(catching: { try clicks?.nextLine(timeout: .zero) }) {
-                case .success(let click?): handleClick(click)
-                case .failure(LineReader.Failure.closed): clicks = nil
-                default: break
+                case .success(let click?):
+                    handleClick(click)
+                    // Clicks that came in the same read: now, not when the next click wakes the poll.
+                    while clicks?.hasBufferedLine == true, let click = try? clicks?.nextLine(timeout: .zero) {
+                        handleClick(click)
+                    }
+                case .failure(LineReader.Failure.timedOut), .success(nil): break  // half a line so far
+                case .failure: clicks = nil  // closed or failing: stop polling it, or poll returns at once forever
                 }
             }
             guard connection.pendingEvents.count > 0 || connection.hasBufferedLine || pollers[0].revents != 0 else {
