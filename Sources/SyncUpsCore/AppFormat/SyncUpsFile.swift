@@ -43,7 +43,10 @@ public enum SyncUpsFile {
 
     /// Encodes sync-ups as the app's Debug build does (`[.prettyPrinted, .sortedKeys]`); the app reads it back.
     public static func encode(_ syncUps: [SyncUp], options: JSONWriter.Options = .applePrettySorted) -> [UInt8] {
-        if options == .applePrettySorted { return encodePrettySorted(syncUps) }
+        if options == .applePrettySorted {
+            var encoder = SyncUpsFileEncoder()
+            return Array(encoder.encode(syncUps).joined())
+        }
         var output: [UInt8] = []
         output.reserveCapacity(syncUps.count * 1024)
         JSONWriter(options: options).write(json(syncUps), into: &output)

@@ -13,14 +13,6 @@ extension SyncUpsFile {
         return try? decoder.file()
     }
 
-    /// Writes what `JSONWriter(options: .applePrettySorted)` writes for `json(syncUps)`, byte for byte.
-    static func encodePrettySorted(_ syncUps: [SyncUp]) -> [UInt8] {
-        var writer = PrettyWriter()
-        writer.output.reserveCapacity(syncUps.reduce(16) { $0 + estimatedSize($1) })
-        writer.array(syncUps, level: 0) { writer, syncUp in writer.syncUp(syncUp) }
-        return writer.output
-    }
-
     /// Roughly the bytes `syncUp` takes in the file, erring high, so one allocation usually suffices.
     static func estimatedSize(_ syncUp: SyncUp) -> Int {
         var estimate = 400 + syncUp.title.utf8.count + syncUp.attendees.count * 110
@@ -39,7 +31,8 @@ extension SyncUpsFile {
 /// cheap: its arrays and strings still share storage with the cached copy, and Swift compares those by
 /// identity first. The file comes out as pieces (each sync-up's cached bytes between the array's
 /// punctuation) that are written one after another, so it is never assembled in memory; their
-/// concatenation is byte for byte what `SyncUpsFile.encode` writes. The cache costs memory about the size
+/// concatenation is byte for byte what `JSONWriter(options: .applePrettySorted)` writes for
+/// `SyncUpsFile.json(syncUps)`, only much faster. The cache costs memory about the size
 /// of the file.
 public struct SyncUpsFileEncoder: Sendable {
     private struct Entry: Sendable {
