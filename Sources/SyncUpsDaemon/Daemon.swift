@@ -110,7 +110,7 @@ public final class Daemon {
             grammar: configuration.speechGrammar,
             dictionary: configuration.speechDictionary
         )
-        let engine = SpeechEngine(rawValue: configuration.speechEngine) ?? .auto
+        let engine = configuration.speechEngine
         let (recognizer, description) = engine.recognizer(command: configuration.speechCommand, model: model)
         settings.recognizer = recognizer
         logger.info("speech: \(description)")

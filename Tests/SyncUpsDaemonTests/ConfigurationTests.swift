@@ -26,7 +26,7 @@ import Testing
         #expect(configuration == Configuration())
         #expect(configuration.audioDevice == "default")
         #expect(configuration.playsCue)
-        #expect(configuration.speechEngine == "auto")
+        #expect(configuration.speechEngine.rawValue == "auto")
     }
 
     @Test func readsTheFileThenLetsFlagsWin() throws {

@@ -1,4 +1,6 @@
 import SyncUpsPOSIX
+import SyncUpsProtocol
+import SyncUpsSpeech
 
 /// Everything the daemon can be told, from flags and `syncupsd.conf`. The defaults need no file at all.
 public struct Configuration: Sendable, Equatable {
@@ -8,17 +10,17 @@ public struct Configuration: Sendable, Equatable {
     public var dataDirectory: String?
     public var logLevel: Logger.Level = .info
     /// Simultaneous client connections.
-    public var maxConnections = 256
+    public var maxConnections = Limits().maxConnections
     /// The ALSA capture device meetings record from.
     public var audioDevice = "default"
     /// The ALSA playback device for the speaker-change cue.
     public var cueDevice = "default"
     public var playsCue = true
-    public var speechEngine = "auto"
+    public var speechEngine = SpeechEngine.auto
     public var speechCommand: String?
-    public var speechModel = "/usr/share/pocketsphinx/model/en-us/en-us"
-    public var speechDictionary = "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict"
-    public var speechLanguageModel = "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin"
+    public var speechModel = PocketSphinxRecognizer.Model.debian.acousticModel
+    public var speechDictionary = PocketSphinxRecognizer.Model.debian.dictionary
+    public var speechLanguageModel = PocketSphinxRecognizer.Model.debian.languageModel ?? ""
     /// A JSGF grammar used instead of the language model (small vocabularies, exact results).
     public var speechGrammar: String?
     /// The config file to read; nil means the default place, `false` for `--no-config`.

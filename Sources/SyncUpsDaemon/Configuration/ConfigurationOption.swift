@@ -1,4 +1,5 @@
 import SyncUpsPOSIX
+import SyncUpsSpeech
 
 /// One setting of the daemon, the same as a flag (`--name value`) and as a config-file key (`name = value`).
 ///
@@ -67,12 +68,13 @@ struct ConfigurationOption: Sendable {
         },
         ConfigurationOption(
             name: "speech-engine",
-            kind: .choice(["auto", "pocketsphinx", "command", "none"]),
+            kind: .choice(SpeechEngine.allCases.map(\.rawValue)),
             placeholder: "ENGINE",
-            defaultDescription: "auto",
+            defaultDescription: Configuration().speechEngine.rawValue,
             help: "auto (command if set, else PocketSphinx if installed), pocketsphinx, command or none"
         ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.speechEngine = value
+            guard let engine = SpeechEngine(rawValue: value) else { throw .invalidValue(value, "a speech engine") }
+            configuration.speechEngine = engine
         },
         ConfigurationOption(
             name: "speech-command",
@@ -87,7 +89,7 @@ struct ConfigurationOption: Sendable {
             name: "speech-model",
             kind: .path,
             placeholder: "DIR",
-            defaultDescription: "/usr/share/pocketsphinx/model/en-us/en-us",
+            defaultDescription: Configuration().speechModel,
             help: "PocketSphinx's acoustic model"
         ) { configuration, value throws(ConfigurationError.Reason) in
             configuration.speechModel = try absolutePath(value)
@@ -96,7 +98,7 @@ struct ConfigurationOption: Sendable {
             name: "speech-dictionary",
             kind: .path,
             placeholder: "FILE",
-            defaultDescription: "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict",
+            defaultDescription: Configuration().speechDictionary,
             help: "PocketSphinx's pronunciation dictionary"
         ) { configuration, value throws(ConfigurationError.Reason) in
             configuration.speechDictionary = try absolutePath(value)
@@ -105,7 +107,7 @@ struct ConfigurationOption: Sendable {
             name: "speech-language-model",
             kind: .path,
             placeholder: "FILE",
-            defaultDescription: "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin",
+            defaultDescription: Configuration().speechLanguageModel,
             help: "PocketSphinx's language model"
         ) { configuration, value throws(ConfigurationError.Reason) in
             configuration.speechLanguageModel = try absolutePath(value)
@@ -123,7 +125,7 @@ struct ConfigurationOption: Sendable {
             name: "max-connections",
             kind: .text,
             placeholder: "N",
-            defaultDescription: "256",
+            defaultDescription: String(Configuration().maxConnections),
             help: "the most clients connected at once (each status bar and watch is one)"
         ) { configuration, value throws(ConfigurationError.Reason) in
             guard let count = Int(value), (1...100_000).contains(count) else {
