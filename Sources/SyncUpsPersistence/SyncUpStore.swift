@@ -48,6 +48,8 @@ public final class SyncUpStore {
     private var retryDelay = StoreRetry.initialDelay
     /// A write was refused because the file looked changed; resubmit once the file is found to be ours.
     private var isConflictPending = false
+    /// Actions waiting for the state of a generation to be on disk (`whenWritten`), oldest first.
+    private var afterWrite: [(generation: Int, action: () -> Void)] = []
 
     /// The last write error, or nil when the file is up to date or a write is merely pending.
     public private(set) var lastError: String?
@@ -131,6 +133,22 @@ public final class SyncUpStore {
         act(on: urgent ? throttle.urgent(at: now) : throttle.changed(at: now))
     }
 
+    /// Runs `action` on the loop once the state as it is now is in the file: at once if it already is, else
+    /// after the write that takes it there. For what must not go before the data it protects, such as a
+    /// meeting's journal, which may be removed only once the meeting is on disk. An outside edit that replaces
+    /// the state also counts (the file then is the state); a write that never succeeds never runs it.
+    public func whenWritten(_ action: @escaping () -> Void) {
+        guard hasUnsavedChanges else { return action() }
+        afterWrite.append((generation, action))
+    }
+
+    private func runActionsAfterWrite() {
+        while let first = afterWrite.first, first.generation <= writtenGeneration {
+            afterWrite.removeFirst()
+            first.action()
+        }
+    }
+
     private func act(on decision: WriteThrottle.Decision) {
         switch decision {
         case .writeNow:
@@ -158,6 +176,7 @@ public final class SyncUpStore {
         switch result {
         case .written(let written, _):
             writtenGeneration = max(writtenGeneration, written)
+            runActionsAfterWrite()
             retryDelay = StoreRetry.initialDelay
             if lastError != nil {
                 lastError = nil
@@ -220,6 +239,7 @@ public final class SyncUpStore {
             writtenGeneration = generation
             recentWrites.remember(bytes)
             onEvent(.reloaded(syncUps))
+            runActionsAfterWrite()
         } catch {
             let aside = StoreLoader.moveAside(path, fileSystem: fileSystem)
             markDiskState(identity: nil, overtaking: false)
@@ -259,6 +279,7 @@ public final class SyncUpStore {
         switch result {
         case .written:
             writtenGeneration = generation
+            runActionsAfterWrite()
             return nil
         case .failed(_, let error):
             return "final write of \(directory.syncUpsFile) failed: \(error)"

@@ -87,12 +87,8 @@ import Testing
 
     @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root (CI runs as root)"))
     func keepsTheStateAndAudioAsFarAsPossibleWhenTheDiskFills() throws {
-        let mount = TemporaryDirectory("full")
-        guard Glibc.mount("tmpfs", mount.path, "tmpfs", 0, "size=600k,mode=0700") == 0 else {
-            Issue.record("cannot mount a tmpfs: \(Errno.current)")
-            return
-        }
-        defer { umount2(mount.path, Int32(MNT_DETACH)) }
+        let mount = try SmallDisk(size: "600k")
+        defer { mount.unmount() }
         let alsa = try ALSAFixture(microphone: SpeechFixture.pattern(seconds: 60))
         let daemon = try DaemonProcess(
             arguments: ["--data-dir", mount.path, "--audio-device", "virtmic", "--no-cue", "--speech-engine", "none"],
@@ -133,6 +129,51 @@ import Testing
         let seconds = try #require(meeting["audio"]?["seconds"]?.numberValue?.double)
         let elapsed = try #require(ended["data"]?["session"]?["secondsElapsed"]?.numberValue?.double)
         #expect(abs(seconds - elapsed) < 1.5)
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root (CI runs as root)"))
+    func keepsTheJournalOfAMeetingSavedWhileTheDiskIsFullUntilTheMeetingIsWritten() throws {
+        let mount = try SmallDisk(size: "400k")
+        defer { mount.unmount() }
+        let arguments = ["--data-dir", mount.path, "--audio-device", "null", "--no-cue", "--speech-engine", "none"]
+        let first = try DaemonProcess(arguments: arguments)
+        let client = try first.client()
+        let created = try client.result("syncups.create", ["title": "Full", "duration": 600, "attendees": ["A"]])
+        let id = try #require(created["id"])
+        #expect(try waitFor { Files.readString(mount.appending("sync-ups.json"))?.contains("Full") == true })
+        _ = try client.result("subscribe", ["topics": ["session", "daemon"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": id, "transcribe": false])
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        let journal = mount.appending("meetings/\(meetingID).recording.json")
+        #expect(Files.exists(journal))
+        // Fill every byte left, then save: the meeting is in memory, but cannot reach sync-ups.json.
+        let filler = open(mount.appending("filler"), O_WRONLY | O_CREAT, 0o600)
+        let block = [UInt8](repeating: 1, count: 4096)
+        while write(filler, block, block.count) > 0 {}
+        close(filler)
+        _ = try client.result("session.end", ["action": "save"])
+        // Both come, in either order: the write fails on the store's thread while the session ends.
+        var events: [String: JSONValue] = [:]
+        while events["session.ended"] == nil || events["persistence.failed"] == nil {
+            let event = try client.readJSON(timeout: .seconds(15))
+            if let name = event["event"]?.stringValue { events[name] = event }
+        }
+        #expect(events["session.ended"]?["data"]?["outcome"] == "saved")
+        // The journal is all that holds the meeting on disk now: it stays.
+        #expect(Files.exists(journal))
+        #expect(first.stop(signal: SIGKILL) == .signaled(SIGKILL))
+
+        // With space again, the next start recovers the meeting from the journal.
+        unlink(mount.appending("filler"))
+        let second = try DaemonProcess(arguments: arguments)
+        let again = try second.client()
+        let meeting = try again.result("meetings.get", ["syncup": id, "meeting": .string(meetingID)])
+        #expect(meeting["interrupted"] == true)
+        #expect(
+            try waitFor {
+                !Files.exists(journal)
+                    && Files.readString(mount.appending("sync-ups.json"))?.contains(meetingID) == true
+            })
     }
 
     @Test func neverLosesNorSilentlyOverwritesOutsideEditsMadeWhileClientsWrite() throws {
@@ -195,4 +236,20 @@ import Testing
         #expect(daemon.log.contents.contains("is a symbolic link; refusing to follow or replace it"))
         #expect(!Files.exists(target))
     }
+}
+
+/// A tmpfs of a few hundred KiB on a temporary directory, to fill. Needs root.
+struct SmallDisk {
+    let directory = TemporaryDirectory("full")
+
+    init(size: String) throws {
+        guard mount("tmpfs", directory.path, "tmpfs", 0, "size=\(size),mode=0700") == 0 else {
+            throw TestFailure("cannot mount a tmpfs: \(Errno.current)")
+        }
+    }
+
+    func unmount() { umount2(directory.path, Int32(MNT_DETACH)) }
+
+    var path: String { directory.path }
+    func appending(_ name: String) -> String { directory.appending(name) }
 }

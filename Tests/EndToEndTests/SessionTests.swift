@@ -197,7 +197,8 @@ import Testing
         let wav = try #require(Files.read(second.dataPath + "/meetings/\(meetingID).wav"))
         let dataSize = wav[40..<44].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
         #expect(Int(dataSize) == wav.count - 44)
-        #expect(!Files.exists(second.dataPath + "/meetings/\(meetingID).recording.json"))
+        // Removed once the recovered meeting is written to sync-ups.json, not before.
+        #expect(try waitFor { !Files.exists(second.dataPath + "/meetings/\(meetingID).recording.json") })
         let status = try again.result("status")
         #expect(
             status["persistence"]?["warnings"]?[0]?.stringValue?.hasPrefix(

@@ -228,4 +228,39 @@ final class StoreHarness {
         #expect(harness.run { harness.onDisk() == a })
         harness.store.close()
     }
+
+    @Test func runsAnActionAfterWriteOnlyOnceItsStateIsOnDisk() throws {
+        let harness = try StoreHarness(throttleWindow: .milliseconds(50))
+        _ = try harness.store.open()
+        var ran: [String] = []
+        harness.store.whenWritten { ran.append("nothing unsaved") }
+        #expect(ran == ["nothing unsaved"])
+
+        harness.faults.fail(.write, with: .noSpace)
+        harness.store.save(a, urgent: true)
+        harness.store.whenWritten { ran.append(harness.onDisk()?.first?.title ?? "no file") }
+        #expect(harness.run { harness.store.lastError != nil })
+        // The write failed: the action waits (a meeting's journal stays while the meeting is not in the file).
+        #expect(ran == ["nothing unsaved"])
+        harness.store.save(b)
+        harness.store.whenWritten { ran.append(harness.onDisk()?.first?.title ?? "no file") }
+        harness.faults.heal()
+        #expect(harness.run { ran.count == 3 })
+        // Both run once the write that took the file past them is done (jobs replace each other: it wrote B).
+        #expect(ran == ["nothing unsaved", "B", "B"])
+        harness.store.close()
+    }
+
+    @Test func runsActionsAfterTheFinalWriteOnClose() throws {
+        let harness = try StoreHarness(throttleWindow: .seconds(60))
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a })
+        harness.store.save(c)
+        var ran = false
+        harness.store.whenWritten { ran = harness.onDisk() == c }
+        #expect(!ran)
+        #expect(harness.store.close() == nil)
+        #expect(ran)
+    }
 }

@@ -52,7 +52,9 @@ enum MeetingRecovery {
                 logger.warning(note, .syncUp(syncUp.id), .meeting(journal.meeting))
                 notes.append(note)
             }
-            MeetingJournal.remove(journal.meeting, in: directory)
+            // Only once the meeting is in the file: a crash before that recovers it again next time.
+            let meeting = journal.meeting
+            state.whenSaved { MeetingJournal.remove(meeting, in: directory) }
         }
         return notes
     }

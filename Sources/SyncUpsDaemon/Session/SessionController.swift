@@ -199,7 +199,7 @@ final class SessionController {
         let meeting = session.machine.meeting
         state.insertMeeting(meeting, into: session.machine.syncUp.id)
         writeDetails(session, meeting: meeting, isInterrupted: true)
-        MeetingJournal.remove(session.meetingID, in: state.dataDirectory)
+        removeJournal(session)
         session.cue?.stop()
         active = nil
     }
@@ -297,7 +297,7 @@ final class SessionController {
             recognition?.finish()
             cue?.stop()
         }
-        MeetingJournal.remove(session.meetingID, in: state.dataDirectory)
+        removeJournal(session)
         if active === session { active = nil }
     }
 
@@ -457,6 +457,18 @@ final class SessionController {
             try journal.write(in: state.dataDirectory)
         } catch {
             logger.warning("cannot write the meeting journal: \(error)", .meeting(session.meetingID))
+        }
+    }
+
+    /// A discarded meeting's journal goes at once; a saved one's only when the meeting is in the file, so a
+    /// crash in between (or a write that keeps failing) still finds the journal and recovers the meeting.
+    private func removeJournal(_ session: ActiveSession) {
+        let meeting = session.meetingID
+        let directory = state.dataDirectory
+        if session.discardsAudio {
+            MeetingJournal.remove(meeting, in: directory)
+        } else {
+            state.whenSaved { MeetingJournal.remove(meeting, in: directory) }
         }
     }
 

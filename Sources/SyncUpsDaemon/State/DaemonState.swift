@@ -136,6 +136,11 @@ final class DaemonState {
         return true
     }
 
+    /// Runs `action` once every change made so far is on disk (see `SyncUpStore.whenWritten`).
+    func whenSaved(_ action: @escaping () -> Void) {
+        store.whenWritten(action)
+    }
+
     /// Writes any change still waiting for the throttle now.
     func flush() {
         if store.hasUnsavedChanges { store.save(syncUps, urgent: true) }
