@@ -100,10 +100,11 @@ public final class WAVFile {
         try fd.pwriteAll(withUnsafeBytes(of: &size) { Array($0) }, at: 40)
     }
 
-    /// The seconds of audio in the WAV file at `path`, from its length (0 if there is none).
-    public static func seconds(at path: String) -> Double {
+    /// The seconds of audio in the WAV file at `path`, from its length; nil if there is no file.
+    public static func seconds(at path: String) -> Double? {
         var info = stat()
-        guard stat(path, &info) == 0, info.st_size > headerSize else { return 0 }
+        guard stat(path, &info) == 0 else { return nil }
+        guard info.st_size > headerSize else { return 0 }
         return Double((Int64(info.st_size) - Int64(headerSize)) / 2) / Double(AudioFormat.sampleRate)
     }
 

@@ -35,7 +35,7 @@ public struct MeetingDetails: Sendable, Equatable {
         object.append("syncup", .string(syncUp.description))
         object.append("interrupted", .bool(isInterrupted))
         object.append(
-            "attendees", .array(attendees.map { ["id": .string($0.id.description), "name": .string($0.name)] }))
+            "attendees", .array(attendees.map(\.json)))
         object.append("segments", .array(segments.map(\.json)))
         return .object(object)
     }
@@ -47,10 +47,7 @@ public struct MeetingDetails: Sendable, Equatable {
         self.meeting = meeting
         self.syncUp = syncUp
         isInterrupted = json["interrupted"]?.boolValue ?? false
-        attendees = (json["attendees"]?.arrayValue ?? []).compactMap { value in
-            guard let id = value["id"]?.stringValue.flatMap(Attendee.ID.init(uuidString:)) else { return nil }
-            return Attendee(id: id, name: value["name"]?.stringValue ?? "")
-        }
+        attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
     }
 

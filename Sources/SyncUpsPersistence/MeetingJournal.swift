@@ -56,7 +56,7 @@ public struct MeetingJournal: Sendable, Equatable {
         object.append("transcript", .string(transcript))
         object.append("audio", .bool(hasAudio))
         object.append(
-            "attendees", .array(attendees.map { ["id": .string($0.id.description), "name": .string($0.name)] }))
+            "attendees", .array(attendees.map(\.json)))
         object.append("segments", .array(segments.map(\.json)))
         return .object(object)
     }
@@ -74,11 +74,7 @@ public struct MeetingJournal: Sendable, Equatable {
         self.date = Date(timeIntervalSinceReferenceDate: date)
         transcript = json["transcript"]?.stringValue ?? ""
         hasAudio = json["audio"]?.boolValue ?? false
-        attendees = (json["attendees"]?.arrayValue ?? []).compactMap { value in
-            value["id"]?.stringValue.flatMap(Attendee.ID.init(uuidString:)).map {
-                Attendee(id: $0, name: value["name"]?.stringValue ?? "")
-            }
-        }
+        attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
     }
 

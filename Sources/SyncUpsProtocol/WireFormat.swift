@@ -20,7 +20,7 @@ public enum WireFormat {
         object.append("title", .string(syncUp.title))
         object.append("theme", .string(syncUp.theme.rawValue))
         object.append("duration", .int(syncUp.durationSeconds))
-        object.append("attendees", .array(syncUp.attendees.map(attendee)))
+        object.append("attendees", .array(syncUp.attendees.map(\.json)))
         switch detail {
         case .full:
             object.append("meetings", .array(syncUp.meetings.map { meeting($0, includesTranscript: true) }))
@@ -35,10 +35,6 @@ public enum WireFormat {
             object.append("meetingsNext", end < syncUp.meetings.count ? .int(end) : .null)
         }
         return .object(object)
-    }
-
-    public static func attendee(_ attendee: Attendee) -> JSONValue {
-        ["id": .string(attendee.id.description), "name": .string(attendee.name)]
     }
 
     public static func meeting(_ meeting: Meeting, includesTranscript: Bool) -> JSONValue {
@@ -75,7 +71,7 @@ extension WireFormat {
         object.append("durationRemaining", .int(machine.durationRemaining))
         object.append("secondsPerAttendee", .int(machine.secondsPerAttendee))
         object.append("speakerIndex", .int(machine.speakerIndex))
-        object.append("speaker", machine.speaker.map(attendee) ?? .null)
+        object.append("speaker", machine.speaker?.json ?? .null)
         object.append("attendeeCount", .int(machine.syncUp.attendees.count))
         object.append("transcript", .string(machine.transcript))
         object.append("transcribing", .bool(machine.isTranscribing))

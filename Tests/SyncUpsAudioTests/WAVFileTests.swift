@@ -39,6 +39,7 @@ import Testing
         fd.close()
         #expect(try WAVFile.repair(path) == 2)
         #expect(WAVFile.seconds(at: path) == 2)
+        #expect(WAVFile.seconds(at: directory.appending("none.wav")) == nil)
     }
 
     @Test func refusesToOverwriteAnExistingFile() throws {

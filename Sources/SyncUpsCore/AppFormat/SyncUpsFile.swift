@@ -61,7 +61,7 @@ public enum SyncUpsFile {
     static func json(_ syncUp: SyncUp) -> JSONValue {
         let pair = DurationPair(syncUp.duration)
         return [
-            "attendees": .array(syncUp.attendees.map { ["id": .string($0.id.description), "name": .string($0.name)] }),
+            "attendees": .array(syncUp.attendees.map(\.json)),
             "duration": [.number(.int(pair.high)), .number(.uint(pair.low))],
             "id": .string(syncUp.id.description),
             "meetings": .array(

@@ -46,7 +46,7 @@ public struct TranscriptSegment: Sendable, Equatable {
 
     public var json: JSONValue {
         var object = JSONObject()
-        object.append("speaker", speaker.map { ["id": .string($0.id.description), "name": .string($0.name)] } ?? .null)
+        object.append("speaker", speaker?.json ?? .null)
         object.append("start", .double(TranscriptWord.rounded(start)))
         object.append("end", .double(TranscriptWord.rounded(end)))
         object.append("text", .string(text))
@@ -58,12 +58,8 @@ public struct TranscriptSegment: Sendable, Equatable {
         guard let start = json["start"]?.numberValue?.double, let end = json["end"]?.numberValue?.double,
             let text = json["text"]?.stringValue
         else { return nil }
-        var speaker: Attendee? = nil
-        if let id = json["speaker"]?["id"]?.stringValue.flatMap(Attendee.ID.init(uuidString:)) {
-            speaker = Attendee(id: id, name: json["speaker"]?["name"]?.stringValue ?? "")
-        }
         self.init(
-            speaker: speaker,
+            speaker: json["speaker"].flatMap(Attendee.init(json:)),
             start: start,
             end: end,
             text: text,

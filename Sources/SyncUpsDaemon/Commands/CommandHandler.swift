@@ -288,12 +288,10 @@ final class CommandHandler {
         object["syncup"] = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
         let details = MeetingDetails.read(meeting.id, in: state.dataDirectory)
         let audioPath = state.dataDirectory.sidecar(meeting.id, MeetingFiles.audio)
-        let audioSeconds = WAVFile.seconds(at: audioPath)
         object["interrupted"] = .bool(details?.isInterrupted ?? false)
         object["audio"] =
-            FileIdentity(path: audioPath) != nil
-            ? ["file": .string(audioPath), "seconds": .double(audioSeconds)] : .null
-        object["attendees"] = .array((details?.attendees ?? []).map(WireFormat.attendee))
+            WAVFile.seconds(at: audioPath).map { ["file": .string(audioPath), "seconds": .double($0)] } ?? .null
+        object["attendees"] = .array((details?.attendees ?? []).map(\.json))
         object["segments"] = .array((details?.segments ?? []).map(\.json))
         return .object(object)
     }
