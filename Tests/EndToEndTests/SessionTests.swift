@@ -214,8 +214,31 @@ import Testing
         let id = try createSyncUp(client, seconds: 600)
         let started = try client.result("session.start", ["syncup": .string(id), "transcribe": false])
         #expect(daemon.stop() == .exited(0))
+        let meetingID = try #require(started["meeting"]?.stringValue)
         let file = try #require(Files.readString(daemon.dataPath + "/sync-ups.json"))
-        #expect(file.contains(try #require(started["meeting"]?.stringValue)))
+        #expect(file.contains(meetingID))
+        #expect(
+            Files.readString(daemon.dataPath + "/meetings/\(meetingID).json")?.contains(#""interrupted" : true"#)
+                == true)
+        #expect(!Files.exists(daemon.dataPath + "/meetings/\(meetingID).recording.json"))
+    }
+
+    /// A meeting saved just before the daemon stops: its details, written off the event loop, are finished
+    /// before the process exits, and its journal goes only after that.
+    @Test func finishesWritingAMeetingSavedJustBeforeAStop() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"])
+        let client = try daemon.client()
+        let id = try createSyncUp(client, seconds: 600)
+        let started = try client.result("session.start", ["syncup": .string(id), "transcribe": false])
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.end", ["action": "save"])
+        _ = try client.nextEvent("session.ended")
+        #expect(daemon.stop() == .exited(0))
+        let details = try #require(Files.readString(daemon.dataPath + "/meetings/\(meetingID).json"))
+        #expect(details.contains(#""interrupted" : false"#) && details.contains("Blob Jr"))
+        #expect(!Files.exists(daemon.dataPath + "/meetings/\(meetingID).recording.json"))
+        #expect(Files.readString(daemon.dataPath + "/sync-ups.json")?.contains(meetingID) == true)
     }
 }
 

@@ -286,7 +286,7 @@ final class CommandHandler {
         let meeting = syncUp.meetings[meetingIndex]
         guard case .object(var object) = WireFormat.meeting(meeting, includesTranscript: true) else { return .null }
         object["syncup"] = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
-        let details = MeetingDetails.read(meeting.id, in: state.dataDirectory)
+        let details = state.details(of: meeting.id)
         let audioPath = state.dataDirectory.sidecar(meeting.id, MeetingFiles.audio)
         object["interrupted"] = .bool(details?.isInterrupted ?? false)
         object["audio"] =

@@ -31,6 +31,8 @@ final class SessionController {
         case recorderStopped(Meeting.ID)
         case recognizer(RecognizerEvent, Meeting.ID)
         case cueFailed(ALSAError, Meeting.ID)
+        /// A saved meeting's details file was written (or failed to be, with the error).
+        case detailsWritten(Meeting.ID, error: String?)
     }
 
     private let loop: EventLoop
@@ -39,6 +41,8 @@ final class SessionController {
     private let logger: Logger
     private let settings: Settings
     private let mailbox: Mailbox<Message>
+    /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details) off the loop.
+    private let cleanup: SerialWorker
     private var active: ActiveSession?
 
     init(
@@ -54,6 +58,7 @@ final class SessionController {
         self.logger = logger
         self.publishEvent = publish
         mailbox = try Mailbox()
+        cleanup = try SerialWorker(name: "syncups-cleanup")
         _ = try mailbox.attach(to: loop) { [unowned self] messages in
             for message in messages { receive(message) }
         }
@@ -188,6 +193,12 @@ final class SessionController {
 
     /// The daemon is stopping: save the meeting so far, synchronously, flagged as interrupted.
     func shutDown() {
+        defer {
+            // What is still being cleaned up (a meeting saved just before, its details being written) ends
+            // before the process does, and its report is handled (removing that meeting's journal).
+            cleanup.finish()
+            drainMailboxNow()
+        }
         guard let session = active else { return }
         logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
         session.timer.map(loop.cancel)
@@ -198,8 +209,9 @@ final class SessionController {
         session.recorder?.stop(keepsFile: true)
         let meeting = session.machine.meeting
         state.insertMeeting(meeting, into: session.machine.syncUp.id)
-        writeDetails(session, meeting: meeting, isInterrupted: true)
-        removeJournal(session)
+        let error = Self.writeDetails(
+            details(of: session, meeting: meeting, isInterrupted: true), in: state.dataDirectory)
+        detailsWritten(meeting.id, error: error)
         session.cue?.stop()
         active = nil
     }
@@ -238,7 +250,13 @@ final class SessionController {
                     session.turns[session.turns.count - 1].end = session.elapsedSeconds(now: loop.now())
                 }
                 state.insertMeeting(meeting, into: session.machine.syncUp.id)
-                writeDetails(session, meeting: meeting, isInterrupted: false)
+                let details = details(of: session, meeting: meeting, isInterrupted: false)
+                let directory = state.dataDirectory
+                state.detailsBeingWritten[meeting.id] = details
+                cleanup.run { [mailbox] in
+                    let error = Self.writeDetails(details, in: directory)
+                    mailbox.post(.detailsWritten(meeting.id, error: error))
+                }
             case .discardMeeting:
                 session.discardsAudio = true
                 state.dataDirectory.removeSidecars(of: session.meetingID)
@@ -272,7 +290,7 @@ final class SessionController {
         }
         let recorder = session.recorder
         let meetingID = session.meetingID
-        finishInBackground { [mailbox] in
+        cleanup.run { [mailbox] in
             recorder?.stop(keepsFile: true)
             mailbox.post(.recorderStopped(meetingID))
         }
@@ -292,18 +310,12 @@ final class SessionController {
         let cue = session.cue
         let keepsAudio = !session.discardsAudio
         session.recognition = nil
-        finishInBackground {
+        cleanup.run {
             recorder?.stop(keepsFile: keepsAudio)
             recognition?.finish()
             cue?.stop()
         }
-        removeJournal(session)
         if active === session { active = nil }
-    }
-
-    /// Runs blocking clean-up (joining the audio and cue threads) off the loop.
-    private func finishInBackground(_ work: @escaping @Sendable () -> Void) {
-        if (try? DedicatedThread(name: "syncups-cleanup", work)) == nil { work() }
     }
 
     // MARK: - Messages from the helper threads
@@ -341,6 +353,8 @@ final class SessionController {
             let text = "the speaker-change cue did not play: \(error)"
             logger.warning(text, .meeting(meeting))
             perform((try? session.machine.handle(.audioTrouble(text))) ?? [], in: session)
+        case .detailsWritten(let meeting, let error):
+            detailsWritten(meeting, error: error)
         }
     }
 
@@ -460,31 +474,36 @@ final class SessionController {
         }
     }
 
-    /// A discarded meeting's journal goes at once; a saved one's only when the meeting is in the file, so a
-    /// crash in between (or a write that keeps failing) still finds the journal and recovers the meeting.
-    private func removeJournal(_ session: ActiveSession) {
-        let meeting = session.meetingID
-        let directory = state.dataDirectory
-        if session.discardsAudio {
-            MeetingJournal.remove(meeting, in: directory)
-        } else {
-            state.whenSaved { MeetingJournal.remove(meeting, in: directory) }
-        }
-    }
-
-    private func writeDetails(_ session: ActiveSession, meeting: Meeting, isInterrupted: Bool) {
-        let details = MeetingDetails(
+    private func details(of session: ActiveSession, meeting: Meeting, isInterrupted: Bool) -> MeetingDetails {
+        MeetingDetails(
             meeting: meeting.id,
             syncUp: session.machine.syncUp.id,
             isInterrupted: isInterrupted,
             attendees: session.machine.syncUp.attendees,
             segments: Attribution.segments(utterances: session.transcript.utterances, turns: session.turns)
         )
+    }
+
+    /// Writes `meetings/<id>.json` (with two fsyncs: on the clean-up thread, except at shutdown); returns
+    /// the error, if any.
+    private static func writeDetails(_ details: MeetingDetails, in directory: DataDirectory) -> String? {
         do {
-            try details.write(in: state.dataDirectory)
+            try details.write(in: directory)
+            return nil
         } catch {
-            logger.error("cannot write the meeting's details: \(error)", .meeting(meeting.id))
+            return error.description
         }
+    }
+
+    /// The last step of saving a meeting. Its journal (what a crash recovers the meeting from) goes only once
+    /// the details are written and the meeting is in sync-ups.json: a crash before that, or a write that
+    /// keeps failing, still finds the journal and recovers the meeting. (A discarded meeting's journal went
+    /// with its other files.)
+    private func detailsWritten(_ meeting: Meeting.ID, error: String?) {
+        state.detailsBeingWritten[meeting] = nil
+        if let error { logger.error("cannot write the meeting's details: \(error)", .meeting(meeting)) }
+        let directory = state.dataDirectory
+        state.whenSaved { MeetingJournal.remove(meeting, in: directory) }
     }
 }
 

@@ -22,6 +22,8 @@ final class DaemonState {
     let logger: Logger
     /// Told when the sync-up of a running meeting changes or goes away.
     weak var session: SessionController?
+    /// Details of saved meetings that the clean-up thread is still writing, so `meetings.get` has them at once.
+    var detailsBeingWritten: [Meeting.ID: MeetingDetails] = [:]
 
     init(
         syncUps: [SyncUp],
@@ -41,6 +43,11 @@ final class DaemonState {
     }
 
     var dataDirectory: DataDirectory { store.directory }
+
+    /// A meeting's attendees and attributed transcript: from memory while being written, else from its file.
+    func details(of meeting: Meeting.ID) -> MeetingDetails? {
+        detailsBeingWritten[meeting] ?? MeetingDetails.read(meeting, in: dataDirectory)
+    }
 
     // MARK: - Finding
 

@@ -1,0 +1,38 @@
+import Synchronization
+
+/// One thread that runs blocking jobs in the order given, for work the event loop must not wait for
+/// (joining a recorder's threads, writing and fsyncing a meeting's files). Idle, it sleeps in `read` on an
+/// eventfd: no wake-ups. A job is never dropped: with the queue full, or after `finish`, it runs on the
+/// caller's thread.
+public final class SerialWorker: Sendable {
+    public typealias Job = @Sendable () -> Void
+
+    private let queue: BlockingQueue<Job>
+    private let thread = Mutex<DedicatedThread?>(nil)
+
+    public init(name: String, capacity: Int = 256) throws(SystemError) {
+        let queue = try BlockingQueue<Job>(capacity: capacity)
+        self.queue = queue
+        let thread = try DedicatedThread(name: name) {
+            while let job = queue.pop() { job() }
+        }
+        self.thread.withLock { $0 = thread }
+    }
+
+    /// Queues `job` to run after the jobs queued before it.
+    public func run(_ job: @escaping Job) {
+        if !queue.push(job) { job() }
+    }
+
+    /// Runs every queued job, then ends the thread; returns when they are done. For shutdown: what was
+    /// started (a meeting's details being written) is finished before the process exits.
+    public func finish() {
+        queue.close()
+        let thread = self.thread.withLock { $0.take() }
+        thread?.join()
+    }
+
+    deinit {
+        queue.close()
+    }
+}
