@@ -41,6 +41,22 @@ public final class Mailbox<Message: Sendable>: Sendable {
         }
     }
 
+    /// Waits up to `timeout` for a message, without taking it; returns whether one is queued. For the loop's
+    /// own thread while the loop is not running (at shutdown, waiting for a helper's last report).
+    public func wait(timeout: Duration) -> Bool {
+        let deadline = MonotonicInstant.now() + timeout
+        while true {
+            var count: UInt64 = 0
+            _ = Glibc.read(eventFD.rawValue, &count, 8)  // non-blocking: clears a signal already acted on
+            if queue.withLock({ !$0.isEmpty }) { return true }
+            let remaining = deadline - MonotonicInstant.now()
+            guard remaining > .zero else { return false }
+            var poller = pollfd(fd: eventFD.rawValue, events: Int16(POLLIN), revents: 0)
+            // Rounded up, so the last fraction of a millisecond is slept rather than spun.
+            _ = poll(&poller, 1, CInt(clamping: (remaining.nanoseconds + 999_999) / 1_000_000))
+        }
+    }
+
     /// Registers the mailbox with `loop`, which then calls `handler` with each batch of messages, in order.
     public func attach(to loop: EventLoop, handler: @escaping ([Message]) -> Void) throws(SystemError)
         -> EventLoop.Watch

@@ -64,7 +64,7 @@ public enum CommandRecognizer {
                 process.send(SIGKILL, toGroup: true)
                 throw SpeechError("cannot start the recognizer threads: \(error)")
             }
-            return queue.stream
+            return queue.stream { process.send(SIGKILL, toGroup: true) }
         }
     }
 

@@ -59,7 +59,7 @@ public enum PocketSphinxRecognizer {
             } catch {
                 throw SpeechError("cannot start the recognizer thread: \(error)")
             }
-            return queue.stream
+            return queue.stream()
         }
     }
 }

@@ -28,7 +28,7 @@ final class RecognizerQueue: Sendable {
     }
 
     /// The `RecognitionStream` the session uses; `finish` pushes the end marker and returns at once.
-    var stream: RecognitionStream {
+    func stream(cancel: @escaping @Sendable () -> Void = {}) -> RecognitionStream {
         RecognitionStream(
             feed: { [self] bytes, startFrame in
                 guard items.push(.audio(bytes, startFrame: startFrame)) else {
@@ -47,7 +47,8 @@ final class RecognizerQueue: Sendable {
             },
             finish: { [self] in
                 while !items.push(.finish) && items.count > 0 { _ = items.pop() }
-            }
+            },
+            cancel: cancel
         )
     }
 

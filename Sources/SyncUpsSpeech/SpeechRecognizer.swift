@@ -69,15 +69,20 @@ public struct RecognitionStream: Sendable {
     /// The meeting is over: the recognizer finishes the last utterance, reports it, and stops. Returns at
     /// once; the recognizer's `.finished` (or `.failed`) event says when it is done.
     public var finish: @Sendable () -> Void
+    /// Gives up on the last words, after `finish` had its chance: an external engine is killed now rather
+    /// than left running (the daemon is stopping). An engine in process ends with the process.
+    public var cancel: @Sendable () -> Void
 
     public init(
         feed: @escaping @Sendable ([UInt8], Int64) -> Void,
         turn: @escaping @Sendable (Int64, Attendee) -> Void,
-        finish: @escaping @Sendable () -> Void
+        finish: @escaping @Sendable () -> Void,
+        cancel: @escaping @Sendable () -> Void = {}
     ) {
         self.feed = feed
         self.turn = turn
         self.finish = finish
+        self.cancel = cancel
     }
 }
 

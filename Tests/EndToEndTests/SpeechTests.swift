@@ -152,6 +152,72 @@ import Testing
         #expect(ended["data"]?["session"]?["secondsElapsed"] == 4)
     }
 
+    /// Stopping the daemon mid-meeting: the recognizer is told the audio ended and its last words, which it
+    /// settles only then, are in the saved meeting.
+    @Test func keepsTheLastWordsTheRecognizerSettlesAsTheDaemonStops() throws {
+        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
+        let script = alsa.directory.appending("at-end.sh")
+        // Like an engine that decodes the last utterance when its audio ends: nothing until EOF, then a final.
+        Files.write(
+            script,
+            """
+            cat > /dev/null
+            echo '{"type":"final","text":"said just before the stop","start":0,"end":1,"words":[]}'
+
+            """
+        )
+        let daemon = try DaemonProcess(
+            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "sh \(script)"],
+            environment: alsa.environment
+        )
+        let client = try daemon.client()
+        let created = try client.result("syncups.create", ["title": "Solo", "duration": 600, "attendees": ["Ann"]])
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": created["id"]!])
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        _ = try client.nextEvent("session.tick")
+        #expect(daemon.stop() == .exited(0))
+        let file = try #require(Files.read(daemon.dataPath + "/sync-ups.json"))
+        let saved = try JSONParser().parse(file)[0]?["meetings"]?[0]
+        #expect(saved?["id"]?.stringValue == meetingID)
+        #expect(saved?["transcript"] == "said just before the stop")
+    }
+
+    /// ...but a recognizer that never finishes does not hold the stop up for more than a few seconds.
+    @Test func stopsWithinSecondsWhenTheRecognizerNeverFinishes() throws {
+        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
+        let script = alsa.directory.appending("stuck.sh")
+        let pidFile = alsa.directory.appending("engine.pid")
+        Files.write(script, "echo $$ > '\(pidFile)'\ncat > /dev/null\nexec sleep 60\n")
+        let daemon = try DaemonProcess(
+            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "sh \(script)"],
+            environment: alsa.environment
+        )
+        let client = try daemon.client()
+        let created = try client.result("syncups.create", ["title": "Solo", "duration": 600, "attendees": ["Ann"]])
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": created["id"]!])
+        _ = try client.nextEvent("session.tick")
+        let stopping = MonotonicInstant.now()
+        #expect(daemon.stop() == .exited(0))
+        #expect(MonotonicInstant.now() - stopping < .seconds(15), "the 5 s wait, not the engine's 60 s")
+        #expect(daemon.log.contents.contains("the recognizer did not finish within 5.0 seconds"))
+        #expect(
+            Files.readString(daemon.dataPath + "/sync-ups.json")?.contains(started["meeting"]!.stringValue!) == true)
+        // The engine does not outlive the daemon.
+        let engine = try #require(
+            Files.readString(pidFile).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        #expect(try waitFor { !isRunning(engine) })
+    }
+
+    /// Whether `pid` runs (a zombie nobody has reaped yet has ended).
+    func isRunning(_ pid: pid_t) -> Bool {
+        guard let stat = Files.readString("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else {
+            return false
+        }
+        return !stat[close...].hasPrefix(") Z")
+    }
+
     @Test func refusesToTranscribeWithoutAnEngineAndSaysHowToGoOn() throws {
         let daemon = try DaemonProcess(arguments: ["--speech-engine", "none", "--audio-device", "null", "--no-cue"])
         let client = try daemon.client()

@@ -23,6 +23,8 @@ final class SessionController {
         var recognizer: SpeechRecognizer?
         /// How long saving waits for the recognizer's last words before giving up on them.
         var settleTimeout: Duration = .seconds(20)
+        /// The same wait when the daemon is stopping: shorter, well inside systemd's 30 s to stop.
+        var shutdownSettleTimeout: Duration = .seconds(5)
     }
 
     /// What the helper threads report.
@@ -124,6 +126,7 @@ final class SessionController {
                 session.recognition = try recognizer.start { [mailbox] event in
                     mailbox.post(.recognizer(event, meetingID))
                 }
+                session.isRecognizerRunning = true
                 transcribes = true
             } catch {
                 warnings.append("recording without a transcript: \(recognizer.name) did not start: \(error)")
@@ -202,11 +205,27 @@ final class SessionController {
         guard let session = active else { return }
         logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
         session.timer.map(loop.cancel)
-        session.recognition?.finish()
-        drainMailboxNow()
-        // What was in the mailbox may have completed the save already (a meeting settling as the daemon stops).
-        guard active === session else { return }
+        // The recording stops first, so the recognizer has all the audio; then it gets a few seconds to turn the
+        // last utterance into settled text. (Its results, or a save that was already settling, come through
+        // the mailbox while it is waited for.)
         session.recorder?.stop(keepsFile: true)
+        let recognition = session.recognition
+        recognition?.finish()
+        session.recognition = nil
+        let deadline = loop.now() + settings.shutdownSettleTimeout
+        while active === session && session.isRecognizerRunning
+            && mailbox.wait(timeout: deadline - loop.now())
+        {
+            drainMailboxNow()
+        }
+        drainMailboxNow()
+        guard active === session else { return }
+        if session.isRecognizerRunning {
+            logger.warning(
+                "the recognizer did not finish within \(settings.shutdownSettleTimeout); saving without its last words",
+                .meeting(session.meetingID))
+            recognition?.cancel()
+        }
         let meeting = session.machine.meeting
         state.insertMeeting(meeting, into: session.machine.syncUp.id)
         let error = Self.writeDetails(
@@ -338,12 +357,11 @@ final class SessionController {
         case .recorderStopped(let meeting):
             guard let session = active, session.meetingID == meeting else { return }
             if let recognition = session.recognition {
-                // Its `.finished` settles the meeting; `finish` below must not end it again.
                 recognition.finish()
                 session.recognition = nil
-            } else {
-                settled(session)
             }
+            // A recognizer still running settles the meeting with its `.finished`; `finish` must not end it again.
+            if !session.isRecognizerRunning { settled(session) }
         case .recognizer(let event, let meeting):
             guard let session = active, session.meetingID == meeting else { return }
             handle(event, in: session)
@@ -369,11 +387,13 @@ final class SessionController {
                 "speech recognition failed: \(message); the meeting goes on without a transcript",
                 .meeting(session.meetingID))
             session.recognition = nil
+            session.isRecognizerRunning = false
             perform(
                 (try? session.machine.handle(.speechFailed("speech recognition failed: \(message)"))) ?? [], in: session
             )
             if session.machine.pendingEnding != nil { settled(session) }
         case .finished:
+            session.isRecognizerRunning = false
             if session.machine.pendingEnding != nil { settled(session) }
         case .log(let line):
             logger.info("speech: \(line)", .meeting(session.meetingID))
@@ -525,6 +545,8 @@ final class ActiveSession {
     var cue: CuePlayer?
     var hasReportedCueFailure = false
     var discardsAudio = false
+    /// From the recognizer's start until its `.finished` or `.failed`: its last words may still come.
+    var isRecognizerRunning = false
     var turns: [SpeakerTurn] = []
     var transcript = TranscriptAssembly()
 
