@@ -122,21 +122,13 @@ public struct AtomicFile: Sendable {
         let current = fs.identity(path)
         guard isExpected(current) else { return .conflict(current) }
         if let previousPath, current != nil {
-            let staging = previousPath + ".tmp"
-            fs.unlink(staging)
             if let retiredPath {
                 // A second name for the version `.prev` holds, so the rename below only drops a name and
                 // freeing that version (tens of milliseconds for a large file) can wait until after the write.
                 fs.unlink(retiredPath)
                 try? fs.link(previousPath, retiredPath)
             }
-            do {
-                try fs.link(path, staging)
-                try fs.rename(staging, previousPath)
-            } catch {
-                fs.unlink(staging)
-                throw error
-            }
+            try fs.replace(previousPath, withLinkTo: path, via: previousPath + ".tmp")
         }
         try fs.rename(temporary, path)
         isTemporaryPresent = false
@@ -146,7 +138,7 @@ public struct AtomicFile: Sendable {
 
     /// Writes the pieces in `chunkSize` writes: straight from a piece when a whole chunk of it is left,
     /// otherwise gathered in a staging buffer (the encoder's pieces are about 12 KB each).
-    private func writeAll(_ pieces: [[UInt8]], to fd: FileDescriptor, _ eachChunk: (UnsafeRawBufferPointer) -> Void)
+    func writeAll(_ pieces: [[UInt8]], to fd: FileDescriptor, _ eachChunk: (UnsafeRawBufferPointer) -> Void)
         throws(SystemError)
     {
         var offset = 0

@@ -50,6 +50,21 @@ public struct FileSystem: Sendable {
     )
 }
 
+extension FileSystem {
+    /// Makes `target` a name of the file `source` names, atomically: a hard link at `staging`, renamed over
+    /// `target` (which is never missing meanwhile). Leaves no `staging` behind on failure.
+    func replace(_ target: String, withLinkTo source: String, via staging: String) throws(SystemError) {
+        unlink(staging)
+        do {
+            try link(source, staging)
+            try rename(staging, target)
+        } catch {
+            unlink(staging)
+            throw error
+        }
+    }
+}
+
 /// Enough of `stat` to tell whether a file is still the one this process wrote: same inode, size and mtime.
 public struct FileIdentity: Sendable, Hashable {
     public var device: UInt64

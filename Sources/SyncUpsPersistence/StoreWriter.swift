@@ -3,9 +3,13 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 import Synchronization
 
-/// Encodes and writes `sync-ups.json` on its own thread, so a large file or a slow `fsync` never delays a
+/// Encodes and writes `sync-ups.json` on its own thread, so a large file or a slow disk never delays a
 /// request or a meeting's tick. Only the sync-ups that changed since the last write are encoded again
 /// (`SyncUpsFileEncoder`), and the file is written from the encoded pieces, never assembled in memory.
+///
+/// Two threads, one per step of `VersionedFile`: `syncups-store` puts each version in place, and
+/// `syncups-fsync` makes it durable. A slow `fsync` holds up neither the next version nor a killed daemon's
+/// data; versions that pile up behind it are dropped unsynced, only the newest is synced.
 ///
 /// Jobs replace each other: if three snapshots arrive while one is being written, only the newest is
 /// written next. Results go back to the event loop through a mailbox.
@@ -16,8 +20,14 @@ final class StoreWriter: Sendable {
     }
 
     enum Result: Sendable {
+        /// In place: a daemon killed from now on keeps it. Not yet durable.
         case written(generation: Int, identity: FileIdentity)
+        /// Synced with its directory: it survives a power cut too.
+        case durable(generation: Int)
+        /// Not written; the file on disk is as it was.
         case failed(generation: Int, error: SystemError)
+        /// In place, but its `fsync` failed: a power cut may lose it, so the state must be written again.
+        case notDurable(generation: Int, error: SystemError)
         /// The file on disk was not the one last written or loaded: another program changed it.
         case conflict(generation: Int)
     }
@@ -27,29 +37,45 @@ final class StoreWriter: Sendable {
         var isStopping = false
     }
 
-    private let file: AtomicFile
+    private struct Placed: Sendable {
+        var generation: Int
+        var version: VersionedFile.Version
+    }
+
+    private struct SyncState {
+        var placed: [Placed] = []
+        var isStopping = false
+    }
+
+    private let file: VersionedFile
     private let state = Mutex(State())
     private let wake: WakeSignal
+    private let syncState = Mutex(SyncState())
+    private let syncWake: WakeSignal
     private let results: Mailbox<Result>
     private let recentWrites: RecentWrites
     /// What the loop and the writer agree is on disk; checked just before every rename.
     let disk: Mutex<DiskState>
-    private let thread = Mutex<DedicatedThread?>(nil)
+    private let threads = Mutex<[DedicatedThread]>([])
     /// Kept from one write to the next, so only changed sync-ups are encoded again. Used by the writer
     /// thread, and after it has stopped by the final flush.
     private let encoder = Mutex(SyncUpsFileEncoder())
 
-    init(file: AtomicFile, results: Mailbox<Result>, recentWrites: RecentWrites, disk: DiskState) throws(SystemError) {
+    init(file: VersionedFile, results: Mailbox<Result>, recentWrites: RecentWrites, disk: DiskState)
+        throws(SystemError)
+    {
         self.file = file
         self.results = results
         self.recentWrites = recentWrites
         self.disk = Mutex(disk)
         self.wake = try WakeSignal()
+        self.syncWake = try WakeSignal()
     }
 
     func start() throws(SystemError) {
-        let thread = try DedicatedThread(name: "syncups-store") { [self] in run() }
-        self.thread.withLock { $0 = thread }
+        let writer = try DedicatedThread(name: "syncups-store") { [self] in runWriter() }
+        let syncer = try DedicatedThread(name: "syncups-fsync") { [self] in runSyncer() }
+        threads.withLock { $0 = [writer, syncer] }
     }
 
     /// Queues `job`, replacing any job not yet started.
@@ -58,18 +84,25 @@ final class StoreWriter: Sendable {
         wake.signal()
     }
 
-    /// Finishes the job in progress, drops any queued one, and ends the thread.
+    /// Finishes the job in progress, drops any queued one, makes the newest version in place durable, and
+    /// ends both threads.
     func stop() {
         state.withLock {
             $0.isStopping = true
             $0.pending = nil
         }
         wake.signal()
-        let thread = self.thread.withLock { $0.take() }
-        thread?.join()
+        let threads = self.threads.withLock { threads in
+            defer { threads.removeAll() }
+            return threads
+        }
+        threads.first?.join()
+        syncState.withLock { $0.isStopping = true }
+        syncWake.signal()
+        threads.last?.join()
     }
 
-    private func run() {
+    private func runWriter() {
         while true {
             wake.wait()
             let (job, isStopping) = state.withLock { state in
@@ -78,20 +111,46 @@ final class StoreWriter: Sendable {
                 return (job, state.isStopping)
             }
             if isStopping { return }
-            if let job {
-                results.post(perform(job))
-                file.deleteRetiredVersion()
+            guard let job else { continue }
+            let (result, version) = place(job)
+            results.post(result)
+            if let version {
+                syncState.withLock { $0.placed.append(Placed(generation: job.generation, version: version)) }
+                syncWake.signal()
             }
         }
     }
 
-    /// Encodes and writes one snapshot. Also used directly (not on the thread) for the final flush.
+    private func runSyncer() {
+        while true {
+            syncWake.wait()
+            let (placed, isStopping) = syncState.withLock { state in
+                defer { state.placed.removeAll() }
+                return (state.placed, state.isStopping)
+            }
+            if let newest = placed.last {
+                // Older versions were replaced before their turn: only the newest needs to reach the device.
+                for older in placed.dropLast() { file.abandon(older.version) }
+                results.post(makeDurable(newest))
+            }
+            if isStopping { return }
+        }
+    }
+
+    /// Encodes and writes one snapshot, synchronously and both steps: the final flush, after `stop`.
     func perform(_ job: Job) -> Result {
+        let (result, version) = place(job)
+        guard let version else { return result }
+        return makeDurable(Placed(generation: job.generation, version: version))
+    }
+
+    /// Step one: encode, write and put in place.
+    private func place(_ job: Job) -> (Result, VersionedFile.Version?) {
         let pieces = encoder.withLock { $0.encode(job.syncUps) }
         let generation = job.generation
         var fingerprint = ContentFingerprint.Hasher()
         do {
-            let identity = try file.write(
+            let version = try file.put(
                 pieces: pieces,
                 eachChunk: { fingerprint.combine($0) },
                 replacingIf: { current in
@@ -100,14 +159,25 @@ final class StoreWriter: Sendable {
                     return disk.withLock { $0.accepts(generation, replacing: current) }
                 }
             )
-            disk.withLock { $0.identity = identity }
-            return .written(generation: generation, identity: identity)
+            disk.withLock { $0.identity = version.identity }
+            return (.written(generation: generation, identity: version.identity), version)
         } catch {
             switch error {
-            case .system(let error): return .failed(generation: generation, error: error)
-            case .conflict: return .conflict(generation: generation)
+            case .system(let error): return (.failed(generation: generation, error: error), nil)
+            case .conflict: return (.conflict(generation: generation), nil)
             }
         }
+    }
+
+    /// Step two: `fsync`, then free what `.prev` held before.
+    private func makeDurable(_ placed: Placed) -> Result {
+        do {
+            try file.makeDurable(placed.version)
+        } catch {
+            return .notDurable(generation: placed.generation, error: error)
+        }
+        file.deleteRetiredVersion()
+        return .durable(generation: placed.generation)
     }
 }
 

@@ -3,8 +3,8 @@ import SyncUpsCore
 import SyncUpsPOSIX
 
 /// Keeps `sync-ups.json` in step with the daemon's state: loads it at start, writes every change atomically
-/// (throttled to one write a second, urgent writes at once), notices when another program changes it, and
-/// keeps retrying when the disk refuses.
+/// (throttled to one write a second, urgent writes at once; in place first, durable next: `VersionedFile`),
+/// notices when another program changes it, and keeps retrying when the disk refuses.
 ///
 /// Lives on the event loop's thread. The daemon owns the state; the store is told each new snapshot and
 /// reports back through `onEvent`.
@@ -32,6 +32,7 @@ public final class SyncUpStore {
     public let directory: DataDirectory
     private let loop: EventLoop
     private let fileSystem: FileSystem
+    private let file: VersionedFile
     private let onEvent: (Event) -> Void
     private let recentWrites = RecentWrites()
     private let results: Mailbox<StoreWriter.Result>
@@ -41,20 +42,26 @@ public final class SyncUpStore {
 
     private var latest: [SyncUp] = []
     private var generation = 0
+    /// The newest state in place (a killed daemon keeps it) and the newest synced (a power cut keeps it).
     private var writtenGeneration = 0
+    private var durableGeneration = 0
     private var throttle: WriteThrottle
     private var throttleTimer: EventLoop.Timer?
     private var retryTimer: EventLoop.Timer?
     private var retryDelay = StoreRetry.initialDelay
     /// A write was refused because the file looked changed; resubmit once the file is found to be ours.
     private var isConflictPending = false
+    /// Set by `close`: results are recorded, but start no more writes.
+    private var isClosing = false
     /// Actions waiting for the state of a generation to be on disk (`whenWritten`), oldest first.
     private var afterWrite: [(generation: Int, action: () -> Void)] = []
 
     /// The last write error, or nil when the file is up to date or a write is merely pending.
     public private(set) var lastError: String?
-    /// True while the file lags behind the state.
+    /// True while the file lags behind the state (a version in place that is not yet synced counts as saved).
     public var hasUnsavedChanges: Bool { writtenGeneration < generation }
+    /// True when the state is in the file and synced: it would survive a power cut.
+    public var isDurable: Bool { durableGeneration >= generation }
 
     public init(
         directory: DataDirectory,
@@ -66,13 +73,11 @@ public final class SyncUpStore {
         self.directory = directory
         self.loop = loop
         self.fileSystem = fileSystem
+        self.file = VersionedFile(
+            path: directory.syncUpsFile, previousPath: directory.previousFile, fileSystem: fileSystem)
         self.onEvent = onEvent
         self.throttle = WriteThrottle(window: throttleWindow)
         self.results = try Mailbox()
-    }
-
-    private var file: AtomicFile {
-        AtomicFile(path: directory.syncUpsFile, previousPath: directory.previousFile, fileSystem: fileSystem)
     }
 
     // MARK: - Loading
@@ -133,17 +138,17 @@ public final class SyncUpStore {
         act(on: urgent ? throttle.urgent(at: now) : throttle.changed(at: now))
     }
 
-    /// Runs `action` on the loop once the state as it is now is in the file: at once if it already is, else
-    /// after the write that takes it there. For what must not go before the data it protects, such as a
-    /// meeting's journal, which may be removed only once the meeting is on disk. An outside edit that replaces
-    /// the state also counts (the file then is the state); a write that never succeeds never runs it.
+    /// Runs `action` on the loop once the state as it is now is durably in the file: at once if it already
+    /// is, else after the `fsync` that takes it there. For what must not go before the data it protects, such
+    /// as a meeting's journal, which may be removed only once the meeting is on disk. An outside edit that
+    /// replaces the state also counts (the file then is the state); a write that never succeeds never runs it.
     public func whenWritten(_ action: @escaping () -> Void) {
-        guard hasUnsavedChanges else { return action() }
+        guard durableGeneration < generation else { return action() }
         afterWrite.append((generation, action))
     }
 
     private func runActionsAfterWrite() {
-        while let first = afterWrite.first, first.generation <= writtenGeneration {
+        while let first = afterWrite.first, first.generation <= durableGeneration {
             afterWrite.removeFirst()
             first.action()
         }
@@ -176,24 +181,36 @@ public final class SyncUpStore {
         switch result {
         case .written(let written, _):
             writtenGeneration = max(writtenGeneration, written)
+            if hasUnsavedChanges && throttleTimer == nil && retryTimer == nil && !isClosing {
+                act(on: throttle.changed(at: loop.now()))
+            }
+        case .durable(let durable):
+            durableGeneration = max(durableGeneration, durable)
             runActionsAfterWrite()
             retryDelay = StoreRetry.initialDelay
             if lastError != nil {
                 lastError = nil
-                onEvent(.writeRecovered)
-            }
-            if hasUnsavedChanges && throttleTimer == nil && retryTimer == nil {
-                act(on: throttle.changed(at: loop.now()))
+                if !isClosing { onEvent(.writeRecovered) }
             }
         case .failed(let failed, let error):
             guard failed > writtenGeneration else { return }
-            lastError = "writing \(directory.syncUpsFile) failed: \(error)"
-            onEvent(.writeFailed(lastError!))
-            scheduleRetry()
+            report("writing \(directory.syncUpsFile) failed: \(error)")
+        case .notDurable(let failed, let error):
+            // In place but maybe not on the device: write the state again, in a fresh file.
+            writtenGeneration = min(writtenGeneration, failed - 1)
+            report("syncing \(directory.syncUpsFile) failed: \(error)")
         case .conflict:
+            guard !isClosing else { return }
             isConflictPending = true
             examineFileOnDisk()
         }
+    }
+
+    private func report(_ failure: String) {
+        lastError = failure
+        guard !isClosing else { return }
+        onEvent(.writeFailed(failure))
+        scheduleRetry()
     }
 
     private func scheduleRetry() {
@@ -237,6 +254,7 @@ public final class SyncUpStore {
             latest = syncUps
             generation += 1
             writtenGeneration = generation
+            durableGeneration = generation
             recentWrites.remember(bytes)
             onEvent(.reloaded(syncUps))
             runActionsAfterWrite()
@@ -264,24 +282,26 @@ public final class SyncUpStore {
 
     // MARK: - Closing
 
-    /// Writes any unsaved state now, synchronously, and stops the writer thread; for shutdown. Returns the
-    /// error if that last write failed (the data is then still in `.prev` and the failure was logged).
+    /// Writes any unsaved state now, synchronously and durably, and stops the writer threads; for shutdown.
+    /// Returns the error if that last write failed (the data is then still in `.prev` and the failure was
+    /// logged).
     @discardableResult
     public func close() -> String? {
-        writer?.stop()
+        isClosing = true
+        writer?.stop()  // the version in place, if any, is made durable first
         for watch in watches { loop.unwatch(watch) }
         watches.removeAll()
         if let throttleTimer { loop.cancel(throttleTimer) }
         if let retryTimer { loop.cancel(retryTimer) }
-        guard hasUnsavedChanges, let writer else { return nil }
-        let result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
-        file.deleteRetiredVersion()
-        switch result {
-        case .written:
+        for result in results.takeAll() { handle(result) }
+        guard durableGeneration < generation, let writer else { return nil }
+        switch writer.perform(StoreWriter.Job(generation: generation, syncUps: latest)) {
+        case .durable, .written:
             writtenGeneration = generation
+            durableGeneration = generation
             runActionsAfterWrite()
             return nil
-        case .failed(_, let error):
+        case .failed(_, let error), .notDurable(_, let error):
             return "final write of \(directory.syncUpsFile) failed: \(error)"
         case .conflict:
             return "final write of \(directory.syncUpsFile) skipped: another program changed the file"

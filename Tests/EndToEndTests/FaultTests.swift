@@ -116,11 +116,14 @@ import Testing
         let failed = try client.nextEvent("persistence.failed")
         #expect(failed["data"]?["error"]?.stringValue?.contains("No space left on device") == true)
         #expect(Files.read(mount.appending("sync-ups.json")) == before)
-        #expect(try client.result("status")["persistence"]?["lastError"] != .null)
+        let failing = try client.result("status")["persistence"]
+        #expect(failing?["lastError"] != .null && failing?["unsavedChanges"] == true && failing?["synced"] == false)
         // Space comes back: everything catches up.
         unlink(mount.appending("filler"))
         _ = try client.nextEvent("persistence.recovered", timeout: .seconds(20))
         #expect(Files.readString(mount.appending("sync-ups.json"))?.contains("During") == true)
+        let recovered = try client.result("status")["persistence"]
+        #expect(recovered?["lastError"] == .null && recovered?["synced"] == true)
         _ = try client.result("session.end", ["action": "save"])
         let ended = try client.nextEvent("session.ended")
         #expect(ended["data"]?["outcome"] == "saved")

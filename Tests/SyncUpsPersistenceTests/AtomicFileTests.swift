@@ -49,12 +49,7 @@ import Testing
         let faulty = FaultyFileSystem()
         faulty.fail(operation, with: errno)
         let file = AtomicFile(path: path, previousPath: previous, fileSystem: faulty.fileSystem)
-        #expect {
-            try file.write(Array("new".utf8))
-        } throws: { error in
-            guard case .system(let failure) = error as? AtomicFileError else { return false }
-            return failure.errno == errno
-        }
+        #expect(failsWithSystemError(errno) { try file.write(Array("new".utf8)) })
         #expect(Files.readString(path) == "older is prev")
         #expect(Files.readString(previous) == "old")
         #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])

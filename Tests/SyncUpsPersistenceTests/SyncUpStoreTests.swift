@@ -9,11 +9,15 @@ import Testing
 final class StoreHarness {
     let directory = TemporaryDirectory("store")
     let loop: EventLoop
-    let faults = FaultyFileSystem()
+    let faults: FaultyFileSystem
     var events: [SyncUpStore.Event] = []
     var store: SyncUpStore!
 
-    init(throttleWindow: Duration = .milliseconds(300)) throws {
+    init(
+        throttleWindow: Duration = .milliseconds(300),
+        beforeEach: @escaping @Sendable (FaultyFileSystem.Operation) -> Void = { _ in }
+    ) throws {
+        faults = FaultyFileSystem(beforeEach: beforeEach)
         loop = try EventLoop()
         store = try SyncUpStore(
             directory: DataDirectory(path: directory.path),
@@ -24,6 +28,7 @@ final class StoreHarness {
     }
 
     var file: String { directory.appending("sync-ups.json") }
+    var isDurable: Bool { store.isDurable }
     var writes: Int { faults.replacements(of: file) }
     func onDisk() -> [SyncUp]? { Files.read(file).flatMap { try? SyncUpsFile.decode($0) } }
 
@@ -219,13 +224,46 @@ final class StoreHarness {
     @Test func reportsAFailedFsyncAndWritesAFreshFileNextTime() throws {
         let harness = try StoreHarness(throttleWindow: .milliseconds(50))
         _ = try harness.store.open()
-        harness.faults.fail(.sync, with: .ioError)
         harness.store.save(a)
+        #expect(harness.run { harness.isDurable })
+        harness.faults.fail(.sync, with: .ioError)
+        harness.store.save(b)
         #expect(harness.run { harness.store.lastError != nil })
         #expect(harness.store.lastError?.hasSuffix("fsync: Input/output error") == true)
-        #expect(!Files.exists(harness.file))
+        // In place (a killed daemon keeps it) but never the fallback: a power cut may lose it.
+        #expect(harness.onDisk() == b)
+        #expect(Files.read(harness.file + ".prev").flatMap { try? SyncUpsFile.decode($0) } == a)
+        let unsynced = FileIdentity(path: harness.file)
         harness.faults.heal()
+        #expect(harness.run { harness.store.lastError == nil && harness.isDurable })
+        // Written again in a fresh file (Linux forgets a failed writeback: syncing the same one proves nothing).
+        #expect(FileIdentity(path: harness.file)?.inode != unsynced?.inode)
+        #expect(harness.onDisk() == b)
+        #expect(Files.read(harness.file + ".prev").flatMap { try? SyncUpsFile.decode($0) } == a)
+        harness.store.close()
+    }
+
+    /// The point of writing in two steps: however long `fsync` takes, every change reaches the file (where a
+    /// killed daemon keeps it) within the throttle window; only the durable mark waits for the disk.
+    @Test func putsChangesInPlaceWhileAnFsyncIsStuck() throws {
+        let gate = try Gate()
+        let harness = try StoreHarness(throttleWindow: .milliseconds(50)) { if $0 == .sync { gate.pass() } }
+        _ = try harness.store.open()
+        gate.close()
+        harness.store.save(a)
+        var durable: [String] = []
+        harness.store.whenWritten { durable.append("a") }
         #expect(harness.run { harness.onDisk() == a })
+        for (index, state) in [b, c].enumerated() {
+            harness.store.save(state)
+            #expect(harness.run { harness.onDisk() == state }, "change \(index) waited for the stuck fsync")
+        }
+        harness.store.whenWritten { durable.append("c") }
+        #expect(durable.isEmpty && !Files.exists(harness.file + ".prev"))
+        gate.open()
+        #expect(harness.run { durable == ["a", "c"] })
+        // Versions that piled up behind the stuck fsync were dropped unsynced, and no name of theirs is left.
+        #expect(Files.list(harness.directory.path).filter { $0.hasPrefix(".") }.isEmpty)
         harness.store.close()
     }
 

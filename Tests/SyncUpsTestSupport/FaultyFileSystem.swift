@@ -79,3 +79,15 @@ public final class FaultyFileSystem: Sendable {
         )
     }
 }
+
+/// Whether `body` fails with `AtomicFileError.system` carrying `errno`: a fault injected by
+/// `FaultyFileSystem` came out as itself.
+public func failsWithSystemError(_ errno: Errno, _ body: () throws -> Void) -> Bool {
+    do {
+        try body()
+        return false
+    } catch {
+        guard case .system(let failure) = error as? AtomicFileError else { return false }
+        return failure.errno == errno
+    }
+}

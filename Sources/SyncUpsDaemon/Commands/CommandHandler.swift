@@ -162,6 +162,7 @@ final class CommandHandler {
         }
         JSONWriter.appendASCII(
             store.hasUnsavedChanges ? #","unsavedChanges":true"# : #","unsavedChanges":false"#, to: &bytes)
+        JSONWriter.appendASCII(store.isDurable ? #","synced":true"# : #","synced":false"#, to: &bytes)
         JSONWriter.appendASCII(#","warnings":["#, to: &bytes)
         for (index, warning) in status.loadWarnings.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }

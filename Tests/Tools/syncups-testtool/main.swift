@@ -36,12 +36,13 @@ case "crash-writer":
     guard arguments.count >= 2 else { fail("usage: crash-writer DIR [--die-after-operations N]") }
     let directory = DataDirectory(path: arguments[1])
     let limit = arguments.count >= 4 && arguments[2] == "--die-after-operations" ? Int(arguments[3]) : nil
-    var file = AtomicFile(
+    // The store's own two steps, one after the other, so a kill can land anywhere in either.
+    let file = VersionedFile(
         path: directory.syncUpsFile,
         previousPath: directory.previousFile,
-        fileSystem: killingFileSystem(after: limit)
+        fileSystem: killingFileSystem(after: limit),
+        chunkSize: 4096
     )
-    file.chunkSize = 4096
     // The current generation is in the first sync-up's title; start after it.
     var generation = 0
     if let bytes = Files.read(directory.syncUpsFile), let syncUps = try? SyncUpsFile.decode(bytes) {
@@ -51,7 +52,8 @@ case "crash-writer":
         generation += 1
         Console.out("writing \(generation)\n")
         do {
-            try file.write(SyncUpsFile.encode(CrashWriterStates.state(generation)))
+            try file.makeDurable(file.put(pieces: [SyncUpsFile.encode(CrashWriterStates.state(generation))]))
+            file.deleteRetiredVersion()
         } catch {
             fail("write failed: \(error)")
         }

@@ -1,0 +1,166 @@
+import Glibc
+import SyncUpsPOSIX
+import Synchronization
+
+/// `sync-ups.json` and its fallback `.prev`, replaced in two steps so that neither a killed daemon nor a
+/// power cut loses more than it must, however slow the disk is:
+///
+/// 1. `put` writes the new version to a temporary file and renames it in place at once, without `fsync`:
+///    the bytes are in the kernel's cache, so a daemon killed a moment later has lost nothing. (With the
+///    `fsync` first, every change made during a slow one, seconds on a busy disk, waited for it.)
+/// 2. `makeDurable`, on another thread, `fsync`s the version and the directory. A version that was replaced
+///    before it got there becomes `.prev`; one still in place becomes `.prev` at the next `put`.
+///
+/// So `.prev` only ever names a version whose `fsync` completed (or a file another program wrote): a power
+/// cut that catches `sync-ups.json` before its `fsync` leaves a file that does not parse, and the loader
+/// falls back to `.prev`. A version in place is also always whole, written and renamed as one file.
+///
+/// Both steps may run at the same time on different threads; a lock orders what they do to the names.
+public final class VersionedFile: Sendable {
+    /// A version in place whose bytes may not be on the device yet. Hand it to `makeDurable` or `abandon`.
+    public struct Version: Sendable {
+        public let identity: FileIdentity
+        /// A second name for the version (so it can become `.prev` once durable) and its open descriptor.
+        let temporary: String
+        let fd: FileDescriptor
+    }
+
+    public let path: String
+    public let previousPath: String
+    public let fileSystem: FileSystem
+    /// Bytes per `write` call; small enough that a crash test can land between two of them.
+    public let chunkSize: Int
+    /// The version in place that `makeDurable` has not finished: it must not become `.prev`.
+    private let undurable = Mutex<FileIdentity?>(nil)
+    private static let counter = Atomic<Int>(0)
+
+    public init(path: String, previousPath: String, fileSystem: FileSystem = .live, chunkSize: Int = 1 << 20) {
+        self.path = path
+        self.previousPath = previousPath
+        self.fileSystem = fileSystem
+        self.chunkSize = chunkSize
+    }
+
+    /// The names and the chunked writing it shares with the one-step `AtomicFile`.
+    private var names: AtomicFile {
+        var file = AtomicFile(path: path, previousPath: previousPath, fileSystem: fileSystem)
+        file.chunkSize = chunkSize
+        file.isDurable = false  // no writeback hints: they can block on a busy disk, and `fsync` is step two
+        return file
+    }
+
+    /// The prefix of every temporary name, so start-up can remove the ones a crash left behind.
+    public var temporaryPrefix: String { names.temporaryPrefix }
+
+    private enum Placement {
+        case placed
+        case conflict(FileIdentity?)
+    }
+
+    /// Writes the concatenation of `pieces` as the new version and puts it in place. `eachChunk` sees every
+    /// chunk, in order, just before it is written; `isExpected` sees the identity of the file in place (nil
+    /// if none) just before it is replaced, and returning false aborts with `.conflict`, changing nothing.
+    public func put(
+        pieces: [[UInt8]],
+        eachChunk: (UnsafeRawBufferPointer) -> Void = { _ in },
+        replacingIf isExpected: (FileIdentity?) -> Bool = { _ in true }
+    ) throws(AtomicFileError) -> Version {
+        let fs = fileSystem
+        let number = Self.counter.wrappingAdd(1, ordering: .relaxed).oldValue
+        let temporary = names.directory + "/" + temporaryPrefix + "\(getpid())-\(number)"
+        let fd: FileDescriptor
+        do {
+            fd = try fs.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+        } catch {
+            throw .system(error)
+        }
+        let outcome: Result<Version, AtomicFileError>
+        do throws(SystemError) {
+            try names.writeAll(pieces, to: fd, eachChunk)
+            guard let identity = fs.identity(temporary) else { throw SystemError("stat(\(temporary))", .noSuchFile) }
+            let placement = try undurable.withLock { undurable throws(SystemError) -> Placement in
+                let current = fs.identity(path)
+                guard isExpected(current) else { return .conflict(current) }
+                if let current, current != undurable { try keepAsPrevious() }
+                try replace(with: temporary)
+                undurable = identity
+                return .placed
+            }
+            switch placement {
+            case .placed: outcome = .success(Version(identity: identity, temporary: temporary, fd: fd))
+            case .conflict(let current): outcome = .failure(.conflict(current))
+            }
+        } catch {
+            outcome = .failure(.system(error))
+        }
+        if case .failure = outcome {
+            try? fs.close(fd)
+            fs.unlink(temporary)
+            deleteRetiredVersion()  // a second name of what `.prev` still holds, if it got that far
+        }
+        return try outcome.get()
+    }
+
+    /// `fsync`s `version` and the directory (so its rename is durable too), then gives it its place: `.prev`
+    /// if a newer version has replaced it, else it stays in place, marked durable. On failure it is left
+    /// undurable (never `.prev`); write a fresh version rather than retry the `fsync` (Linux forgets a failed
+    /// writeback).
+    public func makeDurable(_ version: Version) throws(SystemError) {
+        let fs = fileSystem
+        defer { try? fs.close(version.fd) }
+        do {
+            try fs.sync(version.fd)
+            try syncDirectory()
+        } catch {
+            fs.unlink(version.temporary)
+            throw error
+        }
+        undurable.withLock { undurable in
+            if undurable == version.identity {
+                undurable = nil
+                fs.unlink(version.temporary)
+            } else {
+                // Replaced while it was being synced: the newest durable version, so the best fallback. The
+                // version `.prev` held keeps a name until `deleteRetiredVersion`.
+                retirePrevious()
+                do { try fs.rename(version.temporary, previousPath) } catch { fs.unlink(version.temporary) }
+            }
+        }
+    }
+
+    /// Drops a version that a newer one replaced before it was made durable.
+    public func abandon(_ version: Version) {
+        try? fileSystem.close(version.fd)
+        fileSystem.unlink(version.temporary)
+    }
+
+    /// Frees the version a `put` or `makeDurable` moved out of `.prev`: deleting a file of 100 MB takes ~25 ms
+    /// on ext4, which the step itself need not wait for.
+    public func deleteRetiredVersion() {
+        names.deleteRetiredVersion()
+    }
+
+    /// Makes the version in place (durable) the new `.prev`, through a staging name so `.prev` is never missing.
+    private func keepAsPrevious() throws(SystemError) {
+        retirePrevious()
+        try fileSystem.replace(previousPath, withLinkTo: path, via: previousPath + ".tmp")
+    }
+
+    /// Gives the version `.prev` holds a second name, so renaming over `.prev` only drops a name.
+    private func retirePrevious() {
+        guard let retiredPath = names.retiredPath else { return }
+        fileSystem.unlink(retiredPath)
+        try? fileSystem.link(previousPath, retiredPath)
+    }
+
+    /// Renames `temporary` over the file, keeping `temporary` as a second name of the new version.
+    private func replace(with temporary: String) throws(SystemError) {
+        try fileSystem.replace(path, withLinkTo: temporary, via: names.directory + "/" + temporaryPrefix + "link")
+    }
+
+    private func syncDirectory() throws(SystemError) {
+        let fd = try fileSystem.open(names.directory, O_RDONLY | O_DIRECTORY, 0)
+        defer { try? fileSystem.close(fd) }
+        try fileSystem.sync(fd)
+    }
+}

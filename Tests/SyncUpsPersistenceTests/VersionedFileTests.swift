@@ -1,0 +1,118 @@
+import Glibc
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsTestSupport
+import Synchronization
+import Testing
+
+/// The two steps `sync-ups.json` is written in: in place at once, durable after. What must hold at every
+/// moment: the file is a whole version, and `.prev` is a version whose `fsync` completed.
+@Suite struct VersionedFileTests {
+    let directory = TemporaryDirectory("versioned")
+    var path: String { directory.appending("sync-ups.json") }
+    var previous: String { path + ".prev" }
+
+    func put(_ file: VersionedFile, _ text: String) throws -> VersionedFile.Version {
+        try file.put(pieces: [Array(text.utf8)])
+    }
+
+    @Test func putsAVersionInPlaceAndMakesItThePreviousOneOnceDurable() throws {
+        let file = VersionedFile(path: path, previousPath: previous)
+        try file.makeDurable(put(file, "first"))
+        #expect(Files.readString(path) == "first" && !Files.exists(previous))
+        try file.makeDurable(put(file, "second"))
+        #expect(Files.readString(path) == "second" && Files.readString(previous) == "first")
+        #expect(Files.mode(path) == 0o600)
+        file.deleteRetiredVersion()
+        #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
+    }
+
+    /// While a version is not yet durable, newer ones go in place without it becoming `.prev`; once synced,
+    /// the newest replaced version is the fallback, and the ones that piled up are dropped unsynced.
+    @Test func neverMakesAVersionThePreviousOneBeforeItsFsyncCompletes() throws {
+        let synced = Mutex<[FileIdentity]>([])
+        var fileSystem = FileSystem.live
+        fileSystem.sync = { (fd) throws(SystemError) in
+            try FileSystem.live.sync(fd)
+            var info = stat()
+            if fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                synced.withLock { $0.append(FileIdentity(path: "/proc/self/fd/\(fd.rawValue)")!) }
+            }
+        }
+        let file = VersionedFile(path: path, previousPath: previous, fileSystem: fileSystem)
+        try file.makeDurable(put(file, "durable"))
+        let stuck = try put(file, "stuck in fsync")
+        let piledUp = try put(file, "piled up")
+        let newest = try put(file, "newest")
+        #expect(Files.readString(path) == "newest")
+        #expect(Files.readString(previous) == "durable", "only a synced version is the fallback")
+        try file.makeDurable(stuck)
+        #expect(Files.readString(previous) == "stuck in fsync", "replaced and now synced: the best fallback")
+        file.abandon(piledUp)
+        try file.makeDurable(newest)
+        #expect(Files.readString(path) == "newest" && Files.readString(previous) == "stuck in fsync")
+        try file.makeDurable(put(file, "next"))
+        #expect(Files.readString(previous) == "newest")
+        // Every `.prev` there ever was had been synced.
+        #expect(synced.withLock { $0.count } == 4)
+        file.deleteRetiredVersion()
+        #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
+    }
+
+    @Test func neverMakesAVersionWhoseFsyncFailedThePreviousOne() throws {
+        let faulty = FaultyFileSystem()
+        let file = VersionedFile(path: path, previousPath: previous, fileSystem: faulty.fileSystem)
+        try file.makeDurable(put(file, "durable"))
+        let failing = try put(file, "not synced")
+        faulty.fail(.sync, with: .ioError)
+        #expect(throws: SystemError.self) { try file.makeDurable(failing) }
+        faulty.heal()
+        #expect(Files.readString(path) == "not synced")
+        try file.makeDurable(put(file, "written again"))
+        #expect(Files.readString(path) == "written again")
+        #expect(Files.readString(previous) == "durable")
+    }
+
+    @Test(arguments: [
+        (FaultyFileSystem.Operation.write, Errno.noSpace),
+        (.rename, .ioError),
+        (.link, .noSpace),
+        (.open, .readOnlyFileSystem),
+    ])
+    func leavesEverythingAsItWasWhenPuttingFails(operation: FaultyFileSystem.Operation, errno: Errno) throws {
+        let setup = VersionedFile(path: path, previousPath: previous)
+        try setup.makeDurable(put(setup, "old"))
+        try setup.makeDurable(put(setup, "older is prev"))
+        setup.deleteRetiredVersion()
+        let faulty = FaultyFileSystem()
+        faulty.fail(operation, with: errno)
+        let file = VersionedFile(path: path, previousPath: previous, fileSystem: faulty.fileSystem)
+        #expect(failsWithSystemError(errno) { _ = try put(file, "new") })
+        #expect(Files.readString(path) == "older is prev")
+        #expect(Files.readString(previous) == "old")
+        #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
+    }
+
+    @Test func abortsWithoutChangingAnythingWhenTheFileIsNotTheOneExpected() throws {
+        let file = VersionedFile(path: path, previousPath: previous)
+        try file.makeDurable(put(file, "ours"))
+        #expect(throws: AtomicFileError.self) {
+            _ = try file.put(pieces: [Array("refused".utf8)], replacingIf: { _ in false })
+        }
+        #expect(Files.readString(path) == "ours" && !Files.exists(previous))
+        #expect(Files.list(directory.path) == ["sync-ups.json"])
+    }
+
+    @Test func replacesASymlinkPlantedAtThePathInsteadOfFollowingIt() throws {
+        let target = directory.appending("target")
+        Files.write(target, "precious")
+        symlink(target, path)
+        let file = VersionedFile(path: path, previousPath: previous)
+        try file.makeDurable(put(file, "data"))
+        #expect(Files.readString(target) == "precious")
+        #expect(Files.readString(path) == "data")
+        var info = stat()
+        lstat(path, &info)
+        #expect(info.st_mode & S_IFMT == S_IFREG)
+    }
+}
