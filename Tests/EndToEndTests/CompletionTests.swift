@@ -29,6 +29,27 @@ import Testing
         #expect(!result.standardOutput.contains("FAIL"))
     }
 
+    /// The zsh and fish files are written by hand, like the bash one: each must offer every command and option
+    /// `syncupsctl help` names, so a new one cannot be forgotten in one shell.
+    @Test(arguments: [("_syncupsctl", "--"), ("syncupsctl.fish", "-l ")])
+    func zshAndFishOfferEveryCommandAndOption(file: String, optionPrefix: String) throws {
+        let help = try CommandResult.run(BuiltProducts.path("syncupsctl"), ["help"]).standardOutput
+        let text = try #require(Files.readString(Self.completions + "/" + file))
+        let commands = help.split(separator: "\n").filter {
+            $0.hasPrefix("  ") && $0.dropFirst(2).first?.isLetter == true
+        }
+        #expect(commands.count > 20)
+        for line in commands {
+            let command = String(line.split(separator: " ")[0])
+            let offersCommand = text.contains(command)
+            #expect(offersCommand, "\(file) does not offer the command \(command)")
+            for option in line.matches(of: /--([a-z][a-z-]*)/).map({ String($0.output.1) }) {
+                let offersOption = text.contains(optionPrefix + option)
+                #expect(offersOption, "\(file) does not offer --\(option) of \(command)")
+            }
+        }
+    }
+
     @Test(arguments: [("/usr/bin/zsh", "_syncupsctl"), ("/usr/bin/fish", "syncupsctl.fish")])
     func zshAndFishParseTheirFiles(shell: String, file: String) throws {
         let result = try CommandResult.run(shell, ["-n", Self.completions + "/" + file])
