@@ -102,6 +102,7 @@ public final class DaemonConnection {
             case .timedOut:
                 throw .broken("syncupsd did not answer within \(self.timeout?.description ?? "the timeout")")
             case .system(let error): throw .broken("reading from syncupsd failed: \(error)")
+            case .tooLong: throw .broken("syncupsd sent a line longer than this client reads")
             }
         }
         do {

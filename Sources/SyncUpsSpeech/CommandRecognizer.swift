@@ -133,11 +133,18 @@ public enum CommandRecognizer {
     }
 
     private static func forwardLog(_ stderr: FileDescriptor, events: @Sendable (RecognizerEvent) -> Void) {
-        var reader = LineSplitter(fd: stderr, maxLineBytes: 4096)
+        var reader = LineReader(fd: stderr, maxLineBytes: 4096, keepsUnterminatedLastLine: true)
         var lines = 0
         var windowStart = MonotonicInstant.now()
-        while let read = reader.next(timeout: nil) {
-            guard case .line(let line) = read else { continue }
+        while true {
+            let line: ArraySlice<UInt8>
+            do {
+                line = try reader.nextLine(timeout: nil)
+            } catch .tooLong {
+                continue
+            } catch {
+                break
+            }
             let now = MonotonicInstant.now()
             if now - windowStart > .seconds(1) {
                 windowStart = now
@@ -150,7 +157,7 @@ public enum CommandRecognizer {
     }
 
     private static func readResults(_ stdout: FileDescriptor, shared: Shared) {
-        var reader = LineSplitter(fd: stdout, maxLineBytes: maxLineBytes)
+        var reader = LineReader(fd: stdout, maxLineBytes: maxLineBytes, keepsUnterminatedLastLine: true)
         var windowStart = MonotonicInstant.now()
         var bytesInWindow = 0
         var lastLine = MonotonicInstant.now()
@@ -159,7 +166,14 @@ public enum CommandRecognizer {
         var lastPartialSent = MonotonicInstant.now()
         while true {
             let wait = pendingPartial == nil ? silenceLimit : .milliseconds(100)
-            guard let read = reader.next(timeout: wait) else { break }
+            let read: Result<ArraySlice<UInt8>, LineReader.Failure>
+            do {
+                read = .success(try reader.nextLine(timeout: wait))
+            } catch .closed, .system {
+                break
+            } catch {
+                read = .failure(error)
+            }
             let now = MonotonicInstant.now()
             if let partial = pendingPartial, now - lastPartialSent >= .milliseconds(100) {
                 shared.events(.result(partial))
@@ -167,13 +181,13 @@ public enum CommandRecognizer {
                 lastPartialSent = now
             }
             switch read {
-            case .timedOut:
+            case .failure(.timedOut):
                 if now - lastLine >= silenceLimit && !shared.hasFailed {
                     shared.fail("the speech command wrote nothing for \(Int(silenceLimit.seconds)) s; killed it")
                 }
-            case .tooLong:
+            case .failure:
                 shared.fail("the speech command wrote a line over \(maxLineBytes) bytes; killed it")
-            case .line(let line):
+            case .success(let line):
                 lastLine = now
                 if now - windowStart >= .seconds(1) {
                     windowStart = now
@@ -230,62 +244,6 @@ public enum CommandRecognizer {
             return nil
         default:
             return nil
-        }
-    }
-}
-
-/// Splits a pipe into lines, with a per-line timeout and a length limit.
-struct LineSplitter {
-    enum Read {
-        case line(ArraySlice<UInt8>)
-        case timedOut
-        case tooLong
-    }
-
-    let fd: FileDescriptor
-    let maxLineBytes: Int
-    private var buffer: [UInt8] = []
-    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-    private var isDiscarding = false
-
-    init(fd: FileDescriptor, maxLineBytes: Int) {
-        self.fd = fd
-        self.maxLineBytes = maxLineBytes
-    }
-
-    /// The next line, `timedOut` after `timeout` without one, or nil at end of stream.
-    mutating func next(timeout: Duration?) -> Read? {
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = buffer[..<newline]
-                buffer.removeFirst(newline + 1)
-                if isDiscarding {
-                    isDiscarding = false
-                    continue
-                }
-                return .line(line)
-            }
-            if buffer.count > maxLineBytes {
-                buffer.removeAll()
-                isDiscarding = true
-                return .tooLong
-            }
-            if let timeout {
-                var poller = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&poller, 1, CInt(timeout.nanoseconds / 1_000_000))
-                if ready == 0 { return .timedOut }
-                if ready < 0 && Errno.current == .interrupted { continue }
-            }
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd.rawValue, $0.baseAddress, $0.count) }
-            if count < 0 && Errno.current == .interrupted { continue }
-            if count <= 0 {
-                // End of stream: a last line without a newline still counts, once.
-                guard !buffer.isEmpty, !isDiscarding else { return nil }
-                let last = buffer[...]
-                buffer = []
-                return .line(last)
-            }
-            buffer.append(contentsOf: chunk[0..<count])
         }
     }
 }
