@@ -20,48 +20,33 @@ public final class CuePlayer: Sendable {
 
     private let deviceName: String
     private let onFailure: @Sendable (ALSAError) -> Void
-    private let requests = Mutex((pending: 0, isStopping: false))
-    private let wake: WakeSignal
-    private let thread = Mutex<DedicatedThread?>(nil)
+    private let worker: SerialWorker
+    private let isStopping = Atomic(false)
     private let played = Atomic(0)
 
     public init(deviceName: String, onFailure: @escaping @Sendable (ALSAError) -> Void) throws(SystemError) {
         self.deviceName = deviceName
         self.onFailure = onFailure
-        wake = try WakeSignal()
-        let thread = try DedicatedThread(name: "syncups-cue") { [self] in run() }
-        self.thread.withLock { $0 = thread }
+        // A few cues may wait (the speaker changed twice in a second); more mean the device is stuck, and a
+        // late ding is wrong anyway: those are dropped.
+        worker = try SerialWorker(name: "syncups-cue", capacity: 4)
     }
 
     /// Plays the cue once, soon; never blocks.
     public func play() {
-        requests.withLock { $0.pending += 1 }
-        wake.signal()
+        worker.tryRun { [self] in
+            guard !isStopping.load(ordering: .relaxed) else { return }
+            if let error = playOnce() { onFailure(error) } else { played.wrappingAdd(1, ordering: .relaxed) }
+        }
     }
 
     /// How many cues have been played to the end.
     public var playedCount: Int { played.load(ordering: .relaxed) }
 
+    /// Ends the thread after the cue playing now, if any; cues still waiting are not played.
     public func stop() {
-        requests.withLock { $0.isStopping = true }
-        wake.signal()
-        thread.withLock { $0.take() }?.join()
-    }
-
-    private func run() {
-        while true {
-            wake.wait()
-            while true {
-                let (shouldPlay, isStopping) = requests.withLock { state -> (Bool, Bool) in
-                    guard !state.isStopping, state.pending > 0 else { return (false, state.isStopping) }
-                    state.pending -= 1
-                    return (true, false)
-                }
-                if isStopping { return }
-                guard shouldPlay else { break }
-                if let error = playOnce() { onFailure(error) } else { played.wrappingAdd(1, ordering: .relaxed) }
-            }
-        }
+        isStopping.store(true, ordering: .relaxed)
+        worker.finish()
     }
 
     private func playOnce() -> ALSAError? {

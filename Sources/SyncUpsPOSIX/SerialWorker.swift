@@ -2,8 +2,8 @@ import Synchronization
 
 /// One thread that runs blocking jobs in the order given, for work the event loop must not wait for
 /// (joining a recorder's threads, writing and fsyncing a meeting's files). Idle, it sleeps in `read` on an
-/// eventfd: no wake-ups. A job is never dropped: with the queue full, or after `finish`, it runs on the
-/// caller's thread.
+/// eventfd: no wake-ups. `run` never drops a job: with the queue full, or after `finish`, it runs on the
+/// caller's thread; `tryRun` drops it instead.
 public final class SerialWorker: Sendable {
     public typealias Job = @Sendable () -> Void
 
@@ -21,7 +21,14 @@ public final class SerialWorker: Sendable {
 
     /// Queues `job` to run after the jobs queued before it.
     public func run(_ job: @escaping Job) {
-        if !queue.push(job) { job() }
+        if !tryRun(job) { job() }
+    }
+
+    /// Queues `job` like `run`, but drops it when the queue is full or finished (for work that is only
+    /// worth doing soon, and must never run on the caller's thread); returns whether it was queued.
+    @discardableResult
+    public func tryRun(_ job: @escaping Job) -> Bool {
+        queue.push(job)
     }
 
     /// Runs every queued job, then ends the thread; returns when they are done. For shutdown: what was

@@ -44,8 +44,12 @@ import Testing
         worker.run { record.add("queued") }
         worker.run { record.add("inline") }  // the queue holds one: this one runs now
         #expect(record.all == ["inline"])
+        // `tryRun` drops it instead (a cue that would play late).
+        #expect(!worker.tryRun { record.add("dropped") })
         gate.signal()
         worker.finish()
+        #expect(record.all == ["inline", "queued"])
+        #expect(!worker.tryRun { record.add("after finish") })
         #expect(record.all == ["inline", "queued"])
     }
 }
