@@ -55,7 +55,7 @@ import Testing
             }
             // Let requests and the meeting run for a random while, longer than the margin checked below (so
             // some acknowledged changes must be on disk), then kill.
-            let runFor = Int.random(in: 4_300_000_000...5_000_000_000)
+            let runFor = Int.random(in: 3_000_000_000...5_000_000_000)
             var pause = timespec(tv_sec: runFor / 1_000_000_000, tv_nsec: runFor % 1_000_000_000)
             nanosleep(&pause, nil)
             let killedAt = MonotonicInstant.now()
@@ -67,11 +67,11 @@ import Testing
             let file = try #require(Files.read(directory.appending("data/sync-ups.json")))
             let titles = Set(try JSONParser().parse(file).arrayValue?.compactMap { $0["title"]?.stringValue } ?? [])
             // A change waits at most the store's one-second throttle window, plus the write in flight when the
-            // window ends, plus its own write. Alone a write of this file takes milliseconds, but at the start of
-            // the whole suite (many daemons and crash tests fsyncing at once) changes 3.4 s old were once lost:
-            // allow 3 s for the two writes. A store that stops writing under a stream of changes still fails.
-            let old = acknowledged.all.filter { killedAt - $0.1 > .seconds(4) }
-            #expect(!old.isEmpty, "some changes were acknowledged more than 4 s before the kill")
+            // window ends, plus its own write: encoding and writing a few MB into the page cache, no fsync (that
+            // comes after the file is in place). Allow 1.5 s for the two writes of a debug build under the
+            // suite's load. (With the fsync first, a busy disk once held every change back for 3.7 s.)
+            let old = acknowledged.all.filter { killedAt - $0.1 > .milliseconds(2_500) }
+            #expect(!old.isEmpty, "some changes were acknowledged more than 2.5 s before the kill")
             if old.contains(where: { !titles.contains($0.0) }) {
                 // Lost changes: keep the daemon's own account (its store logs failures) and what is on disk.
                 let listing = try? CommandResult.run("/bin/ls", ["-la", "--full-time", directory.appending("data")])
