@@ -11,9 +11,10 @@ import Synchronization
 /// 2. `makeDurable`, on another thread, `fsync`s the version and the directory. A version that was replaced
 ///    before it got there becomes `.prev`; one still in place becomes `.prev` at the next `put`.
 ///
-/// So `.prev` only ever names a version whose `fsync` completed (or a file another program wrote): a power
-/// cut that catches `sync-ups.json` before its `fsync` leaves a file that does not parse, and the loader
-/// falls back to `.prev`. A version in place is also always whole, written and renamed as one file.
+/// So `.prev` only ever names a version whose `fsync` completed (or a file another program wrote). A power
+/// cut that catches `sync-ups.json` before its `fsync` leaves an earlier version there or one whose blocks
+/// never reached the device, which does not parse: the loader then moves it aside and falls back to
+/// `.prev`. For the process alone, a version in place is always whole, written and renamed as one file.
 ///
 /// Both steps may run at the same time on different threads; a lock orders what they do to the names.
 public final class VersionedFile: Sendable {
