@@ -5,9 +5,11 @@ import SyncUpsPOSIX
 
 /// Reads `sync-ups.json` at start-up without ever destroying a byte of it.
 ///
-/// A missing or empty file is an empty list. A file that does not parse is renamed to
-/// `sync-ups.json.corrupt-<UTC>` (never overwritten, never deleted) and `.prev` is tried instead; if that is
-/// bad too it is moved aside the same way and the daemon starts empty, saying so loudly.
+/// A missing or empty file is an empty list, unless `.prev` holds sync-ups: an empty file is what a power cut
+/// can leave of a version written but not yet synced (`VersionedFile`), so `.prev` is loaded then. A file
+/// that does not parse is renamed to `sync-ups.json.corrupt-<UTC>` (never overwritten, never deleted) and
+/// `.prev` is tried instead; if that is bad too it is moved aside the same way and the daemon starts empty,
+/// saying so loudly.
 struct StoreLoader {
     let directory: DataDirectory
     let fileSystem: FileSystem
@@ -22,12 +24,18 @@ struct StoreLoader {
     mutating func load() -> (syncUps: [SyncUp], warnings: [String]) {
         var warnings: [String] = []
         let main = directory.syncUpsFile
-        switch Self.parse(main) {
+        let outcome = Self.parse(main)
+        switch outcome {
         case .loaded(let syncUps):
             return (syncUps, warnings)
-        case .missing:
-            guard case .loaded(let syncUps) = Self.parse(directory.previousFile) else { return ([], warnings) }
-            warnings.append("\(main) is missing; restored \(syncUps.count) sync-ups from \(directory.previousFile)")
+        case .missing, .empty:
+            guard case .loaded(let syncUps) = Self.parse(directory.previousFile), !syncUps.isEmpty else {
+                return ([], warnings)
+            }
+            let state = outcome == .empty ? "empty" : "missing"
+            // No bytes to keep; gone, it cannot become `.prev` when the restored state is written back.
+            if outcome == .empty { fileSystem.unlink(main) }
+            warnings.append("\(main) is \(state); restored \(syncUps.count) sync-ups from \(directory.previousFile)")
             needsRewrite = true
             return (syncUps, warnings)
         case .invalid(let reason):
@@ -39,7 +47,7 @@ struct StoreLoader {
             warnings.append("restored \(syncUps.count) sync-ups from \(directory.previousFile)")
             needsRewrite = true
             return (syncUps, warnings)
-        case .missing:
+        case .missing, .empty:
             warnings.append("no \(directory.previousFile) to fall back on; starting with no sync-ups")
         case .invalid(let reason):
             let aside = Self.moveAside(directory.previousFile, fileSystem: fileSystem)
@@ -51,9 +59,11 @@ struct StoreLoader {
         return ([], warnings)
     }
 
-    enum Outcome {
+    enum Outcome: Equatable {
         case loaded([SyncUp])
         case missing
+        /// Zero bytes.
+        case empty
         case invalid(String)
     }
 
@@ -62,7 +72,9 @@ struct StoreLoader {
     /// file during the few milliseconds of decoding; small files, the usual case, are read to avoid even that.
     static func parse(_ path: String) -> Outcome {
         do {
-            guard let size = FileIdentity(path: path)?.size, size >= 1 << 20 else {
+            let size = FileIdentity(path: path)?.size
+            if size == 0 { return .empty }
+            guard let size, size >= 1 << 20 else {
                 return .loaded(try SyncUpsFile.decode(try SyncUpStore.read(path)))
             }
             let file = try MappedFile(path: path)
