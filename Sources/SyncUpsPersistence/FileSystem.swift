@@ -86,6 +86,13 @@ public struct FileIdentity: Sendable, Hashable {
         self.init(info)
     }
 
+    /// The identity of the file open at `fd`.
+    public init?(fd: FileDescriptor) {
+        var info = stat()
+        guard fstat(fd.rawValue, &info) == 0 else { return nil }
+        self.init(info)
+    }
+
     init(_ info: stat) {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)

@@ -89,6 +89,7 @@ public final class SyncUpStore {
         removeStaleTemporaryFiles()
         var loader = StoreLoader(directory: directory, fileSystem: fileSystem)
         let result = loader.load()
+        syncFileInPlace()
         latest = result.syncUps
         let writer = try StoreWriter(
             file: file,
@@ -102,6 +103,18 @@ public final class SyncUpStore {
         try writer.start()
         if loader.needsRewrite { save(latest, urgent: true) }
         return LoadResult(syncUps: result.syncUps, warnings: result.warnings)
+    }
+
+    /// The file found in place may be a version a killed daemon never synced; the first write makes it `.prev`,
+    /// which must be on the device. Syncing a file that already is costs next to nothing.
+    private func syncFileInPlace() {
+        guard let fd = try? fileSystem.open(directory.syncUpsFile, O_RDONLY | O_NOFOLLOW, 0) else { return }
+        try? fileSystem.sync(fd)
+        try? fileSystem.close(fd)
+        if let directoryFD = try? fileSystem.open(directory.path, O_RDONLY | O_DIRECTORY, 0) {
+            try? fileSystem.sync(directoryFD)
+            try? fileSystem.close(directoryFD)
+        }
     }
 
     private func removeStaleTemporaryFiles() {
@@ -229,8 +242,8 @@ public final class SyncUpStore {
     /// Looks at the file after a change notification or a refused write, and decides whose it is.
     private func examineFileOnDisk() {
         let path = directory.syncUpsFile
-        let identity = fileSystem.identity(path)
-        guard let bytes = try? Self.read(path) else {
+        // Identity and bytes from one descriptor: the same file, even if another version replaces it meanwhile.
+        guard let (identity, bytes) = try? Self.readIdentified(path) else {
             // Deleted or unreadable: the state is in memory, so write it back rather than lose it.
             markDiskState(identity: nil, overtaking: false)
             save(latest, urgent: true)
@@ -266,18 +279,28 @@ public final class SyncUpStore {
         }
     }
 
+    /// Records what is on disk for the writer's next check, unless the file examined has been replaced since
+    /// (by the writer's next version, most likely): an older identity set over a newer one would make the next
+    /// write, perhaps the last one at shutdown, refuse to replace our own file. That replacement is examined
+    /// in turn.
     private func markDiskState(identity: FileIdentity?, overtaking: Bool) {
         let newGeneration = generation + 1
+        let path = directory.syncUpsFile
         writer?.disk.withLock {
-            $0.identity = identity
+            if fileSystem.identity(path) == identity { $0.identity = identity }
             if overtaking { $0.minimumGeneration = newGeneration }
         }
     }
 
     static func read(_ path: String) throws(SystemError) -> [UInt8] {
+        try readIdentified(path).bytes
+    }
+
+    static func readIdentified(_ path: String) throws(SystemError) -> (identity: FileIdentity, bytes: [UInt8]) {
         let fd = try FileDescriptor.open(path, O_RDONLY)
         defer { fd.close() }
-        return try fd.readToEnd(sizeHint: Int(clamping: (try? fd.size()) ?? 0) + 1)
+        guard let identity = FileIdentity(fd: fd) else { throw SystemError("fstat(\(path))", .current) }
+        return (identity, try fd.readToEnd(sizeHint: Int(clamping: identity.size) + 1))
     }
 
     // MARK: - Closing
@@ -295,7 +318,15 @@ public final class SyncUpStore {
         if let retryTimer { loop.cancel(retryTimer) }
         for result in results.takeAll() { handle(result) }
         guard durableGeneration < generation, let writer else { return nil }
-        switch writer.perform(StoreWriter.Job(generation: generation, syncUps: latest)) {
+        var result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
+        if case .conflict = result {
+            // Decide whose the file is, as the running store would: ours after all (write again), another
+            // program's valid edit (it wins: nothing to write), or an invalid one (moved aside: write again).
+            examineFileOnDisk()
+            guard durableGeneration < generation else { return nil }
+            result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
+        }
+        switch result {
         case .durable, .written:
             writtenGeneration = generation
             durableGeneration = generation

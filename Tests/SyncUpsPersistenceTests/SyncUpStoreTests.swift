@@ -98,6 +98,19 @@ final class StoreHarness {
         #expect(harness.onDisk() == c)
     }
 
+    /// A program that copies the file over itself (same bytes, a new inode) just before the daemon stops:
+    /// the final write must see the file is still ours and write, not give up on "another program's edit".
+    @Test func writesTheLastChangesWhenTheFileWasReplacedByAnIdenticalCopyJustBeforeClosing() throws {
+        let harness = try StoreHarness(throttleWindow: .seconds(60))
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a && harness.isDurable })
+        Files.replace(harness.file, with: try #require(Files.readString(harness.file)))
+        harness.store.save(c)  // held by the throttle window; the loop does not look at the copy before closing
+        #expect(harness.store.close() == nil)
+        #expect(harness.onDisk() == c)
+    }
+
     @Test func movesACorruptFileAsideAndFallsBackToThePreviousVersion() throws {
         let harness = try StoreHarness()
         Files.write(harness.file + ".prev", SyncUpsFile.encode(a))
@@ -112,6 +125,42 @@ final class StoreHarness {
         #expect(Files.read(harness.directory.appending(aside[0])) == garbage)
         // The restored state is written back as sync-ups.json at once.
         #expect(harness.run { harness.onDisk() == a })
+        harness.store.close()
+    }
+
+    /// What a power cut can leave of a version renamed in place before its fsync: an empty file, or its
+    /// length in zeros. Either way `.prev`, synced, is loaded and written back (zeros are kept aside).
+    @Test(arguments: [0, 4096])
+    func fallsBackToThePreviousVersionWhenAPowerCutLeftTheFileUnwritten(zeros: Int) throws {
+        let harness = try StoreHarness()
+        Files.write(harness.file + ".prev", SyncUpsFile.encode(a))
+        Files.write(harness.file, [UInt8](repeating: 0, count: zeros))
+        let result = try harness.store.open()
+        #expect(result.syncUps == a)
+        let warning = zeros == 0 ? "is empty; restored 1 sync-ups from" : "does not parse"
+        #expect(result.warnings.first?.contains(warning) == true, "\(result.warnings)")
+        #expect(Files.list(harness.directory.path).contains { $0.hasPrefix("sync-ups.json.corrupt-") } == (zeros > 0))
+        #expect(harness.run { harness.onDisk() == a && harness.isDurable })
+        // The unwritten file did not become the fallback when the state was written back.
+        #expect(Files.read(harness.file + ".prev").flatMap { try? SyncUpsFile.decode($0) } == a)
+        harness.store.close()
+    }
+
+    /// A daemon killed between putting a version in place and syncing it leaves it unsynced; the next start
+    /// syncs it before the first write makes it `.prev`.
+    @Test func syncsTheFileItFindsBeforeItCanBecomeThePreviousVersion() throws {
+        let harness = try StoreHarness()
+        Files.write(harness.file, SyncUpsFile.encode(a))
+        #expect(try harness.store.open().syncUps == a)
+        #expect(harness.faults.count(.sync) == 2, "the file and its directory")
+        harness.store.close()
+    }
+
+    @Test func startsEmptyFromAnEmptyFileWithNothingToFallBackOn() throws {
+        let harness = try StoreHarness()
+        Files.write(harness.file, "")
+        let result = try harness.store.open()
+        #expect(result.syncUps.isEmpty && result.warnings.isEmpty)
         harness.store.close()
     }
 
