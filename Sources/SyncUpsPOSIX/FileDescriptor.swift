@@ -29,6 +29,20 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         return FileDescriptor(rawValue: fd)
     }
 
+    /// Opens `path` for reading only if it is a regular file (through symlinks): a FIFO or a device planted
+    /// there would otherwise block the `open` or the reads forever (`/dev/zero` never ends). Fails with
+    /// `EINVAL` for anything else.
+    public static func openRegularFile(_ path: String) throws(SystemError) -> FileDescriptor {
+        // Non-blocking, so opening a FIFO with no writer returns at once instead of waiting for one.
+        let fd = try open(path, O_RDONLY | O_NONBLOCK)
+        var info = stat()
+        guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            fd.close()
+            throw SystemError("open(\(path)): not a regular file", Errno(rawValue: EINVAL))
+        }
+        return fd
+    }
+
     /// A new pipe, both ends close-on-exec.
     public static func pipe() throws(SystemError) -> (read: FileDescriptor, write: FileDescriptor) {
         var fds: [CInt] = [-1, -1]

@@ -72,11 +72,10 @@ struct StoreLoader {
     /// file during the few milliseconds of decoding; small files, the usual case, are read to avoid even that.
     static func parse(_ path: String) -> Outcome {
         do {
-            let size = FileIdentity(path: path)?.size
-            if size == 0 { return .empty }
-            guard let size, size >= 1 << 20 else {
-                return .loaded(try SyncUpsFile.decode(try SyncUpStore.read(path)))
-            }
+            // Read (and checked to be a regular file) unless large enough to map.
+            let (identity, bytes) = try SyncUpStore.readIdentified(path, upTo: 1 << 20)
+            if identity.size == 0 { return .empty }
+            guard identity.size >= 1 << 20 else { return .loaded(try SyncUpsFile.decode(bytes)) }
             let file = try MappedFile(path: path)
             return .loaded(try SyncUpsFile.decode(buffer: file.bytes))
         } catch let error as SystemError {

@@ -243,8 +243,17 @@ public final class SyncUpStore {
     private func examineFileOnDisk() {
         let path = directory.syncUpsFile
         // Identity and bytes from one descriptor: the same file, even if another version replaces it meanwhile.
-        guard let (identity, bytes) = try? Self.readIdentified(path) else {
-            // Deleted or unreadable: the state is in memory, so write it back rather than lose it.
+        let identity: FileIdentity
+        let bytes: [UInt8]
+        do {
+            (identity, bytes) = try Self.readIdentified(path)
+        } catch {
+            if error.errno != .noSuchFile {
+                // There but unreadable (its mode changed): not ours to judge, so kept aside like an invalid edit.
+                rejectOutsideEdit(reason: error.description)
+                return
+            }
+            // Deleted: the state is in memory, so write it back rather than lose it.
             markDiskState(identity: nil, overtaking: false)
             save(latest, urgent: true)
             return
@@ -272,11 +281,17 @@ public final class SyncUpStore {
             onEvent(.reloaded(syncUps))
             runActionsAfterWrite()
         } catch {
-            let aside = StoreLoader.moveAside(path, fileSystem: fileSystem)
-            markDiskState(identity: nil, overtaking: false)
-            onEvent(.outsideEditRejected(movedTo: aside ?? path, reason: error.description))
-            save(latest, urgent: true)
+            rejectOutsideEdit(reason: error.description)
         }
+    }
+
+    /// Moves another program's file aside (never deleting a byte of it) and writes the state back.
+    private func rejectOutsideEdit(reason: String) {
+        let path = directory.syncUpsFile
+        let aside = StoreLoader.moveAside(path, fileSystem: fileSystem)
+        markDiskState(identity: nil, overtaking: false)
+        onEvent(.outsideEditRejected(movedTo: aside ?? path, reason: reason))
+        save(latest, urgent: true)
     }
 
     /// Records what is on disk for the writer's next check, unless the file examined has been replaced since
@@ -296,10 +311,15 @@ public final class SyncUpStore {
         try readIdentified(path).bytes
     }
 
-    static func readIdentified(_ path: String) throws(SystemError) -> (identity: FileIdentity, bytes: [UInt8]) {
-        let fd = try FileDescriptor.open(path, O_RDONLY)
+    /// The file's identity and bytes, from one descriptor; a file of `limit` bytes or more is not read (its
+    /// bytes come back empty: the caller maps it instead).
+    static func readIdentified(_ path: String, upTo limit: Int64 = .max) throws(SystemError) -> (
+        identity: FileIdentity, bytes: [UInt8]
+    ) {
+        let fd = try FileDescriptor.openRegularFile(path)
         defer { fd.close() }
         guard let identity = FileIdentity(fd: fd) else { throw SystemError("fstat(\(path))", .current) }
+        guard identity.size < limit else { return (identity, []) }
         return (identity, try fd.readToEnd(sizeHint: Int(clamping: identity.size) + 1))
     }
 

@@ -103,6 +103,9 @@ import Testing
         #expect(try load(["--config", directory.appending("other.conf")]).audioDevice == "other")
         #expect(try load(["--no-config"], file: "audio-device = ignored\n").audioDevice == "default")
         #expect(throws: ConfigurationError.self) { try load(["--config", directory.appending("missing.conf")]) }
+        // A FIFO given as the file is refused at once rather than waited on forever.
+        mkfifo(directory.appending("fifo.conf"), 0o600)
+        #expect(throws: ConfigurationError.self) { try load(["--config", directory.appending("fifo.conf")]) }
     }
 
     @Test func documentsEveryOptionInHelpAndInTheSampleConfig() throws {

@@ -236,6 +236,38 @@ final class StoreHarness {
         harness.store.close()
     }
 
+    /// A FIFO or a device where the file was would block the event loop's read forever (or never end).
+    @Test(arguments: ["fifo", "symlink to /dev/zero"])
+    func setsAsideWhatIsNotARegularFileInsteadOfReadingIt(kind: String) throws {
+        let harness = try StoreHarness()
+        _ = try harness.store.open()
+        harness.store.save(a)
+        #expect(harness.run { harness.onDisk() == a })
+        let planted = harness.directory.appending("planted")
+        if kind == "fifo" { mkfifo(planted, 0o600) } else { symlink("/dev/zero", planted) }
+        rename(planted, harness.file)
+        #expect(harness.run { !harness.events.isEmpty && harness.onDisk() == a })
+        guard case .outsideEditRejected(let movedTo, let reason) = harness.events.first else {
+            Issue.record("expected outsideEditRejected, got \(harness.events)")
+            return
+        }
+        #expect(reason.hasSuffix("not a regular file: Invalid argument"))
+        var info = stat()
+        #expect(lstat(movedTo, &info) == 0 && info.st_mode & S_IFMT == (kind == "fifo" ? S_IFIFO : S_IFLNK))
+        harness.store.close()
+    }
+
+    @Test func startsFromThePreviousVersionWhenAFifoSitsWhereTheFileWas() throws {
+        let harness = try StoreHarness()
+        Files.write(harness.file + ".prev", SyncUpsFile.encode(a))
+        mkfifo(harness.file, 0o600)
+        let result = try harness.store.open()
+        #expect(result.syncUps == a)
+        #expect(result.warnings.first?.contains("not a regular file") == true, "\(result.warnings)")
+        #expect(harness.run { harness.onDisk() == a })
+        harness.store.close()
+    }
+
     @Test func rewritesTheFileWhenAnotherProgramDeletesIt() throws {
         let harness = try StoreHarness()
         _ = try harness.store.open()

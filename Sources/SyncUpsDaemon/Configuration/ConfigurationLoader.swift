@@ -103,7 +103,7 @@ public enum ConfigurationLoader {
     {
         let bytes: [UInt8]
         do {
-            let fd = try FileDescriptor.open(path, O_RDONLY)
+            let fd = try FileDescriptor.openRegularFile(path)
             defer { fd.close() }
             bytes = try fd.readToEnd()
         } catch {
