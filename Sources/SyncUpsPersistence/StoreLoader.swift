@@ -73,9 +73,9 @@ struct StoreLoader {
     static func parse(_ path: String) -> Outcome {
         do {
             // Read (and checked to be a regular file) unless large enough to map.
-            let (identity, bytes) = try SyncUpStore.readIdentified(path, upTo: 1 << 20)
+            let (identity, bytes) = try SyncUpStore.readIdentified(path, readsIf: { $0.size < 1 << 20 })
             if identity.size == 0 { return .empty }
-            guard identity.size >= 1 << 20 else { return .loaded(try SyncUpsFile.decode(bytes)) }
+            if let bytes { return .loaded(try SyncUpsFile.decode(bytes)) }
             let file = try MappedFile(path: path)
             return .loaded(try SyncUpsFile.decode(buffer: file.bytes))
         } catch let error as SystemError {

@@ -153,9 +153,9 @@ final class StoreWriter: Sendable {
             let version = try file.put(
                 pieces: pieces,
                 eachChunk: { fingerprint.combine($0) },
-                replacingIf: { current in
+                replacingIf: { current, new in
                     // Before the rename, so the change notification it causes is known as ours.
-                    recentWrites.remember(fingerprint.finalize())
+                    recentWrites.remember(fingerprint.finalize(), identity: new)
                     return disk.withLock { $0.accepts(generation, replacing: current) }
                 }
             )
@@ -193,20 +193,31 @@ struct DiskState: Sendable {
     }
 }
 
-/// Fingerprints of the last few files this process wrote, so a change notification for one of them is
-/// recognised by content (not by mtime, which another program can equal).
+/// The last few files this process wrote, so a change notification for one of them is recognised as ours.
+///
+/// By identity first: the very file put in place (inode, size and mtime to the nanosecond) needs no reading,
+/// which at 10,000 sync-ups saves the event loop reading 118 MB back after every write. Else by content, so
+/// a copy of our bytes (or a `touch`) is ours too, while an edit is not, whatever its mtime.
 final class RecentWrites: Sendable {
     private let fingerprints = Mutex<[ContentFingerprint]>([])
+    private let identities = Mutex<[FileIdentity]>([])
 
     func remember(_ bytes: [UInt8]) {
-        remember(ContentFingerprint(bytes))
+        remember(ContentFingerprint(bytes), identity: nil)
     }
 
-    func remember(_ fingerprint: ContentFingerprint) {
-        fingerprints.withLock {
-            $0.append(fingerprint)
-            if $0.count > 8 { $0.removeFirst() }
-        }
+    func remember(_ fingerprint: ContentFingerprint, identity: FileIdentity?) {
+        fingerprints.withLock { Self.append(fingerprint, to: &$0) }
+        if let identity { identities.withLock { Self.append(identity, to: &$0) } }
+    }
+
+    private static func append<Element>(_ element: Element, to recent: inout [Element]) {
+        recent.append(element)
+        if recent.count > 8 { recent.removeFirst() }
+    }
+
+    func contains(_ identity: FileIdentity) -> Bool {
+        identities.withLock { $0.contains(identity) }
     }
 
     func contains(_ bytes: [UInt8]) -> Bool {

@@ -243,10 +243,11 @@ public final class SyncUpStore {
     private func examineFileOnDisk() {
         let path = directory.syncUpsFile
         // Identity and bytes from one descriptor: the same file, even if another version replaces it meanwhile.
+        // The very file this process put in place is not read back at all.
         let identity: FileIdentity
-        let bytes: [UInt8]
+        let bytes: [UInt8]?
         do {
-            (identity, bytes) = try Self.readIdentified(path)
+            (identity, bytes) = try Self.readIdentified(path, readsIf: { !recentWrites.contains($0) })
         } catch {
             if error.errno != .noSuchFile {
                 // There but unreadable (its mode changed): not ours to judge, so kept aside like an invalid edit.
@@ -258,7 +259,7 @@ public final class SyncUpStore {
             save(latest, urgent: true)
             return
         }
-        if recentWrites.contains(bytes) {
+        guard let bytes, !recentWrites.contains(bytes) else {
             // Our own write (or the same bytes): nothing changed, but remember its identity (a `touch` changes it).
             markDiskState(identity: identity, overtaking: false)
             if isConflictPending {
@@ -308,18 +309,18 @@ public final class SyncUpStore {
     }
 
     static func read(_ path: String) throws(SystemError) -> [UInt8] {
-        try readIdentified(path).bytes
+        try readIdentified(path).bytes ?? []
     }
 
-    /// The file's identity and bytes, from one descriptor; a file of `limit` bytes or more is not read (its
-    /// bytes come back empty: the caller maps it instead).
-    static func readIdentified(_ path: String, upTo limit: Int64 = .max) throws(SystemError) -> (
-        identity: FileIdentity, bytes: [UInt8]
-    ) {
+    /// The regular file's identity and, if `readsIf` says so given that identity, its bytes: from one
+    /// descriptor, so both describe the same file.
+    static func readIdentified(_ path: String, readsIf shouldRead: (FileIdentity) -> Bool = { _ in true })
+        throws(SystemError) -> (identity: FileIdentity, bytes: [UInt8]?)
+    {
         let fd = try FileDescriptor.openRegularFile(path)
         defer { fd.close() }
         guard let identity = FileIdentity(fd: fd) else { throw SystemError("fstat(\(path))", .current) }
-        guard identity.size < limit else { return (identity, []) }
+        guard shouldRead(identity) else { return (identity, nil) }
         return (identity, try fd.readToEnd(sizeHint: Int(clamping: identity.size) + 1))
     }
 

@@ -60,11 +60,12 @@ public final class VersionedFile: Sendable {
 
     /// Writes the concatenation of `pieces` as the new version and puts it in place. `eachChunk` sees every
     /// chunk, in order, just before it is written; `isExpected` sees the identity of the file in place (nil
-    /// if none) just before it is replaced, and returning false aborts with `.conflict`, changing nothing.
+    /// if none) and the new version's, just before the replacement, and returning false aborts with
+    /// `.conflict`, changing nothing.
     public func put(
         pieces: [[UInt8]],
         eachChunk: (UnsafeRawBufferPointer) -> Void = { _ in },
-        replacingIf isExpected: (FileIdentity?) -> Bool = { _ in true }
+        replacingIf isExpected: (_ current: FileIdentity?, _ new: FileIdentity) -> Bool = { _, _ in true }
     ) throws(AtomicFileError) -> Version {
         let fs = fileSystem
         let number = Self.counter.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -81,7 +82,7 @@ public final class VersionedFile: Sendable {
             guard let identity = fs.identity(temporary) else { throw SystemError("stat(\(temporary))", .noSuchFile) }
             let placement = try undurable.withLock { undurable throws(SystemError) -> Placement in
                 let current = fs.identity(path)
-                guard isExpected(current) else { return .conflict(current) }
+                guard isExpected(current, identity) else { return .conflict(current) }
                 if let current, current != undurable { try keepAsPrevious() }
                 try replace(with: temporary)
                 undurable = identity

@@ -97,7 +97,7 @@ import Testing
         let file = VersionedFile(path: path, previousPath: previous)
         try file.makeDurable(put(file, "ours"))
         #expect(throws: AtomicFileError.self) {
-            _ = try file.put(pieces: [Array("refused".utf8)], replacingIf: { _ in false })
+            _ = try file.put(pieces: [Array("refused".utf8)], replacingIf: { _, _ in false })
         }
         #expect(Files.readString(path) == "ours" && !Files.exists(previous))
         #expect(Files.list(directory.path) == ["sync-ups.json"])

@@ -19,6 +19,9 @@ enum StoreBench {
         var save: Double
         /// The same save until it is durable too (`fsync` of the file and the directory, the second step).
         var durableSave: Double
+        /// What the event loop does when inotify reports each write: read the file back and fingerprint it,
+        /// to tell the store's own write from another program's.
+        var readBack: Double
         var load: Double
     }
 
@@ -53,7 +56,7 @@ enum StoreBench {
             let version = try file.put(
                 pieces: pieces,
                 eachChunk: { fingerprint.combine($0) },
-                replacingIf: { _ in
+                replacingIf: { _, _ in
                     written = fingerprint.finalize()
                     return true
                 }
@@ -65,6 +68,16 @@ enum StoreBench {
             file.deleteRetiredVersion()
             bytes = pieces.reduce(0) { $0 + $1.count }
             precondition(written == ContentFingerprint(pieces: pieces))
+        }
+
+        var readBacks: [Double] = []
+        for _ in 0..<repeats {
+            let start = MonotonicInstant.now()
+            let fd = try FileDescriptor.openRegularFile(path)
+            let read = try fd.readToEnd(sizeHint: bytes + 1)
+            fd.close()
+            precondition(ContentFingerprint(read).count == bytes)
+            readBacks.append(Double((MonotonicInstant.now() - start).nanoseconds))
         }
 
         var loads: [Double] = []
@@ -82,7 +95,7 @@ enum StoreBench {
         return Result(
             count: count, bytes: bytes, encode: median(encodes), firstSave: saves[0],
             save: median(Array(saves.dropFirst())), durableSave: median(Array(durableSaves.dropFirst())),
-            load: median(loads))
+            readBack: median(readBacks), load: median(loads))
     }
 
     /// A meeting as a session saves it: 1 KB of transcript.
