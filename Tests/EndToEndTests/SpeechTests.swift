@@ -123,27 +123,17 @@ import Testing
     }
 
     @Test func goesOnWithoutTranscriptionWhenTheRecognizerCrashes() throws {
-        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
-        let script = alsa.directory.appending("crash.sh")
         // Speaks the protocol for one second of audio, then crashes.
-        Files.write(
-            script,
+        let meeting = try ScriptedEngineMeeting(seconds: 4) { _ in
             """
             head -c 32000 > /dev/null
             echo '{"type":"final","text":"I completed the project","start":0,"end":1,"words":[]}'
             exit 3
 
             """
-        )
-        let daemon = try DaemonProcess(
-            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "sh \(script)"],
-            environment: alsa.environment
-        )
-        let client = try daemon.client()
-        let created = try client.result("syncups.create", ["title": "Solo", "duration": 4, "attendees": ["Ann"]])
-        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
-        let started = try client.result("session.start", ["syncup": created["id"]!])
-        #expect(started["transcription"]?["engine"] == "command")
+        }
+        let client = meeting.client
+        #expect(meeting.started["transcription"]?["engine"] == "command")
         let error = try client.nextEvent("session.error")
         #expect(error["data"]?["message"] == "speech recognition failed: the speech command exited with status 3")
         #expect(error["data"]?["session"]?["transcribing"] == false)
@@ -155,27 +145,17 @@ import Testing
     /// Stopping the daemon mid-meeting: the recognizer is told the audio ended and its last words, which it
     /// settles only then, are in the saved meeting.
     @Test func keepsTheLastWordsTheRecognizerSettlesAsTheDaemonStops() throws {
-        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
-        let script = alsa.directory.appending("at-end.sh")
         // Like an engine that decodes the last utterance when its audio ends: nothing until EOF, then a final.
-        Files.write(
-            script,
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in
             """
             cat > /dev/null
             echo '{"type":"final","text":"said just before the stop","start":0,"end":1,"words":[]}'
 
             """
-        )
-        let daemon = try DaemonProcess(
-            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "sh \(script)"],
-            environment: alsa.environment
-        )
-        let client = try daemon.client()
-        let created = try client.result("syncups.create", ["title": "Solo", "duration": 600, "attendees": ["Ann"]])
-        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
-        let started = try client.result("session.start", ["syncup": created["id"]!])
-        let meetingID = try #require(started["meeting"]?.stringValue)
-        _ = try client.nextEvent("session.tick")
+        }
+        let daemon = meeting.daemon
+        let meetingID = try #require(meeting.started["meeting"]?.stringValue)
+        _ = try meeting.client.nextEvent("session.tick")
         #expect(daemon.stop() == .exited(0))
         let file = try #require(Files.read(daemon.dataPath + "/sync-ups.json"))
         let saved = try JSONParser().parse(file)[0]?["meetings"]?[0]
@@ -185,19 +165,12 @@ import Testing
 
     /// ...but a recognizer that never finishes does not hold the stop up for more than a few seconds.
     @Test func stopsWithinSecondsWhenTheRecognizerNeverFinishes() throws {
-        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
-        let script = alsa.directory.appending("stuck.sh")
-        let pidFile = alsa.directory.appending("engine.pid")
-        Files.write(script, "echo $$ > '\(pidFile)'\ncat > /dev/null\nexec sleep 60\n")
-        let daemon = try DaemonProcess(
-            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "sh \(script)"],
-            environment: alsa.environment
-        )
-        let client = try daemon.client()
-        let created = try client.result("syncups.create", ["title": "Solo", "duration": 600, "attendees": ["Ann"]])
-        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
-        let started = try client.result("session.start", ["syncup": created["id"]!])
-        _ = try client.nextEvent("session.tick")
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
+            "echo $$ > '\(directory.appending("engine.pid"))'\ncat > /dev/null\nexec sleep 60\n"
+        }
+        let (daemon, started) = (meeting.daemon, meeting.started)
+        let pidFile = meeting.alsa.directory.appending("engine.pid")
+        _ = try meeting.client.nextEvent("session.tick")
         let stopping = MonotonicInstant.now()
         #expect(daemon.stop() == .exited(0))
         #expect(MonotonicInstant.now() - stopping < .seconds(15), "the 5 s wait, not the engine's 60 s")
@@ -228,5 +201,30 @@ import Testing
         #expect(
             try client.result("session.start", ["syncup": created["id"]!, "transcribe": false])["state"] == "running")
         #expect(try client.result("status")["speechEngine"] == .null)
+    }
+}
+
+/// A meeting of a one-attendee sync-up of `seconds`, recorded from a silent microphone and transcribed by
+/// a shell script standing in for the speech command (it gets the ALSA fixture's directory for its files),
+/// with a client subscribed to the session.
+struct ScriptedEngineMeeting {
+    let alsa: ALSAFixture
+    let daemon: DaemonProcess
+    let client: RawClient
+    let started: JSONValue
+
+    init(seconds: Int, script: (TemporaryDirectory) -> String) throws {
+        alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
+        let path = alsa.directory.appending("engine.sh")
+        Files.write(path, script(alsa.directory))
+        daemon = try DaemonProcess(
+            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "sh \(path)"],
+            environment: alsa.environment
+        )
+        client = try daemon.client()
+        let created = try client.result(
+            "syncups.create", ["title": "Solo", "duration": .int(seconds), "attendees": ["Ann"]])
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        started = try client.result("session.start", ["syncup": created["id"]!])
     }
 }
