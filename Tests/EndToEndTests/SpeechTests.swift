@@ -163,14 +163,21 @@ import Testing
         #expect(saved?["transcript"] == "said just before the stop")
     }
 
-    /// ...but a recognizer that never finishes does not hold the stop up for more than a few seconds.
-    @Test func stopsWithinSecondsWhenTheRecognizerNeverFinishes() throws {
+    /// ...but a recognizer that never finishes does not hold the stop up for more than a few seconds, and
+    /// does not outlive the daemon: whether the stop comes mid-meeting or while a save waits for the
+    /// recognizer's last words (it has been told to finish already).
+    @Test(arguments: [false, true])
+    func stopsWithinSecondsWhenTheRecognizerNeverFinishes(whileSaving: Bool) throws {
         let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
-            "echo $$ > '\(directory.appending("engine.pid"))'\ncat > /dev/null\nexec sleep 60\n"
+            "echo $$ > '\(directory.appending("engine.pid"))'\ncat > /dev/null\ntouch '\(directory.appending("eof"))'\n"
+                + "exec sleep 60\n"
         }
         let (daemon, started) = (meeting.daemon, meeting.started)
-        let pidFile = meeting.alsa.directory.appending("engine.pid")
         _ = try meeting.client.nextEvent("session.tick")
+        if whileSaving {
+            _ = try meeting.client.result("session.end", ["action": "save"])
+            #expect(try waitFor { Files.exists(meeting.alsa.directory.appending("eof")) }, "the engine got its EOF")
+        }
         let stopping = MonotonicInstant.now()
         #expect(daemon.stop() == .exited(0))
         #expect(MonotonicInstant.now() - stopping < .seconds(15), "the 5 s wait, not the engine's 60 s")
@@ -179,7 +186,9 @@ import Testing
             Files.readString(daemon.dataPath + "/sync-ups.json")?.contains(started["meeting"]!.stringValue!) == true)
         // The engine does not outlive the daemon.
         let engine = try #require(
-            Files.readString(pidFile).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+            Files.readString(meeting.alsa.directory.appending("engine.pid")).flatMap {
+                pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            })
         #expect(try waitFor { !isRunning(engine) })
     }
 

@@ -126,7 +126,7 @@ final class SessionController {
                 session.recognition = try recognizer.start { [mailbox] event in
                     mailbox.post(.recognizer(event, meetingID))
                 }
-                session.isRecognizerRunning = true
+                session.runningRecognizer = session.recognition
                 transcribes = true
             } catch {
                 warnings.append("recording without a transcript: \(recognizer.name) did not start: \(error)")
@@ -209,22 +209,21 @@ final class SessionController {
         // last utterance into settled text. (Its results, or a save that was already settling, come through
         // the mailbox while it is waited for.)
         session.recorder?.stop(keepsFile: true)
-        let recognition = session.recognition
-        recognition?.finish()
+        session.recognition?.finish()
         session.recognition = nil
         let deadline = loop.now() + settings.shutdownSettleTimeout
-        while active === session && session.isRecognizerRunning
+        while active === session && session.runningRecognizer != nil
             && mailbox.wait(timeout: deadline - loop.now())
         {
             drainMailboxNow()
         }
         drainMailboxNow()
         guard active === session else { return }
-        if session.isRecognizerRunning {
+        if let recognizer = session.runningRecognizer {
             logger.warning(
                 "the recognizer did not finish within \(settings.shutdownSettleTimeout); saving without its last words",
                 .meeting(session.meetingID))
-            recognition?.cancel()
+            recognizer.cancel()
         }
         let meeting = session.machine.meeting
         state.insertMeeting(meeting, into: session.machine.syncUp.id)
@@ -305,6 +304,9 @@ final class SessionController {
             logger.warning(
                 "the recognizer did not finish within \(settings.settleTimeout); saving without its last words",
                 .meeting(session.meetingID))
+            // Not left running (an external engine in its own process group would outlive the daemon).
+            session.runningRecognizer?.cancel()
+            session.runningRecognizer = nil
             settled(session)
         }
         let recorder = session.recorder
@@ -361,7 +363,7 @@ final class SessionController {
                 session.recognition = nil
             }
             // A recognizer still running settles the meeting with its `.finished`; `finish` must not end it again.
-            if !session.isRecognizerRunning { settled(session) }
+            if session.runningRecognizer == nil { settled(session) }
         case .recognizer(let event, let meeting):
             guard let session = active, session.meetingID == meeting else { return }
             handle(event, in: session)
@@ -387,13 +389,13 @@ final class SessionController {
                 "speech recognition failed: \(message); the meeting goes on without a transcript",
                 .meeting(session.meetingID))
             session.recognition = nil
-            session.isRecognizerRunning = false
+            session.runningRecognizer = nil
             perform(
                 (try? session.machine.handle(.speechFailed("speech recognition failed: \(message)"))) ?? [], in: session
             )
             if session.machine.pendingEnding != nil { settled(session) }
         case .finished:
-            session.isRecognizerRunning = false
+            session.runningRecognizer = nil
             if session.machine.pendingEnding != nil { settled(session) }
         case .log(let line):
             logger.info("speech: \(line)", .meeting(session.meetingID))
@@ -409,8 +411,7 @@ final class SessionController {
         }
     }
 
-    /// Handles what is already in the mailbox now (at shutdown: results the recognizer has already posted; its
-    /// last words, which `finish` does not wait for, may be lost).
+    /// Handles what is already in the mailbox now, without the loop (at shutdown).
     private func drainMailboxNow() {
         for message in mailbox.takeAll() { receive(message) }
     }
@@ -545,8 +546,9 @@ final class ActiveSession {
     var cue: CuePlayer?
     var hasReportedCueFailure = false
     var discardsAudio = false
-    /// From the recognizer's start until its `.finished` or `.failed`: its last words may still come.
-    var isRecognizerRunning = false
+    /// The recognizer from its start until its `.finished` or `.failed` (`recognition` goes as soon as it is
+    /// told to finish): its last words may still come, and it is what to cancel when they are given up on.
+    var runningRecognizer: RecognitionStream?
     var turns: [SpeakerTurn] = []
     var transcript = TranscriptAssembly()
 
