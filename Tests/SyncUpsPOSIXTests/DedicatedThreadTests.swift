@@ -3,8 +3,16 @@ import SyncUpsPOSIX
 import Testing
 
 @Suite struct DedicatedThreadTests {
-    /// How many thread stacks the process has mapped: the 8 MiB read-write regions in /proc/self/maps (the
-    /// default stack size). Other measures, like VmSize, move with malloc's per-thread arenas as other tests run.
+    /// glibc's default thread stack: the stack limit (`ulimit -s`), 8 MiB unless someone changed it.
+    static let stackSize: UInt64 = {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_STACK.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max
+        else { return 8 << 20 }
+        return UInt64(limit.rlim_cur)
+    }()
+
+    /// How many thread stacks the process has mapped: the read-write regions of the default stack size in
+    /// /proc/self/maps. Other measures, like VmSize, move with malloc's per-thread arenas as other tests run.
     static func mappedStacks() -> Int {
         let fd = open("/proc/self/maps", O_RDONLY)
         defer { close(fd) }
@@ -15,7 +23,7 @@ import Testing
             let fields = line.split(separator: " ")
             guard fields.count >= 2, fields[1] == "rw-p" else { return false }
             let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
-            return bounds.count == 2 && bounds[1] - bounds[0] == 8 << 20
+            return bounds.count == 2 && bounds[1] - bounds[0] == stackSize
         }.count
     }
 
@@ -23,6 +31,14 @@ import Testing
     /// exited thread nobody joins or detaches keeps its 8 MiB stack mapped for the life of the process.
     @Test func freesTheStackOfAThreadNobodyJoins() throws {
         let done = try BlockingQueue<Int>(capacity: 1)
+        // The count must see thread stacks at all, or the check below would pass with nothing counted. Twenty
+        // live threads need more stacks than glibc keeps cached from threads that ended.
+        let release = try BlockingQueue<Int>(capacity: 20)
+        let idle = Self.mappedStacks()
+        let alive = try (0..<20).map { _ in try DedicatedThread(name: "test-alive") { _ = release.pop() } }
+        #expect(Self.mappedStacks() >= idle + 10, "live threads' stacks are among the regions counted")
+        for _ in alive { release.push(0) }
+        for thread in alive { thread.join() }
         let before = Self.mappedStacks()
         for number in 0..<200 {
             _ = try DedicatedThread(name: "test-forgotten") { _ = done.push(number) }

@@ -19,6 +19,9 @@ import Testing
         let block = Array("abcdefghABCDEFGH01234567!@#$%^&*".utf8)
         let swapped = Array(block[8..<16] + block[0..<8] + block[16...])
         #expect(ContentFingerprint(block) != ContentFingerprint(swapped))
+        // The same length, one byte different: in a full block, and in the tail that fills no block.
+        #expect(ContentFingerprint(block) != ContentFingerprint(Array(block.dropLast()) + [0]))
+        #expect(ContentFingerprint(block + [1]) != ContentFingerprint(block + [2]))
         #expect(ContentFingerprint(block) != ContentFingerprint(block + [0]))
         #expect(ContentFingerprint([]) != ContentFingerprint([0]))
     }
