@@ -19,8 +19,9 @@ enum StoreBench {
         var save: Double
         /// The same save until it is durable too (`fsync` of the file and the directory, the second step).
         var durableSave: Double
-        /// What the event loop does when inotify reports each write: read the file back and fingerprint it,
-        /// to tell the store's own write from another program's.
+        /// Reading the file back and fingerprinting it: what the event loop does when inotify reports a file
+        /// the store did not put in place itself (an outside edit, a copy). Its own versions are known by
+        /// identity and not read.
         var readBack: Double
         var load: Double
     }
