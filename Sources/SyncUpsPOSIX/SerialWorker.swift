@@ -8,15 +8,14 @@ public final class SerialWorker: Sendable {
     public typealias Job = @Sendable () -> Void
 
     private let queue: BlockingQueue<Job>
-    private let thread = Mutex<DedicatedThread?>(nil)
+    private let thread: DedicatedThread
 
     public init(name: String, capacity: Int = 256) throws(SystemError) {
         let queue = try BlockingQueue<Job>(capacity: capacity)
         self.queue = queue
-        let thread = try DedicatedThread(name: name) {
+        thread = try DedicatedThread(name: name) {
             while let job = queue.pop() { job() }
         }
-        self.thread.withLock { $0 = thread }
     }
 
     /// Queues `job` to run after the jobs queued before it.
@@ -35,8 +34,7 @@ public final class SerialWorker: Sendable {
     /// started (a meeting's details being written) is finished before the process exits.
     public func finish() {
         queue.close()
-        let thread = self.thread.withLock { $0.take() }
-        thread?.join()
+        thread.join()  // joins once; a second `finish` returns at once
     }
 
     deinit {

@@ -132,7 +132,7 @@ public struct AtomicFile: Sendable {
         }
         try fs.rename(temporary, path)
         isTemporaryPresent = false
-        if isDurable { try syncDirectory() }
+        if isDurable { try fileSystem.syncDirectory(directory) }
         return .written(identity)
     }
 
@@ -186,12 +186,6 @@ public struct AtomicFile: Sendable {
         }
         if isDurable { fileSystem.startWriteback(fd, offset, range.count) }
         offset += range.count
-    }
-
-    private func syncDirectory() throws(SystemError) {
-        let fd = try fileSystem.open(directory, O_RDONLY | O_DIRECTORY, 0)
-        defer { try? fileSystem.close(fd) }
-        try fileSystem.sync(fd)
     }
 }
 

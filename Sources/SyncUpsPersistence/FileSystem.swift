@@ -51,6 +51,13 @@ public struct FileSystem: Sendable {
 }
 
 extension FileSystem {
+    /// `fsync`s the directory at `path`, so the renames and links in it survive a power cut.
+    func syncDirectory(_ path: String) throws(SystemError) {
+        let fd = try open(path, O_RDONLY | O_DIRECTORY, 0)
+        defer { try? close(fd) }
+        try sync(fd)
+    }
+
     /// Makes `target` a name of the file `source` names, atomically: a hard link at `staging`, renamed over
     /// `target` (which is never missing meanwhile). Leaves no `staging` behind on failure.
     func replace(_ target: String, withLinkTo source: String, via staging: String) throws(SystemError) {

@@ -21,7 +21,7 @@ final class StoreWriter: Sendable {
 
     enum Result: Sendable {
         /// In place: a daemon killed from now on keeps it. Not yet durable.
-        case written(generation: Int, identity: FileIdentity)
+        case written(generation: Int)
         /// Synced with its directory: it survives a power cut too.
         case durable(generation: Int)
         /// Not written; the file on disk is as it was.
@@ -160,7 +160,7 @@ final class StoreWriter: Sendable {
                 }
             )
             disk.withLock { $0.identity = version.identity }
-            return (.written(generation: generation, identity: version.identity), version)
+            return (.written(generation: generation), version)
         } catch {
             switch error {
             case .system(let error): return (.failed(generation: generation, error: error), nil)

@@ -89,7 +89,7 @@ public final class SyncUpStore {
         removeStaleTemporaryFiles()
         var loader = StoreLoader(directory: directory, fileSystem: fileSystem)
         let result = loader.load()
-        syncFileInPlace()
+        file.syncFileInPlace()
         latest = result.syncUps
         let writer = try StoreWriter(
             file: file,
@@ -103,18 +103,6 @@ public final class SyncUpStore {
         try writer.start()
         if loader.needsRewrite { save(latest, urgent: true) }
         return LoadResult(syncUps: result.syncUps, warnings: result.warnings)
-    }
-
-    /// The file found in place may be a version a killed daemon never synced; the first write makes it `.prev`,
-    /// which must be on the device. Syncing a file that already is costs next to nothing.
-    private func syncFileInPlace() {
-        guard let fd = try? fileSystem.open(directory.syncUpsFile, O_RDONLY | O_NOFOLLOW, 0) else { return }
-        try? fileSystem.sync(fd)
-        try? fileSystem.close(fd)
-        if let directoryFD = try? fileSystem.open(directory.path, O_RDONLY | O_DIRECTORY, 0) {
-            try? fileSystem.sync(directoryFD)
-            try? fileSystem.close(directoryFD)
-        }
     }
 
     private func removeStaleTemporaryFiles() {
@@ -192,7 +180,7 @@ public final class SyncUpStore {
 
     private func handle(_ result: StoreWriter.Result) {
         switch result {
-        case .written(let written, _):
+        case .written(let written):
             writtenGeneration = max(writtenGeneration, written)
             if hasUnsavedChanges && throttleTimer == nil && retryTimer == nil && !isClosing {
                 act(on: throttle.changed(at: loop.now()))
@@ -348,7 +336,7 @@ public final class SyncUpStore {
             result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
         }
         switch result {
-        case .durable, .written:
+        case .durable, .written:  // `perform` does both steps: never just `.written`
             writtenGeneration = generation
             durableGeneration = generation
             runActionsAfterWrite()

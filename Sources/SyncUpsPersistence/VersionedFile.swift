@@ -112,7 +112,7 @@ public final class VersionedFile: Sendable {
         defer { try? fs.close(version.fd) }
         do {
             try fs.sync(version.fd)
-            try syncDirectory()
+            try fs.syncDirectory(names.directory)
         } catch {
             fs.unlink(version.temporary)
             throw error
@@ -128,6 +128,16 @@ public final class VersionedFile: Sendable {
                 do { try fs.rename(version.temporary, previousPath) } catch { fs.unlink(version.temporary) }
             }
         }
+    }
+
+    /// Syncs the file found in place at start-up: it may be a version a killed daemon put in place but never
+    /// synced, and the first `put` makes it `.prev`, which must be on the device. Syncing a file that already
+    /// is costs next to nothing.
+    public func syncFileInPlace() {
+        guard let fd = try? FileDescriptor.openRegularFile(path) else { return }
+        try? fileSystem.sync(fd)
+        fd.close()
+        try? fileSystem.syncDirectory(names.directory)
     }
 
     /// Drops a version that a newer one replaced before it was made durable.
@@ -158,11 +168,5 @@ public final class VersionedFile: Sendable {
     /// Renames `temporary` over the file, keeping `temporary` as a second name of the new version.
     private func replace(with temporary: String) throws(SystemError) {
         try fileSystem.replace(path, withLinkTo: temporary, via: names.directory + "/" + temporaryPrefix + "link")
-    }
-
-    private func syncDirectory() throws(SystemError) {
-        let fd = try fileSystem.open(names.directory, O_RDONLY | O_DIRECTORY, 0)
-        defer { try? fileSystem.close(fd) }
-        try fileSystem.sync(fd)
     }
 }

@@ -120,7 +120,7 @@ public enum CommandRecognizer {
                     "type": "turn",
                     "frame": .number(.int(frame)),
                     "time": .double(Double(frame) / 16_000),
-                    "speaker": ["id": .string(speaker.id.description), "name": .string(speaker.name)],
+                    "speaker": speaker.json,
                 ]
                 if (try? control.writeAll(JSONWriter().encode(line) + [0x0A])) == nil { isControlOpen = false }
             case .finish:

@@ -3,6 +3,10 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsProtocol
 
+/// How the state and the session publish an event: the payload is built only if a client subscribes to
+/// the topic (a meeting publishes its whole session every second, usually to nobody).
+typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValue) -> Void
+
 /// Accepts clients on the Unix socket, reads their request lines, writes replies and events without ever
 /// blocking on a client, and cuts off clients that stop reading.
 ///
@@ -10,10 +14,6 @@ import SyncUpsProtocol
 /// so replies come in request order. An event published while handling a request is queued before that
 /// request's reply, on the requester's connection too: a subscribed client reads `syncup.created` before
 /// the reply to its own `syncups.create`.
-/// How the state and the session publish an event: the payload is built only if a client subscribes to
-/// the topic (a meeting publishes its whole session every second, usually to nobody).
-typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValue) -> Void
-
 final class Server {
     /// What the daemon answers a request with.
     typealias Handler = (Request, Connection) -> Result<ReplyBody, ProtocolError>

@@ -176,17 +176,24 @@ final class DaemonState {
         logger.notice("reloaded \(syncUps.count) sync-ups after another program changed \(dataDirectory.syncUpsFile)")
     }
 
-    /// `syncup.updated` with the sync-up (meetings as `{id, date}`), what changed, and for a saved meeting the
-    /// whole meeting, for a deleted one its id.
+    /// Publishes an event whose payload is built only if someone follows `topic`.
     private func publish(_ topic: Topic, _ name: String, _ data: @autoclosure () -> JSONValue) {
         publishEvent(topic, name, data)
     }
 
-    private func publishUpdate(_ syncUp: SyncUp, change: String, meeting: JSONValue? = nil) {
-        var data = JSONObject()
-        data.append("syncup", WireFormat.syncUp(syncUp, meetings: .summary))
-        data.append("change", .string(change))
-        if let meeting { data.append("meeting", meeting) }
-        publish(.syncups, "syncup.updated", .object(data))
+    /// `syncup.updated` with the sync-up (meetings as `{id, date}`), what changed, and for a saved meeting the
+    /// whole meeting, for a deleted one its id.
+    private func publishUpdate(
+        _ syncUp: SyncUp, change: String, meeting: @autoclosure () -> JSONValue? = nil
+    ) {
+        publish(
+            .syncups, "syncup.updated",
+            {
+                var data = JSONObject()
+                data.append("syncup", WireFormat.syncUp(syncUp, meetings: .summary))
+                data.append("change", .string(change))
+                if let meeting = meeting() { data.append("meeting", meeting) }
+                return .object(data)
+            }())
     }
 }

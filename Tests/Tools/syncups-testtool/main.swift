@@ -70,7 +70,9 @@ case "write-under-limit":
     let directory = DataDirectory(path: arguments[1])
     let big = (0..<200).map { SyncUp.realistic(index: $0) }
     do {
-        try AtomicFile(path: directory.syncUpsFile, previousPath: directory.previousFile).write(SyncUpsFile.encode(big))
+        // The store's own writer, both steps.
+        let file = VersionedFile(path: directory.syncUpsFile, previousPath: directory.previousFile)
+        try file.makeDurable(file.put(pieces: [SyncUpsFile.encode(big)]))
         print("written")
     } catch {
         print("error: \(error)")
