@@ -29,22 +29,28 @@ import Testing
         #expect(!result.standardOutput.contains("FAIL"))
     }
 
-    /// The zsh and fish files are written by hand, like the bash one: each must offer every command and option
-    /// `syncupsctl help` names, so a new one cannot be forgotten in one shell.
-    @Test(arguments: [("_syncupsctl", "--"), ("syncupsctl.fish", "-l ")])
-    func zshAndFishOfferEveryCommandAndOption(file: String, optionPrefix: String) throws {
-        let help = try CommandResult.run(BuiltProducts.path("syncupsctl"), ["help"]).standardOutput
+    /// The zsh and fish files are written by hand, like the bash one: each must offer every command
+    /// `syncupsctl help` lists, in that shell's own entry (a substring anywhere would let `rm` pass), and every
+    /// option `syncupsctl COMMAND --help` names.
+    @Test(arguments: [
+        // 'rm:delete a sync-up…'; '--once[…]', '--duration=[…]', {-h,--help}
+        ("_syncupsctl", "'{}:", ["--{}[", "--{}=", "--{}}"]),
+        ("syncupsctl.fish", "-a {} ", ["-l {} "]),  // -a rm -d …; -l duration -x
+    ])
+    func zshAndFishOfferEveryCommandAndOption(file: String, commandEntry: String, optionEntries: [String]) throws {
+        let syncupsctl = BuiltProducts.path("syncupsctl")
+        let help = try CommandResult.run(syncupsctl, ["help"]).standardOutput
         let text = try #require(Files.readString(Self.completions + "/" + file))
         let commands = help.split(separator: "\n").filter {
             $0.hasPrefix("  ") && $0.dropFirst(2).first?.isLetter == true
-        }
+        }.map { String($0.split(separator: " ")[0]) }
         #expect(commands.count > 20)
-        for line in commands {
-            let command = String(line.split(separator: " ")[0])
-            let offersCommand = text.contains(command)
+        for command in commands {
+            let offersCommand = text.contains(commandEntry.replacing("{}", with: command))
             #expect(offersCommand, "\(file) does not offer the command \(command)")
-            for option in line.matches(of: /--([a-z][a-z-]*)/).map({ String($0.output.1) }) {
-                let offersOption = text.contains(optionPrefix + option)
+            let commandHelp = try CommandResult.run(syncupsctl, [command, "--help"]).standardOutput
+            for option in Set(commandHelp.matches(of: /--([a-z][a-z-]*)/).map({ String($0.output.1) })) {
+                let offersOption = optionEntries.contains { text.contains($0.replacing("{}", with: option)) }
                 #expect(offersOption, "\(file) does not offer --\(option) of \(command)")
             }
         }

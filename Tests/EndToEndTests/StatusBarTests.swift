@@ -125,9 +125,16 @@ import Testing
         #expect(try waitFor { try client.result("session.get")["state"] == "paused" })
         try block.process.standardInput!.writeAll(Array("3\n".utf8))
         #expect(try waitFor { try client.result("session.get")["state"] == "running" })
-        // Two clicks in one read: pause, then pass the floor at the last speaker, which asks to end.
+        // Two clicks in one read: pause, then pass the floor at the last speaker, which asks to end. (`next`
+        // alone ends too: the pause on the way shows the first click was handled.)
+        let watcher = try daemon.client()
+        _ = try watcher.result("subscribe", ["topics": ["session"], "snapshot": false])
         try block.process.standardInput!.writeAll(Array("3\n1\n".utf8))
-        #expect(try waitFor { try client.result("session.get")["state"] == "ending" })
+        var events: [String] = []
+        while events.last != "session.ending" {
+            if let name = try watcher.readJSON()["event"]?.stringValue, name != "session.tick" { events.append(name) }
+        }
+        #expect(events == ["session.paused", "session.ending"])
     }
 
     @Test func printsOneLineWithOnceForTmux() throws {
