@@ -31,8 +31,8 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
 
     /// Opens `path` for reading only if it is a regular file (through symlinks): a FIFO or a device planted
     /// there would otherwise block the `open` or the reads forever (`/dev/zero` never ends). Fails with
-    /// `EINVAL` for anything else.
-    public static func openRegularFile(_ path: String) throws(SystemError) -> FileDescriptor {
+    /// `EINVAL` for anything else. Returns the file's `stat` too, from the same descriptor.
+    public static func openRegularFile(_ path: String) throws(SystemError) -> (fd: FileDescriptor, info: stat) {
         // Non-blocking, so opening a FIFO with no writer returns at once instead of waiting for one.
         let fd = try open(path, O_RDONLY | O_NONBLOCK)
         var info = stat()
@@ -40,7 +40,7 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
             fd.close()
             throw SystemError("open(\(path)): not a regular file", Errno(rawValue: EINVAL))
         }
-        return fd
+        return (fd, info)
     }
 
     /// A new pipe, both ends close-on-exec.

@@ -5,17 +5,15 @@ import Glibc
 public final class MappedFile {
     public let bytes: UnsafeRawBufferPointer
 
-    /// Maps `path`; an empty file maps to an empty buffer.
-    public init(path: String) throws(SystemError) {
-        let fd = try FileDescriptor.open(path, O_RDONLY)
-        defer { fd.close() }
-        let size = Int(try fd.size())
+    /// Maps the first `size` bytes of the file open at `fd` (the caller keeps and closes it; the mapping
+    /// outlives it); a size of 0 maps to an empty buffer.
+    public init(fd: FileDescriptor, size: Int) throws(SystemError) {
         guard size > 0 else {
             bytes = UnsafeRawBufferPointer(start: nil, count: 0)
             return
         }
         guard let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd.rawValue, 0), address != MAP_FAILED else {
-            throw SystemError("mmap(\(path))", .current)
+            throw SystemError("mmap", .current)
         }
         bytes = UnsafeRawBufferPointer(start: address, count: size)
     }

@@ -72,16 +72,23 @@ struct StoreLoader {
     /// file during the few milliseconds of decoding; small files, the usual case, are read to avoid even that.
     static func parse(_ path: String) -> Outcome {
         do {
-            // Read (and checked to be a regular file) unless large enough to map.
-            let (identity, bytes) = try SyncUpStore.readIdentified(path, readsIf: { $0.size < 1 << 20 })
-            if identity.size == 0 { return .empty }
-            if let bytes { return .loaded(try SyncUpsFile.decode(bytes)) }
-            let file = try MappedFile(path: path)
-            return .loaded(try SyncUpsFile.decode(buffer: file.bytes))
-        } catch let error as SystemError {
-            return error.errno == .noSuchFile ? .missing : .invalid(error.description)
+            // One descriptor, checked to be a regular file, read or mapped.
+            return try SyncUpStore.withRegularFile(path) { (fd, identity) throws(SystemError) -> Outcome in
+                guard identity.size > 0 else { return .empty }
+                do {
+                    guard identity.size >= 1 << 20 else {
+                        return .loaded(try SyncUpsFile.decode(try fd.readToEnd(sizeHint: Int(identity.size) + 1)))
+                    }
+                    let file = try MappedFile(fd: fd, size: Int(identity.size))
+                    return .loaded(try SyncUpsFile.decode(buffer: file.bytes))
+                } catch let error as SystemError {
+                    throw error
+                } catch {
+                    return .invalid("\(error)")
+                }
+            }
         } catch {
-            return .invalid("\(error)")
+            return error.errno == .noSuchFile ? .missing : .invalid(error.description)
         }
     }
 

@@ -305,11 +305,19 @@ public final class SyncUpStore {
     static func readIdentified(_ path: String, readsIf shouldRead: (FileIdentity) -> Bool = { _ in true })
         throws(SystemError) -> (identity: FileIdentity, bytes: [UInt8]?)
     {
-        let fd = try FileDescriptor.openRegularFile(path)
+        try withRegularFile(path) { (fd, identity) throws(SystemError) in
+            guard shouldRead(identity) else { return (identity, nil) }
+            return (identity, try fd.readToEnd(sizeHint: Int(clamping: identity.size) + 1))
+        }
+    }
+
+    /// Runs `body` with the regular file at `path` open and its identity, then closes it.
+    static func withRegularFile<Result>(
+        _ path: String, _ body: (FileDescriptor, FileIdentity) throws(SystemError) -> Result
+    ) throws(SystemError) -> Result {
+        let (fd, info) = try FileDescriptor.openRegularFile(path)
         defer { fd.close() }
-        guard let identity = FileIdentity(fd: fd) else { throw SystemError("fstat(\(path))", .current) }
-        guard shouldRead(identity) else { return (identity, nil) }
-        return (identity, try fd.readToEnd(sizeHint: Int(clamping: identity.size) + 1))
+        return try body(fd, FileIdentity(info))
     }
 
     // MARK: - Closing

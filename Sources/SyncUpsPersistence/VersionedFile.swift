@@ -134,7 +134,7 @@ public final class VersionedFile: Sendable {
     /// synced, and the first `put` makes it `.prev`, which must be on the device. Syncing a file that already
     /// is costs next to nothing.
     public func syncFileInPlace() {
-        guard let fd = try? FileDescriptor.openRegularFile(path) else { return }
+        guard let (fd, _) = try? FileDescriptor.openRegularFile(path) else { return }
         try? fileSystem.sync(fd)
         fd.close()
         try? fileSystem.syncDirectory(names.directory)

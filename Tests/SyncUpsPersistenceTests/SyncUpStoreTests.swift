@@ -63,6 +63,17 @@ final class StoreHarness {
         again.close()
     }
 
+    /// Files of a megabyte or more are mapped from the same descriptor instead of read.
+    @Test func loadsALargeFileThroughAMapping() throws {
+        let harness = try StoreHarness()
+        let large = (0..<100).map { SyncUp.realistic(index: $0) }
+        Files.write(harness.file, SyncUpsFile.encode(large))
+        #expect(try #require(FileIdentity(path: harness.file)).size >= 1 << 20)
+        let result = try harness.store.open()
+        #expect(result.syncUps == large && result.warnings.isEmpty)
+        harness.store.close()
+    }
+
     @Test func writesTheFirstChangeAtOnceAndCoalescesTheNextSecond() throws {
         let harness = try StoreHarness()
         _ = try harness.store.open()

@@ -103,7 +103,7 @@ public enum ConfigurationLoader {
     {
         let bytes: [UInt8]
         do {
-            let fd = try FileDescriptor.openRegularFile(path)
+            let (fd, _) = try FileDescriptor.openRegularFile(path)
             defer { fd.close() }
             bytes = try fd.readToEnd()
         } catch {

@@ -74,7 +74,7 @@ enum StoreBench {
         var readBacks: [Double] = []
         for _ in 0..<repeats {
             let start = MonotonicInstant.now()
-            let fd = try FileDescriptor.openRegularFile(path)
+            let (fd, _) = try FileDescriptor.openRegularFile(path)
             let read = try fd.readToEnd(sizeHint: bytes + 1)
             fd.close()
             precondition(ContentFingerprint(read).count == bytes)
