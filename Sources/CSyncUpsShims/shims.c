@@ -22,10 +22,6 @@ int syncups_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     return 0;
 }
 
-int syncups_start_writeback(int fd, int64_t offset, int64_t count) {
-    return sync_file_range(fd, offset, count, SYNC_FILE_RANGE_WRITE);
-}
-
 struct epoll_event *syncups_epoll_events_alloc(int count) {
     return calloc((size_t)count, sizeof(struct epoll_event));
 }

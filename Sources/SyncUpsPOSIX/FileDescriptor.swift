@@ -129,12 +129,6 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         try syscall("fsync") { fsync(rawValue) }
     }
 
-    /// Starts writing `count` bytes from `offset` to the device and returns at once, so the device works while
-    /// the caller writes the rest and the final `fsync` has less to wait for. A hint: errors surface at `fsync`.
-    public func startWriteback(offset: Int, count: Int) {
-        _ = syncups_start_writeback(rawValue, Int64(offset), Int64(count))
-    }
-
     /// Flushes the file's data (and the metadata needed to read it) to the device.
     public func dataSync() throws(SystemError) {
         try syscall("fdatasync") { fdatasync(rawValue) }

@@ -7,8 +7,6 @@ public struct FileSystem: Sendable {
     public var open: @Sendable (_ path: String, _ flags: CInt, _ mode: mode_t) throws(SystemError) -> FileDescriptor
     public var write: @Sendable (_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer) throws(SystemError) -> Int
     public var sync: @Sendable (_ fd: FileDescriptor) throws(SystemError) -> Void
-    /// Starts writeback of a range just written, without waiting; a hint, so it cannot fail.
-    public var startWriteback: @Sendable (_ fd: FileDescriptor, _ offset: Int, _ count: Int) -> Void
     public var close: @Sendable (_ fd: FileDescriptor) throws(SystemError) -> Void
     public var rename: @Sendable (_ from: String, _ to: String) throws(SystemError) -> Void
     public var link: @Sendable (_ from: String, _ to: String) throws(SystemError) -> Void
@@ -23,10 +21,8 @@ public struct FileSystem: Sendable {
         rename: @escaping @Sendable (String, String) throws(SystemError) -> Void,
         link: @escaping @Sendable (String, String) throws(SystemError) -> Void,
         unlink: @escaping @Sendable (String) -> Void,
-        identity: @escaping @Sendable (String) -> FileIdentity?,
-        startWriteback: @escaping @Sendable (FileDescriptor, Int, Int) -> Void = { _, _, _ in }
+        identity: @escaping @Sendable (String) -> FileIdentity?
     ) {
-        self.startWriteback = startWriteback
         self.open = open
         self.write = write
         self.sync = sync
@@ -45,12 +41,24 @@ public struct FileSystem: Sendable {
         rename: { (from, to) throws(SystemError) in try syscall("rename(\(from), \(to))") { Glibc.rename(from, to) } },
         link: { (from, to) throws(SystemError) in try syscall("link(\(from), \(to))") { Glibc.link(from, to) } },
         unlink: { path in _ = Glibc.unlink(path) },
-        identity: { path in FileIdentity(path: path) },
-        startWriteback: { fd, offset, count in fd.startWriteback(offset: offset, count: count) }
+        identity: { path in FileIdentity(path: path) }
     )
 }
 
 extension FileSystem {
+    /// Writes all of `bytes` at the file's offset, however many `write` calls that takes.
+    func writeAll(_ bytes: ArraySlice<UInt8>, to fd: FileDescriptor) throws(SystemError) {
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let result = bytes.withUnsafeBytes { buffer in
+                Result { () throws(SystemError) in
+                    try write(fd, UnsafeRawBufferPointer(rebasing: buffer[(start - bytes.startIndex)...]))
+                }
+            }
+            start += try result.get()
+        }
+    }
+
     /// `fsync`s the directory at `path`, so the renames and links in it survive a power cut.
     func syncDirectory(_ path: String) throws(SystemError) {
         let fd = try open(path, O_RDONLY | O_DIRECTORY, 0)

@@ -52,7 +52,7 @@ public struct MeetingDetails: Sendable, Equatable {
     }
 
     /// Writes `meetings/<meeting-id>.json` atomically.
-    public func write(in directory: DataDirectory) throws(AtomicFileError) {
+    public func write(in directory: DataDirectory) throws(SystemError) {
         var bytes = JSONWriter(options: JSONWriter.Options(isPretty: true)).encode(json)
         bytes.append(0x0A)
         try AtomicFile(path: directory.sidecar(meeting, MeetingFiles.details)).write(bytes)

@@ -80,7 +80,7 @@ public struct MeetingJournal: Sendable, Equatable {
 
     /// Writes the journal atomically (without fsync: it guards against a crash of the daemon, and is
     /// rewritten often).
-    public func write(in directory: DataDirectory) throws(AtomicFileError) {
+    public func write(in directory: DataDirectory) throws(SystemError) {
         var file = AtomicFile(path: directory.sidecar(meeting, MeetingFiles.journal))
         file.isDurable = false
         try file.write(JSONWriter().encode(json))

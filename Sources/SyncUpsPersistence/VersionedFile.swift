@@ -33,7 +33,6 @@ public final class VersionedFile: Sendable {
     public let chunkSize: Int
     /// The version in place that `makeDurable` has not finished: it must not become `.prev`.
     private let undurable = Mutex<FileIdentity?>(nil)
-    private static let counter = Atomic<Int>(0)
 
     public init(path: String, previousPath: String, fileSystem: FileSystem = .live, chunkSize: Int = 1 << 20) {
         self.path = path
@@ -42,16 +41,14 @@ public final class VersionedFile: Sendable {
         self.chunkSize = chunkSize
     }
 
-    /// The names and the chunked writing it shares with the one-step `AtomicFile`.
-    private var names: AtomicFile {
-        var file = AtomicFile(path: path, previousPath: previousPath, fileSystem: fileSystem)
-        file.chunkSize = chunkSize
-        file.isDurable = false  // no writeback hints: they can block on a busy disk, and `fsync` is step two
-        return file
-    }
+    /// The temporary names it shares with the one-step `AtomicFile`.
+    private var names: AtomicFile { AtomicFile(path: path, fileSystem: fileSystem) }
 
     /// The prefix of every temporary name, so start-up can remove the ones a crash left behind.
     public var temporaryPrefix: String { names.temporaryPrefix }
+
+    /// Where the version `.prev` held is kept, a second name, until `deleteRetiredVersion()`.
+    private var retiredPath: String { previousPath + ".old" }
 
     private enum Placement {
         case placed
@@ -68,8 +65,7 @@ public final class VersionedFile: Sendable {
         replacingIf isExpected: (_ current: FileIdentity?, _ new: FileIdentity) -> Bool = { _, _ in true }
     ) throws(AtomicFileError) -> Version {
         let fs = fileSystem
-        let number = Self.counter.wrappingAdd(1, ordering: .relaxed).oldValue
-        let temporary = names.directory + "/" + temporaryPrefix + "\(getpid())-\(number)"
+        let temporary = names.newTemporaryPath()
         let fd: FileDescriptor
         do {
             fd = try fs.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
@@ -78,7 +74,7 @@ public final class VersionedFile: Sendable {
         }
         let outcome: Result<Version, AtomicFileError>
         do throws(SystemError) {
-            try names.writeAll(pieces, to: fd, eachChunk)
+            try writeAll(pieces, to: fd, eachChunk)
             guard let identity = fs.identity(temporary) else { throw SystemError("stat(\(temporary))", .noSuchFile) }
             let placement = try undurable.withLock { undurable throws(SystemError) -> Placement in
                 let current = fs.identity(path)
@@ -149,7 +145,7 @@ public final class VersionedFile: Sendable {
     /// Frees the version a `put` or `makeDurable` moved out of `.prev`: deleting a file of 100 MB takes ~25 ms
     /// on ext4, which the step itself need not wait for.
     public func deleteRetiredVersion() {
-        names.deleteRetiredVersion()
+        fileSystem.unlink(retiredPath)
     }
 
     /// Makes the version in place (durable) the new `.prev`, through a staging name so `.prev` is never missing.
@@ -160,7 +156,6 @@ public final class VersionedFile: Sendable {
 
     /// Gives the version `.prev` holds a second name, so renaming over `.prev` only drops a name.
     private func retirePrevious() {
-        guard let retiredPath = names.retiredPath else { return }
         fileSystem.unlink(retiredPath)
         try? fileSystem.link(previousPath, retiredPath)
     }
@@ -168,5 +163,38 @@ public final class VersionedFile: Sendable {
     /// Renames `temporary` over the file, keeping `temporary` as a second name of the new version.
     private func replace(with temporary: String) throws(SystemError) {
         try fileSystem.replace(path, withLinkTo: temporary, via: names.directory + "/" + temporaryPrefix + "link")
+    }
+
+    /// Writes the pieces in `chunkSize` writes: straight from a piece when a whole chunk of it is left,
+    /// otherwise gathered in a staging buffer (the encoder's pieces are about 12 KB each). `eachChunk` sees
+    /// each chunk just before it is written (to hash the file while its bytes are in the cache). No writeback
+    /// hints: they can block on a busy disk, and `fsync` is step two.
+    private func writeAll(
+        _ pieces: [[UInt8]], to fd: FileDescriptor, _ eachChunk: (UnsafeRawBufferPointer) -> Void
+    ) throws(SystemError) {
+        func write(_ chunk: ArraySlice<UInt8>) throws(SystemError) {
+            chunk.withUnsafeBytes { eachChunk($0) }
+            try fileSystem.writeAll(chunk, to: fd)
+        }
+        var staging: [UInt8] = []
+        for piece in pieces {
+            var start = 0
+            while start < piece.count {
+                if staging.isEmpty && piece.count - start >= chunkSize {
+                    try write(piece[start..<(start + chunkSize)])
+                    start += chunkSize
+                    continue
+                }
+                if staging.capacity < chunkSize { staging.reserveCapacity(chunkSize) }
+                let end = min(piece.count, start + chunkSize - staging.count)
+                staging.append(contentsOf: piece[start..<end])
+                start = end
+                if staging.count == chunkSize {
+                    try write(staging[...])
+                    staging.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        if !staging.isEmpty { try write(staging[...]) }
     }
 }

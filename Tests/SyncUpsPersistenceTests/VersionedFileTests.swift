@@ -118,4 +118,47 @@ import Testing
         lstat(path, &info)
         #expect(info.st_mode & S_IFMT == S_IFREG)
     }
+
+    @Test func leavesTheVersionBeforePreviousToBeFreedAfterTheWrite() throws {
+        let file = VersionedFile(path: path, previousPath: previous)
+        for content in ["first", "second", "third"] { try file.makeDurable(put(file, content)) }
+        #expect(Files.readString(path) == "third")
+        #expect(Files.readString(previous) == "second")
+        #expect(Files.readString(previous + ".old") == "first")
+        file.deleteRetiredVersion()
+        #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
+        // A retired version nobody freed is freed by the next write rather than kept forever.
+        try file.makeDurable(put(file, "fourth"))
+        try file.makeDurable(put(file, "fifth"))
+        #expect(Files.readString(previous + ".old") == "third")
+    }
+
+    /// Pieces are gathered into chunks of `chunkSize`, each seen (to be fingerprinted) as it is written: the
+    /// file never needs to be whole in memory.
+    @Test func writesThePiecesInChunks() throws {
+        let file = VersionedFile(path: path, previousPath: previous, chunkSize: 4)
+        var chunks: [String] = []
+        let pieces = ["ab", "", "cdefghijk", "l", "mnop", "0123456789"].map { Array($0.utf8) }
+        try file.makeDurable(
+            file.put(pieces: pieces, eachChunk: { chunks.append(String(decoding: $0, as: UTF8.self)) }))
+        #expect(chunks == ["abcd", "efgh", "ijkl", "mnop", "0123", "4567", "89"])
+        #expect(Files.readString(path) == "abcdefghijklmnop0123456789")
+    }
+
+    @Test func failsCleanlyWithARealFileTooLargeError() throws {
+        // RLIMIT_FSIZE makes the kernel refuse with EFBIG; a child process takes the limit, not the test.
+        let file = VersionedFile(path: path, previousPath: previous)
+        try file.makeDurable(put(file, "before"))
+        let child = try Subprocess(
+            executable: BuiltProducts.path("syncups-testtool"),
+            arguments: ["write-under-limit", directory.path, "65536"],
+            standardOutput: .pipe
+        )
+        let output = String(decoding: try child.standardOutput!.readToEnd(), as: UTF8.self)
+        child.closeStreams()
+        #expect(child.wait() == .exited(0))
+        #expect(output == "error: write: File too large\n")
+        #expect(Files.readString(path) == "before")
+        #expect(Files.list(directory.path) == ["sync-ups.json"])
+    }
 }

@@ -27,9 +27,6 @@ int syncups_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 /// accept4() with SOCK_CLOEXEC | SOCK_NONBLOCK (GNU-only, so hidden from Swift's Glibc module).
 int syncups_accept_nonblocking(int fd);
 
-/// sync_file_range(SYNC_FILE_RANGE_WRITE): starts writing the range to the device without waiting (GNU-only).
-int syncups_start_writeback(int fd, int64_t offset, int64_t count);
-
 /// pipe2() with O_CLOEXEC; fds[0] is the read end.
 int syncups_pipe_cloexec(int fds[2]);
 
