@@ -5,7 +5,8 @@ import SyncUpsProtocol
 
 /// The daemon's request handling without a listening socket: request lines in, reply lines out, through
 /// the same decoder, command handler, state and store as the real daemon. For the fuzzer, which must not
-/// need a socket per input.
+/// need a socket per input, and for tests that drive the owner turn by turn (`connect`, `turn`): the loop
+/// then runs only when the test says, so what one turn did is exactly what a test sees.
 public final class InProcessDaemon {
     private let loop: EventLoop
     private let server: Server
@@ -13,10 +14,13 @@ public final class InProcessDaemon {
     private var connection: Connection?
     private var peer: FileDescriptor?
 
-    /// A daemon on `dataDirectory` with no audio, no cue and no speech engine.
-    public init(dataDirectory: String, logger: Logger = .discarding) throws {
+    /// A daemon on `dataDirectory` with no audio, no cue and no speech engine. `readPauseThreshold` is the
+    /// unsent output at which a client's reading pauses (smaller in tests, to reach it with little data).
+    public init(dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 256 * 1024) throws {
         loop = try EventLoop()
-        server = Server(loop: loop, limits: Limits(), version: SyncUpsVersion.current, logger: logger)
+        server = Server(
+            loop: loop, limits: Limits(), version: SyncUpsVersion.current, logger: logger,
+            readPauseThreshold: readPauseThreshold)
         var settings = SessionController.Settings()
         settings.audioDeviceName = "null"
         settings.cueDeviceName = nil
@@ -46,17 +50,46 @@ public final class InProcessDaemon {
         return reply
     }
 
+    /// A new client, as if accepted (without the greeting); returns the client's end of the socket pair,
+    /// non-blocking. `sendBufferBytes` shrinks the daemon's send buffer for it, so a test fills it with little.
+    public func connect(sendBufferBytes: CInt? = nil) throws -> FileDescriptor {
+        let (daemonEnd, clientEnd) = try Self.socketPair(sendBufferBytes: sendBufferBytes)
+        guard server.adopt(daemonEnd) != nil else {
+            daemonEnd.close()
+            clientEnd.close()
+            throw SystemError("epoll_ctl(ADD)", .current)
+        }
+        return clientEnd
+    }
+
+    /// A connected, non-blocking socket pair: the daemon's end, then the client's.
+    private static func socketPair(sendBufferBytes: CInt? = nil) throws(SystemError) -> (FileDescriptor, FileDescriptor)
+    {
+        var fds: [CInt] = [-1, -1]
+        let flags = CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue) | CInt(SOCK_NONBLOCK.rawValue)
+        try syscall("socketpair") { socketpair(AF_UNIX, flags, 0, &fds) }
+        if var size = sendBufferBytes {
+            _ = setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<CInt>.size))
+        }
+        return (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
+    }
+
+    /// One turn of the loop: the inputs ready now (waiting up to `timeoutMilliseconds` for one, for a helper
+    /// thread's report), then the work they deferred. Returns how many inputs and deferred tasks it handled.
+    @discardableResult
+    public func turn(waitingUpTo timeoutMilliseconds: CInt = 0) -> Int {
+        loop.runOnce(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// The sync-ups' ids, in order, as the owner holds them now.
+    public var syncUpIDs: [String] { services.state.syncUps.map(\.id.description) }
+
     private func currentConnection() -> Connection? {
         if let connection, !connection.isClosed { return connection }
         peer?.close()
-        var fds: [CInt] = [-1, -1]
-        guard
-            socketpair(
-                AF_UNIX, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue) | CInt(SOCK_NONBLOCK.rawValue), 0,
-                &fds) == 0
-        else { return nil }
-        peer = FileDescriptor(rawValue: fds[1])
-        connection = server.adopt(FileDescriptor(rawValue: fds[0]))
+        guard let (daemonEnd, clientEnd) = try? Self.socketPair() else { return nil }
+        peer = clientEnd
+        connection = server.adopt(daemonEnd)
         return connection
     }
 

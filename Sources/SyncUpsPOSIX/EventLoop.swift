@@ -48,6 +48,8 @@ public final class EventLoop {
     private var timers = TimerQueue()
     private var armedDeadline: MonotonicInstant?
     private var isRunning = false
+    /// Work for the loop's next turn (`execute`), run after the current batch of events, in order.
+    private var deferred: [() -> Void] = []
     private let eventBuffer: UnsafeMutablePointer<epoll_event>
     private static let eventCapacity: CInt = 128
     private static let timerToken = UInt64.max
@@ -167,6 +169,28 @@ public final class EventLoop {
         arm(timers.earliestDeadline)
     }
 
+    // MARK: - Deferred work
+
+    /// Runs `task` on this loop's next turn: after every handler of the current batch has returned, before
+    /// the loop sleeps again (SwiftNIO's `EventLoop.execute`, MPD's `DeferEvent`). What one input triggers
+    /// for others (sending a subscriber its events, resuming a paused reader) goes here, so no handler ever
+    /// runs inside another. Tasks that a task schedules run on the turn after.
+    public func execute(_ task: @escaping () -> Void) {
+        deferred.append(task)
+    }
+
+    /// Whether work is waiting for the next turn.
+    public var hasDeferredWork: Bool { !deferred.isEmpty }
+
+    /// Runs the tasks queued before this call; returns how many ran.
+    private func runDeferred() -> Int {
+        guard !deferred.isEmpty else { return 0 }
+        let tasks = deferred
+        deferred.removeAll(keepingCapacity: true)
+        for task in tasks { task() }
+        return tasks.count
+    }
+
     // MARK: - Running
 
     /// Runs until `stop()` is called from a handler.
@@ -192,12 +216,14 @@ public final class EventLoop {
     /// dominating) and costs nothing when idle.
     public let busyPollWindow: Duration = .microseconds(50)
 
-    /// Waits for and handles one batch of events; `timeoutMilliseconds` -1 waits indefinitely.
-    /// Returns how many events it handled.
+    /// Waits for and handles one batch of events, then runs the deferred work (`execute`): one turn.
+    /// `timeoutMilliseconds` -1 waits indefinitely; with deferred work queued it does not wait at all.
+    /// Returns how many events and tasks it handled.
     @discardableResult
     public func runOnce(timeoutMilliseconds: CInt) -> Int {
-        let count = epoll_wait(epoll.rawValue, eventBuffer, Self.eventCapacity, timeoutMilliseconds)
-        guard count > 0 else { return 0 }
+        let timeout = deferred.isEmpty ? timeoutMilliseconds : 0
+        let count = epoll_wait(epoll.rawValue, eventBuffer, Self.eventCapacity, timeout)
+        guard count > 0 else { return runDeferred() }
         for slot in 0..<Int(count) {
             let data = syncups_epoll_event_data(eventBuffer, CInt(slot))
             let events = IOEvents(rawValue: syncups_epoll_event_events(eventBuffer, CInt(slot)))
@@ -213,7 +239,7 @@ public final class EventLoop {
             else { continue }
             registration.handler(events)
         }
-        return Int(count)
+        return Int(count) + runDeferred()
     }
 
     /// Makes `run()` return after the current handler.

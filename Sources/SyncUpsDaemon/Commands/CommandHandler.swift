@@ -344,12 +344,14 @@ final class CommandHandler {
         let arguments = try Arguments(request, allowed: ["topics", "snapshot"])
         let requested = try topics(arguments) ?? Set(Topic.allCases)
         guard !requested.isEmpty else { throw .invalidArgument("\"topics\" is empty; omit it to subscribe to all") }
+        let wantsSnapshot = try arguments.optionalBool("snapshot") ?? true
         let all = connection.topics.union(requested)
+        // The last thing that can fail: a refused subscribe leaves the connection as it was.
         try server.setTopics(all, for: connection)
         var result = JSONObject()
         result.append("seq", .int(server.seq))
         result.append("topics", .array(Topic.allCases.filter(all.contains).map { .string($0.rawValue) }))
-        if try arguments.optionalBool("snapshot") ?? true {
+        if wantsSnapshot {
             var snapshot = JSONObject()
             if requested.contains(.syncups) {
                 let page = Paging(offset: 0, limit: server.limits.maxPageSize)

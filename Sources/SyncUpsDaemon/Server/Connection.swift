@@ -20,8 +20,9 @@ final class Connection {
     /// The last time some of `output` was accepted by the socket (or it went from empty to non-empty).
     var lastProgress: MonotonicInstant
     var stallTimer: EventLoop.Timer?
-    var isWatchingWritable = false
     var isReadingPaused = false
+    /// Queued in the server's list of connections to send to on the loop's next turn.
+    var isFlushPending = false
     /// The client sent EOF, or must be dropped once its output is sent (after `line_too_long`).
     var closesWhenFlushed = false
     var isClosed = false

@@ -10,10 +10,15 @@ typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValu
 /// Accepts clients on the Unix socket, reads their request lines, writes replies and events without ever
 /// blocking on a client, and cuts off clients that stop reading.
 ///
-/// All on the event loop's thread. A request is answered before the next line of the same client is read,
-/// so replies come in request order. An event published while handling a request is queued before that
-/// request's reply, on the requester's connection too: a subscribed client reads `syncup.created` before
-/// the reply to its own `syncups.create`.
+/// All on the event loop's thread, and run to completion: each input (a client's readable socket, a timer,
+/// a mailbox message) is handled whole before the next, and nothing here runs another client's input from
+/// inside a handler. `publish` only encodes the event once and queues it; the subscribers' sockets are
+/// written on the loop's next turn (`EventLoop.execute`), and a client whose reading was paused for unread
+/// output resumes from the loop too, never from inside a send. So events reach every subscriber in `seq`
+/// order, and each after the change it describes. A request is answered before the next line of the same
+/// client is read, so replies come in request order; an event published while handling a request is queued
+/// before that request's reply, on the requester's connection too: a subscribed client reads
+/// `syncup.created` before the reply to its own `syncups.create`.
 final class Server {
     /// What the daemon answers a request with.
     typealias Handler = (Request, Connection) -> Result<ReplyBody, ProtocolError>
@@ -36,14 +41,18 @@ final class Server {
     private(set) var seq = 0
     private let ownUID = geteuid()
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Connections with output queued by `publish`, sent on the loop's next turn.
+    private var pendingFlush: [Connection] = []
 
     /// Reading from a client pauses while this much of its output is unsent, so a client that pipelines
-    /// requests without reading replies cannot make the daemon buffer without bound.
-    private let readPauseThreshold = 256 * 1024
+    /// requests without reading replies cannot make the daemon buffer without bound; it resumes once the
+    /// client has read it down to half.
+    let readPauseThreshold: Int
 
-    init(loop: EventLoop, limits: Limits, version: String, logger: Logger) {
+    init(loop: EventLoop, limits: Limits, version: String, logger: Logger, readPauseThreshold: Int = 256 * 1024) {
         self.loop = loop
         self.limits = limits
+        self.readPauseThreshold = readPauseThreshold
         self.version = version
         self.logger = logger
     }
@@ -291,7 +300,8 @@ final class Server {
         connection.output.append(bytes)
     }
 
-    /// Sends what the socket takes now; arranges to be called again when it takes more.
+    /// Sends what the socket takes now; arranges to be called again when it takes more. Never handles input:
+    /// a paused reader that has caught up resumes on the loop's next turn.
     func flush(_ connection: Connection) {
         guard !connection.isClosed else { return }
         while !connection.output.isEmpty {
@@ -317,18 +327,34 @@ final class Server {
                 close(connection, reason: nil)
                 return
             }
-            if connection.isReadingPaused {
-                pauseReading(connection, false)
-                processInput(connection)
-                if !connection.output.isEmpty {
-                    flush(connection)
-                    return
-                }
-            }
         } else if connection.stallTimer == nil {
             scheduleStallCheck(connection)
         }
+        if connection.isReadingPaused && connection.output.count <= readPauseThreshold / 2 {
+            resumeReading(connection)
+        }
         updateInterest(connection)
+    }
+
+    /// Lets a paused connection read again, and handles the lines it already sent on the loop's next turn
+    /// (the socket may never become readable again: they are in our buffer, not the kernel's).
+    private func resumeReading(_ connection: Connection) {
+        pauseReading(connection, false)
+        loop.execute { [weak self, weak connection] in
+            guard let self, let connection, !connection.isClosed, !connection.isReadingPaused else { return }
+            processInput(connection)
+            flush(connection)
+        }
+    }
+
+    /// Sends every subscriber the events queued for it during this turn.
+    private func flushPending() {
+        let connections = pendingFlush
+        pendingFlush.removeAll(keepingCapacity: true)
+        for connection in connections {
+            connection.isFlushPending = false
+            flush(connection)
+        }
     }
 
     private func scheduleStallCheck(_ connection: Connection) {
@@ -355,14 +381,18 @@ final class Server {
     // MARK: - Events
 
     /// Publishes an event to every client subscribed to `topic`, numbered with the next `seq`. The line is
-    /// encoded once and shared by all subscribers.
+    /// encoded once and queued to every subscriber; the sockets are written on the loop's next turn, so
+    /// publishing never runs anything of another client's.
     func publish(_ topic: Topic, _ name: String, _ data: @autoclosure () -> JSONValue) {
         seq += 1
         guard topicSubscriberCounts[topic, default: 0] > 0 else { return }
         let line = Wire.event(name, seq: seq, data: data())
         for connection in connections.values where connection.topics.contains(topic) {
             enqueue(line, to: connection)
-            flush(connection)
+            guard !connection.isClosed, !connection.isFlushPending else { continue }
+            connection.isFlushPending = true
+            if pendingFlush.isEmpty { loop.execute { [weak self] in self?.flushPending() } }
+            pendingFlush.append(connection)
         }
     }
 

@@ -1,0 +1,173 @@
+import Glibc
+import SyncUpsDaemon
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+/// The owner handles each input to completion: a subscriber whose reading is paused never has its queued
+/// requests run inside another client's request, and every subscriber sees events in `seq` order. The
+/// daemon runs in process and only when the test turns its loop, so each step is exactly reproducible.
+@Suite struct RunToCompletionTests {
+    /// How many replies the slow subscriber leaves unread before its delete: enough to pause its reading,
+    /// few enough that (before the fix) resuming it inside a publish reached the delete.
+    static let unreadPages = [30, 35, 40, 50, 70]
+
+    @Test(arguments: unreadPages)
+    func aPausedSubscribersQueuedDeleteRunsAfterTheChangeThatWasPublishedNotInsideIt(pages: Int) throws {
+        let directory = TemporaryDirectory("owner")
+        let daemon = try InProcessDaemon(dataDirectory: directory.path, readPauseThreshold: 4096)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let target = try client.result("syncups.create", ["title": "Target", "attendees": ["Ann", "Bo"]])
+        let targetID = try #require(target["id"]?.stringValue)
+        _ = try client.result("syncups.create", ["title": "Other"])
+
+        // Watchers that read everything, connected before and after the slow one: some come after it in
+        // whatever order the server walks its subscribers.
+        var watchers: [LoopClient] = []
+        for _ in 0..<3 { watchers.append(LoopClient(try daemon.connect(), daemon)) }
+        let slow = LoopClient(try daemon.connect(sendBufferBytes: 4096), daemon)
+        for _ in 0..<3 { watchers.append(LoopClient(try daemon.connect(), daemon)) }
+        for watcher in watchers { _ = try watcher.result("subscribe", ["topics": ["syncups"], "snapshot": false]) }
+        _ = try slow.result("subscribe", ["topics": ["syncups"], "snapshot": false])
+
+        // The slow subscriber pipelines enough to pause its reading, with a delete queued behind it.
+        var lines = String(repeating: #"{"id":"page","cmd":"syncups.list"}"# + "\n", count: pages)
+        lines += #"{"id":"delete","cmd":"syncups.delete","args":{"id":"\#(targetID)"}}"# + "\n"
+        try slow.send(lines)
+        for _ in 0..<20 { daemon.turn() }
+        #expect(daemon.syncUpIDs.contains(targetID), "the delete must still be queued behind the paused reading")
+
+        // Another client changes the sync-up; the slow one has just read everything the socket held, so the
+        // server could now send it all of its output.
+        try client.send(
+            #"{"id":"rename","cmd":"syncups.update","args":{"id":"\#(targetID)","title":"Renamed"}}"# + "\n")
+        slow.drainSocket()
+        daemon.turn()
+        let renamed = try client.reply(to: "rename")
+        #expect(renamed["ok"] == true, "the slow client's delete ran inside the rename: \(renamed)")
+
+        // It runs later, on its own turn, and every subscriber sees the rename, then the delete, in order.
+        let slowLines = try slow.take { $0["id"]?.stringValue == "delete" && $0["event"] == nil }
+        #expect(slowLines.last?["ok"] == true)
+        #expect(!daemon.syncUpIDs.contains(targetID))
+        var seen = [slowLines.filter { $0["event"] != nil }]
+        for watcher in watchers { seen.append(try watcher.events(until: "syncup.deleted")) }
+        for events in seen {
+            let seqs = events.compactMap { $0["seq"]?.numberValue?.int64 }
+            #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "seq out of order: \(seqs)")
+            #expect(events.compactMap { $0["event"]?.stringValue }.suffix(2) == ["syncup.updated", "syncup.deleted"])
+        }
+    }
+
+    @Test(arguments: unreadPages)
+    func aMeetingSavedWhileAPausedSubscriberDeletesItsSyncUpLeavesTheStateWhole(pages: Int) throws {
+        let directory = TemporaryDirectory("owner")
+        let daemon = try InProcessDaemon(dataDirectory: directory.path, readPauseThreshold: 4096)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let target = try client.result("syncups.create", ["title": "Target", "attendees": ["Ann", "Bo"]])
+        let targetID = try #require(target["id"]?.stringValue)
+        _ = try client.result("syncups.create", ["title": "Other"])
+        let watcher = LoopClient(try daemon.connect(), daemon)
+        _ = try watcher.result("subscribe", ["snapshot": false])
+        let slow = LoopClient(try daemon.connect(sendBufferBytes: 4096), daemon)
+        _ = try slow.result("subscribe", ["snapshot": false])
+        _ = try client.result("session.start", ["syncup": .string(targetID), "audio": false])
+
+        var lines = String(repeating: #"{"id":"page","cmd":"syncups.list"}"# + "\n", count: pages)
+        lines += #"{"id":"delete","cmd":"syncups.delete","args":{"id":"\#(targetID)"}}"# + "\n"
+        try slow.send(lines)
+        for _ in 0..<20 { daemon.turn() }
+        #expect(daemon.syncUpIDs.contains(targetID))
+
+        // The save completes on a later turn (the recorder stops on a helper thread); the slow client reads
+        // everything just before, so the meeting's publish could send it all and resume its reading.
+        try client.send(#"{"id":"end","cmd":"session.end","args":{"action":"save"}}"# + "\n")
+        daemon.turn()
+        slow.drainSocket()
+        let ended = try watcher.events(until: "session.ended")
+        #expect(ended.last?["data"]?["outcome"] == "saved")
+
+        let deleted = try slow.reply(to: "delete")
+        #expect(deleted["ok"] == true)
+        #expect(daemon.syncUpIDs.count == 1)
+        let events = try watcher.events(until: "syncup.deleted")
+        let seqs = (ended + events).compactMap { $0["seq"]?.numberValue?.int64 }
+        #expect(seqs == seqs.sorted(), "seq out of order: \(seqs)")
+        #expect(try client.result("syncups.list")["total"] == 1)
+    }
+}
+
+/// A client of an in-process daemon: it sends lines and, while it waits for a reply or an event, turns the
+/// daemon's loop (there is no other thread to do it), up to a deadline.
+final class LoopClient {
+    let fd: FileDescriptor
+    let daemon: InProcessDaemon
+    private var buffer: [UInt8] = []
+    private var lines: [JSONValue] = []
+
+    init(_ fd: FileDescriptor, _ daemon: InProcessDaemon) {
+        self.fd = fd
+        self.daemon = daemon
+    }
+
+    deinit {
+        fd.close()
+    }
+
+    func send(_ text: String) throws {
+        try UnixSocket.sendAll(fd, Array(text.utf8))
+    }
+
+    /// Reads what the socket holds now, without waiting, into the lines not yet handed out.
+    func drainSocket() {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd.rawValue, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            buffer += chunk[0..<count]
+        }
+        while let newline = buffer.firstIndex(of: 0x0A) {
+            if let line = try? JSONParser().parse(String(decoding: buffer[..<newline], as: UTF8.self)) {
+                lines.append(line)
+            }
+            buffer.removeFirst(newline + 1)
+        }
+    }
+
+    /// Turns the loop and reads until a line matches; fails after `timeout`.
+    func take(timeout: Duration = .seconds(10), where matches: (JSONValue) -> Bool) throws -> [JSONValue] {
+        let deadline = MonotonicInstant.now() + timeout
+        while true {
+            drainSocket()
+            if let index = lines.firstIndex(where: matches) {
+                let taken = Array(lines[...index])
+                lines.removeFirst(index + 1)
+                return taken
+            }
+            guard MonotonicInstant.now() < deadline else { throw TestFailure("no matching line within \(timeout)") }
+            daemon.turn(waitingUpTo: 10)
+        }
+    }
+
+    /// The reply with this id (lines before it are dropped, events included).
+    func reply(to id: String) throws -> JSONValue {
+        try take { $0["id"]?.stringValue == id && $0["event"] == nil }.last ?? .null
+    }
+
+    /// The events up to and including the first named `name`.
+    func events(until name: String) throws -> [JSONValue] {
+        try take { $0["event"]?.stringValue == name }.filter { $0["event"] != nil }
+    }
+
+    func result(_ command: String, _ arguments: JSONValue? = nil) throws -> JSONValue {
+        var object: JSONObject = ["id": "request", "cmd": .string(command)]
+        if let arguments { object.append("args", arguments) }
+        try send(JSONWriter().string(.object(object)) + "\n")
+        let reply = try self.reply(to: "request")
+        guard reply["ok"] == true, let result = reply["result"] else {
+            throw TestFailure("\(command) failed: \(JSONWriter().string(reply))")
+        }
+        return result
+    }
+}
