@@ -42,7 +42,10 @@ public final class Daemon {
         }
         let directory = DataDirectory(path: dataPath)
 
-        // The socket first: a second daemon must fail before it touches the data.
+        // One daemon per data directory, decided before anything in it is read (the journal of a live meeting
+        // above all); then one per socket.
+        let lock = try lockDataDirectory(directory)
+        defer { lock.release() }
         let socket = try openSocket()
         defer { socket.close() }
 
@@ -127,6 +130,23 @@ public final class Daemon {
             loop.schedule(after: period, ping)
         }
         ping()
+    }
+
+    /// Takes `syncupsd.lock` in the data directory (creating the directory); held until the process exits.
+    private func lockDataDirectory(_ directory: DataDirectory) throws(StartupError) -> LockFile {
+        do {
+            try directory.create()
+            return try LockFile(path: directory.lockFile)
+        } catch let error as LockFile.Failure {
+            if case .held(let pid) = error {
+                throw StartupError(
+                    "another syncupsd (pid \(pid.map(String.init) ?? "unknown")) is using \(directory.path)",
+                    exitStatus: StartupError.dataDirectoryInUse)
+            }
+            throw StartupError("cannot lock the data directory \(directory.path): \(error)")
+        } catch {
+            throw StartupError("cannot create the data directory \(directory.path): \(error)")
+        }
     }
 
     private func openSocket() throws(StartupError) -> ListeningSocket {

@@ -11,6 +11,7 @@ import SyncUpsPOSIX
 ///   sync-ups.json.corrupt-<UTC>    a file that failed to parse, moved aside, never deleted
 ///   meetings/<meeting-id>.wav      the meeting's audio
 ///   meetings/<meeting-id>.json     what the app's model has no field for (segments, flags)
+///   syncupsd.lock                  flock'd by the daemon using the directory, with its pid
 /// ```
 public struct DataDirectory: Sendable, Equatable {
     public let path: String
@@ -24,6 +25,8 @@ public struct DataDirectory: Sendable, Equatable {
     public var syncUpsFile: String { path + "/" + Self.fileName }
     public var previousFile: String { syncUpsFile + ".prev" }
     public var meetingsDirectory: String { path + "/meetings" }
+    /// What one daemon holds locked while it uses the directory (`LockFile`): a second one refuses to start.
+    public var lockFile: String { path + "/syncupsd.lock" }
 
     /// `meetings/<meeting-id>.<suffix>`. The id is a parsed UUID, so the name cannot leave the directory.
     public func sidecar(_ meeting: Meeting.ID, _ suffix: String) -> String {

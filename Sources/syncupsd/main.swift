@@ -29,10 +29,10 @@ let logger =
     Journal.isStandardErrorJournal(environment: environment)
     ? Journal.logger(minimumLevel: configuration.logLevel)
     : Logger.standardError(minimumLevel: configuration.logLevel)
-do {
+do throws(StartupError) {
     let daemon = try Daemon(configuration: configuration, environment: environment, logger: logger)
     exit(try daemon.run())
 } catch {
     logger.error(error.description)
-    exit(1)
+    exit(error.exitStatus)
 }

@@ -41,10 +41,43 @@ import Testing
 
     @Test func refusesToStartASecondDaemonOnTheSameSocket() throws {
         let first = try DaemonProcess()
-        let second = try DaemonProcess(directory: first.directory, waitForReady: false)
+        let second = try DaemonProcess(
+            arguments: ["--data-dir", first.directory.appending("other-data")], directory: first.directory,
+            waitForReady: false)
         #expect(second.waitForExit() == .exited(1))
         #expect(second.log.contents.contains("is already running on \(first.socketPath)"))
         #expect(try first.client().request("ping")["result"] == "pong")
+    }
+
+    @Test func refusesToStartASecondDaemonOnTheSameDataDirectoryBeforeTouchingIt() throws {
+        let first = try DaemonProcess()
+        let client = try first.client()
+        let syncUp = try client.result("syncups.create", ["title": "Standup", "attendees": ["Ann", "Bo"]])
+        _ = try client.result("session.start", ["syncup": syncUp["id"] ?? nil, "audio": false])
+        let meetings = first.dataPath + "/meetings"
+        let journals = try DirectoryListing.names(in: meetings).filter { $0.hasSuffix(".recording.json") }
+        #expect(journals.count == 1, "the running meeting's journal: \(journals)")
+        #expect(try waitFor { try client.result("status")["persistence"]?["synced"] == true })
+        let before = Files.snapshot(of: first.dataPath)
+
+        let otherSocket = TemporaryDirectory("second")
+        let second = try DaemonProcess(
+            arguments: ["--socket", otherSocket.appending("socket")], directory: first.directory, waitForReady: false)
+        #expect(second.log.wait { $0.contains("another syncupsd") || $0.contains(" ready on ") })
+        #expect(second.stop() == .exited(75), "\(second.log.contents)")
+        #expect(second.log.contents.contains("another syncupsd (pid \(first.pid)) is using \(first.dataPath)"))
+        #expect(Files.snapshot(of: first.dataPath) == before, "the second daemon changed the data directory")
+
+        // The first goes on: its meeting is saved once, and the next start reads the file without complaint.
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.end", ["action": "save"])
+        _ = try client.nextEvent("session.ended")
+        #expect(first.stop() == .exited(0))
+        let third = try DaemonProcess(directory: first.directory)
+        let saved = try third.client().result("syncups.get", ["id": syncUp["id"] ?? nil])
+        #expect(saved["meetingsTotal"] == 1)
+        let warnings = try third.client().result("status")["persistence"]?["warnings"]
+        #expect(warnings == [], "\(warnings.map { JSONWriter().string($0) } ?? "")")
     }
 
     @Test func replacesAStaleSocketLeftByACrash() throws {

@@ -38,6 +38,23 @@ public enum Files {
         ((try? DirectoryListing.names(in: directory)) ?? []).sorted()
     }
 
+    /// Every file below `directory` (relative path → bytes), for checking that nothing changed.
+    public static func snapshot(of directory: String) -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [:]
+        func visit(_ relative: String) {
+            let path = relative.isEmpty ? directory : directory + "/" + relative
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return }
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                for name in list(path) { visit(relative.isEmpty ? name : relative + "/" + name) }
+            } else {
+                files[relative] = read(path) ?? []
+            }
+        }
+        visit("")
+        return files
+    }
+
     /// Replaces `path` atomically the way an editor's "save" does (write a temporary file, rename it over).
     public static func replace(_ path: String, with text: String) {
         let temporary = path + ".editor-tmp"

@@ -11,7 +11,7 @@ struct ListeningSocket {
     let fd: FileDescriptor
     /// The path to remove at exit: nil when systemd owns the socket.
     let ownedPath: String?
-    private let lock: FileDescriptor?
+    private let lock: LockFile?
 
     /// Wraps a socket passed by systemd; it is already bound and listening.
     init(passed fd: FileDescriptor) {
@@ -20,7 +20,7 @@ struct ListeningSocket {
         self.lock = nil
     }
 
-    private init(fd: FileDescriptor, ownedPath: String, lock: FileDescriptor) {
+    private init(fd: FileDescriptor, ownedPath: String, lock: LockFile) {
         self.fd = fd
         self.ownedPath = ownedPath
         self.lock = lock
@@ -47,21 +47,16 @@ struct ListeningSocket {
             throw StartupError("cannot create the socket directory: \(error)")
         }
 
-        let lockPath = path + ".lock"
-        let lock: FileDescriptor
+        let lock: LockFile
         do {
-            lock = try FileDescriptor.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600)
+            lock = try LockFile(path: path + ".lock")
         } catch {
-            throw StartupError("cannot open the lock file: \(error)")
+            if case .held(let pid) = error {
+                throw StartupError(
+                    "another syncupsd\(pid.map { " (pid \($0))" } ?? "") is already running on \(path)")
+            }
+            throw StartupError("cannot lock \(path).lock: \(error)")
         }
-        if flock(lock.rawValue, LOCK_EX | LOCK_NB) != 0 {
-            let owner = (try? lock.readToEnd()).map { String(decoding: $0, as: UTF8.self).trimmingWhitespace() } ?? ""
-            lock.close()
-            throw StartupError(
-                "another syncupsd\(owner.isEmpty ? "" : " (pid \(owner))") is already running on \(path)")
-        }
-        ftruncate(lock.rawValue, 0)
-        _ = try? lock.writeAll(Array("\(getpid())\n".utf8))
 
         do throws(StartupError) {
             try removeStaleSocket(at: path)
@@ -73,7 +68,7 @@ struct ListeningSocket {
             }
             return ListeningSocket(fd: fd, ownedPath: path, lock: lock)
         } catch {
-            lock.close()
+            lock.release()
             throw error
         }
     }
@@ -102,15 +97,20 @@ struct ListeningSocket {
             unlink(ownedPath)
             unlink(ownedPath + ".lock")
         }
-        lock?.close()
+        lock?.release()
     }
 }
 
-/// Why the daemon cannot start; printed as is, and the daemon exits with status 1.
+/// Why the daemon cannot start; printed as is, and the daemon exits with `exitStatus` (1 unless said).
 public struct StartupError: Error, Sendable, CustomStringConvertible {
     public var description: String
+    public var exitStatus: CInt
 
-    public init(_ description: String) {
+    /// sysexits' EX_TEMPFAIL: another daemon is using the data directory; try again once it has stopped.
+    public static let dataDirectoryInUse: CInt = 75
+
+    public init(_ description: String, exitStatus: CInt = 1) {
         self.description = description
+        self.exitStatus = exitStatus
     }
 }
