@@ -6,20 +6,86 @@ public enum IDPrefix {
     public enum Resolution: Equatable, Sendable {
         case found(Int)
         case notFound
+        /// Every match, in the order of the items.
         case ambiguous([Int])
         case tooShort
     }
 
-    /// Matches `text` (any case) against the canonical ids of `ids`.
+    /// Matches `text` (any case) against the canonical ids of `ids`, once; for many lookups in the same
+    /// ids keep an `IDIndex`.
     public static func resolve(_ text: String, in ids: [String]) -> Resolution {
+        IDIndex(ids).resolve(text)
+    }
+}
+
+/// Canonical ids by position, indexed for `IDPrefix` lookups: a full id in O(1), a prefix in O(log n) plus
+/// its matches, with exactly the results of a linear search. Appending and removing keep it current without
+/// rebuilding it (the ids are not turned into strings again).
+public struct IDIndex: Sendable, Equatable {
+    /// The ids, by position.
+    public private(set) var ids: [String]
+    /// The position of each id (its first, should one appear twice).
+    private var positions: [String: Int]
+    /// Every position, ordered by its id (then by position).
+    private var sorted: [Int]
+
+    public init(_ ids: [String]) {
+        self.ids = ids
+        positions = Dictionary(ids.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        sorted = ids.indices.sorted { (ids[$0], $0) < (ids[$1], $1) }
+    }
+
+    public var count: Int { ids.count }
+
+    /// Adds an id at the end.
+    public mutating func append(_ id: String) {
+        let position = ids.count
+        ids.append(id)
+        if positions[id] == nil { positions[id] = position }
+        sorted.insert(position, at: lowerBound(id, position: position))
+    }
+
+    /// Removes the id at `position`; the ones after it move up one.
+    public mutating func remove(at position: Int) {
+        let id = ids.remove(at: position)
+        sorted.removeAll { $0 == position }
+        for index in sorted.indices where sorted[index] > position { sorted[index] -= 1 }
+        if positions[id] == position {
+            positions[id] = ids.firstIndex(of: id)
+        }
+        for (key, value) in positions where value > position { positions[key] = value - 1 }
+    }
+
+    /// What `text` (any case) names: a full id, or a prefix of at least `IDPrefix.minimumLength` characters.
+    public func resolve(_ text: String) -> IDPrefix.Resolution {
         let needle = text.uppercased()
-        if let exact = ids.firstIndex(of: needle) { return .found(exact) }
-        guard needle.count >= minimumLength else { return .tooShort }
-        let matches = ids.indices.filter { ids[$0].hasPrefix(needle) }
+        if let exact = positions[needle] { return .found(exact) }
+        guard needle.count >= IDPrefix.minimumLength else { return .tooShort }
+        var matches: [Int] = []
+        var index = lowerBound(needle, position: -1)
+        while index < sorted.count, ids[sorted[index]].hasPrefix(needle) {
+            matches.append(sorted[index])
+            index += 1
+        }
         switch matches.count {
         case 0: return .notFound
         case 1: return .found(matches[0])
-        default: return .ambiguous(matches)
+        default: return .ambiguous(matches.sorted())
         }
+    }
+
+    /// The first place in `sorted` whose (id, position) is not below (`id`, `position`).
+    private func lowerBound(_ id: String, position: Int) -> Int {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if (ids[sorted[middle]], sorted[middle]) < (id, position) {
+                low = middle + 1
+            } else {
+                high = middle
+            }
+        }
+        return low
     }
 }

@@ -15,6 +15,8 @@ final class DaemonState {
     }
     /// The number of meetings of all sync-ups, kept for `status` (which must not walk the list each time).
     private(set) var meetingCount = 0
+    /// The sync-ups' ids by position, for lookups by id or prefix; changed with every append and removal.
+    private var ids: IDIndex
     private let store: SyncUpStore
     private let publishEvent: PublishEvent
     let uuid: UUIDGenerator
@@ -35,6 +37,7 @@ final class DaemonState {
     ) {
         self.syncUps = syncUps
         self.meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count }
+        self.ids = IDIndex(syncUps.map(\.id.description))
         self.store = store
         self.uuid = uuid
         self.now = now
@@ -53,8 +56,7 @@ final class DaemonState {
 
     /// The index of the sync-up `text` names (a full id or a unique prefix of 4+ characters).
     func index(of text: String) throws(ProtocolError) -> Int {
-        let ids = syncUps.map(\.id.description)
-        switch IDPrefix.resolve(text, in: ids) {
+        switch ids.resolve(text) {
         case .found(let index): return index
         case .notFound: throw .notFound("no sync-up with id \(text)")
         case .tooShort: throw .invalidArgument("id \"\(text)\" is too short: give the full id or at least 4 characters")
@@ -89,6 +91,7 @@ final class DaemonState {
             throw .invalidArgument(error.description)
         }
         syncUps.append(syncUp)
+        ids.append(syncUp.id.description)
         store.save(syncUps)
         publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
         logger.info("created sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
@@ -112,6 +115,7 @@ final class DaemonState {
 
     func delete(_ index: Int) -> SyncUp {
         let syncUp = syncUps.remove(at: index)
+        ids.remove(at: index)
         session?.syncUpDeleted(syncUp.id)
         store.save(syncUps)
         for meeting in syncUp.meetings { dataDirectory.removeSidecars(of: meeting.id) }
@@ -133,13 +137,14 @@ final class DaemonState {
     /// Returns false if the sync-up no longer exists.
     @discardableResult
     func insertMeeting(_ meeting: Meeting, into syncUpID: SyncUp.ID) -> Bool {
-        guard let index = syncUps.firstIndex(where: { $0.id == syncUpID }) else { return false }
-        let position = syncUps[index].meetings.firstIndex { $0.date <= meeting.date } ?? syncUps[index].meetings.count
-        syncUps[index].meetings.insert(meeting, at: position)
+        guard case .found(let index) = ids.resolve(syncUpID.description) else { return false }
+        var syncUp = syncUps[index]
+        let position = syncUp.meetings.firstIndex { $0.date <= meeting.date } ?? syncUp.meetings.count
+        syncUp.meetings.insert(meeting, at: position)
+        syncUps[index] = syncUp
         store.save(syncUps, urgent: true)
-        publishUpdate(
-            syncUps[index], change: "meeting.saved", meeting: WireFormat.meeting(meeting, includesTranscript: true))
-        logger.info("saved a meeting of \"\(syncUps[index].title)\"", .syncUp(syncUpID), .meeting(meeting.id))
+        publishUpdate(syncUp, change: "meeting.saved", meeting: WireFormat.meeting(meeting, includesTranscript: true))
+        logger.info("saved a meeting of \"\(syncUp.title)\"", .syncUp(syncUpID), .meeting(meeting.id))
         return true
     }
 
@@ -156,6 +161,7 @@ final class DaemonState {
     /// Adds a sync-up as it was (recovery recreating one that never reached the disk).
     func restore(_ syncUp: SyncUp) {
         syncUps.append(syncUp)
+        ids.append(syncUp.id.description)
         store.save(syncUps, urgent: true)
         publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
     }
@@ -163,6 +169,7 @@ final class DaemonState {
     /// Another program rewrote `sync-ups.json`: its content is the state now.
     func replaceAll(with syncUps: [SyncUp]) {
         self.syncUps = syncUps
+        ids = IDIndex(syncUps.map(\.id.description))
         if let session, let current = session.syncUpID {
             if let syncUp = syncUps.first(where: { $0.id == current }) {
                 session.syncUpChanged(syncUp)
