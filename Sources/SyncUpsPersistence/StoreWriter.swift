@@ -30,10 +30,13 @@ final class StoreWriter: Sendable {
         case notDurable(generation: Int, error: SystemError)
         /// The file on disk was not the one last written or loaded: another program changed it.
         case conflict(generation: Int)
+        /// What the file on disk turned out to be, after `examine` (a change notification or a conflict).
+        case examined(FileExamination)
     }
 
     private struct State {
         var pending: Job?
+        var examinationRequested = false
         var isStopping = false
     }
 
@@ -84,6 +87,13 @@ final class StoreWriter: Sendable {
         wake.signal()
     }
 
+    /// Asks the writer thread to read and decode the file on disk (another program may have changed it) before
+    /// its next write; the answer comes back as `.examined`. Reading a large file never stalls the loop.
+    func examine() {
+        state.withLock { $0.examinationRequested = true }
+        wake.signal()
+    }
+
     /// Finishes the job in progress, drops any queued one, makes the newest version in place durable, and
     /// ends both threads.
     func stop() {
@@ -105,12 +115,17 @@ final class StoreWriter: Sendable {
     private func runWriter() {
         while true {
             wake.wait()
-            let (job, isStopping) = state.withLock { state in
+            let (job, examines, isStopping) = state.withLock { state in
                 let job = state.pending
+                let examines = state.examinationRequested
                 state.pending = nil
-                return (job, state.isStopping)
+                state.examinationRequested = false
+                return (job, examines, state.isStopping)
             }
             if isStopping { return }
+            // First, as the file is now. A job queued meanwhile still cannot replace another program's file:
+            // the identity check before its rename refuses it.
+            if examines { results.post(.examined(FileExamination.run(file.path, recentWrites: recentWrites))) }
             guard let job else { continue }
             let (result, version) = place(job)
             results.post(result)
@@ -178,6 +193,39 @@ final class StoreWriter: Sendable {
         }
         file.deleteRetiredVersion()
         return .durable(generation: placed.generation)
+    }
+}
+
+/// What the file at the store's path is, judged off the loop: read through one descriptor (identity and
+/// bytes describe the same file), never read back when it is the very file this process put in place.
+enum FileExamination: Sendable {
+    /// Not there (deleted): the state in memory must be written back.
+    case missing
+    /// There but not readable as a regular file (its mode changed, it is a FIFO...): kept aside.
+    case unreadable(String)
+    /// Our own write, or the same bytes: nothing changed.
+    case ours(FileIdentity)
+    /// Another program's valid file: it is the state now.
+    case edited(FileIdentity, [SyncUp])
+    /// Another program's file that does not parse: kept aside.
+    case invalid(FileIdentity, reason: String)
+
+    static func run(_ path: String, recentWrites: RecentWrites) -> FileExamination {
+        let identity: FileIdentity
+        let bytes: [UInt8]?
+        do {
+            (identity, bytes) = try SyncUpStore.readIdentified(path, readsIf: { !recentWrites.contains($0) })
+        } catch {
+            return error.errno == .noSuchFile ? .missing : .unreadable(error.description)
+        }
+        guard let bytes, !recentWrites.contains(bytes) else { return .ours(identity) }
+        do {
+            let syncUps = try SyncUpsFile.decode(bytes)
+            recentWrites.remember(bytes)
+            return .edited(identity, syncUps)
+        } catch {
+            return .invalid(identity, reason: error.description)
+        }
     }
 }
 

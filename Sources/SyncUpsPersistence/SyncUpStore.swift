@@ -122,7 +122,7 @@ public final class SyncUpStore {
         watches.append(
             try loop.watch(inotify.descriptor, for: .readable) { [unowned self] _ in
                 let events = inotify.drain()
-                if events.contains(where: { $0.name == DataDirectory.fileName }) { examineFileOnDisk() }
+                if events.contains(where: { $0.name == DataDirectory.fileName }) { writer?.examine() }
             }
         )
     }
@@ -203,7 +203,10 @@ public final class SyncUpStore {
         case .conflict:
             guard !isClosing else { return }
             isConflictPending = true
-            examineFileOnDisk()
+            writer?.examine()
+        case .examined(let examination):
+            guard !isClosing else { return }
+            apply(examination)
         }
     }
 
@@ -227,37 +230,24 @@ public final class SyncUpStore {
 
     // MARK: - Outside edits
 
-    /// Looks at the file after a change notification or a refused write, and decides whose it is.
-    private func examineFileOnDisk() {
-        let path = directory.syncUpsFile
-        // Identity and bytes from one descriptor: the same file, even if another version replaces it meanwhile.
-        // The very file this process put in place is not read back at all.
-        let identity: FileIdentity
-        let bytes: [UInt8]?
-        do {
-            (identity, bytes) = try Self.readIdentified(path, readsIf: { !recentWrites.contains($0) })
-        } catch {
-            if error.errno != .noSuchFile {
-                // There but unreadable (its mode changed): not ours to judge, so kept aside like an invalid edit.
-                rejectOutsideEdit(reason: error.description)
-                return
-            }
+    /// Acts on what the file on disk was found to be (after a change notification or a refused write).
+    private func apply(_ examination: FileExamination) {
+        switch examination {
+        case .missing:
             // Deleted: the state is in memory, so write it back rather than lose it.
             markDiskState(identity: nil, overtaking: false)
             save(latest, urgent: true)
-            return
-        }
-        guard let bytes, !recentWrites.contains(bytes) else {
+        case .unreadable(let reason):
+            // There but unreadable (its mode changed): not ours to judge, so kept aside like an invalid edit.
+            rejectOutsideEdit(reason: reason)
+        case .ours(let identity):
             // Our own write (or the same bytes): nothing changed, but remember its identity (a `touch` changes it).
             markDiskState(identity: identity, overtaking: false)
             if isConflictPending {
                 isConflictPending = false
                 submit()
             }
-            return
-        }
-        do {
-            let syncUps = try SyncUpsFile.decode(bytes)
+        case .edited(let identity, let syncUps):
             // Another program's valid edit wins over any change not yet written.
             markDiskState(identity: identity, overtaking: true)
             isConflictPending = false
@@ -266,11 +256,10 @@ public final class SyncUpStore {
             generation += 1
             writtenGeneration = generation
             durableGeneration = generation
-            recentWrites.remember(bytes)
             onEvent(.reloaded(syncUps))
             runActionsAfterWrite()
-        } catch {
-            rejectOutsideEdit(reason: error.description)
+        case .invalid(_, let reason):
+            rejectOutsideEdit(reason: reason)
         }
     }
 
@@ -339,7 +328,7 @@ public final class SyncUpStore {
         if case .conflict = result {
             // Decide whose the file is, as the running store would: ours after all (write again), another
             // program's valid edit (it wins: nothing to write), or an invalid one (moved aside: write again).
-            examineFileOnDisk()
+            apply(FileExamination.run(directory.syncUpsFile, recentWrites: recentWrites))
             guard durableGeneration < generation else { return nil }
             result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
         }
@@ -353,6 +342,8 @@ public final class SyncUpStore {
             return "final write of \(directory.syncUpsFile) failed: \(error)"
         case .conflict:
             return "final write of \(directory.syncUpsFile) skipped: another program changed the file"
+        case .examined:
+            preconditionFailure("StoreWriter.perform writes; it never examines")
         }
     }
 }
