@@ -117,7 +117,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsTestSupport", "syncupsd", "syncupsctl", "syncups-fuzz-request",
+                "SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsTestSupport", "syncupsd", "syncupsctl",
+                "syncups-fuzz-request",
                 "syncups-fuzz-file",
             ],
             swiftSettings: strictSettings

@@ -46,6 +46,7 @@ final class Services {
             uuid: .random,
             now: { Date() },
             logger: logger,
+            limits: server.limits,
             publish: publish
         )
         state = owner

@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
@@ -6,6 +7,35 @@ import Synchronization
 import Testing
 
 @Suite struct SubscriptionTests {
+    @Test func aLargeOutsideEditReachesEverySubscriberAsOnePageAndDropsNobody() throws {
+        let daemon = try DaemonProcess()
+        var subscribers: [RawClient] = []
+        for _ in 0..<4 {
+            let subscriber = try daemon.client()
+            _ = try subscriber.result("subscribe", ["topics": ["syncups"], "snapshot": false])
+            subscribers.append(subscriber)
+        }
+        // 5,000 sync-ups: listed whole, the event would be about 4 MB, four times the per-client output limit.
+        let syncUps = (0..<5_000).map { SyncUp.realistic(index: $0, meetingCount: 1, transcriptBytes: 16) }
+        Files.replace(
+            daemon.dataPath + "/sync-ups.json", with: String(decoding: SyncUpsFile.encode(syncUps), as: UTF8.self))
+        let limit = try #require(subscribers[0].greeting["data"]?["limits"]?["maxReplyBytes"]?.numberValue?.int64)
+        for subscriber in subscribers {
+            let line = try #require(try subscriber.readLine(timeout: .seconds(60)))
+            let event = try JSONParser().parse(line)
+            #expect(event["event"] == "syncups.reloaded")
+            #expect(event["data"]?["total"] == 5_000)
+            #expect(line.utf8.count < limit, "a reload event of \(line.utf8.count) bytes")
+            let page = try #require(event["data"]?["syncups"]?.arrayValue)
+            #expect(page.first?["title"] == "Team 0")
+            #expect(event["data"]?["next"] == .int(page.count))
+            // Still connected, and the rest is there to page through.
+            let next = try subscriber.result("syncups.list", ["offset": .int(page.count), "limit": 1])
+            #expect(next["syncups"]?[0]?["title"]?.stringValue == "Team \(page.count)")
+        }
+        #expect(!daemon.log.contents.contains("closing client"), "\(daemon.log.contents)")
+    }
+
     @Test func sendsTheSnapshotThenEveryLaterChangeWithNothingLostOrReordered() throws {
         let daemon = try DaemonProcess()
         let setup = try daemon.client()

@@ -354,13 +354,7 @@ final class CommandHandler {
         if wantsSnapshot {
             var snapshot = JSONObject()
             if requested.contains(.syncups) {
-                let page = Paging(offset: 0, limit: server.limits.maxPageSize)
-                let (items, next) = page.take(state.syncUps, budget: server.limits.maxReplyBytes * 3 / 4) {
-                    WireFormat.syncUp($0, meetings: .summary)
-                }
-                snapshot.append("syncups", .array(items))
-                snapshot.append("total", .int(state.syncUps.count))
-                snapshot.append("next", next.map(JSONValue.int) ?? .null)
+                for member in state.firstPage().members { snapshot.append(member.key, member.value) }
             }
             if requested.contains(.session) { snapshot.append("session", session.json) }
             if requested.contains(.daemon) {

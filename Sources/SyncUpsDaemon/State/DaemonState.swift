@@ -22,6 +22,8 @@ final class DaemonState {
     let uuid: UUIDGenerator
     let now: @Sendable () -> Date
     let logger: Logger
+    /// Page sizes and reply budgets.
+    let limits: Limits
     /// Told when the sync-up of a running meeting changes or goes away.
     weak var session: SessionController?
     /// Details of saved meetings that the clean-up thread is still writing, so `meetings.get` has them at once.
@@ -33,8 +35,10 @@ final class DaemonState {
         uuid: UUIDGenerator,
         now: @escaping @Sendable () -> Date,
         logger: Logger,
+        limits: Limits,
         publish: @escaping PublishEvent
     ) {
+        self.limits = limits
         self.syncUps = syncUps
         self.meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count }
         self.ids = IDIndex(syncUps.map(\.id.description))
@@ -177,10 +181,23 @@ final class DaemonState {
                 session.syncUpDeleted(current)
             }
         }
-        publish(
-            .syncups, "syncups.reloaded", ["syncups": .array(syncUps.map { WireFormat.syncUp($0, meetings: .summary) })]
-        )
+        // However large the new state, the event is one page (as in a snapshot): a client fetches the rest.
+        publish(.syncups, "syncups.reloaded", .object(firstPage()))
         logger.notice("reloaded \(syncUps.count) sync-ups after another program changed \(dataDirectory.syncUpsFile)")
+    }
+
+    /// The first page of sync-ups, as the `subscribe` snapshot and `syncups.reloaded` carry it:
+    /// `{"syncups": [...], "total": N, "next": offset or null}`, within three quarters of `maxReplyBytes`.
+    func firstPage() -> JSONObject {
+        let page = Paging(offset: 0, limit: limits.maxPageSize)
+        let (items, next) = page.take(syncUps, budget: limits.maxReplyBytes * 3 / 4) {
+            WireFormat.syncUp($0, meetings: .summary)
+        }
+        var object = JSONObject()
+        object.append("syncups", .array(items))
+        object.append("total", .int(syncUps.count))
+        object.append("next", next.map(JSONValue.int) ?? .null)
+        return object
     }
 
     /// Publishes an event whose payload is built only if someone follows `topic`.
