@@ -96,7 +96,9 @@ public final class Daemon {
         serviceManager.stopping()
         services.session.shutDown()
         server.shutDown(reason: stopReason ?? "stopping")
-        if let failure = services.store.close() {
+        let failure = services.store.close()
+        services.session.close()
+        if let failure {
             logger.error(failure)
             return 1
         }

@@ -38,6 +38,7 @@ public final class InProcessDaemon {
     deinit {
         peer?.close()
         _ = services.store.close()
+        services.session.close()
     }
 
     /// Answers one request line (without its newline) and lets the loop catch up (timers, the store's

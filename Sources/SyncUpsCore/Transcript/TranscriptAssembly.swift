@@ -1,10 +1,11 @@
-/// The transcript of a meeting as the recognizer's results arrive: settled utterances, then the
-/// provisional tail of the current one.
+/// Puts a recognizer's results together into the meeting's transcript: settled text, then the provisional
+/// tail. Appending a result costs its own length, not the transcript's.
 public struct TranscriptAssembly: Sendable, Equatable {
-    /// The text of each final result, in order.
-    public private(set) var finals: [String] = []
     /// The words of each final result, for attribution.
     public private(set) var utterances: [[TranscriptWord]] = []
+    /// Everything settled, as the saved meeting's transcript (the app's plain string): each final's text,
+    /// separated by a space.
+    public private(set) var finalText = ""
     /// The latest partial result of the utterance in progress; replaced by its final.
     public private(set) var partial = ""
 
@@ -14,7 +15,8 @@ public struct TranscriptAssembly: Sendable, Equatable {
         if isFinal {
             let trimmed = text.trimmingWhitespace()
             if !trimmed.isEmpty {
-                finals.append(trimmed)
+                if !finalText.isEmpty { finalText += " " }
+                finalText += trimmed
                 utterances.append(words)
             }
             partial = ""
@@ -23,11 +25,9 @@ public struct TranscriptAssembly: Sendable, Equatable {
         }
     }
 
-    /// Everything settled, as the saved meeting's transcript (the app's plain string).
-    public var finalText: String { finals.joined(separator: " ") }
-
     /// Settled text followed by the provisional tail: what a live view shows.
     public var text: String {
-        partial.isEmpty ? finalText : (finals + [partial]).joined(separator: " ")
+        guard !partial.isEmpty else { return finalText }
+        return finalText.isEmpty ? partial : finalText + " " + partial
     }
 }

@@ -35,6 +35,8 @@ final class SessionController {
         case cueFailed(ALSAError, Meeting.ID)
         /// A saved meeting's details file was written (or failed to be, with the error).
         case detailsWritten(Meeting.ID, error: String?)
+        /// The meeting's journal could not be written.
+        case journalFailed(Meeting.ID, SystemError)
     }
 
     private let loop: EventLoop
@@ -45,6 +47,8 @@ final class SessionController {
     private let mailbox: Mailbox<Message>
     /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details) off the loop.
     private let cleanup: SerialWorker
+    /// The running meeting's journal, written off the loop.
+    private let journals: JournalWriter
     private var active: ActiveSession?
 
     init(
@@ -59,8 +63,12 @@ final class SessionController {
         self.settings = settings
         self.logger = logger
         self.publishEvent = publish
-        mailbox = try Mailbox()
+        let mailbox = try Mailbox<Message>()
+        self.mailbox = mailbox
         cleanup = try SerialWorker(name: "syncups-cleanup")
+        journals = try JournalWriter(directory: state.dataDirectory) { meeting, error in
+            mailbox.post(.journalFailed(meeting, error))
+        }
         _ = try mailbox.attach(to: loop) { [unowned self] messages in
             for message in messages { receive(message) }
         }
@@ -78,6 +86,9 @@ final class SessionController {
         return
             "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)"
     }
+
+    /// The running meeting's whole transcript so far (settled text, then the provisional tail), or nil.
+    var transcript: String? { active?.machine.transcript }
 
     /// The session object, or null when no session runs.
     var json: JSONValue { active.map(sessionJSON) ?? .null }
@@ -150,7 +161,7 @@ final class SessionController {
         active = session
         // The journal refers to the sync-up: make sure the sync-up itself is on disk too.
         state.flush()
-        writeJournal(session)
+        writeJournal(session, isFirst: true)
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
         perform(effects, in: session)
         for warning in warnings {
@@ -278,6 +289,7 @@ final class SessionController {
             case .discardMeeting:
                 session.discardsAudio = true
                 state.dataDirectory.removeSidecars(of: session.meetingID)
+                journals.remove(session.meetingID)  // after a write that may still be in progress
             case .finish:
                 finish(session)
             }
@@ -375,6 +387,8 @@ final class SessionController {
             perform((try? session.machine.handle(.audioTrouble(text))) ?? [], in: session)
         case .detailsWritten(let meeting, let error):
             detailsWritten(meeting, error: error)
+        case .journalFailed(let meeting, let error):
+            logger.warning("cannot write the meeting journal: \(error)", .meeting(meeting))
         }
     }
 
@@ -382,6 +396,10 @@ final class SessionController {
         switch event {
         case .result(let result):
             session.transcript.add(kind: result.kind == .final, text: result.text, words: result.words)
+            if result.kind == .final {
+                // Attributed once, as it settles: the turns up to now are all the turns its words can be in.
+                session.segments += Attribution.segments(utterances: [result.words], turns: session.turns)
+            }
             perform((try? session.machine.handle(.transcriptChanged(session.transcript.text))) ?? [], in: session)
             if result.kind == .final { writeJournal(session) }
         case .failed(let message):
@@ -475,7 +493,7 @@ final class SessionController {
 
     // MARK: - Files
 
-    private func writeJournal(_ session: ActiveSession) {
+    private func writeJournal(_ session: ActiveSession, isFirst: Bool = false) {
         let journal = MeetingJournal(
             syncUp: session.machine.syncUp.id,
             title: session.machine.syncUp.title,
@@ -486,13 +504,9 @@ final class SessionController {
             transcript: session.transcript.finalText,
             hasAudio: session.recorder != nil,
             attendees: session.machine.syncUp.attendees,
-            segments: Attribution.segments(utterances: session.transcript.utterances, turns: session.turns)
+            segments: session.segments
         )
-        do {
-            try journal.write(in: state.dataDirectory)
-        } catch {
-            logger.warning("cannot write the meeting journal: \(error)", .meeting(session.meetingID))
-        }
+        if isFirst { journals.writeFirst(journal) } else { journals.write(journal) }
     }
 
     private func details(of session: ActiveSession, meeting: Meeting, isInterrupted: Bool) -> MeetingDetails {
@@ -501,7 +515,7 @@ final class SessionController {
             syncUp: session.machine.syncUp.id,
             isInterrupted: isInterrupted,
             attendees: session.machine.syncUp.attendees,
-            segments: Attribution.segments(utterances: session.transcript.utterances, turns: session.turns)
+            segments: session.segments
         )
     }
 
@@ -523,8 +537,13 @@ final class SessionController {
     private func detailsWritten(_ meeting: Meeting.ID, error: String?) {
         state.detailsBeingWritten[meeting] = nil
         if let error { logger.error("cannot write the meeting's details: \(error)", .meeting(meeting)) }
-        let directory = state.dataDirectory
-        state.whenSaved { MeetingJournal.remove(meeting, in: directory) }
+        state.whenSaved { [journals] in journals.remove(meeting) }
+    }
+
+    /// Finishes the journal writes still queued (the last removals come from the store's final write); call
+    /// after the store is closed.
+    func close() {
+        journals.finish()
     }
 }
 
@@ -551,6 +570,8 @@ final class ActiveSession {
     var runningRecognizer: RecognitionStream?
     var turns: [SpeakerTurn] = []
     var transcript = TranscriptAssembly()
+    /// The attributed transcript, one utterance's segments added as each settles.
+    var segments: [TranscriptSegment] = []
 
     init(machine: SessionMachine?, meetingID: Meeting.ID, start: MonotonicInstant) {
         self.machine = machine
