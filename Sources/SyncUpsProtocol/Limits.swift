@@ -16,6 +16,9 @@ public struct Limits: Sendable, Equatable {
     public var maxReplyBytes = 512 * 1024
     /// The most items one page of a list may hold.
     public var maxPageSize = 500
+    /// The most of a transcript a session object, a meeting object or an event carries; the rest is paged
+    /// with `transcript.get` (`TranscriptWindow`).
+    public var maxTranscriptBytes = 16 * 1024
 
     public init() {}
 
@@ -28,6 +31,7 @@ public struct Limits: Sendable, Equatable {
             "maxSubscribers": .int(maxSubscribers),
             "maxReplyBytes": .int(maxReplyBytes),
             "maxPageSize": .int(maxPageSize),
+            "maxTranscriptBytes": .int(maxTranscriptBytes),
         ]
     }
 }

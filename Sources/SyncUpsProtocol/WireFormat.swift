@@ -37,11 +37,16 @@ public enum WireFormat {
         return .object(object)
     }
 
-    public static func meeting(_ meeting: Meeting, includesTranscript: Bool) -> JSONValue {
+    /// `{id, date}`, with the transcript's first `maxTranscriptBytes` (`TranscriptWindow`) if asked for.
+    public static func meeting(
+        _ meeting: Meeting, includesTranscript: Bool, maxTranscriptBytes: Int = Limits().maxTranscriptBytes
+    ) -> JSONValue {
         var object = JSONObject()
         object.append("id", .string(meeting.id.description))
         object.append("date", .string(UTCTime(meeting.date).rfc3339))
-        if includesTranscript { object.append("transcript", .string(meeting.transcript)) }
+        if includesTranscript {
+            TranscriptWindow.page(of: meeting.transcript, from: 0, maxBytes: maxTranscriptBytes).append(to: &object)
+        }
         return .object(object)
     }
 
@@ -58,7 +63,11 @@ public enum WireFormat {
 
 extension WireFormat {
     /// The session object of protocol.md: the machine's state, with the runtime's audio and speech status.
-    public static func session(_ machine: SessionMachine, audio: JSONValue, transcription: JSONValue) -> JSONValue {
+    /// Its transcript is the last `maxTranscriptBytes` (`TranscriptWindow`): what a live view shows.
+    public static func session(
+        _ machine: SessionMachine, audio: JSONValue, transcription: JSONValue,
+        maxTranscriptBytes: Int = Limits().maxTranscriptBytes
+    ) -> JSONValue {
         var object = JSONObject()
         object.append("syncup", .string(machine.syncUp.id.description))
         object.append("title", .string(machine.syncUp.title))
@@ -73,7 +82,7 @@ extension WireFormat {
         object.append("speakerIndex", .int(machine.speakerIndex))
         object.append("speaker", machine.speaker?.json ?? .null)
         object.append("attendeeCount", .int(machine.syncUp.attendees.count))
-        object.append("transcript", .string(machine.transcript))
+        TranscriptWindow.tail(of: machine.transcript, maxBytes: maxTranscriptBytes).append(to: &object)
         object.append("transcribing", .bool(machine.isTranscribing))
         object.append("audio", audio)
         object.append("transcription", transcription)

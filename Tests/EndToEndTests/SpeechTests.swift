@@ -200,6 +200,92 @@ import Testing
         return !stat[close...].hasPrefix(") Z")
     }
 
+    /// A transcript of 600 KB, far over the largest reply: every reply and event stays under the limits,
+    /// and a client pages through the whole text and every segment, live and once saved.
+    @Test func aSixHundredKilobyteTranscriptIsRecordedSavedAndReadBackWhole() throws {
+        let finals = 85
+        let words = 600
+        let expected = (0..<finals).map { final in
+            (0..<words).map { "word\(final)x\(String(repeating: "0", count: 4 - String($0).count))\($0)" }
+                .joined(separator: " ")
+        }
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
+            Files.write(
+                directory.appending("engine.py"),
+                """
+                import json, sys, time
+                for final in range(\(finals)):
+                    words = ["word%dx%04d" % (final, j) for j in range(\(words))]
+                    timed = [{"word": w, "start": final * 0.001 + j * 1e-6, "end": final * 0.001 + j * 1e-6}
+                             for j, w in enumerate(words)]
+                    print(json.dumps({"type": "final", "text": " ".join(words), "start": 0, "end": 0.1,
+                                      "words": timed}), flush=True)
+                    time.sleep(0.05)
+                sys.stdin.buffer.read()
+                """)
+            return "exec python3 \(directory.appending("engine.py"))"
+        }
+        let client = meeting.client
+        let whole = expected.joined(separator: " ")
+        #expect(whole.utf8.count > 600_000)
+        let limits = try #require(client.greeting["data"]?["limits"])
+        let maxTranscript = try #require(limits["maxTranscriptBytes"]?.numberValue?.int64)
+
+        // Live: status and the session carry a bounded tail; the rest is paged.
+        let complete = try waitFor { try client.result("session.get")["transcriptBytes"] == .int(whole.utf8.count) }
+        #expect(complete, "\(meeting.daemon.log.contents.suffix(3000))")
+        let status = try client.result("status")
+        let tail = try #require(status["session"]?["transcript"]?.stringValue)
+        #expect(tail.utf8.count <= maxTranscript && whole.hasSuffix(tail))
+        #expect(status["session"]?["transcriptOffset"] == .int(whole.utf8.count - tail.utf8.count))
+        #expect(try Self.pageThrough(client, [:]) == whole)
+
+        _ = try client.result("session.end", ["action": "save"])
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(30))
+        let saved = try #require(ended["data"]?["meeting"])
+        #expect(saved["transcriptBytes"] == .int(whole.utf8.count))
+        let ids: JSONValue = ["syncup": meeting.started["syncup"] ?? nil, "meeting": saved["id"] ?? nil]
+        #expect(try Self.pageThrough(client, ids) == whole)
+
+        // meetings.get pages the segments; syncupsctl puts the pages together.
+        var segments: [String] = []
+        var next: JSONValue = 0
+        while case .number = next {
+            let page = try client.result(
+                "meetings.get",
+                ["syncup": ids["syncup"] ?? nil, "meeting": ids["meeting"] ?? nil, "segmentsOffset": next])
+            segments += (page["segments"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }
+            next = page["segmentsNext"] ?? .null
+        }
+        #expect(segments == expected)
+        let exported = try meeting.daemon.ctl([
+            "export", ids["syncup"]?.stringValue ?? "", ids["meeting"]?.stringValue ?? "", "--format", "json",
+        ])
+        #expect(exported.exitCode == 0, "\(exported.standardError)")
+        let document = try JSONParser().parse(exported.standardOutput)
+        #expect(document["transcript"]?.stringValue == whole)
+        #expect(document["segments"]?.arrayValue?.count == finals)
+        let shown = try meeting.daemon.ctl([
+            "meeting", ids["syncup"]?.stringValue ?? "", ids["meeting"]?.stringValue ?? "",
+        ])
+        #expect(shown.standardOutput.hasSuffix("Ann: " + expected[finals - 1] + "\n"))
+    }
+
+    /// The whole transcript, from `transcript.get` pages.
+    static func pageThrough(_ client: RawClient, _ ids: JSONValue) throws -> String {
+        var text = ""
+        var offset: JSONValue = 0
+        while case .number = offset {
+            var arguments = ids.objectValue ?? JSONObject()
+            arguments.append("offset", offset)
+            let page = try client.result("transcript.get", .object(arguments))
+            #expect(page["offset"] == offset)
+            text += page["text"]?.stringValue ?? ""
+            offset = page["next"] ?? .null
+        }
+        return text
+    }
+
     @Test func refusesToTranscribeWithoutAnEngineAndSaysHowToGoOn() throws {
         let daemon = try DaemonProcess(arguments: ["--speech-engine", "none", "--audio-device", "null", "--no-cue"])
         let client = try daemon.client()

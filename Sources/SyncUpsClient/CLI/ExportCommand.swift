@@ -19,10 +19,7 @@ extension Syncupsctl {
         guard ["md", "json", "srt", "vtt"].contains(format) else {
             throw .usage("--format must be md, json, srt or vtt, not \"\(format)\"")
         }
-        let meeting = try context.call(
-            "meetings.get",
-            ["syncup": .string(arguments.positionals[0]), "meeting": .string(arguments.positionals[1])]
-        )
+        let meeting = try context.wholeMeeting(syncUp: arguments.positionals[0], meeting: arguments.positionals[1])
         let text = try TranscriptExport.render(meeting, format: format)
         if let path = arguments.value("output") {
             do {

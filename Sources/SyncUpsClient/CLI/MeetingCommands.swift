@@ -9,10 +9,7 @@ extension Syncupsctl {
             summary: "Show a past meeting and its transcript (ids may be unique prefixes).",
             spec: ArgumentSpec(positionals: 2...2)
         ) { context, arguments throws(CLIError) in
-            let meeting = try context.call(
-                "meetings.get",
-                ["syncup": .string(arguments.positionals[0]), "meeting": .string(arguments.positionals[1])]
-            )
+            let meeting = try context.wholeMeeting(syncUp: arguments.positionals[0], meeting: arguments.positionals[1])
             context.show(meeting) { Format.meeting(meeting) }
         },
         Subcommand(
@@ -28,6 +25,38 @@ extension Syncupsctl {
             context.show(result) { "deleted meeting \(Format.string(result["meeting"]))\n" }
         },
     ]
+}
+
+extension Context {
+    /// `meetings.get`, with every page of its segments and its transcript fetched and put together: the
+    /// object then holds the whole meeting, however long (`transcriptOffset` 0, `segmentsNext` null).
+    func wholeMeeting(syncUp: String, meeting: String) throws(CLIError) -> JSONValue {
+        let connection = try connect()
+        let ids: JSONObject = ["syncup": .string(syncUp), "meeting": .string(meeting)]
+        guard case .object(var object) = try call(on: connection, "meetings.get", ids) else { return .null }
+        // The ids as the daemon resolved them: the prefixes given could match another meeting by now.
+        let exact: JSONObject = ["syncup": object["syncup"]?["id"] ?? .null, "meeting": object["id"] ?? .null]
+        var segments = object["segments"]?.arrayValue ?? []
+        while let next = object["segmentsNext"]?.numberValue?.int64 {
+            var page = exact
+            page.append("segmentsOffset", .int(Int(next)))
+            let more = try call(on: connection, "meetings.get", page)
+            segments += more["segments"]?.arrayValue ?? []
+            object["segmentsNext"] = more["segmentsNext"] ?? .null
+        }
+        object["segments"] = .array(segments)
+        var transcript = object["transcript"]?.stringValue ?? ""
+        let total = Int(object["transcriptBytes"]?.numberValue?.int64 ?? 0)
+        while transcript.utf8.count < total {
+            var page = exact
+            page.append("offset", .int(transcript.utf8.count))
+            let more = try call(on: connection, "transcript.get", page)
+            guard let text = more["text"]?.stringValue, !text.isEmpty else { break }
+            transcript += text
+        }
+        object["transcript"] = .string(transcript)
+        return .object(object)
+    }
 }
 
 extension Format {

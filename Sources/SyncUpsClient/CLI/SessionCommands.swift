@@ -98,7 +98,9 @@ extension Format {
         let engine = session["transcription"]?["engine"]?.stringValue
         text += "transcript: \(engine.map { "by \($0)" } ?? "off")\n"
         let transcript = string(session["transcript"])
-        if !transcript.isEmpty { text += "\n\(transcript)\n" }
+        // A long meeting's session object holds only the transcript's end.
+        let isTail = (session["transcriptOffset"]?.numberValue?.int64 ?? 0) > 0
+        if !transcript.isEmpty { text += "\n\(isTail ? "…" : "")\(transcript)\n" }
         return text
     }
 }

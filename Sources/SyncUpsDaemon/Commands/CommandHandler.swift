@@ -33,59 +33,129 @@ final class CommandHandler {
         self.status = status
     }
 
-    /// Every command, for `unknown_command` messages.
-    static let commandNames = [
-        "ping", "status", "themes.list", "syncups.list", "syncups.get", "syncups.create", "syncups.update",
-        "syncups.delete", "meetings.get", "meetings.delete", "session.start", "session.get", "session.next",
-        "session.pause", "session.resume", "session.end", "subscribe", "unsubscribe",
-    ]
+    /// One command: its name, the arguments it takes, and what runs it. The dispatcher, the
+    /// `unknown_command` message and the argument check all read this one table.
+    struct Command: Sendable {
+        typealias Run = @Sendable (CommandHandler, Arguments, Connection) throws(ProtocolError) -> ReplyBody
 
-    func handle(_ request: Request, from connection: Connection) -> Result<ReplyBody, ProtocolError> {
-        do throws(ProtocolError) {
-            // `status` is what bars and scripts poll: it is written straight into bytes.
-            if request.command == "status" { return .success(.encoded(try statusReply(request))) }
-            return .success(.value(try dispatch(request, connection)))
-        } catch {
-            return .failure(error)
+        let name: String
+        let arguments: [String]
+        let run: Run
+
+        init(_ name: String, _ arguments: [String] = [], _ run: @escaping Run) {
+            self.name = name
+            self.arguments = arguments
+            self.run = run
+        }
+
+        /// A command whose result is a JSON value.
+        init(
+            _ name: String, _ arguments: [String] = [],
+            value: @escaping @Sendable (CommandHandler, Arguments, Connection) throws(ProtocolError) -> JSONValue
+        ) {
+            self.init(name, arguments) { (handler, arguments, connection) throws(ProtocolError) in
+                .value(try value(handler, arguments, connection))
+            }
         }
     }
 
-    private func dispatch(_ request: Request, _ connection: Connection) throws(ProtocolError) -> JSONValue {
-        switch request.command {
-        case "ping":
-            _ = try Arguments(request, allowed: [])
-            return "pong"
-        case "themes.list":
-            _ = try Arguments(request, allowed: [])
-            return .array(Theme.allCases.map(WireFormat.theme))
-        case "syncups.list": return try listSyncUps(request)
-        case "syncups.get": return try getSyncUp(request)
-        case "syncups.create": return try createSyncUp(request)
-        case "syncups.update": return try updateSyncUp(request)
-        case "syncups.delete": return try deleteSyncUp(request)
-        case "meetings.get": return try getMeeting(request)
-        case "meetings.delete": return try deleteMeeting(request)
-        case "session.start": return try startSession(request)
-        case "session.get":
-            _ = try Arguments(request, allowed: [])
-            return session.json
-        case "session.next":
-            _ = try Arguments(request, allowed: [])
-            return try session.request(.nextRequested)
-        case "session.pause":
-            _ = try Arguments(request, allowed: [])
-            return try session.request(.pauseRequested)
-        case "session.resume":
-            _ = try Arguments(request, allowed: [])
-            return try session.request(.resumeRequested)
-        case "session.end": return try endSession(request)
-        case "subscribe": return try subscribe(request, connection)
-        case "unsubscribe": return try unsubscribe(request, connection)
-        default:
-            throw ProtocolError(
-                .unknownCommand,
-                "unknown command \"\(request.command)\"; commands: \(Self.commandNames.joined(separator: ", "))"
-            )
+    /// Every command, in the order protocol.md documents them.
+    static let commands: [Command] = [
+        Command("ping", value: { _, _, _ in "pong" }),
+        // `status` is what bars and scripts poll: it is written straight into bytes.
+        Command("status") { (handler, _, _) throws(ProtocolError) in .encoded(handler.statusReply()) },
+        Command("themes.list", value: { _, _, _ in .array(Theme.allCases.map(WireFormat.theme)) }),
+        Command(
+            "syncups.list", ["offset", "limit"],
+            value: { (handler, arguments, _) throws(ProtocolError) in
+                try handler.listSyncUps(arguments)
+            }),
+        Command(
+            "syncups.get", ["id", "meetingsOffset", "meetingsLimit"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in try handler.getSyncUp(arguments)
+            }),
+        Command(
+            "syncups.create", ["title", "duration", "theme", "attendees"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in try handler.createSyncUp(arguments)
+            }),
+        Command(
+            "syncups.update", ["id", "title", "duration", "theme", "attendees"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in try handler.updateSyncUp(arguments)
+            }),
+        Command(
+            "syncups.delete", ["id"],
+            value: { (handler, arguments, _) throws(ProtocolError) in
+                try handler.deleteSyncUp(arguments)
+            }),
+        Command(
+            "meetings.get", ["syncup", "meeting", "segmentsOffset", "segmentsLimit"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in try handler.getMeeting(arguments)
+            }),
+        Command(
+            "meetings.delete", ["syncup", "meeting"],
+            value: { (handler, arguments, _) throws(ProtocolError) in
+                try handler.deleteMeeting(arguments)
+            }),
+        Command(
+            "transcript.get", ["syncup", "meeting", "offset", "limit"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in try handler.getTranscript(arguments)
+            }),
+        Command(
+            "session.start", ["syncup", "audio", "transcribe"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in try handler.startSession(arguments)
+            }),
+        Command("session.get", value: { handler, _, _ in handler.session.json }),
+        Command(
+            "session.next",
+            value: { (handler, _, _) throws(ProtocolError) in
+                try handler.session.request(.nextRequested)
+            }),
+        Command(
+            "session.pause",
+            value: { (handler, _, _) throws(ProtocolError) in
+                try handler.session.request(.pauseRequested)
+            }),
+        Command(
+            "session.resume",
+            value: { (handler, _, _) throws(ProtocolError) in
+                try handler.session.request(.resumeRequested)
+            }),
+        Command(
+            "session.end", ["action"],
+            value: { (handler, arguments, _) throws(ProtocolError) in
+                try handler.endSession(arguments)
+            }),
+        Command(
+            "subscribe", ["topics", "snapshot"],
+            value: { (handler, arguments, connection) throws(ProtocolError) in
+                try handler.subscribe(arguments, connection)
+            }),
+        Command(
+            "unsubscribe", ["topics"],
+            value: { (handler, arguments, connection) throws(ProtocolError) in
+                try handler.unsubscribe(arguments, connection)
+            }),
+    ]
+
+    private static let commandsByName = Dictionary(uniqueKeysWithValues: commands.map { ($0.name, $0) })
+
+    func handle(_ request: Request, from connection: Connection) -> Result<ReplyBody, ProtocolError> {
+        do throws(ProtocolError) {
+            guard let command = Self.commandsByName[request.command] else {
+                throw ProtocolError(
+                    .unknownCommand,
+                    "unknown command \"\(request.command)\"; commands: \(Self.commands.map(\.name).joined(separator: ", "))"
+                )
+            }
+            return .success(try command.run(self, try Arguments(request, allowed: command.arguments), connection))
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -113,8 +183,7 @@ final class CommandHandler {
     /// literals appended as raw bytes (see `make bench`).
     private var statusBuffer: [UInt8] = []
 
-    private func statusReply(_ request: Request) throws(ProtocolError) -> [UInt8] {
-        if !request.arguments.isEmpty { _ = try Arguments(request, allowed: []) }
+    private func statusReply() -> [UInt8] {
         // Reused: the server drops the previous reply's reference before the next request, so this
         // buffer is uniquely held again and refilling it allocates nothing.
         var bytes = statusBuffer
@@ -174,8 +243,7 @@ final class CommandHandler {
 
     // MARK: - Sync-ups
 
-    private func listSyncUps(_ request: Request) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["offset", "limit"])
+    private func listSyncUps(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         let page = try Paging(arguments, offsetKey: "offset", limitKey: "limit", limits: server.limits)
         let (items, next) = page.take(state.syncUps, budget: server.limits.maxReplyBytes * 7 / 8) {
             WireFormat.syncUp($0, meetings: .summary)
@@ -183,8 +251,7 @@ final class CommandHandler {
         return ["syncups": .array(items), "total": .int(state.syncUps.count), "next": next.map(JSONValue.int) ?? .null]
     }
 
-    private func getSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["id", "meetingsOffset", "meetingsLimit"])
+    private func getSyncUp(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         // Every argument is checked before any lookup: a type error is always `invalid_argument`.
         let id = try arguments.string("id")
         let page = try Paging(arguments, offsetKey: "meetingsOffset", limitKey: "meetingsLimit", limits: server.limits)
@@ -199,8 +266,7 @@ final class CommandHandler {
         return .object(object)
     }
 
-    private func createSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["title", "duration", "theme", "attendees"])
+    private func createSyncUp(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         let draft = SyncUpDraft(
             title: try arguments.string("title"),
             durationSeconds: try arguments.optionalInt("duration"),
@@ -210,8 +276,7 @@ final class CommandHandler {
         return WireFormat.syncUp(try state.create(draft), meetings: .full)
     }
 
-    private func updateSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["id", "title", "duration", "theme", "attendees"])
+    private func updateSyncUp(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         // Every argument is checked before any lookup: a type error is always `invalid_argument`.
         let id = try arguments.string("id")
         var update = SyncUpUpdate(
@@ -269,20 +334,18 @@ final class CommandHandler {
         }
     }
 
-    private func deleteSyncUp(_ request: Request) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["id"])
+    private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         let syncUp = state.delete(try state.index(of: try arguments.string("id")))
         return ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
     }
 
     // MARK: - Meetings
 
-    private func getMeeting(_ request: Request) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["syncup", "meeting"])
-        let (syncUpIndex, meetingIndex) = try state.meetingIndex(
-            syncUp: try arguments.string("syncup"),
-            meeting: try arguments.string("meeting")
-        )
+    private func getMeeting(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+        let syncUpText = try arguments.string("syncup")
+        let meetingText = try arguments.string("meeting")
+        let page = try Paging(arguments, offsetKey: "segmentsOffset", limitKey: "segmentsLimit", limits: server.limits)
+        let (syncUpIndex, meetingIndex) = try state.meetingIndex(syncUp: syncUpText, meeting: meetingText)
         let syncUp = state.syncUps[syncUpIndex]
         let meeting = syncUp.meetings[meetingIndex]
         guard case .object(var object) = WireFormat.meeting(meeting, includesTranscript: true) else { return .null }
@@ -293,12 +356,51 @@ final class CommandHandler {
         object["audio"] =
             WAVFile.seconds(at: audioPath).map { ["file": .string(audioPath), "seconds": .double($0)] } ?? .null
         object["attendees"] = .array((details?.attendees ?? []).map(\.json))
-        object["segments"] = .array((details?.segments ?? []).map(\.json))
+        // The segments are paged within what the rest of the reply leaves (a long meeting has megabytes).
+        let used = JSONWriter().encode(.object(object)).count
+        let (segments, next) = page.take(details?.segments ?? [], budget: server.limits.maxReplyBytes * 7 / 8 - used) {
+            $0.json
+        }
+        object["segments"] = .array(segments)
+        object["segmentsTotal"] = .int(details?.segments.count ?? 0)
+        object["segmentsNext"] = next.map(JSONValue.int) ?? .null
         return .object(object)
     }
 
-    private func deleteMeeting(_ request: Request) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["syncup", "meeting"])
+    /// A page of a saved meeting's transcript (`syncup` and `meeting` given) or of the running session's.
+    private func getTranscript(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+        let syncUpText = try arguments.optionalString("syncup")
+        let meetingText = try arguments.optionalString("meeting")
+        let offset = try arguments.optionalInt("offset") ?? 0
+        let maximum = server.limits.maxReplyBytes / 2
+        let limit = try arguments.optionalInt("limit") ?? maximum
+        guard offset >= 0 else { throw .invalidArgument("\"offset\" must not be negative") }
+        guard (1...maximum).contains(limit) else { throw .invalidArgument("\"limit\" must be from 1 to \(maximum)") }
+        let transcript: String
+        switch (syncUpText, meetingText) {
+        case (let syncUp?, let meeting?):
+            let (syncUpIndex, meetingIndex) = try state.meetingIndex(syncUp: syncUp, meeting: meeting)
+            transcript = state.syncUps[syncUpIndex].meetings[meetingIndex].transcript
+        case (nil, nil):
+            guard let live = session.transcript else {
+                throw ProtocolError(
+                    .noSession, "no meeting is being recorded; give \"syncup\" and \"meeting\" for a saved one")
+            }
+            transcript = live
+        default:
+            throw .invalidArgument(
+                "give both \"syncup\" and \"meeting\" (a saved meeting), or neither (the running one)")
+        }
+        let window = TranscriptWindow.page(of: transcript, from: offset, maxBytes: limit)
+        var object = JSONObject()
+        object.append("text", .string(String(window.text)))
+        object.append("offset", .int(window.offset))
+        object.append("bytes", .int(window.totalBytes))
+        object.append("next", window.next.map(JSONValue.int) ?? .null)
+        return .object(object)
+    }
+
+    private func deleteMeeting(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         let (syncUpIndex, meetingIndex) = try state.meetingIndex(
             syncUp: try arguments.string("syncup"),
             meeting: try arguments.string("meeting")
@@ -310,8 +412,7 @@ final class CommandHandler {
 
     // MARK: - Sessions
 
-    private func startSession(_ request: Request) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["syncup", "audio", "transcribe"])
+    private func startSession(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         return try session.start(
             syncUp: try arguments.string("syncup"),
             audio: try arguments.optionalBool("audio"),
@@ -319,8 +420,7 @@ final class CommandHandler {
         )
     }
 
-    private func endSession(_ request: Request) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["action"])
+    private func endSession(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         let action = try arguments.optionalChoice("action", ["save", "discard"]) ?? "save"
         return try session.request(.endRequested(action == "save" ? .save : .discard))
     }
@@ -340,8 +440,7 @@ final class CommandHandler {
         return topics
     }
 
-    private func subscribe(_ request: Request, _ connection: Connection) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["topics", "snapshot"])
+    private func subscribe(_ arguments: Arguments, _ connection: Connection) throws(ProtocolError) -> JSONValue {
         let requested = try topics(arguments) ?? Set(Topic.allCases)
         guard !requested.isEmpty else { throw .invalidArgument("\"topics\" is empty; omit it to subscribe to all") }
         let wantsSnapshot = try arguments.optionalBool("snapshot") ?? true
@@ -365,8 +464,7 @@ final class CommandHandler {
         return .object(result)
     }
 
-    private func unsubscribe(_ request: Request, _ connection: Connection) throws(ProtocolError) -> JSONValue {
-        let arguments = try Arguments(request, allowed: ["topics"])
+    private func unsubscribe(_ arguments: Arguments, _ connection: Connection) throws(ProtocolError) -> JSONValue {
         let remaining = connection.topics.subtracting(try topics(arguments) ?? Set(Topic.allCases))
         try server.setTopics(remaining, for: connection)
         return ["topics": .array(Topic.allCases.filter(remaining.contains).map { .string($0.rawValue) })]

@@ -1,6 +1,7 @@
 // syncups-bench: the figures of `make bench`, printed as a table and written as JSON.
 //
-//   syncups-bench [--quick] [--json FILE] [--only roundtrip,instructions,fanout,store,startup,idle,speech]
+//   syncups-bench [--quick] [--json FILE]
+//       [--only roundtrip,instructions,fanout,store,scale,startup,idle,speech]
 //       [--speech-command COMMAND]
 //   syncups-bench soak [--seconds N] [--json FILE] [--language-model]      (make soak; see Soak.swift)
 //
@@ -36,7 +37,7 @@ struct Bench {
         }
         var quick = false
         var jsonPath = ".build/bench/results.json"
-        var only: Set<String> = ["roundtrip", "instructions", "fanout", "store", "startup", "idle", "speech"]
+        var only: Set<String> = ["roundtrip", "instructions", "fanout", "store", "scale", "startup", "idle", "speech"]
         var speechCommand: String?
         while !arguments.isEmpty {
             let argument = arguments.removeFirst()
@@ -61,6 +62,7 @@ struct Bench {
         if only.contains("instructions") { report.append("instructions", try instructions()) }
         if only.contains("fanout") { report.append("fanOut", try fanOut(rounds: quick ? 20 : 100)) }
         if only.contains("store") { report.append("store", try store(repeats: repeats)) }
+        if only.contains("scale") { report.append("scale", try scale(quick: quick)) }
         if only.contains("startup") { report.append("startToReady", try startup(repeats: quick ? 3 : 7)) }
         if only.contains("idle") { report.append("activity", try activity(seconds: quick ? 3 : 10)) }
         if only.contains("speech") { report.append("speech", try speech(command: speechCommand)) }
@@ -196,6 +198,48 @@ struct Bench {
                 ]
             )
         }
+        return .object(results)
+    }
+
+    static func scale(quick: Bool) throws -> JSONValue {
+        let requests = quick ? 200 : 2000
+        print("\n== Lookups as sync-ups grow (\(requests) of each on one connection; syncups.list pages of 100)")
+        print("| sync-ups | get by id p50 | p99 | get by prefix p50 | p99 | list page p50 |")
+        print("|---|---|---|---|---|---|")
+        var results = JSONObject()
+        for count in [10, 1_000, 30_000] {
+            let result = try ScaleBench.lookups(count: count, requests: requests)
+            print(
+                "| \(count) | \(microseconds(result.byID.p50)) | \(microseconds(result.byID.p99)) | \(microseconds(result.byPrefix.p50)) | \(microseconds(result.byPrefix.p99)) | \(microseconds(result.listPage.p50)) |"
+            )
+            results.append(
+                String(count),
+                [
+                    "getByIDp50Microseconds": .double(result.byID.p50 / 1e3),
+                    "getByIDp99Microseconds": .double(result.byID.p99 / 1e3),
+                    "getByPrefixp50Microseconds": .double(result.byPrefix.p50 / 1e3),
+                    "getByPrefixp99Microseconds": .double(result.byPrefix.p99 / 1e3),
+                    "listPagep50Microseconds": .double(result.listPage.p50 / 1e3),
+                ])
+        }
+        let megabytes = quick ? 20 : 100
+        print("\n== An outside edit of a \(megabytes) MB sync-ups.json while a client pings in a loop, 10 subscribers")
+        let edit = try ScaleBench.outsideEdit(megabytes: megabytes, subscribers: 10)
+        print("| file | pings | ping p50 | p99 | max | subscribers with the reload | until all had it |")
+        print("|---|---|---|---|---|---|---|")
+        print(
+            "| \(String(format1: Double(edit.bytes) / 1_048_576)) MB | \(edit.pings.count) | \(microseconds(edit.pings.p50)) | \(milliseconds(edit.pings.p99)) | \(milliseconds(edit.pings.max)) | \(edit.subscribersLeft) of \(edit.subscribers) | \(String(format1: edit.reloadMilliseconds)) ms |"
+        )
+        results.append(
+            "outsideEdit",
+            [
+                "bytes": .int(edit.bytes), "pings": .int(edit.pings.count),
+                "pingp50Microseconds": .double(edit.pings.p50 / 1e3),
+                "pingp99Milliseconds": .double(edit.pings.p99 / 1e6),
+                "pingMaxMilliseconds": .double(edit.pings.max / 1e6),
+                "subscribersWithReload": .int(edit.subscribersLeft), "subscribers": .int(edit.subscribers),
+                "untilAllHadItMilliseconds": .double(edit.reloadMilliseconds),
+            ])
         return .object(results)
     }
 

@@ -1,0 +1,104 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsTestSupport
+
+/// The daemon with many sync-ups: lookups by id and by prefix must stay flat from 10 to 30,000, and an
+/// outside edit of a 100 MB file must not hold up anyone's `ping` (it is read and decoded off the loop).
+enum ScaleBench {
+    struct Lookups {
+        var count: Int
+        var byID: Samples
+        var byPrefix: Samples
+        var listPage: Samples
+    }
+
+    /// `count` small sync-ups (three attendees, no meetings): what a lookup walks, without the file's bulk.
+    static func dataDirectory(count: Int) throws -> (String, [String]) {
+        let directory = temporaryDirectory("scale-\(count)")
+        let syncUps = (0..<count).map { SyncUp.fixture(seed: $0 + 1, title: "Team \($0)") }
+        try AtomicFile(path: directory + "/sync-ups.json").write(SyncUpsFile.encode(syncUps))
+        return (directory, syncUps.map(\.id.description))
+    }
+
+    static func lookups(count: Int, requests: Int) throws -> Lookups {
+        let (directory, ids) = try dataDirectory(count: count)
+        let daemon = try Daemon.syncupsd(dataDirectory: directory)
+        defer { daemon.stop() }
+        let connection = try LineConnection(path: daemon.socketPath)
+        var result = Lookups(count: count, byID: Samples(), byPrefix: Samples(), listPage: Samples())
+        for round in 0..<requests {
+            let id = ids[(round * 7919) % ids.count]
+            var start = MonotonicInstant.now()
+            _ = try connection.request(#"{"cmd":"syncups.get","args":{"id":"\#(id)"}}"#)
+            result.byID.add(MonotonicInstant.now() - start)
+            start = MonotonicInstant.now()
+            // Fixture ids count up in their last digits: a prefix of 32 characters is unique.
+            _ = try connection.request(#"{"cmd":"syncups.get","args":{"id":"\#(id.prefix(32).lowercased())"}}"#)
+            result.byPrefix.add(MonotonicInstant.now() - start)
+            if round % 10 == 0 {
+                start = MonotonicInstant.now()
+                let offset = (round * 31) % ids.count
+                _ = try connection.request(#"{"cmd":"syncups.list","args":{"offset":\#(offset),"limit":100}}"#)
+                result.listPage.add(MonotonicInstant.now() - start)
+            }
+        }
+        return result
+    }
+
+    struct OutsideEdit {
+        var bytes: Int
+        /// Pings answered while the file was replaced, read, decoded and the reload published.
+        var pings: Samples
+        var subscribersLeft: Int
+        var subscribers: Int
+        var reloadMilliseconds: Double
+    }
+
+    /// Replaces sync-ups.json with a file of about `megabytes` MB while one client pings in a loop and
+    /// `subscribers` follow the sync-ups; until every subscriber has its `syncups.reloaded`.
+    static func outsideEdit(megabytes: Int, subscribers count: Int) throws -> OutsideEdit {
+        let daemon = try Daemon.syncupsd()
+        defer { daemon.stop() }
+        var subscribers: [LineConnection] = []
+        for _ in 0..<count {
+            let subscriber = try LineConnection(path: daemon.socketPath, receiveTimeout: .milliseconds(1))
+            _ = try subscriber.request(#"{"cmd":"subscribe","args":{"topics":["syncups"],"snapshot":false}}"#)
+            subscribers.append(subscriber)
+        }
+        // About 10 KB a sync-up (10 meetings of 1 KB transcripts).
+        let syncUps = (0..<(megabytes * 100)).map { SyncUp.realistic(index: $0) }
+        let bytes = SyncUpsFile.encode(syncUps)
+        let staging = daemon.directory + "/edit.json"
+        try AtomicFile(path: staging).write(bytes)
+
+        let pinger = try LineConnection(path: daemon.socketPath)
+        var pings = Samples()
+        for _ in 0..<200 { _ = try pinger.request(#"{"cmd":"ping"}"#) }  // warm
+        let start = MonotonicInstant.now()
+        rename(staging, daemon.directory + "/data/sync-ups.json")
+        var reloaded = Set<Int>()
+        var closed = Set<Int>()
+        while reloaded.count + closed.count < count && MonotonicInstant.now() - start < .seconds(120) {
+            let sent = MonotonicInstant.now()
+            _ = try pinger.request(#"{"cmd":"ping"}"#)
+            pings.add(MonotonicInstant.now() - sent)
+            for (index, subscriber) in subscribers.enumerated() where !reloaded.contains(index) && !closed.contains(index) {
+                do {
+                    // Nearly non-blocking: the receive timeout is 1 ms, and one line is read per ping.
+                    if let line = try subscriber.readLine(), line.starts(with: #"{"event":"syncups.reloaded""#.utf8) {
+                        reloaded.insert(index)
+                    }
+                } catch {
+                    closed.insert(index)
+                }
+            }
+        }
+        let elapsed = MonotonicInstant.now() - start
+        return OutsideEdit(
+            bytes: bytes.count, pings: pings, subscribersLeft: reloaded.count, subscribers: count,
+            reloadMilliseconds: Double(elapsed.nanoseconds) / 1e6)
+    }
+}
