@@ -85,7 +85,8 @@ enum ScaleBench {
             let sent = MonotonicInstant.now()
             _ = try pinger.request(#"{"cmd":"ping"}"#)
             pings.add(MonotonicInstant.now() - sent)
-            for (index, subscriber) in subscribers.enumerated() where !reloaded.contains(index) && !closed.contains(index) {
+            for (index, subscriber) in subscribers.enumerated()
+            where !reloaded.contains(index) && !closed.contains(index) {
                 do {
                     // Nearly non-blocking: the receive timeout is 1 ms, and one line is read per ping.
                     if let line = try subscriber.readLine(), line.starts(with: #"{"event":"syncups.reloaded""#.utf8) {
