@@ -62,7 +62,7 @@ struct Bench {
         if only.contains("instructions") { report.append("instructions", try instructions()) }
         if only.contains("fanout") { report.append("fanOut", try fanOut(rounds: quick ? 20 : 100)) }
         if only.contains("store") { report.append("store", try store(repeats: repeats)) }
-        if only.contains("scale") { report.append("scale", try scale(quick: quick)) }
+        if only.contains("scale") { report.append("scale", try scaling(quick: quick)) }
         if only.contains("startup") { report.append("startToReady", try startup(repeats: quick ? 3 : 7)) }
         if only.contains("idle") { report.append("activity", try activity(seconds: quick ? 3 : 10)) }
         if only.contains("speech") { report.append("speech", try speech(command: speechCommand)) }
@@ -201,7 +201,7 @@ struct Bench {
         return .object(results)
     }
 
-    static func scale(quick: Bool) throws -> JSONValue {
+    static func scaling(quick: Bool) throws -> JSONValue {
         let requests = quick ? 200 : 2000
         print("\n== Lookups as sync-ups grow (\(requests) of each on one connection; syncups.list pages of 100)")
         print("| sync-ups | get by id p50 | p99 | get by prefix p50 | p99 | list page p50 |")
