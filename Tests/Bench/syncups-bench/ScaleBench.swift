@@ -4,6 +4,7 @@ import SyncUpsCore
 import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsTestSupport
+import Synchronization
 
 /// The daemon with many sync-ups: lookups by id and by prefix must stay flat from 10 to 30,000, and an
 /// outside edit of a 100 MB file must not hold up anyone's `ping` (it is read and decoded off the loop).
@@ -15,10 +16,16 @@ enum ScaleBench {
         var listPage: Samples
     }
 
-    /// `count` small sync-ups (three attendees, no meetings): what a lookup walks, without the file's bulk.
+    /// `count` small sync-ups (three attendees, no meetings) with random ids, as the daemon makes them: what
+    /// a lookup searches, without the file's bulk.
     static func dataDirectory(count: Int) throws -> (String, [String]) {
         let directory = temporaryDirectory("scale-\(count)")
-        let syncUps = (0..<count).map { SyncUp.fixture(seed: $0 + 1, title: "Team \($0)") }
+        let syncUps = (0..<count).map { index in
+            let template = SyncUp.fixture(seed: index + 1, title: "Team \(index)")
+            return SyncUp(
+                id: SyncUp.ID(UUID()), attendees: template.attendees, duration: template.duration, meetings: [],
+                theme: template.theme, title: template.title)
+        }
         try AtomicFile(path: directory + "/sync-ups.json").write(SyncUpsFile.encode(syncUps))
         return (directory, syncUps.map(\.id.description))
     }
@@ -35,13 +42,13 @@ enum ScaleBench {
             _ = try connection.request(#"{"cmd":"syncups.get","args":{"id":"\#(id)"}}"#)
             result.byID.add(MonotonicInstant.now() - start)
             start = MonotonicInstant.now()
-            // Fixture ids count up in their last digits: a prefix of 32 characters is unique.
-            _ = try connection.request(#"{"cmd":"syncups.get","args":{"id":"\#(id.prefix(32).lowercased())"}}"#)
+            // Random ids: eight characters are unique among 30,000 but for a one-in-ten-thousand chance.
+            _ = try connection.request(#"{"cmd":"syncups.get","args":{"id":"\#(id.prefix(8).lowercased())"}}"#)
             result.byPrefix.add(MonotonicInstant.now() - start)
             if round % 10 == 0 {
                 start = MonotonicInstant.now()
                 let offset = (round * 31) % ids.count
-                _ = try connection.request(#"{"cmd":"syncups.list","args":{"offset":\#(offset),"limit":100}}"#)
+                _ = try connection.request(#"{"cmd":"syncups.list","args":{"offset":\#(offset),"limit":10}}"#)
                 result.listPage.add(MonotonicInstant.now() - start)
             }
         }
@@ -64,7 +71,7 @@ enum ScaleBench {
         defer { daemon.stop() }
         var subscribers: [LineConnection] = []
         for _ in 0..<count {
-            let subscriber = try LineConnection(path: daemon.socketPath, receiveTimeout: .milliseconds(1))
+            let subscriber = try LineConnection(path: daemon.socketPath, receiveTimeout: .milliseconds(10))
             _ = try subscriber.request(#"{"cmd":"subscribe","args":{"topics":["syncups"],"snapshot":false}}"#)
             subscribers.append(subscriber)
         }
@@ -74,21 +81,26 @@ enum ScaleBench {
         let staging = daemon.directory + "/edit.json"
         try AtomicFile(path: staging).write(bytes)
 
+        // The pinger has a thread of its own, so its round trips are all it measures.
         let pinger = try LineConnection(path: daemon.socketPath)
-        var pings = Samples()
         for _ in 0..<200 { _ = try pinger.request(#"{"cmd":"ping"}"#) }  // warm
+        let isDone = Atomic(false)
+        let pings = Mutex(Samples())
+        let thread = try DedicatedThread(name: "bench-pinger") {
+            while !isDone.load(ordering: .relaxed) {
+                let sent = MonotonicInstant.now()
+                guard (try? pinger.request(#"{"cmd":"ping"}"#)) != nil else { return }
+                let elapsed = MonotonicInstant.now() - sent
+                pings.withLock { $0.add(elapsed) }
+            }
+        }
         let start = MonotonicInstant.now()
         rename(staging, daemon.directory + "/data/sync-ups.json")
         var reloaded = Set<Int>()
         var closed = Set<Int>()
         while reloaded.count + closed.count < count && MonotonicInstant.now() - start < .seconds(120) {
-            let sent = MonotonicInstant.now()
-            _ = try pinger.request(#"{"cmd":"ping"}"#)
-            pings.add(MonotonicInstant.now() - sent)
-            for (index, subscriber) in subscribers.enumerated()
-            where !reloaded.contains(index) && !closed.contains(index) {
+            for (index, subscriber) in subscribers.enumerated() where !reloaded.contains(index) && !closed.contains(index) {
                 do {
-                    // Nearly non-blocking: the receive timeout is 1 ms, and one line is read per ping.
                     if let line = try subscriber.readLine(), line.starts(with: #"{"event":"syncups.reloaded""#.utf8) {
                         reloaded.insert(index)
                     }
@@ -97,9 +109,11 @@ enum ScaleBench {
                 }
             }
         }
+        isDone.store(true, ordering: .relaxed)
+        thread.join()
         let elapsed = MonotonicInstant.now() - start
         return OutsideEdit(
-            bytes: bytes.count, pings: pings, subscribersLeft: reloaded.count, subscribers: count,
+            bytes: bytes.count, pings: pings.withLock { $0 }, subscribersLeft: reloaded.count, subscribers: count,
             reloadMilliseconds: Double(elapsed.nanoseconds) / 1e6)
     }
 }
