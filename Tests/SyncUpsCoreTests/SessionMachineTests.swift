@@ -3,22 +3,45 @@ import SyncUpsCore
 import SyncUpsTestSupport
 import Testing
 
+/// The meeting's time in these tests: one second of audio per second elapsed, a tick at the end of its second.
+extension SessionMachine {
+    mutating func handle(_ event: Event) -> [Effect] {
+        handle(event, at: Double(secondsElapsed) + (event == .timerTicked && phase == .running ? 1 : 0))
+    }
+    mutating func request(_ request: Request) throws(SessionRejection) -> [Effect] {
+        try self.request(request, at: Double(secondsElapsed))
+    }
+}
+
 /// The SyncUps app's RecordMeeting tests, replayed one to one against the pure session machine, with every
-/// state change and every effect stated.
+/// state change and every effect stated; then the lifecycle the app does not have (the recording, the
+/// recognizer's last words, timeouts, failures, the daemon stopping), over every order the facts can come in.
 @Suite struct SessionMachineTests {
     /// The app's tests use `Date(timeIntervalSince1970: 1_234_567_890)` and `UUID(0)` for the meeting.
     let now = Date(timeIntervalSince1970: 1_234_567_890)
     let meetingID = Meeting.ID(UUID(counting: 0))
 
-    func start(_ syncUp: SyncUp, transcribes: Bool = false) -> SessionMachine {
+    func start(_ syncUp: SyncUp, records: Bool = false, transcribes: Bool = false) -> SessionMachine {
         let (machine, effects) = SessionMachine.start(
-            syncUp: syncUp, meetingID: meetingID, startDate: now, transcribes: transcribes)
-        #expect(effects == [.startTimer, .beginTurn(speakerIndex: 0), .publish(.started)])
+            syncUp: syncUp, meetingID: meetingID, startDate: now, records: records, transcribes: transcribes)
+        #expect(effects == [.startTimer, .beginTurn(speakerIndex: 0), .writeJournal, .publish(.started)])
         #expect(machine.phase == .running && machine.secondsElapsed == 0 && machine.speakerIndex == 0)
+        #expect(machine.recorder == (records ? .running : .absent))
+        #expect(machine.recognizer == (transcribes ? .running : .absent))
         return machine
     }
 
     func meeting(_ transcript: String) -> Meeting { Meeting(id: meetingID, date: now, transcript: transcript) }
+
+    /// What a completed save returns, with the record as the machine holds it at the end.
+    func saved(_ ending: SessionMachine.Ending, _ machine: SessionMachine, waited: Bool = false) -> [SessionMachine
+        .Effect]
+    {
+        let meeting = machine.meeting
+        return (waited ? [.cancelSettleTimeout] : []) + [
+            .saveMeeting(meeting, machine.record), .finish, .publish(.ended(ending)),
+        ]
+    }
 
     /// `RecordMeetingTests.timer`: 3 attendees, 6 seconds.
     @Test func timerRotatesSpeakersAndSavesWhenTimeIsUp() throws {
@@ -31,126 +54,135 @@ import Testing
             (2, 5, 1, [.publish(.tick)]),
         ]
         for step in expected {
-            #expect(try machine.handle(.timerTicked) == step.effects)
+            #expect(machine.handle(.timerTicked) == step.effects)
             #expect(
                 (machine.speakerIndex, machine.secondsElapsed, machine.durationRemaining) == (
                     step.speaker, step.elapsed, step.remaining
                 ))
         }
-        #expect(try machine.handle(.timerTicked) == [.publish(.tick), .stopTimer, .publish(.ending), .settle])
+        // Nothing records or transcribes: nothing to wait for.
+        let effects = machine.handle(.timerTicked)
+        #expect(effects == [.publish(.tick), .stopTimer, .publish(.ending)] + saved(.finished(meeting("")), machine))
         #expect((machine.speakerIndex, machine.secondsElapsed, machine.durationRemaining) == (2, 6, 0))
-        let saved = meeting("")
-        #expect(try machine.handle(.settled) == [.saveMeeting(saved), .finish, .publish(.ended(.finished(saved)))])
         #expect(machine.isOver)
-        #expect(throws: SessionRejection.self) { try machine.handle(.timerTicked) }
+        #expect(machine.record.turns.map(\.start) == [0, 2, 4])
+        #expect(machine.record.turns.map(\.end) == [2, 4, 6])
+        #expect(machine.handle(.timerTicked) == [])
+        #expect(throws: SessionRejection("the session is over")) { try machine.request(.next) }
     }
 
-    /// `RecordMeetingTests.recordTranscript`; saving waits for the recognizer's last words.
+    /// `RecordMeetingTests.recordTranscript`; saving stops the recording, then waits for the recognizer's
+    /// last words.
     @Test func recordsTheTranscriptIntoTheSavedMeeting() throws {
-        var machine = start(.fixture(attendees: 3, seconds: 6), transcribes: true)
-        #expect(try machine.handle(.transcriptChanged("I completed")) == [.publish(.transcript)])
-        for _ in 0..<5 { _ = try machine.handle(.timerTicked) }
-        #expect(try machine.handle(.timerTicked) == [.publish(.tick), .stopTimer, .publish(.ending), .settle])
-        #expect(machine.phase == .ending && !machine.isOver)
-        #expect(throws: SessionRejection("the meeting is being saved")) { try machine.handle(.nextRequested) }
-        #expect(try machine.handle(.timerTicked) == [])
-        #expect(try machine.handle(.transcriptChanged("I completed the project")) == [.publish(.transcript)])
-        let saved = meeting("I completed the project")
-        #expect(try machine.handle(.settled) == [.saveMeeting(saved), .finish, .publish(.ended(.finished(saved)))])
+        var machine = start(.fixture(attendees: 3, seconds: 6), records: true, transcribes: true)
+        #expect(
+            machine.handle(.speechRecognized(.init(isFinal: false, text: "I completed"))) == [.publish(.transcript)])
+        for _ in 0..<5 { _ = machine.handle(.timerTicked) }
+        #expect(
+            machine.handle(.timerTicked) == [
+                .publish(.tick), .stopTimer, .publish(.ending), .armSettleTimeout(.saving), .stopRecorder,
+            ])
+        #expect(machine.phase == .ending && !machine.isOver && machine.recorder == .stopping)
+        #expect(throws: SessionRejection("the meeting is being saved")) { try machine.request(.next) }
+        #expect(machine.handle(.timerTicked) == [])
+        #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
+        #expect(machine.recognizer == .stopping)
+        #expect(
+            machine.handle(.speechRecognized(.init(isFinal: true, text: "I completed the project")))
+                == [.publish(.transcript), .writeJournal])
+        let effects = machine.handle(.recognizerFinished)
+        #expect(effects == saved(.finished(meeting("I completed the project")), machine, waited: true))
     }
 
     @Test func savingByHandSettlesTheTranscriptToo() throws {
-        var machine = start(.fixture(), transcribes: true)
-        _ = try machine.handle(.pauseRequested)
-        #expect(try machine.handle(.endRequested(.save)) == [.publish(.ending), .settle])
-        let saved = meeting("")
-        #expect(try machine.handle(.settled) == [.saveMeeting(saved), .finish, .publish(.ended(.saved(saved)))])
+        var machine = start(.fixture(), records: true, transcribes: true)
+        _ = try machine.request(.pause)
+        #expect(try machine.request(.end(.save)) == [.publish(.ending), .armSettleTimeout(.saving), .stopRecorder])
+        #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
+        #expect(machine.handle(.recognizerFinished) == saved(.saved(meeting("")), machine, waited: true))
     }
 
     @Test func discardingNeedsNoSettledTranscript() throws {
-        var machine = start(.fixture(), transcribes: true)
-        #expect(
-            try machine.handle(.endRequested(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
+        var machine = start(.fixture(), records: true, transcribes: true)
+        #expect(try machine.request(.end(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
     }
 
     /// `RecordMeetingTests.endMeetingSave`: the "End meeting?" alert pauses the timer; saving inserts the meeting.
     @Test func endingEarlyAndSavingKeepsTheMeeting() throws {
         var machine = start(.fixture(attendees: 6, seconds: 60))
-        #expect(try machine.handle(.pauseRequested) == [.stopTimer, .publish(.paused)])
+        #expect(try machine.request(.pause) == [.stopTimer, .publish(.paused)])
         let paused = machine
-        for _ in 0..<3 { #expect(try machine.handle(.timerTicked) == []) }
+        for _ in 0..<3 { #expect(machine.handle(.timerTicked) == []) }
         #expect(machine == paused)
-        #expect(try machine.handle(.endRequested(.save)) == [.publish(.ending), .settle])
-        let saved = meeting("")
-        #expect(try machine.handle(.settled) == [.saveMeeting(saved), .finish, .publish(.ended(.saved(saved)))])
+        let effects = try machine.request(.end(.save))
+        #expect(effects == [.publish(.ending)] + saved(.saved(meeting("")), machine))
     }
 
     /// `RecordMeetingTests.endMeetingDiscard`.
     @Test func endingEarlyAndDiscardingSavesNothing() throws {
         var machine = start(.fixture(attendees: 6, seconds: 60))
-        _ = try machine.handle(.pauseRequested)
-        #expect(
-            try machine.handle(.endRequested(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
+        _ = try machine.request(.pause)
+        #expect(try machine.request(.end(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
     }
 
     /// `RecordMeetingTests.nextSpeaker` (with the PF port's sound counts).
     @Test func nextSpeakerJumpsToTheSlotAndAtTheLastSpeakerWaitsToBeSaved() throws {
         var machine = start(.fixture(attendees: 3, seconds: 6))
-        #expect(try machine.handle(.nextRequested) == [.beginTurn(speakerIndex: 1), .playCue, .publish(.speaker)])
+        #expect(try machine.request(.next) == [.beginTurn(speakerIndex: 1), .playCue, .publish(.speaker)])
         #expect((machine.speakerIndex, machine.secondsElapsed) == (1, 2))
-        #expect(try machine.handle(.nextRequested) == [.beginTurn(speakerIndex: 2), .playCue, .publish(.speaker)])
+        #expect(try machine.request(.next) == [.beginTurn(speakerIndex: 2), .playCue, .publish(.speaker)])
         #expect((machine.speakerIndex, machine.secondsElapsed) == (2, 4))
-        #expect(try machine.handle(.nextRequested) == [.stopTimer, .publish(.ending)])
+        #expect(try machine.request(.next) == [.stopTimer, .publish(.ending)])
         #expect(machine.phase == .ending)
-        for _ in 0..<5 { #expect(try machine.handle(.timerTicked) == []) }
+        for _ in 0..<5 { #expect(machine.handle(.timerTicked) == []) }
         #expect(machine.secondsElapsed == 4)
-        #expect(throws: SessionRejection.self) { try machine.handle(.endRequested(.discard)) }
-        #expect(try machine.handle(.endRequested(.save)) == [.settle])
-        let saved = meeting("")
-        #expect(try machine.handle(.settled) == [.saveMeeting(saved), .finish, .publish(.ended(.saved(saved)))])
+        #expect(throws: SessionRejection.self) { try machine.request(.end(.discard)) }
+        let effects = try machine.request(.end(.save))
+        #expect(effects == saved(.saved(meeting("")), machine))
     }
 
     /// The app's "Resume" button in the non-discardable alert: the timer runs again to the end.
     @Test func resumingFromTheLastSpeakersAlertRunsToTheEnd() throws {
         var machine = start(.fixture(attendees: 2, seconds: 4))
-        _ = try machine.handle(.nextRequested)
-        _ = try machine.handle(.nextRequested)
+        _ = try machine.request(.next)
+        _ = try machine.request(.next)
         #expect(machine.phase == .ending)
-        #expect(try machine.handle(.resumeRequested) == [.startTimer, .publish(.resumed)])
-        #expect(try machine.handle(.timerTicked) == [.publish(.tick)])
-        #expect(try machine.handle(.timerTicked).contains(.settle))
-        #expect(try machine.handle(.settled).contains(.saveMeeting(meeting(""))))
+        #expect(try machine.request(.resume) == [.startTimer, .publish(.resumed)])
+        #expect(machine.handle(.timerTicked) == [.publish(.tick)])
+        #expect(machine.handle(.timerTicked).contains(.saveMeeting(meeting(""), machine.record)))
     }
 
     /// `RecordMeetingTests.continueAfterSpeechRecognitionFailure`.
     @Test func speechFailureMarksTheTranscriptAndTheMeetingGoesOn() throws {
-        var machine = start(.fixture(attendees: 1, seconds: 6), transcribes: true)
-        _ = try machine.handle(.transcriptChanged("I completed the project"))
+        var machine = start(.fixture(attendees: 1, seconds: 6), records: true, transcribes: true)
+        _ = machine.handle(.speechRecognized(.init(isFinal: true, text: "I completed the project")))
         #expect(
-            try machine.handle(.speechFailed("the recognizer crashed"))
-                == [.stopTranscribing, .publish(.error("the recognizer crashed")), .publish(.transcript)]
+            machine.handle(.speechFailed("the recognizer crashed"))
+                == [.cancelRecognizer, .publish(.error("the recognizer crashed")), .publish(.transcript)]
         )
         #expect(machine.transcript == "I completed the project ❌")
-        #expect(!machine.isTranscribing)
-        #expect(try machine.handle(.transcriptChanged("late words")) == [])
-        for _ in 0..<6 { _ = try machine.handle(.timerTicked) }
-        #expect(try machine.handle(.settled).contains(.saveMeeting(meeting("I completed the project ❌"))))
+        #expect(!machine.isTranscribing && machine.recognizer == .stopped)
+        #expect(machine.handle(.speechRecognized(.init(isFinal: true, text: "late words"))) == [])
+        for _ in 0..<5 { _ = machine.handle(.timerTicked) }
+        #expect(machine.handle(.timerTicked).last == .stopRecorder)
+        // The recognizer is gone: the save needs only the recording.
+        let effects = machine.handle(.recorderStopped)
+        #expect(effects == saved(.finished(meeting("I completed the project ❌")), machine, waited: true))
     }
 
     /// `RecordMeetingTests.discardAfterSpeechRecognitionFailure`.
     @Test func speechFailureBeforeAnyWordLeavesTheTranscriptEmpty() throws {
-        var machine = start(.fixture(attendees: 1, seconds: 6), transcribes: true)
-        _ = try machine.handle(.speechFailed("no model"))
+        var machine = start(.fixture(attendees: 1, seconds: 6), records: true, transcribes: true)
+        _ = machine.handle(.speechFailed("no model"))
         #expect(machine.transcript == "")
-        #expect(
-            try machine.handle(.endRequested(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
+        #expect(try machine.request(.end(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
     }
 
     /// PF's `timer` test: 3 attendees, 3 seconds; a cue at each change, none at the end.
     @Test func playsACueAtEachSpeakerChangeButNotAtTheEnd() throws {
         var machine = start(.fixture(attendees: 3, seconds: 3))
         var cues = 0
-        for _ in 0..<3 { cues += try machine.handle(.timerTicked).filter { $0 == .playCue }.count }
+        for _ in 0..<3 { cues += machine.handle(.timerTicked).filter { $0 == .playCue }.count }
         #expect(cues == 2)
         #expect(machine.speakerIndex == 2)
     }
@@ -158,11 +190,11 @@ import Testing
     // MARK: - The app's bugs, fixed
 
     @Test func endsWhenTheDurationDoesNotDivideByTheAttendees() throws {
-        var machine = start(.fixture(attendees: 7, seconds: 300))  // 42 s each, 294 s of slots
+        var machine = start(.fixture(attendees: 7, seconds: 300), records: true)  // 42 s each, 294 s of slots
         var ticks = 0
         // Bounded, so a machine that never ends (the app's bug) fails the test instead of hanging it.
         while machine.pendingEnding == nil && ticks < 400 {
-            _ = try machine.handle(.timerTicked)
+            _ = machine.handle(.timerTicked)
             ticks += 1
             #expect(machine.speakerIndex <= 6)
         }
@@ -172,8 +204,8 @@ import Testing
 
     @Test func endsOnTimeWithMoreAttendeesThanSeconds() throws {
         var machine = start(.fixture(attendees: 5, seconds: 3))
-        for _ in 0..<2 { #expect(try machine.handle(.timerTicked) == [.publish(.tick)]) }
-        #expect(try machine.handle(.timerTicked).contains(.settle))
+        for _ in 0..<2 { #expect(machine.handle(.timerTicked) == [.publish(.tick)]) }
+        #expect(machine.handle(.timerTicked).contains(.finish))
         #expect(machine.speakerIndex == 0)
     }
 
@@ -181,43 +213,167 @@ import Testing
 
     @Test func appliesAttendeeAndDurationEditsFromTheNextTick() throws {
         var machine = start(.fixture(attendees: 3, seconds: 30))  // 10 s each
-        for _ in 0..<4 { _ = try machine.handle(.timerTicked) }
+        for _ in 0..<4 { _ = machine.handle(.timerTicked) }
         var edited = SyncUp.fixture(attendees: 2, seconds: 8)  // 4 s each: the 4 s already run ends slot 0
         edited.title = "Renamed"
-        #expect(try machine.handle(.syncUpEdited(edited)) == [.publish(.updated)])
+        #expect(machine.handle(.syncUpEdited(edited)) == [.publish(.updated)])
         #expect(machine.syncUp.title == "Renamed")
-        #expect(try machine.handle(.timerTicked) == [.publish(.tick)])  // 5: not a multiple of 4
-        for _ in 0..<2 { _ = try machine.handle(.timerTicked) }
-        #expect(try machine.handle(.timerTicked).contains(.settle))  // 8: the new duration
+        #expect(machine.handle(.timerTicked) == [.publish(.tick)])  // 5: not a multiple of 4
+        for _ in 0..<2 { _ = machine.handle(.timerTicked) }
+        #expect(machine.handle(.timerTicked).contains(.finish))  // 8: the new duration
     }
 
     @Test func keepsTheSpeakerInRangeWhenAttendeesAreRemoved() throws {
         var machine = start(.fixture(attendees: 3, seconds: 30))
-        _ = try machine.handle(.nextRequested)
-        _ = try machine.handle(.nextRequested)
-        _ = try machine.handle(.syncUpEdited(.fixture(attendees: 1, seconds: 30)))
+        _ = try machine.request(.next)
+        _ = try machine.request(.next)
+        _ = machine.handle(.syncUpEdited(.fixture(attendees: 1, seconds: 30)))
         #expect(machine.speakerIndex == 0)
         #expect(machine.speaker?.name == "Blob 1")
     }
 
     @Test func discardsTheMeetingWhenItsSyncUpIsDeleted() throws {
-        var machine = start(.fixture())
-        #expect(try machine.handle(.syncUpDeleted) == [.discardMeeting, .finish, .publish(.ended(.syncUpDeleted))])
+        var machine = start(.fixture(), records: true)
+        #expect(machine.handle(.syncUpDeleted) == [.discardMeeting, .finish, .publish(.ended(.syncUpDeleted))])
     }
 
     @Test func refusesRequestsThatDoNotApply() throws {
         var machine = start(.fixture())
-        #expect(throws: SessionRejection("the meeting is not paused")) { try machine.handle(.resumeRequested) }
-        _ = try machine.handle(.pauseRequested)
-        #expect(throws: SessionRejection("the meeting is already paused")) { try machine.handle(.pauseRequested) }
-        #expect(try machine.handle(.nextRequested) == [.beginTurn(speakerIndex: 1), .playCue, .publish(.speaker)])
+        #expect(throws: SessionRejection("the meeting is not paused")) { try machine.request(.resume) }
+        _ = try machine.request(.pause)
+        #expect(throws: SessionRejection("the meeting is already paused")) { try machine.request(.pause) }
+        #expect(try machine.request(.next) == [.beginTurn(speakerIndex: 1), .playCue, .publish(.speaker)])
         #expect(machine.phase == .paused)
+    }
+
+    @Test func aRefusedRequestChangesNothing() throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        _ = try machine.request(.end(.save))
+        let saving = machine
+        for request in [SessionMachine.Request.next, .pause, .resume, .end(.save), .end(.discard)] {
+            #expect(throws: SessionRejection("the meeting is being saved")) { try machine.request(request) }
+            #expect(machine == saving)
+        }
     }
 
     @Test func reportsAudioTroubleAndGoesOn() throws {
         var machine = start(.fixture())
-        #expect(try machine.handle(.audioTrouble("microphone unplugged")) == [.publish(.error("microphone unplugged"))])
+        #expect(machine.handle(.audioTrouble("microphone unplugged")) == [.publish(.error("microphone unplugged"))])
         #expect(machine.phase == .running)
+    }
+
+    // MARK: - Who said what
+
+    @Test func attributesEachSettledUtteranceToWhoHadTheFloorAsItComes() throws {
+        var machine = start(.fixture(attendees: 2, seconds: 4), records: true, transcribes: true)
+        func words(_ text: String, from start: Double) -> [TranscriptWord] {
+            text.split(separator: " ").enumerated().map {
+                TranscriptWord(word: String($1), start: start + Double($0) * 0.3, end: start + Double($0) * 0.3 + 0.2)
+            }
+        }
+        _ = machine.handle(
+            .speechRecognized(.init(isFinal: true, text: "hello there", words: words("hello there", from: 0.5))))
+        _ = machine.handle(.timerTicked)
+        _ = machine.handle(.timerTicked)  // Blob 2 from 2 s
+        _ = machine.handle(.speechRecognized(.init(isFinal: true, text: "my turn", words: words("my turn", from: 2.4))))
+        #expect(machine.record.segments.map { $0.speaker?.name } == ["Blob 1", "Blob 2"])
+        #expect(machine.record.segments.map(\.text) == ["hello there", "my turn"])
+        #expect(machine.transcript == "hello there my turn")
+    }
+
+    // MARK: - The end of a meeting, in every order
+
+    /// The facts that may come while a save waits, and the order they come in: the save completes once the
+    /// recording and the recognizer are both done (or the timeout passes), exactly once, whatever the order.
+    static let settleOrders: [[SessionMachine.Event]] = [
+        [.recorderStopped, .recognizerFinished],
+        [.recorderStopped, .speechFailed("crashed")],
+        [.speechFailed("crashed"), .recorderStopped],
+        [.recognizerFinished, .recorderStopped],
+        [.recorderStopped, .settleTimedOut],
+        [.settleTimedOut],
+        [.settleTimedOut, .recorderStopped, .recognizerFinished],
+        [.recorderStopped, .audioTrouble("overrun"), .timerTicked, .recognizerFinished],
+    ]
+
+    @Test(arguments: settleOrders)
+    func aSaveCompletesOnceWhateverOrderTheFactsComeIn(order: [SessionMachine.Event]) throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        _ = try machine.request(.end(.save))
+        var completions = 0
+        var effects: [SessionMachine.Effect] = []
+        for event in order {
+            let step = machine.handle(event)
+            effects += step
+            completions += step.filter { if case .saveMeeting = $0 { true } else { false } }.count
+        }
+        #expect(completions == 1)
+        #expect(machine.isOver)
+        #expect(effects.last == .publish(.ended(.saved(machine.meeting))))
+        // A recognizer still running when the save gives up on it is stopped, never left running.
+        if order.first == .settleTimedOut { #expect(effects.contains(.cancelRecognizer)) }
+        // Done before the timeout: the timeout is cancelled.
+        if !order.contains(.settleTimedOut) { #expect(effects.contains(.cancelSettleTimeout)) }
+    }
+
+    @Test func theRecognizerIsFinishedOnlyOnceTheRecordingHasStopped() throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        let ending = try machine.request(.end(.save))
+        #expect(!ending.contains(.finishRecognizer))
+        #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
+    }
+
+    @Test func theDaemonStoppingSavesTheMeetingAsInterruptedWithinTheShorterWait() throws {
+        var machine = start(.fixture(attendees: 2, seconds: 60), records: true, transcribes: true)
+        _ = machine.handle(.timerTicked)
+        _ = machine.handle(.speechRecognized(.init(isFinal: false, text: "half a sen")))
+        #expect(
+            machine.handle(.daemonStopping) == [
+                .stopTimer, .publish(.ending), .armSettleTimeout(.stopping), .stopRecorder,
+            ])
+        #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
+        // The recognizer does not finish in time: its provisional words are saved as they stand.
+        let effects = machine.handle(.settleTimedOut)
+        #expect(machine.record.isInterrupted)
+        #expect(machine.transcript == "half a sen")
+        #expect(effects == [.cancelRecognizer] + saved(.interrupted(meeting("half a sen")), machine))
+    }
+
+    @Test func theDaemonStoppingDuringASaveShortensItsWaitAndMarksItInterrupted() throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        _ = try machine.request(.end(.save))
+        #expect(machine.handle(.daemonStopping) == [.armSettleTimeout(.stopping)])
+        _ = machine.handle(.recorderStopped)
+        let effects = machine.handle(.recognizerFinished)
+        #expect(effects.last == .publish(.ended(.interrupted(machine.meeting))))
+        #expect(machine.record.isInterrupted)
+    }
+
+    @Test func theDaemonStoppingWithNothingToWaitForSavesAtOnce() throws {
+        var machine = start(.fixture())
+        let effects = machine.handle(.daemonStopping)
+        #expect(effects == [.stopTimer, .publish(.ending)] + saved(.interrupted(meeting("")), machine))
+    }
+
+    @Test func aDeletedSyncUpDiscardsEvenASaveInProgress() throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        _ = try machine.request(.end(.save))
+        #expect(machine.handle(.syncUpDeleted) == [.discardMeeting, .finish, .publish(.ended(.syncUpDeleted))])
+        #expect(machine.handle(.recorderStopped) == [])
+    }
+
+    /// Every fact, in every phase, after the end: nothing happens.
+    @Test(arguments: [
+        SessionMachine.Event.timerTicked, .syncUpDeleted, .speechFailed("x"), .recognizerFinished,
+        .audioTrouble("x"), .recorderStopped, .settleTimedOut, .daemonStopping,
+        .speechRecognized(.init(isFinal: true, text: "x")),
+    ])
+    func factsAfterTheEndChangeNothing(event: SessionMachine.Event) throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        _ = try machine.request(.end(.discard))
+        let over = machine
+        #expect(machine.handle(event) == [])
+        #expect(machine == over)
     }
 }
 

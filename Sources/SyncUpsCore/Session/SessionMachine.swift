@@ -1,8 +1,14 @@
 import FoundationEssentials
 
 /// The recording session as a pure state machine: the SyncUps app's RecordMeeting reducer, with its bugs
-/// fixed, as facts in and effects out. It never reads a clock, never touches a file: the daemon's
-/// `SessionController` feeds it events and performs the effects it returns.
+/// fixed, and the whole of a meeting's lifecycle: the timer and the speakers, the transcript and who said
+/// what, and the end (stopping the recording, letting the recognizer settle its last words, giving up on
+/// it, saving). Facts in, effects out. It never reads a clock and never touches a file: the daemon's
+/// `SessionController` feeds it events, with the meeting's time where a turn needs it, and performs the
+/// effects it returns.
+///
+/// Requests a client makes can be refused: `request(_:at:)` throws. Everything else is a fact that has
+/// already happened: `handle(_:at:)` never throws (a fact that no longer matters changes nothing).
 public struct SessionMachine: Sendable, Equatable {
     /// Where the meeting is.
     public enum Phase: String, Sendable, Equatable {
@@ -10,7 +16,7 @@ public struct SessionMachine: Sendable, Equatable {
         case running
         /// The timer is stopped (the app pauses while any alert shows); audio keeps recording.
         case paused
-        /// `next` at the last speaker: paused, waiting for `end` (the app's non-discardable "End meeting?").
+        /// `next` at the last speaker, or a save collecting the last words: waiting, timer stopped.
         case ending
     }
 
@@ -20,45 +26,70 @@ public struct SessionMachine: Sendable, Equatable {
         case discard
     }
 
+    /// What a client asks for; refused when it does not apply now.
+    public enum Request: Sendable, Equatable {
+        case next
+        case pause
+        case resume
+        case end(EndAction)
+    }
+
+    /// What happened: to the clock, the sync-up, the recording, the recognizer, the daemon.
     public enum Event: Sendable, Equatable {
         /// One second of running time has passed.
         case timerTicked
-        case nextRequested
-        case pauseRequested
-        case resumeRequested
-        case endRequested(EndAction)
         /// The sync-up was edited mid-meeting; attendee and duration changes apply from the next tick.
         case syncUpEdited(SyncUp)
         /// The sync-up was deleted mid-meeting: the meeting is discarded.
         case syncUpDeleted
-        /// The recognizer's transcript so far (final text, then the provisional tail).
-        case transcriptChanged(String)
+        /// The recognizer's latest result: a provisional tail, or settled text with its words.
+        case speechRecognized(RecognizedSpeech)
         /// The recognizer failed for good; the meeting goes on without transcription.
         case speechFailed(String)
+        /// The recognizer gave its last words after `finishRecognizer`, and stopped.
+        case recognizerFinished
         /// Audio trouble (capture or cue); reported, the meeting goes on.
         case audioTrouble(String)
-        /// After `settle`: the recording has stopped and the recognizer has given its last words.
-        case settled
+        /// The recording stopped after `stopRecorder`: its file is complete.
+        case recorderStopped
+        /// The settle timeout armed by `armSettleTimeout` passed.
+        case settleTimedOut
+        /// The daemon is stopping: save what there is, flagged as interrupted, within the shorter timeout.
+        case daemonStopping
+    }
+
+    /// Which wait `armSettleTimeout` starts.
+    public enum SettleDeadline: Sendable, Equatable {
+        /// An ordinary save: the recognizer gets the configured settle timeout.
+        case saving
+        /// The daemon is stopping: a few seconds, well inside systemd's time to stop.
+        case stopping
     }
 
     /// What the daemon must do.
     public enum Effect: Sendable, Equatable {
         /// Tell `session` subscribers; the daemon attaches the whole session object.
         case publish(Notification)
-        /// A new speaker has the floor: mark the turn in the audio timeline and force an utterance boundary.
+        /// A new speaker has the floor (the turn is recorded in `turns`): force an utterance boundary.
         case beginTurn(speakerIndex: Int)
         /// Play the speaker-change cue (never at the meeting's end).
         case playCue
         case stopTimer
         case startTimer
-        /// Stop feeding the recognizer (after its failure).
-        case stopTranscribing
-        /// The meeting is to be saved: stop recording, let the recognizer finish its last utterance, then
-        /// send `settled`. (Saving waits for this, so the saved meeting has its last words and whole audio.)
-        case settle
-        /// Insert this meeting at index 0 of the sync-up's meetings and persist it now.
-        case saveMeeting(Meeting)
-        /// Delete the meeting's audio; nothing is saved.
+        /// Write the meeting's journal (what a crash recovers the meeting from) as the machine is now.
+        case writeJournal
+        /// Stop capturing audio and complete the file; `recorderStopped` follows.
+        case stopRecorder
+        /// The recognizer has all the audio: let it settle its last words; `recognizerFinished` follows.
+        case finishRecognizer
+        /// Stop the recognizer now, without waiting for its last words (it failed, or took too long).
+        case cancelRecognizer
+        /// Start the wait for the recording and the recognizer; `settleTimedOut` follows unless cancelled.
+        case armSettleTimeout(SettleDeadline)
+        case cancelSettleTimeout
+        /// Insert this meeting in the sync-up's history and persist it now, with `details` beside it.
+        case saveMeeting(Meeting, MeetingRecord)
+        /// Delete the meeting's audio and journal; nothing is saved.
         case discardMeeting
         /// Stop capture, timer and recognizer; the session is over.
         case finish
@@ -84,10 +115,22 @@ public struct SessionMachine: Sendable, Equatable {
         case finished(Meeting)
         /// `session.end save`.
         case saved(Meeting)
+        /// The daemon stopped mid-meeting; what there was is saved.
+        case interrupted(Meeting)
         /// `session.end discard`.
         case discarded
         /// The sync-up was deleted during its meeting.
         case syncUpDeleted
+    }
+
+    /// Where a part of the recording is in its life.
+    public enum Part: Sendable, Equatable {
+        /// Not used in this meeting (no audio, no transcription).
+        case absent
+        case running
+        /// Asked to stop; its last report has not come yet.
+        case stopping
+        case stopped
     }
 
     public private(set) var syncUp: SyncUp
@@ -96,29 +139,40 @@ public struct SessionMachine: Sendable, Equatable {
     public private(set) var phase: Phase = .running
     public private(set) var secondsElapsed = 0
     public private(set) var speakerIndex = 0
-    public private(set) var transcript = ""
+    /// Who had the floor when, and what was said: the transcript and its attribution, in one place.
+    public private(set) var record: MeetingRecord
     public private(set) var isTranscribing: Bool
+    public private(set) var recorder: Part
+    public private(set) var recognizer: Part
     public private(set) var isOver = false
-    /// Set while waiting for `settled` before saving.
+    /// Set while the save waits for the recording and the recognizer.
     public private(set) var pendingEnding: Ending?
+    /// The settle timeout is armed (and must be cancelled when the parts are done first).
+    private var isSettleTimeoutArmed = false
 
     /// A new session, running from its first second; perform the returned effects (and start the timer).
+    /// `records` and `transcribes` say whether a recorder and a recognizer run for it.
     public static func start(
         syncUp: SyncUp,
         meetingID: Meeting.ID,
         startDate: Date,
+        records: Bool = false,
         transcribes: Bool
     ) -> (SessionMachine, [Effect]) {
-        let machine = SessionMachine(
-            syncUp: syncUp, meetingID: meetingID, startDate: startDate, isTranscribing: transcribes)
-        return (machine, [.startTimer, .beginTurn(speakerIndex: 0), .publish(.started)])
+        var machine = SessionMachine(
+            syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records, transcribes: transcribes)
+        let turn = machine.beginTurn(0, at: 0)
+        return (machine, [.startTimer] + turn + [.writeJournal, .publish(.started)])
     }
 
-    private init(syncUp: SyncUp, meetingID: Meeting.ID, startDate: Date, isTranscribing: Bool) {
+    private init(syncUp: SyncUp, meetingID: Meeting.ID, startDate: Date, records: Bool, transcribes: Bool) {
         self.syncUp = syncUp
         self.meetingID = meetingID
         self.startDate = startDate
-        self.isTranscribing = isTranscribing
+        self.isTranscribing = transcribes
+        self.recorder = records ? .running : .absent
+        self.recognizer = transcribes ? .running : .absent
+        self.record = MeetingRecord()
     }
 
     // MARK: - Derived
@@ -130,34 +184,23 @@ public struct SessionMachine: Sendable, Equatable {
     public var speaker: Attendee? {
         syncUp.attendees.indices.contains(speakerIndex) ? syncUp.attendees[speakerIndex] : nil
     }
+    /// The transcript so far: settled text, the provisional tail, and ` ❌` where transcription failed.
+    public var transcript: String { record.transcript }
 
     /// The meeting as it would be saved now.
     public var meeting: Meeting { Meeting(id: meetingID, date: startDate, transcript: transcript) }
 
-    // MARK: - Events
+    // MARK: - Requests
 
-    /// Handles one event. Requests that do not apply in the current phase are refused and change nothing.
-    public mutating func handle(_ event: Event) throws(SessionRejection) -> [Effect] {
+    /// A client's request at `time` (seconds of meeting since it started). One that does not apply in the
+    /// current phase is refused and changes nothing.
+    public mutating func request(_ request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
         guard !isOver else { throw SessionRejection("the session is over") }
-        if let ending = pendingEnding {
-            // Saving: only the recognizer's last words (or its failure) still matter.
-            switch event {
-            case .settled:
-                pendingEnding = nil
-                return complete(ending)
-            case .transcriptChanged, .speechFailed, .audioTrouble, .timerTicked, .syncUpEdited:
-                break
-            case .syncUpDeleted:
-                pendingEnding = nil
-                return complete(.syncUpDeleted)
-            case .nextRequested, .pauseRequested, .resumeRequested, .endRequested:
-                throw SessionRejection("the meeting is being saved")
-            }
-        }
-        switch event {
-        case .timerTicked: return tick()
-        case .nextRequested: return next()
-        case .pauseRequested:
+        guard pendingEnding == nil else { throw SessionRejection("the meeting is being saved") }
+        switch request {
+        case .next:
+            return next(at: time)
+        case .pause:
             switch phase {
             case .running:
                 phase = .paused
@@ -165,77 +208,157 @@ public struct SessionMachine: Sendable, Equatable {
             case .paused: throw SessionRejection("the meeting is already paused")
             case .ending: throw SessionRejection("the meeting is ending: save it with session.end or resume it")
             }
-        case .resumeRequested:
+        case .resume:
             guard phase != .running else { throw SessionRejection("the meeting is not paused") }
             phase = .running
             return [.startTimer, .publish(.resumed)]
-        case .endRequested(let action):
-            switch action {
-            case .save: return finish(.saved(meeting))
-            case .discard:
-                // The app offers no "Discard" in the alert that `next` at the last speaker raises.
-                guard phase != .ending else {
-                    throw SessionRejection(
-                        "the meeting reached its last speaker: save it (session.end save) or resume it first")
-                }
-                return finish(.discarded)
+        case .end(.save):
+            return end(.saved(meeting), at: time)
+        case .end(.discard):
+            // The app offers no "Discard" in the alert that `next` at the last speaker raises.
+            guard phase != .ending else {
+                throw SessionRejection(
+                    "the meeting reached its last speaker: save it (session.end save) or resume it first")
             }
+            return complete(.discarded, at: time)
+        }
+    }
+
+    // MARK: - Events
+
+    /// A fact at `time` (seconds of meeting since it started). Facts about a session that is over change
+    /// nothing.
+    public mutating func handle(_ event: Event, at time: Double) -> [Effect] {
+        guard !isOver else { return [] }
+        switch event {
+        case .timerTicked:
+            return pendingEnding == nil ? tick(at: time) : []
         case .syncUpEdited(let edited):
             syncUp = edited
             speakerIndex = min(speakerIndex, lastSpeakerIndex)
             return [.publish(.updated)]
         case .syncUpDeleted:
-            return finish(.syncUpDeleted)
-        case .transcriptChanged(let text):
-            guard isTranscribing, text != transcript else { return [] }
-            transcript = text
-            return [.publish(.transcript)]
+            pendingEnding = nil
+            return complete(.syncUpDeleted, at: time)
+        case .speechRecognized(let speech):
+            guard isTranscribing, recognizer != .stopped else { return [] }
+            let before = record.transcript
+            record.add(speech)
+            guard record.transcript != before else { return [] }
+            return speech.isFinal ? [.publish(.transcript), .writeJournal] : [.publish(.transcript)]
         case .speechFailed(let message):
             guard isTranscribing else { return [] }
             isTranscribing = false
+            recognizer = .stopped
             // The app's `speechFailure`: mark where transcription stopped, if anything was transcribed.
-            if !transcript.isEmpty { transcript += " ❌" }
-            return [.stopTranscribing, .publish(.error(message)), .publish(.transcript)]
+            record.markFailure()
+            return [.cancelRecognizer, .publish(.error(message)), .publish(.transcript)] + settle(at: time)
+        case .recognizerFinished:
+            guard recognizer != .absent else { return [] }
+            recognizer = .stopped
+            return settle(at: time)
         case .audioTrouble(let message):
             return [.publish(.error(message))]
-        case .settled:
-            return []
+        case .recorderStopped:
+            guard recorder != .absent else { return [] }
+            recorder = .stopped
+            return settle(at: time)
+        case .settleTimedOut:
+            guard let ending = pendingEnding else { return [] }
+            // The recognizer's last words are given up on: what it gave so far is saved.
+            let cancel: [Effect] = recognizer == .stopped || recognizer == .absent ? [] : [.cancelRecognizer]
+            recognizer = recognizer == .absent ? .absent : .stopped
+            pendingEnding = nil
+            isSettleTimeoutArmed = false
+            return cancel + complete(ending, at: time)
+        case .daemonStopping:
+            guard let ending = pendingEnding else { return end(.interrupted(meeting), at: time, deadline: .stopping) }
+            // Already saving: it now has only the shorter wait.
+            pendingEnding = .interrupted(ending.meeting ?? meeting)
+            guard isSettleTimeoutArmed else { return [] }
+            return [.armSettleTimeout(.stopping)]
         }
     }
 
-    /// Ends the session; a save first waits for the recording and the transcript to settle.
-    private mutating func finish(_ ending: Ending) -> [Effect] {
-        switch ending {
-        case .finished, .saved:
-            pendingEnding = ending
-            let wasRunning = phase == .running
-            let wasEnding = phase == .ending
-            phase = .ending
-            return (wasRunning ? [.stopTimer] : []) + (wasEnding ? [] : [.publish(.ending)]) + [.settle]
-        case .discarded, .syncUpDeleted:
-            return complete(ending)
+    // MARK: - Ending
+
+    /// Ends the session with a save: the recording stops first, so the recognizer has all the audio, then
+    /// the recognizer settles its last words; the meeting is saved when both are done, or at the timeout.
+    private mutating func end(_ ending: Ending, at time: Double, deadline: SettleDeadline = .saving) -> [Effect] {
+        pendingEnding = ending
+        let wasRunning = phase == .running
+        let wasEnding = phase == .ending
+        phase = .ending
+        var effects: [Effect] = (wasRunning ? [.stopTimer] : []) + (wasEnding ? [] : [.publish(.ending)])
+        guard recorder == .running || recognizer == .running else { return effects + settle(at: time) }
+        isSettleTimeoutArmed = true
+        effects.append(.armSettleTimeout(deadline))
+        return effects + settle(at: time)
+    }
+
+    /// The next step of a save: stop the recorder, then finish the recognizer, then save.
+    private mutating func settle(at time: Double) -> [Effect] {
+        guard let ending = pendingEnding else { return [] }
+        switch recorder {
+        case .running:
+            recorder = .stopping
+            return [.stopRecorder]
+        case .stopping:
+            return []
+        case .stopped, .absent:
+            break
+        }
+        switch recognizer {
+        case .running:
+            recognizer = .stopping
+            return [.finishRecognizer]
+        case .stopping:
+            return []
+        case .stopped, .absent:
+            pendingEnding = nil
+            let wasWaiting = isSettleTimeoutArmed
+            isSettleTimeoutArmed = false
+            return (wasWaiting ? [.cancelSettleTimeout] : []) + complete(ending, at: time)
         }
     }
+
+    private mutating func complete(_ ending: Ending, at time: Double) -> [Effect] {
+        isOver = true
+        record.endTurn(at: time)
+        var final = ending
+        var effects: [Effect] = []
+        switch ending {
+        case .finished, .saved, .interrupted:
+            if case .interrupted = ending { record.isInterrupted = true }
+            final = ending.with(meeting)
+            effects.append(.saveMeeting(meeting, record))
+        case .discarded, .syncUpDeleted:
+            effects.append(.discardMeeting)
+        }
+        return effects + [.finish, .publish(.ended(final))]
+    }
+
+    // MARK: - The clock and the floor
 
     /// The app's `timerTick`, fixed: the meeting ends when the elapsed time reaches the duration even when
     /// the duration does not divide evenly, and the speaker never passes the last attendee.
-    private mutating func tick() -> [Effect] {
+    private mutating func tick(at time: Double) -> [Effect] {
         guard phase == .running else { return [] }
         secondsElapsed += 1
         if secondsElapsed >= durationSeconds {
-            return [.publish(.tick)] + finish(.finished(meeting))
+            return [.publish(.tick)] + end(.finished(meeting), at: time)
         }
         let share = secondsPerAttendee
         if share > 0 && secondsElapsed.isMultiple(of: share) && speakerIndex < lastSpeakerIndex {
             speakerIndex += 1
-            return [.publish(.tick), .beginTurn(speakerIndex: speakerIndex), .playCue, .publish(.speaker)]
+            return [.publish(.tick)] + beginTurn(speakerIndex, at: time) + [.playCue, .publish(.speaker)]
         }
         return [.publish(.tick)]
     }
 
     /// The app's `nextButtonTapped`: the next speaker takes the floor at the start of their slot; at the last
     /// speaker the meeting stops and waits to be saved.
-    private mutating func next() -> [Effect] {
+    private mutating func next(at time: Double) -> [Effect] {
         guard phase != .ending else {
             return []  // already waiting for `end`, as a second tap on the app's button shows the same alert
         }
@@ -246,24 +369,34 @@ public struct SessionMachine: Sendable, Equatable {
         }
         speakerIndex += 1
         secondsElapsed = speakerIndex * secondsPerAttendee
-        return [.beginTurn(speakerIndex: speakerIndex), .playCue, .publish(.speaker)]
+        return beginTurn(speakerIndex, at: time) + [.playCue, .publish(.speaker)]
     }
 
-    private mutating func complete(_ ending: Ending) -> [Effect] {
-        isOver = true
-        var final = ending
-        var effects: [Effect] = []
-        switch ending {
-        case .finished:
-            final = .finished(meeting)
-            effects.append(.saveMeeting(meeting))
-        case .saved:
-            final = .saved(meeting)
-            effects.append(.saveMeeting(meeting))
-        case .discarded, .syncUpDeleted:
-            effects.append(.discardMeeting)
+    private mutating func beginTurn(_ index: Int, at time: Double) -> [Effect] {
+        if syncUp.attendees.indices.contains(index) {
+            record.beginTurn(syncUp.attendees[index], at: time)
         }
-        return effects + [.finish, .publish(.ended(final))]
+        return [.beginTurn(speakerIndex: index)]
+    }
+}
+
+extension SessionMachine.Ending {
+    /// The meeting a saving ending carries.
+    var meeting: Meeting? {
+        switch self {
+        case .finished(let meeting), .saved(let meeting), .interrupted(let meeting): meeting
+        case .discarded, .syncUpDeleted: nil
+        }
+    }
+
+    /// The same ending with the meeting as it is now (its transcript grew while the save settled).
+    func with(_ meeting: Meeting) -> Self {
+        switch self {
+        case .finished: .finished(meeting)
+        case .saved: .saved(meeting)
+        case .interrupted: .interrupted(meeting)
+        case .discarded, .syncUpDeleted: self
+        }
     }
 }
 

@@ -114,17 +114,17 @@ final class CommandHandler {
         Command(
             "session.next",
             value: { (handler, _, _) throws(ProtocolError) in
-                try handler.session.request(.nextRequested)
+                try handler.session.request(.next)
             }),
         Command(
             "session.pause",
             value: { (handler, _, _) throws(ProtocolError) in
-                try handler.session.request(.pauseRequested)
+                try handler.session.request(.pause)
             }),
         Command(
             "session.resume",
             value: { (handler, _, _) throws(ProtocolError) in
-                try handler.session.request(.resumeRequested)
+                try handler.session.request(.resume)
             }),
         Command(
             "session.end", ["action"],
@@ -422,7 +422,7 @@ final class CommandHandler {
 
     private func endSession(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         let action = try arguments.optionalChoice("action", ["save", "discard"]) ?? "save"
-        return try session.request(.endRequested(action == "save" ? .save : .discard))
+        return try session.request(.end(action == "save" ? .save : .discard))
     }
 
     // MARK: - Subscriptions

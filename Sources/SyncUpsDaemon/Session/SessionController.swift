@@ -39,17 +39,17 @@ final class SessionController {
         case journalFailed(Meeting.ID, SystemError)
     }
 
-    private let loop: EventLoop
-    private let state: DaemonState
-    private let publishEvent: PublishEvent
-    private let logger: Logger
-    private let settings: Settings
+    let loop: EventLoop
+    let state: DaemonState
+    let publishEvent: PublishEvent
+    let logger: Logger
+    let settings: Settings
     private let mailbox: Mailbox<Message>
     /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details) off the loop.
     private let cleanup: SerialWorker
     /// The running meeting's journal, written off the loop.
-    private let journals: JournalWriter
-    private var active: ActiveSession?
+    let journals: JournalWriter
+    private(set) var active: ActiveSession?
 
     init(
         loop: EventLoop,
@@ -78,20 +78,8 @@ final class SessionController {
     var syncUpID: SyncUp.ID? { active?.machine.syncUp.id }
     var engineName: String? { settings.recognizer?.name }
 
-    /// `recording "Design" 03:12 · Blob Jr 2/6` for systemd's status line, or nil when no session runs.
-    var statusLine: String? {
-        guard let machine = active?.machine else { return nil }
-        let verb = machine.phase == .running ? "recording" : machine.phase.rawValue
-        let speaker = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
-        return
-            "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)"
-    }
-
     /// The running meeting's whole transcript so far (settled text, then the provisional tail), or nil.
     var transcript: String? { active?.machine.transcript }
-
-    /// The session object, or null when no session runs.
-    var json: JSONValue { active.map(sessionJSON) ?? .null }
 
     // MARK: - Requests
 
@@ -137,7 +125,6 @@ final class SessionController {
                 session.recognition = try recognizer.start { [mailbox] event in
                     mailbox.post(.recognizer(event, meetingID))
                 }
-                session.runningRecognizer = session.recognition
                 transcribes = true
             } catch {
                 warnings.append("recording without a transcript: \(recognizer.name) did not start: \(error)")
@@ -155,13 +142,13 @@ final class SessionController {
             syncUp: syncUp,
             meetingID: meetingID,
             startDate: state.now(),
+            records: session.recorder != nil,
             transcribes: transcribes
         )
         session.machine = machine
         active = session
         // The journal refers to the sync-up: make sure the sync-up itself is on disk too.
         state.flush()
-        writeJournal(session, isFirst: true)
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
         perform(effects, in: session)
         for warning in warnings {
@@ -174,18 +161,25 @@ final class SessionController {
     }
 
     /// `session.next`, `pause`, `resume`, `end`: the session object after the request (for `end`, the outcome).
-    func request(_ event: SessionMachine.Event) throws(ProtocolError) -> JSONValue {
+    func request(_ request: SessionMachine.Request) throws(ProtocolError) -> JSONValue {
         guard let session = active else {
             throw ProtocolError(.noSession, "no meeting is being recorded; start one with session.start")
         }
         do {
-            let effects = try session.machine.handle(event)
-            perform(effects, in: session)
+            perform(try session.machine.request(request, at: now(session)), in: session)
         } catch {
             throw ProtocolError(.invalidState, error.reason)
         }
         return sessionJSON(session)
     }
+
+    /// Hands a fact to the running session's machine and performs what it says.
+    private func handle(_ event: SessionMachine.Event, in session: ActiveSession) {
+        perform(session.machine.handle(event, at: now(session)), in: session)
+    }
+
+    /// The meeting's time: seconds (of audio) since it started.
+    private func now(_ session: ActiveSession) -> Double { session.elapsedSeconds(now: loop.now()) }
 
     // MARK: - Sync-up changes
 
@@ -194,7 +188,7 @@ final class SessionController {
         guard let session = active, session.machine.syncUp.id == syncUp.id, session.machine.syncUp != syncUp else {
             return
         }
-        perform((try? session.machine.handle(.syncUpEdited(syncUp))) ?? [], in: session)
+        handle(.syncUpEdited(syncUp), in: session)
     }
 
     func syncUpDeleted(_ id: SyncUp.ID) {
@@ -202,10 +196,12 @@ final class SessionController {
         logger.notice(
             "the sync-up of the running meeting was deleted; discarding the meeting", .syncUp(id),
             .meeting(session.meetingID))
-        perform((try? session.machine.handle(.syncUpDeleted)) ?? [], in: session)
+        handle(.syncUpDeleted, in: session)
     }
 
-    /// The daemon is stopping: save the meeting so far, synchronously, flagged as interrupted.
+    /// The daemon is stopping: the machine saves the meeting so far, flagged as interrupted. The loop no
+    /// longer runs, so this waits here for the helpers' reports (the recording's end, the recognizer's last
+    /// words) until the machine is done or its shorter settle timeout passes.
     func shutDown() {
         defer {
             // What is still being cleaned up (a meeting saved just before, its details being written) ends
@@ -215,34 +211,15 @@ final class SessionController {
         }
         guard let session = active else { return }
         logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
-        session.timer.map(loop.cancel)
-        // The recording stops first, so the recognizer has all the audio; then it gets a few seconds to turn the
-        // last utterance into settled text. (Its results, or a save that was already settling, come through
-        // the mailbox while it is waited for.)
-        session.recorder?.stop(keepsFile: true)
-        session.recognition?.finish()
-        session.recognition = nil
-        let deadline = loop.now() + settings.shutdownSettleTimeout
-        while active === session && session.runningRecognizer != nil
-            && mailbox.wait(timeout: deadline - loop.now())
-        {
+        handle(.daemonStopping, in: session)
+        while active === session {
+            let remaining = (session.settleDeadline?.instant ?? loop.now()) - loop.now()
+            guard remaining > .zero, mailbox.wait(timeout: remaining) else {
+                settleTimedOut(session)
+                break
+            }
             drainMailboxNow()
         }
-        drainMailboxNow()
-        guard active === session else { return }
-        if let recognizer = session.runningRecognizer {
-            logger.warning(
-                "the recognizer did not finish within \(settings.shutdownSettleTimeout); saving without its last words",
-                .meeting(session.meetingID))
-            recognizer.cancel()
-        }
-        let meeting = session.machine.meeting
-        state.insertMeeting(meeting, into: session.machine.syncUp.id)
-        let error = Self.writeDetails(
-            details(of: session, meeting: meeting, isInterrupted: true), in: state.dataDirectory)
-        detailsWritten(meeting.id, error: error)
-        session.cue?.stop()
-        active = nil
     }
 
     // MARK: - Effects
@@ -252,14 +229,12 @@ final class SessionController {
             switch effect {
             case .publish(let notification):
                 publish(notification, session)
-            case .beginTurn(let index):
-                let time = session.elapsedSeconds(now: loop.now())
-                if !session.turns.isEmpty { session.turns[session.turns.count - 1].end = time }
-                let attendees = session.machine.syncUp.attendees
-                let speaker =
-                    attendees.indices.contains(index) ? attendees[index] : Attendee(id: Attendee.ID(UUID()), name: "")
-                session.turns.append(SpeakerTurn(speaker: speaker, start: time))
-                session.recognition?.turn(Int64(time * Double(AudioFormat.sampleRate)), speaker)
+            case .beginTurn:
+                // The machine has recorded the turn; the recognizer ends its utterance where the turn starts.
+                guard let turn = session.machine.record.turns.last, turn.speaker == session.machine.speaker else {
+                    continue  // a sync-up without attendees (an outside edit) has no turns
+                }
+                session.recognition?.turn(Int64(turn.start * Double(AudioFormat.sampleRate)), turn.speaker)
             case .playCue:
                 session.cue?.play()
             case .startTimer:
@@ -269,17 +244,37 @@ final class SessionController {
                 session.schedule.pause(at: loop.now().nanoseconds)
                 session.timer.map(loop.cancel)
                 session.timer = nil
-            case .stopTranscribing:
-                session.recognition?.finish()
-                session.recognition = nil
-            case .settle:
-                settle(session)
-            case .saveMeeting(let meeting):
-                if !session.turns.isEmpty {
-                    session.turns[session.turns.count - 1].end = session.elapsedSeconds(now: loop.now())
+            case .writeJournal:
+                writeJournal(session)
+            case .stopRecorder:
+                let recorder = session.recorder
+                let meetingID = session.meetingID
+                cleanup.run { [mailbox] in
+                    recorder?.stop(keepsFile: true)
+                    mailbox.post(.recorderStopped(meetingID))
                 }
+            case .finishRecognizer:
+                session.recognition?.finish()
+            case .cancelRecognizer:
+                // Not left running (an external engine in its own process group would outlive the daemon).
+                session.recognition?.cancel()
+                session.recognition = nil
+            case .armSettleTimeout(let deadline):
+                let timeout = deadline == .saving ? settings.settleTimeout : settings.shutdownSettleTimeout
+                armSettleTimeout(session, after: timeout)
+            case .cancelSettleTimeout:
+                session.settleTimer.map(loop.cancel)
+                session.settleTimer = nil
+                session.settleDeadline = nil
+            case .saveMeeting(let meeting, let record):
                 state.insertMeeting(meeting, into: session.machine.syncUp.id)
-                let details = details(of: session, meeting: meeting, isInterrupted: false)
+                let details = MeetingDetails(
+                    meeting: meeting.id,
+                    syncUp: session.machine.syncUp.id,
+                    isInterrupted: record.isInterrupted,
+                    attendees: session.machine.syncUp.attendees,
+                    segments: record.segments
+                )
                 let directory = state.dataDirectory
                 state.detailsBeingWritten[meeting.id] = details
                 cleanup.run { [mailbox] in
@@ -302,37 +297,29 @@ final class SessionController {
         session.timer = loop.schedule(at: MonotonicInstant(nanoseconds: deadline)) { [unowned self, session] in
             session.timer = nil
             let due = session.schedule.ticksDue(at: loop.now().nanoseconds)
-            for _ in 0..<due where active === session {
-                perform((try? session.machine.handle(.timerTicked)) ?? [], in: session)
-            }
+            for _ in 0..<due where active === session { handle(.timerTicked, in: session) }
             if active === session && session.machine.phase == .running { armTimer(session) }
         }
     }
 
-    /// Stops the recording, lets the recognizer finish, then tells the machine the transcript is settled.
-    private func settle(_ session: ActiveSession) {
-        session.settleTimer = loop.schedule(after: settings.settleTimeout) { [unowned self, session] in
+    private func armSettleTimeout(_ session: ActiveSession, after timeout: Duration) {
+        session.settleTimer.map(loop.cancel)
+        let deadline = loop.now() + timeout
+        session.settleDeadline = (deadline, timeout)
+        session.settleTimer = loop.schedule(at: deadline) { [unowned self, session] in
+            session.settleTimer = nil
             guard active === session else { return }
-            logger.warning(
-                "the recognizer did not finish within \(settings.settleTimeout); saving without its last words",
-                .meeting(session.meetingID))
-            // Not left running (an external engine in its own process group would outlive the daemon).
-            session.runningRecognizer?.cancel()
-            session.runningRecognizer = nil
-            settled(session)
-        }
-        let recorder = session.recorder
-        let meetingID = session.meetingID
-        cleanup.run { [mailbox] in
-            recorder?.stop(keepsFile: true)
-            mailbox.post(.recorderStopped(meetingID))
+            settleTimedOut(session)
         }
     }
 
-    private func settled(_ session: ActiveSession) {
-        session.settleTimer.map(loop.cancel)
-        session.settleTimer = nil
-        perform((try? session.machine.handle(.settled)) ?? [], in: session)
+    /// The wait armed by `armSettleTimeout` is over (on the loop, or in the wait at shutdown).
+    private func settleTimedOut(_ session: ActiveSession) {
+        let timeout = session.settleDeadline?.timeout ?? .zero
+        logger.warning(
+            "the recognizer did not finish within \(timeout); saving without its last words",
+            .meeting(session.meetingID))
+        handle(.settleTimedOut, in: session)
     }
 
     private func finish(_ session: ActiveSession) {
@@ -367,24 +354,19 @@ final class SessionController {
             case .writeRecovered: text = "writing the meeting's audio works again"
             }
             logger.warning(text, .meeting(meeting))
-            perform((try? session.machine.handle(.audioTrouble(text))) ?? [], in: session)
+            handle(.audioTrouble(text), in: session)
         case .recorderStopped(let meeting):
             guard let session = active, session.meetingID == meeting else { return }
-            if let recognition = session.recognition {
-                recognition.finish()
-                session.recognition = nil
-            }
-            // A recognizer still running settles the meeting with its `.finished`; `finish` must not end it again.
-            if session.runningRecognizer == nil { settled(session) }
+            handle(.recorderStopped, in: session)
         case .recognizer(let event, let meeting):
             guard let session = active, session.meetingID == meeting else { return }
-            handle(event, in: session)
+            receive(event, in: session)
         case .cueFailed(let error, let meeting):
             guard let session = active, session.meetingID == meeting, !session.hasReportedCueFailure else { return }
             session.hasReportedCueFailure = true
             let text = "the speaker-change cue did not play: \(error)"
             logger.warning(text, .meeting(meeting))
-            perform((try? session.machine.handle(.audioTrouble(text))) ?? [], in: session)
+            handle(.audioTrouble(text), in: session)
         case .detailsWritten(let meeting, let error):
             detailsWritten(meeting, error: error)
         case .journalFailed(let meeting, let error):
@@ -392,40 +374,30 @@ final class SessionController {
         }
     }
 
-    private func handle(_ event: RecognizerEvent, in session: ActiveSession) {
+    private func receive(_ event: RecognizerEvent, in session: ActiveSession) {
         switch event {
         case .result(let result):
-            session.transcript.add(kind: result.kind == .final, text: result.text, words: result.words)
-            if result.kind == .final {
-                // Attributed once, as it settles: the turns up to now are all the turns its words can be in.
-                session.segments += Attribution.segments(utterances: [result.words], turns: session.turns)
-            }
-            perform((try? session.machine.handle(.transcriptChanged(session.transcript.text))) ?? [], in: session)
-            if result.kind == .final { writeJournal(session) }
+            let speech = RecognizedSpeech(isFinal: result.kind == .final, text: result.text, words: result.words)
+            handle(.speechRecognized(speech), in: session)
         case .failed(let message):
             logger.warning(
                 "speech recognition failed: \(message); the meeting goes on without a transcript",
                 .meeting(session.meetingID))
-            session.recognition = nil
-            session.runningRecognizer = nil
-            perform(
-                (try? session.machine.handle(.speechFailed("speech recognition failed: \(message)"))) ?? [], in: session
-            )
-            if session.machine.pendingEnding != nil { settled(session) }
+            session.recognition = nil  // gone already: nothing to cancel
+            handle(.speechFailed("speech recognition failed: \(message)"), in: session)
         case .finished:
-            session.runningRecognizer = nil
-            if session.machine.pendingEnding != nil { settled(session) }
+            handle(.recognizerFinished, in: session)
         case .log(let line):
             logger.info("speech: \(line)", .meeting(session.meetingID))
         case .fallingBehind(let seconds):
             let text = "speech recognition is \(Int(seconds)) s behind the meeting"
             logger.warning(text, .meeting(session.meetingID))
-            perform((try? session.machine.handle(.audioTrouble(text))) ?? [], in: session)
+            handle(.audioTrouble(text), in: session)
         case .dropped(let seconds):
             let text =
                 "speech recognition could not keep up: \(String(format1: seconds)) s of audio were not transcribed"
             logger.warning(text, .meeting(session.meetingID))
-            perform((try? session.machine.handle(.audioTrouble(text))) ?? [], in: session)
+            handle(.audioTrouble(text), in: session)
         }
     }
 
@@ -434,170 +406,4 @@ final class SessionController {
         for message in mailbox.takeAll() { receive(message) }
     }
 
-    // MARK: - Output
-
-    private func publish(_ notification: SessionMachine.Notification, _ session: ActiveSession) {
-        let name: String
-        var data = JSONObject()  // after the session object, which is built only for subscribers
-        switch notification {
-        case .started: name = "started"
-        case .tick: name = "tick"
-        case .speaker: name = "speaker"
-        case .paused: name = "paused"
-        case .resumed: name = "resumed"
-        case .ending: name = "ending"
-        case .updated: name = "updated"
-        case .transcript: name = "transcript"
-        case .error(let message):
-            name = "error"
-            data.append("message", .string(message))
-        case .ended(let ending):
-            name = "ended"
-            switch ending {
-            case .finished(let meeting), .saved(let meeting):
-                data.append("outcome", .string("saved"))
-                data.append("reason", .string(ending == .finished(meeting) ? "time is up" : "ended"))
-                data.append("meeting", WireFormat.meeting(meeting, includesTranscript: true))
-            case .discarded:
-                data.append("outcome", .string("discarded"))
-                data.append("reason", .string("ended"))
-            case .syncUpDeleted:
-                data.append("outcome", .string("discarded"))
-                data.append("reason", .string("the sync-up was deleted"))
-            }
-        }
-        publishEvent(.session, "session." + name) { [self] in
-            .object(JSONObject([JSONObject.Member(key: "session", value: sessionJSON(session))] + data.members))
-        }
-    }
-
-    private func sessionJSON(_ session: ActiveSession) -> JSONValue {
-        var audio = JSONObject()
-        audio.append("device", .string(settings.audioDeviceName))
-        if let recorder = session.recorder {
-            let statistics = recorder.statistics
-            audio.append("recording", .bool(statistics.capture.isDeviceOpen))
-            audio.append("seconds", .double((statistics.writtenSeconds * 10).rounded() / 10))
-            audio.append("overruns", .int(statistics.capture.overruns))
-            audio.append("reconnects", .int(statistics.capture.reconnects))
-            audio.append("error", .optional(statistics.writeError))
-        } else {
-            audio.append("recording", false)
-            audio.append("error", .optional(session.audioError))
-        }
-        var transcription = JSONObject()
-        transcription.append("engine", .optional(session.machine.isTranscribing ? settings.recognizer?.name : nil))
-        transcription.append("partial", .string(session.transcript.partial))
-        return WireFormat.session(session.machine, audio: .object(audio), transcription: .object(transcription))
-    }
-
-    // MARK: - Files
-
-    private func writeJournal(_ session: ActiveSession, isFirst: Bool = false) {
-        let journal = MeetingJournal(
-            syncUp: session.machine.syncUp.id,
-            title: session.machine.syncUp.title,
-            theme: session.machine.syncUp.theme,
-            durationSeconds: session.machine.durationSeconds,
-            meeting: session.meetingID,
-            date: session.machine.startDate,
-            transcript: session.transcript.finalText,
-            hasAudio: session.recorder != nil,
-            attendees: session.machine.syncUp.attendees,
-            segments: session.segments
-        )
-        if isFirst { journals.writeFirst(journal) } else { journals.write(journal) }
-    }
-
-    private func details(of session: ActiveSession, meeting: Meeting, isInterrupted: Bool) -> MeetingDetails {
-        MeetingDetails(
-            meeting: meeting.id,
-            syncUp: session.machine.syncUp.id,
-            isInterrupted: isInterrupted,
-            attendees: session.machine.syncUp.attendees,
-            segments: session.segments
-        )
-    }
-
-    /// Writes `meetings/<id>.json` (with two fsyncs: on the clean-up thread, except at shutdown); returns
-    /// the error, if any.
-    private static func writeDetails(_ details: MeetingDetails, in directory: DataDirectory) -> String? {
-        do {
-            try details.write(in: directory)
-            return nil
-        } catch {
-            return error.description
-        }
-    }
-
-    /// The last step of saving a meeting. Its journal (what a crash recovers the meeting from) goes only once
-    /// the details are written and the meeting is in sync-ups.json: a crash before that, or a write that
-    /// keeps failing, still finds the journal and recovers the meeting. (A discarded meeting's journal went
-    /// with its other files.)
-    private func detailsWritten(_ meeting: Meeting.ID, error: String?) {
-        state.detailsBeingWritten[meeting] = nil
-        if let error { logger.error("cannot write the meeting's details: \(error)", .meeting(meeting)) }
-        state.whenSaved { [journals] in journals.remove(meeting) }
-    }
-
-    /// Finishes the journal writes still queued (the last removals come from the store's final write); call
-    /// after the store is closed.
-    func close() {
-        journals.finish()
-    }
-}
-
-/// Everything one running meeting holds.
-final class ActiveSession {
-    var machine: SessionMachine!
-    let meetingID: Meeting.ID
-    let start: MonotonicInstant
-    var schedule: TickSchedule
-    var timer: EventLoop.Timer?
-    var settleTimer: EventLoop.Timer?
-    var recorder: MeetingRecorder?
-    var audioError: String?
-    /// The recognizer's input; also reachable from the audio writer thread through `relay`.
-    var recognition: RecognitionStream? {
-        didSet { relay.stream.withLock { $0 = recognition } }
-    }
-    let relay = RecognitionRelay()
-    var cue: CuePlayer?
-    var hasReportedCueFailure = false
-    var discardsAudio = false
-    /// The recognizer from its start until its `.finished` or `.failed` (`recognition` goes as soon as it is
-    /// told to finish): its last words may still come, and it is what to cancel when they are given up on.
-    var runningRecognizer: RecognitionStream?
-    var turns: [SpeakerTurn] = []
-    var transcript = TranscriptAssembly()
-    /// The attributed transcript, one utterance's segments added as each settles.
-    var segments: [TranscriptSegment] = []
-
-    init(machine: SessionMachine?, meetingID: Meeting.ID, start: MonotonicInstant) {
-        self.machine = machine
-        self.meetingID = meetingID
-        self.start = start
-        // Paused until the machine's first `startTimer`, which resumes it one second ahead.
-        var schedule = TickSchedule(startingAt: start.nanoseconds)
-        schedule.pause(at: start.nanoseconds)
-        self.schedule = schedule
-    }
-
-    /// Seconds of meeting (and audio) time since the session started.
-    func elapsedSeconds(now: MonotonicInstant) -> Double { (now - start).seconds }
-}
-
-/// Hands captured audio from the recorder's writer thread to the current recognizer, if any.
-final class RecognitionRelay: Sendable {
-    let stream = Mutex<RecognitionStream?>(nil)
-
-    func feed(_ bytes: [UInt8], _ startFrame: Int64) {
-        stream.withLock { $0 }?.feed(bytes, startFrame)
-    }
-}
-
-extension String {
-    init(format1 value: Double) {
-        self = String((value * 10).rounded() / 10)
-    }
 }

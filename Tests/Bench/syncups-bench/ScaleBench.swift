@@ -99,7 +99,8 @@ enum ScaleBench {
         var reloaded = Set<Int>()
         var closed = Set<Int>()
         while reloaded.count + closed.count < count && MonotonicInstant.now() - start < .seconds(120) {
-            for (index, subscriber) in subscribers.enumerated() where !reloaded.contains(index) && !closed.contains(index) {
+            for (index, subscriber) in subscribers.enumerated()
+            where !reloaded.contains(index) && !closed.contains(index) {
                 do {
                     if let line = try subscriber.readLine(), line.starts(with: #"{"event":"syncups.reloaded""#.utf8) {
                         reloaded.insert(index)

@@ -1,0 +1,58 @@
+import Glibc
+import SyncUpsAudio
+import SyncUpsCore
+import SyncUpsPOSIX
+import SyncUpsSpeech
+import Synchronization
+
+/// Everything one running meeting holds besides its machine: the helpers, the timers, the clock.
+final class ActiveSession {
+    var machine: SessionMachine!
+    let meetingID: Meeting.ID
+    let start: MonotonicInstant
+    var schedule: TickSchedule
+    var timer: EventLoop.Timer?
+    var settleTimer: EventLoop.Timer?
+    /// When the armed settle timeout passes, and how long it was: what shutdown waits for, with the loop stopped.
+    var settleDeadline: (instant: MonotonicInstant, timeout: Duration)?
+    var recorder: MeetingRecorder?
+    var audioError: String?
+    /// The recognizer's input, until the machine says to finish it (it then still reports its last words)
+    /// or cancel it; also reachable from the audio writer thread through `relay`.
+    var recognition: RecognitionStream? {
+        didSet { relay.stream.withLock { $0 = recognition } }
+    }
+    let relay = RecognitionRelay()
+    var cue: CuePlayer?
+    var hasReportedCueFailure = false
+    var hasJournal = false
+    var discardsAudio = false
+
+    init(machine: SessionMachine?, meetingID: Meeting.ID, start: MonotonicInstant) {
+        self.machine = machine
+        self.meetingID = meetingID
+        self.start = start
+        // Paused until the machine's first `startTimer`, which resumes it one second ahead.
+        var schedule = TickSchedule(startingAt: start.nanoseconds)
+        schedule.pause(at: start.nanoseconds)
+        self.schedule = schedule
+    }
+
+    /// Seconds of meeting (and audio) time since the session started.
+    func elapsedSeconds(now: MonotonicInstant) -> Double { (now - start).seconds }
+}
+
+/// Hands captured audio from the recorder's writer thread to the current recognizer, if any.
+final class RecognitionRelay: Sendable {
+    let stream = Mutex<RecognitionStream?>(nil)
+
+    func feed(_ bytes: [UInt8], _ startFrame: Int64) {
+        stream.withLock { $0 }?.feed(bytes, startFrame)
+    }
+}
+
+extension String {
+    init(format1 value: Double) {
+        self = String((value * 10).rounded() / 10)
+    }
+}

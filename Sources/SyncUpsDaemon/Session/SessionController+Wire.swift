@@ -1,0 +1,82 @@
+import FoundationEssentials
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsProtocol
+
+/// How the session looks to clients and to systemd: its events, its object, its one-line status.
+extension SessionController {
+    /// `recording "Design" 03:12 · Blob Jr 2/6` for systemd's status line, or nil when no session runs.
+    var statusLine: String? {
+        guard let machine = active?.machine else { return nil }
+        let verb = machine.phase == .running ? "recording" : machine.phase.rawValue
+        let speaker = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
+        return
+            "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)"
+    }
+
+    /// The session object, or null when no session runs.
+    var json: JSONValue { active.map(sessionJSON) ?? .null }
+
+    func publish(_ notification: SessionMachine.Notification, _ session: ActiveSession) {
+        let name: String
+        var data = JSONObject()  // after the session object, which is built only for subscribers
+        switch notification {
+        case .started: name = "started"
+        case .tick: name = "tick"
+        case .speaker: name = "speaker"
+        case .paused: name = "paused"
+        case .resumed: name = "resumed"
+        case .ending: name = "ending"
+        case .updated: name = "updated"
+        case .transcript: name = "transcript"
+        case .error(let message):
+            name = "error"
+            data.append("message", .string(message))
+        case .ended(let ending):
+            name = "ended"
+            switch ending {
+            case .finished(let meeting), .saved(let meeting), .interrupted(let meeting):
+                let reason =
+                    switch ending {
+                    case .finished: "time is up"
+                    case .interrupted: "the daemon stopped"
+                    default: "ended"
+                    }
+                data.append("outcome", .string("saved"))
+                data.append("reason", .string(reason))
+                data.append("meeting", WireFormat.meeting(meeting, includesTranscript: true))
+            case .discarded:
+                data.append("outcome", .string("discarded"))
+                data.append("reason", .string("ended"))
+            case .syncUpDeleted:
+                data.append("outcome", .string("discarded"))
+                data.append("reason", .string("the sync-up was deleted"))
+            }
+        }
+        publishEvent(.session, "session." + name) { [self] in
+            .object(JSONObject([JSONObject.Member(key: "session", value: sessionJSON(session))] + data.members))
+        }
+    }
+
+    func sessionJSON(_ session: ActiveSession) -> JSONValue {
+        var audio = JSONObject()
+        audio.append("device", .string(settings.audioDeviceName))
+        if let recorder = session.recorder {
+            let statistics = recorder.statistics
+            audio.append("recording", .bool(statistics.capture.isDeviceOpen))
+            audio.append("seconds", .double((statistics.writtenSeconds * 10).rounded() / 10))
+            audio.append("overruns", .int(statistics.capture.overruns))
+            audio.append("reconnects", .int(statistics.capture.reconnects))
+            audio.append("error", .optional(statistics.writeError))
+        } else {
+            audio.append("recording", false)
+            audio.append("error", .optional(session.audioError))
+        }
+        var transcription = JSONObject()
+        transcription.append("engine", .optional(session.machine.isTranscribing ? settings.recognizer?.name : nil))
+        transcription.append("partial", .string(session.machine.record.assembly.partial))
+        return WireFormat.session(session.machine, audio: .object(audio), transcription: .object(transcription))
+    }
+}
