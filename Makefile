@@ -39,7 +39,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
-.PHONY: all build run test whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
+.PHONY: all build run test test-systemd whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
 all: build
 
@@ -61,6 +61,13 @@ test: deps-test lint whisper
 	$(SWIFT) build --build-tests
 	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(SWIFT) test --skip-build
 	cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
+
+## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
+## useradd if missing). `make test` runs it too, as one of the InstallTests.
+test-systemd: deps-test
+	$(SWIFT) build --product syncupsd
+	$(SWIFT) build --product syncupsctl
+	scripts/test-systemd-user "$$($(SWIFT) build --show-bin-path)"
 
 ## The faster-whisper adapter's venv in .build/whisper-venv (about 550 MB from PyPI, once; then a no-op).
 whisper: deps-test
