@@ -12,6 +12,9 @@ TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils s
 # The faster-whisper adapter's Python environment for the tests (PyPI's faster-whisper and a tiny.en model).
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv
 
+# The real status bars for `make test-desktop`.
+DESKTOP_PACKAGES = xvfb i3-wm i3blocks sway waybar grim imagemagick fonts-dejavu-core
+
 BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind
 SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
 
@@ -39,7 +42,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
-.PHONY: all build run test test-systemd whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
+.PHONY: all build run test test-systemd test-desktop whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
 all: build
 
@@ -68,6 +71,15 @@ test-systemd: deps-test
 	$(SWIFT) build --product syncupsd
 	$(SWIFT) build --product syncupsctl
 	scripts/test-systemd-user "$$($(SWIFT) build --show-bin-path)"
+
+## The status-bar modules of contrib/ in the real bars, as root (they run as an ordinary user): i3bar with
+## i3blocks under Xvfb, waybar under a headless sway; screenshots in .build/desktop. Not in `make test`: the
+## bars and their X and Wayland stacks are large installs.
+test-desktop:
+	@scripts/ensure-packages $(DESKTOP_PACKAGES)
+	$(SWIFT) build --product syncupsd
+	$(SWIFT) build --product syncupsctl
+	scripts/test-desktop "$$($(SWIFT) build --show-bin-path)" .build/desktop
 
 ## The faster-whisper adapter's venv in .build/whisper-venv (about 550 MB from PyPI, once; then a no-op).
 whisper: deps-test
