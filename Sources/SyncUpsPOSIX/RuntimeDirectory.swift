@@ -37,11 +37,11 @@ public struct RuntimeDirectory: Sendable, Equatable {
     public func prepare() throws(Refusal) {
         if mkdir(path, 0o700) == 0 {
             chmod(path, 0o700)  // whatever the umask took away
-        } else if Errno.current != .fileExists {
-            throw Refusal(description: "cannot create \(path): \(Errno.current)")
-        } else if !isReplacement {
+        } else {
+            let error = Errno.current
+            guard error == .fileExists else { throw Refusal(description: "cannot create \(path): \(error)") }
             // Ours, inside the user's own runtime directory: make sure nobody else can even look in it.
-            chmod(path, 0o700)
+            if !isReplacement { chmod(path, 0o700) }
         }
         try check()
     }
@@ -52,8 +52,9 @@ public struct RuntimeDirectory: Sendable, Equatable {
         guard isReplacement else { return }
         var info = stat()
         guard lstat(path, &info) == 0 else {
-            if Errno.current == .noSuchFile { return }
-            throw Refusal(description: "cannot examine \(path): \(Errno.current)")
+            let error = Errno.current
+            if error == .noSuchFile { return }
+            throw Refusal(description: "cannot examine \(path): \(error)")
         }
         let reason: String
         if info.st_mode & S_IFMT != S_IFDIR {
