@@ -13,7 +13,7 @@ TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils s
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv
 
 # The real status bars for `make test-desktop`.
-DESKTOP_PACKAGES = xvfb i3-wm i3blocks sway waybar grim imagemagick fonts-dejavu-core
+DESKTOP_PACKAGES = xvfb i3-wm i3blocks polybar sway waybar grim imagemagick fonts-dejavu-core
 
 BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind
 SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
@@ -73,7 +73,7 @@ test-systemd: deps-test
 	scripts/test-systemd-user "$$($(SWIFT) build --show-bin-path)"
 
 ## The status-bar modules of contrib/ in the real bars, as root (they run as an ordinary user): i3bar with
-## i3blocks under Xvfb, waybar under a headless sway; screenshots in .build/desktop. Not in `make test`: the
+## i3blocks and polybar under Xvfb, waybar under a headless sway; screenshots in .build/desktop. Not in `make test`: the
 ## bars and their X and Wayland stacks are large installs.
 test-desktop:
 	@scripts/ensure-packages $(DESKTOP_PACKAGES)
