@@ -9,7 +9,7 @@ import Testing
 /// Each test runs the binaries as an ordinary uid in a mount namespace with an empty, world-writable `/tmp` of
 /// its own (as on any desktop), so its `/tmp/syncupsd-<uid>` meets no real user's and no other test's.
 @Suite(.enabled(if: geteuid() == 0, "a mount namespace and another uid need root (CI runs as root)"))
-struct RuntimeDirectoryTests {
+struct WithoutXDGRuntimeDirTests {
     /// A user without `XDG_RUNTIME_DIR`, and the namespace with its private `/tmp`, alive while this is.
     final class ScratchUser {
         let uid: uid_t = 3_000_000
