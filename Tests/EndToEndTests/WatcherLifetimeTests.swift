@@ -77,6 +77,28 @@ import Testing
         #expect(exit.waitForExit(), "the watcher outlived the shell that ran it")
     }
 
+    /// Written to a file, as `nohup syncupsctl watch >> log &` does, a watcher is nobody's bar module: it must
+    /// outlive the shell that started it (the deadline passing without an exit is the pass).
+    @Test func keepsRunningIntoAFileWhenTheShellThatRanItIsKilled() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let directory = TemporaryDirectory("watch-file")
+        let exit = try ExitPipe()
+        let shell = try Subprocess(
+            executable: "/bin/sh",
+            arguments: [
+                "-c", #""$0" --socket "$1" watch --format polybar >"$2"; true"#,
+                BuiltProducts.path("syncupsctl"), daemon.socketPath, directory.appending("log"),
+            ],
+            standardInput: .null, standardOutput: .null, standardError: .null, extraDescriptors: exit.forChild,
+            newProcessGroup: true)
+        exit.closeOurEnd()
+        defer { kill(-shell.pid, SIGKILL) }
+        #expect(try waitFor { Files.readString(directory.appending("log")) == "no meeting\n" })
+        shell.send(SIGTERM)
+        #expect(shell.wait() == .signaled(SIGTERM))
+        #expect(!exit.waitForExit(), "the watcher followed its shell though nobody's bar reads it")
+    }
+
     /// A watcher whose reader is gone, with the daemon up and quiet: nothing to write, so no EPIPE to notice.
     @Test func endsWhenItsOutputIsClosedWhileTheDaemonIsIdle() throws {
         let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])

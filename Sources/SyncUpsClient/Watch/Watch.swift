@@ -7,8 +7,10 @@ import SyncUpsPOSIX
 /// reconnecting with back-off when the daemon goes away.
 ///
 /// It ends as soon as nobody reads it any more, so a bar's watcher never outlives the bar: when standard
-/// output is closed (a failed write, or POLLERR/POLLHUP on it while idle or while the daemon is down) and when
-/// the process that started it exits (bars signal only the `sh -c` that runs the command; see `ParentWatch`).
+/// output is closed (a failed write, or POLLERR/POLLHUP on it while idle or while the daemon is down) and,
+/// when standard output is a pipe or a socket (a reader following it live, as bars do), when the process that
+/// started it exits: bars signal only the `sh -c` that runs the command (see `ParentWatch`). Written to a
+/// file or a terminal, it does not follow its parent, so `nohup syncupsctl watch >> log &` outlives the shell.
 struct Watch {
     var context: Context
     var format: String
@@ -42,10 +44,10 @@ struct Watch {
 
     /// Runs until standard output or the parent goes away.
     func run() {
-        let parent = ParentWatch.start()
+        let parent = Self.isOutputFollowedLive ? ParentWatch.start() : nil
         var backoff = Self.initialBackoff
         var lastLine: String?
-        while !parent.isParentGone {
+        while parent?.isParentGone != true {
             switch follow(lastLine: &lastLine, parent: parent, onConnected: { backoff = Self.initialBackoff }) {
             case .outputClosed: return
             case .disconnected:
@@ -68,7 +70,7 @@ struct Watch {
     }
 
     /// One connection's worth of following.
-    private func follow(lastLine: inout String?, parent: ParentWatch, onConnected: () -> Void) -> Ending {
+    private func follow(lastLine: inout String?, parent: ParentWatch?, onConnected: () -> Void) -> Ending {
         guard let connection = try? context.connect() else { return .disconnected }
         connection.timeout = .seconds(10)
         var arguments = JSONObject()
@@ -106,7 +108,7 @@ struct Watch {
                     return .disconnected
                 }
             }
-            if Self.isClosed(pollers[1]) || parent.isParentGone { return .outputClosed }
+            if Self.isClosed(pollers[1]) || parent?.isParentGone == true { return .outputClosed }
             if pollers.count > 2 && pollers[2].revents != 0 {
                 switch Result(catching: { try clicks?.nextLine(timeout: .zero) }) {
                 case .success(let click?):
@@ -172,6 +174,13 @@ struct Watch {
                 remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
             if poll(&output, 1, CInt(max(1, milliseconds))) > 0 && Self.isClosed(output) { return false }
         }
+    }
+
+    /// Standard output is a pipe or a socket: someone reads it as it comes.
+    private static var isOutputFollowedLive: Bool {
+        var info = stat()
+        guard fstat(FileDescriptor.standardOutput.rawValue, &info) == 0 else { return false }
+        return info.st_mode & S_IFMT == S_IFIFO || info.st_mode & S_IFMT == S_IFSOCK
     }
 
     /// POLLERR on a pipe's write end: the read end is closed; POLLHUP: a terminal hung up, a socket shut down;
