@@ -7,10 +7,13 @@ RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/nul
 # Debian packages: what building and running needs, and what the test suite needs on top.
 RUN_PACKAGES = pkg-config libasound2-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
 TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3 python3-venv \
-	scdoc zsh fish make
+	scdoc zsh fish make i3blocks
 
 # The faster-whisper adapter's Python environment for the tests (PyPI's faster-whisper and a tiny.en model).
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv
+
+# The real status bars for `make test-desktop`.
+DESKTOP_PACKAGES = xvfb i3-wm i3blocks polybar sway waybar grim imagemagick fonts-dejavu-core
 
 BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind
 SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
@@ -39,7 +42,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
-.PHONY: all build run test whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
+.PHONY: all build run test test-systemd test-desktop whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
 all: build
 
@@ -61,6 +64,22 @@ test: deps-test lint whisper
 	$(SWIFT) build --build-tests
 	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(SWIFT) test --skip-build
 	cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
+
+## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
+## useradd if missing). `make test` runs it too, as one of the InstallTests.
+test-systemd: deps-test
+	$(SWIFT) build --product syncupsd
+	$(SWIFT) build --product syncupsctl
+	scripts/test-systemd-user "$$($(SWIFT) build --show-bin-path)"
+
+## The status-bar modules of contrib/ in the real bars, as root (they run as an ordinary user): i3bar with
+## i3blocks and polybar under Xvfb, waybar under a headless sway; screenshots in .build/desktop. Not in `make test`: the
+## bars and their X and Wayland stacks are large installs.
+test-desktop:
+	@scripts/ensure-packages $(DESKTOP_PACKAGES)
+	$(SWIFT) build --product syncupsd
+	$(SWIFT) build --product syncupsctl
+	scripts/test-desktop "$$($(SWIFT) build --show-bin-path)" .build/desktop
 
 ## The faster-whisper adapter's venv in .build/whisper-venv (about 550 MB from PyPI, once; then a no-op).
 whisper: deps-test

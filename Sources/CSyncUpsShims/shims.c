@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 void syncups_set_thread_name(const char *name) {
@@ -10,6 +11,10 @@ void syncups_set_thread_name(const char *name) {
     strncpy(truncated, name, sizeof truncated - 1);
     truncated[sizeof truncated - 1] = '\0';
     pthread_setname_np(pthread_self(), truncated);
+}
+
+int syncups_set_parent_death_signal(int signal) {
+    return prctl(PR_SET_PDEATHSIG, signal);
 }
 
 int syncups_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {

@@ -161,12 +161,15 @@ public final class Daemon {
             throw StartupError("socket activation failed: \(error)")
         }
         if let path = configuration.socketPath {
-            return try ListeningSocket.create(at: path, isDefaultLocation: false)
+            return try ListeningSocket.create(at: path, in: nil)
         }
-        guard let path = ListeningSocket.defaultPath(environment: environment) else {
-            throw StartupError("XDG_RUNTIME_DIR is not set, so there is no default socket; pass --socket PATH")
+        let directory = RuntimeDirectory.locate(environment: environment)
+        if directory.isReplacement {
+            logger.warning(
+                "XDG_RUNTIME_DIR is not set: the socket goes in \(directory.path) instead (the user's own, mode 0700), where syncupsctl looks too"
+            )
         }
-        return try ListeningSocket.create(at: path, isDefaultLocation: true)
+        return try ListeningSocket.create(at: directory.socketPath, in: directory)
     }
 
     private func received(_ signal: CInt) {

@@ -99,4 +99,16 @@ import Testing
             home + "/.local/bin/syncups-whisper", ["--help"], environment: ["HOME": home])
         #expect(whisper.standardOutput.contains("usage"))
     }
+
+    /// The units as `make install` puts them, under a real `systemd --user` of this machine's systemd, in a
+    /// private mount namespace as an ordinary user (see scripts/test-systemd-user): static verification cannot
+    /// see a setting that only fails when a user manager applies it, such as dropping capabilities.
+    @Test(.enabled(if: geteuid() == 0, "a private mount namespace and another user need root (CI runs as root)"))
+    func installedUnitsStartSandboxedUnderARealUserManager() throws {
+        let result = try CommandResult.run(
+            BuiltProducts.repositoryRoot + "/scripts/test-systemd-user", [BuiltProducts.directory])
+        #expect(result.exitCode == 0, "\(result.standardOutput)\(result.standardError)")
+        #expect(result.standardOutput.contains("test-systemd-user: all checks passed"))
+        #expect(!result.standardOutput.contains("FAIL"))
+    }
 }

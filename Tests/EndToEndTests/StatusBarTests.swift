@@ -85,7 +85,7 @@ import Testing
         #expect(i3blocks.lines.count == 7)
         #expect(
             i3blocks.lines[3]
-                == ##"{"full_text":"Cy 2/2 · 00:02","short_text":"00:02","background":"#001441","color":"#FFFFFF","urgent":false}"##
+                == ##"{"full_text":"<span background='#001441' foreground='#FFFFFF'> Cy 2/2 · 00:02 </span>","short_text":"<span background='#001441' foreground='#FFFFFF'> 00:02 </span>","markup":"pango","urgent":false}"##
         )
         #expect(i3blocks.lines[5].hasSuffix(#""urgent":true}"#))
         #expect(
@@ -171,5 +171,41 @@ import Testing
         #expect(try client.result("session.get")["state"] == "paused")
         #expect(try daemon.ctl(["--json", "toggle"]).standardOutput.contains(#""state":"running""#))
         #expect(try client.result("session.get")["state"] == "running")
+    }
+
+    /// The README's main block in the real i3blocks (Debian 12 ships 1.4, which drops `background`): the line it
+    /// hands i3bar still carries the theme's colours and the markup flag, so the text is not black on black.
+    @Test(.enabled(if: Files.exists("/usr/bin/i3blocks"), "i3blocks is not installed (make deps-test installs it)"))
+    func theMainI3blocksBlockKeepsTheThemeColoursInTheRealI3blocks() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let client = try daemon.client()
+        let created = try client.result(
+            "syncups.create", ["title": "Design", "duration": 600, "attendees": ["Ann", "Cy"], "theme": "orange"])
+        _ = try client.result("session.start", ["syncup": created["id"]!, "audio": false])
+
+        // The first block of contrib/i3blocks/syncups, as shipped, pointed at this daemon.
+        let shipped = Files.readString(BuiltProducts.repositoryRoot + "/contrib/i3blocks/syncups") ?? ""
+        let block = shipped.split(separator: "\n").drop { $0 != "[syncups]" }.prefix { !$0.isEmpty }
+            .filter { !$0.hasPrefix("#") }.joined(separator: "\n")
+        #expect(block.contains("command=exec syncupsctl watch --format i3blocks --no-clicks"))
+        let directory = TemporaryDirectory("i3blocks")
+        let config = directory.appending("config")
+        let command = "'\(BuiltProducts.path("syncupsctl"))' --socket '\(daemon.socketPath)' watch"
+        Files.write(config, block.replacing("syncupsctl watch", with: command) + "\n")
+        let i3blocks = try Subprocess(
+            executable: "/usr/bin/i3blocks", arguments: ["-c", config], standardInput: .pipe, standardOutput: .pipe,
+            standardError: .null)
+        let bar = try OutputCollector(i3blocks.standardOutput!)
+        defer {
+            i3blocks.send(SIGTERM)
+            _ = i3blocks.wait()
+            bar.join()
+            i3blocks.closeStreams()
+        }
+        let colours = "<span background='#FF8B42' foreground='#000000'> Ann 1/2 · "
+        #expect(bar.wait { $0.contains(colours) }, "\(bar.contents)")
+        let line = bar.contents.split(separator: "\n").last { $0.contains(colours) }.map(String.init) ?? ""
+        #expect(line.contains(#""markup":"pango""#))
+        #expect(line.contains(#""name":"syncups""#))
     }
 }

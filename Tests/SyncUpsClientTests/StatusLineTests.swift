@@ -56,10 +56,34 @@ import Testing
             StatusLine().render(.meeting(session), format: .tmux)
                 == "#[fg=##000000,bg=##FF8B42] Ann & Bob 2/6 · 11:48 #[default]")
         let i3blocks = try? JSONParser().parse(StatusLine().render(.meeting(session), format: .i3blocks))
-        #expect(i3blocks?["full_text"] == "Ann & Bob 2/6 · 11:48")
-        #expect(i3blocks?["short_text"] == "11:48")
-        #expect(i3blocks?["background"] == "#FF8B42")
+        #expect(
+            i3blocks?["full_text"]
+                == "<span background='#FF8B42' foreground='#000000'> Ann &amp; Bob 2/6 · 11:48 </span>")
+        #expect(i3blocks?["short_text"] == "<span background='#FF8B42' foreground='#000000'> 11:48 </span>")
+        #expect(i3blocks?["markup"] == "pango")
+        #expect(i3blocks?["background"] == nil)
+        #expect(i3blocks?["color"] == nil)
         #expect(i3blocks?["urgent"] == false)
+    }
+
+    /// i3blocks 1.4 reads JSON by scanning for quotes: a `\"` ends its string there, and it passes escapes on
+    /// as they are. Whatever the names hold, the line must have neither, and still parse as the same text.
+    @Test func writesI3blocksLinesThatI3blocks14ReadsWhole() {
+        var object = session.objectValue ?? [:]
+        object["speaker"] = ["id": "A", "name": #"Ann "the \ boss" O'Neil"#]
+        let line = StatusLine().render(.meeting(.object(object)), format: .i3blocks)
+        #expect(!line.contains("\\"))
+        let parsed = try? JSONParser().parse(line)
+        #expect(
+            parsed?["full_text"]
+                == "<span background='#FF8B42' foreground='#000000'> Ann &quot;the &#92; boss&quot; O&#39;Neil 2/6 · 11:48 </span>"
+        )
+        // No meeting: plain, escaped text in the bar's colours.
+        var idle = StatusLine()
+        idle.idleText = "<none>"
+        #expect(
+            idle.render(.idle, format: .i3blocks)
+                == #"{"full_text":"&lt;none&gt;","short_text":"&lt;none&gt;","markup":"pango","urgent":false}"#)
     }
 
     @Test func escapesTheFormatCharactersOfPolybarAndTmux() {

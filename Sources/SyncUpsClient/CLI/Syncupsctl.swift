@@ -110,7 +110,8 @@ public struct Syncupsctl {
         text += """
 
             --json prints the daemon's raw result. Exit status: 0 ok, 64 usage, 65 request rejected,
-            69 daemon unavailable. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket.
+            69 daemon unavailable. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
+            (/tmp/syncupsd-UID/socket, which must be yours and 0700, where XDG_RUNTIME_DIR is unset).
             Run `syncupsctl COMMAND --help` for a command's options.
 
             """
@@ -125,9 +126,11 @@ struct Context {
     var output: Output
 
     func connect() throws(CLIError) -> DaemonConnection {
-        guard let path = SocketLocation.resolve(explicit: globals.socket, environment: environment) else {
-            throw CLIError(
-                .unavailable, "no socket: XDG_RUNTIME_DIR is not set; pass --socket PATH or set SYNCUPSD_SOCKET")
+        let path: String
+        do {
+            path = try SocketLocation.resolve(explicit: globals.socket, environment: environment)
+        } catch {
+            throw CLIError(.unavailable, "\(error); pass --socket PATH or set SYNCUPSD_SOCKET")
         }
         do {
             return try DaemonConnection(path: path, timeout: globals.timeout)

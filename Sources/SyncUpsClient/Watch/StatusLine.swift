@@ -137,13 +137,19 @@ public struct StatusLine: Sendable, Equatable {
             object.append("percentage", .int(Int(values["progress"] ?? "0") ?? 0))
             return JSONWriter().string(.object(object))
         case .i3blocks:
-            var object = JSONObject()
-            object.append("full_text", .string(text))
-            object.append("short_text", .string(values["remaining"] ?? text))
-            if let main = values["main"], !main.isEmpty {
-                object.append("background", .string(main))
-                object.append("color", .string(values["accent"] ?? "#000000"))
+            // The theme colours as a Pango span, not as `background` and `color`: i3blocks 1.4 (Debian 12) drops
+            // `background`, which left the accent (often black) on the bar's own black; every version passes
+            // `markup` on to i3bar. 1.4's JSON reader also ends a string at any \" and copies escapes as they
+            // are, so the text has neither: Pango's entities stand for quotes and backslashes.
+            func markup(_ text: String) -> String {
+                let escaped = Self.pangoEscaped(text).replacing("\\", with: "&#92;")
+                guard let main = values["main"], !main.isEmpty else { return escaped }
+                return "<span background='\(main)' foreground='\(values["accent"] ?? "#000000")'> \(escaped) </span>"
             }
+            var object = JSONObject()
+            object.append("full_text", .string(markup(text)))
+            object.append("short_text", .string(markup(values["remaining"] ?? text)))
+            object.append("markup", "pango")
             object.append("urgent", .bool(state == "ending"))
             return JSONWriter().string(.object(object))
         case .polybar:

@@ -5,6 +5,12 @@ import SyncUpsPOSIX
 
 /// `syncupsctl watch`: follows the daemon for as long as it runs, printing events or status lines, and
 /// reconnecting with back-off when the daemon goes away.
+///
+/// It ends as soon as nobody reads it any more, so a bar's watcher never outlives the bar: when standard
+/// output is closed (a failed write, or POLLERR/POLLHUP on it while idle or while the daemon is down) and,
+/// when standard output is a pipe or a socket (a reader following it live, as bars do), when the process that
+/// started it exits: bars signal only the `sh -c` that runs the command (see `ParentWatch`). Written to a
+/// file or a terminal, it does not follow its parent, so `nohup syncupsctl watch >> log &` outlives the shell.
 struct Watch {
     var context: Context
     var format: String
@@ -36,12 +42,13 @@ struct Watch {
         }
     }
 
-    /// Runs until standard output goes away.
+    /// Runs until standard output or the parent goes away.
     func run() {
+        let parent = Self.isOutputFollowedLive ? ParentWatch.start() : nil
         var backoff = Self.initialBackoff
         var lastLine: String?
-        while true {
-            switch follow(lastLine: &lastLine, onConnected: { backoff = Self.initialBackoff }) {
+        while parent?.isParentGone != true {
+            switch follow(lastLine: &lastLine, parent: parent, onConnected: { backoff = Self.initialBackoff }) {
             case .outputClosed: return
             case .disconnected:
                 if !isEventStream {
@@ -51,7 +58,7 @@ struct Watch {
                         lastLine = offline
                     }
                 }
-                waitForReconnect(backoff)
+                guard waitForReconnect(backoff) else { return }
                 backoff = min(backoff * 2, Self.maximumBackoff)
             }
         }
@@ -63,7 +70,7 @@ struct Watch {
     }
 
     /// One connection's worth of following.
-    private func follow(lastLine: inout String?, onConnected: () -> Void) -> Ending {
+    private func follow(lastLine: inout String?, parent: ParentWatch?, onConnected: () -> Void) -> Ending {
         guard let connection = try? context.connect() else { return .disconnected }
         connection.timeout = .seconds(10)
         var arguments = JSONObject()
@@ -89,15 +96,20 @@ struct Watch {
 
         var clicks = readsClicks ? LineReader(fd: .standardInput) : nil
         while true {
-            // Wait for the daemon, or for a click on stdin.
-            var pollers = [pollfd(fd: connection.descriptor.rawValue, events: Int16(POLLIN), revents: 0)]
+            // Wait for the daemon, for a click on stdin, or for the reader of stdout to go away (no events
+            // asked for it: POLLERR and POLLHUP are always reported).
+            var pollers = [
+                pollfd(fd: connection.descriptor.rawValue, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: FileDescriptor.standardOutput.rawValue, events: 0, revents: 0),
+            ]
             if clicks != nil { pollers.append(pollfd(fd: 0, events: Int16(POLLIN), revents: 0)) }
             if connection.pendingEvents.isEmpty && !connection.hasBufferedLine {
                 if poll(&pollers, nfds_t(pollers.count), -1) < 0 && Errno.current != .interrupted {
                     return .disconnected
                 }
             }
-            if pollers.count > 1 && pollers[1].revents != 0 {
+            if Self.isClosed(pollers[1]) || parent?.isParentGone == true { return .outputClosed }
+            if pollers.count > 2 && pollers[2].revents != 0 {
                 switch Result(catching: { try clicks?.nextLine(timeout: .zero) }) {
                 case .success(let click?):
                     handleClick(click)
@@ -150,10 +162,30 @@ struct Watch {
         }
     }
 
-    private func waitForReconnect(_ delay: Duration) {
-        var remaining = timespec(
-            tv_sec: Int(delay.components.seconds), tv_nsec: Int(delay.components.attoseconds / 1_000_000_000))
-        var request = remaining
-        while nanosleep(&request, &remaining) != 0 && Errno.current == .interrupted { request = remaining }
+    /// Waits `delay` before the next attempt; false if standard output was closed meanwhile, so that a
+    /// watcher whose reader is gone stops retrying a daemon that is down.
+    private func waitForReconnect(_ delay: Duration) -> Bool {
+        let deadline = MonotonicInstant.now() + delay
+        while true {
+            let remaining = deadline - MonotonicInstant.now()
+            guard remaining > .zero else { return true }
+            var output = pollfd(fd: FileDescriptor.standardOutput.rawValue, events: 0, revents: 0)
+            let milliseconds =
+                remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+            if poll(&output, 1, CInt(max(1, milliseconds))) > 0 && Self.isClosed(output) { return false }
+        }
+    }
+
+    /// Standard output is a pipe or a socket: someone reads it as it comes.
+    private static var isOutputFollowedLive: Bool {
+        var info = stat()
+        guard fstat(FileDescriptor.standardOutput.rawValue, &info) == 0 else { return false }
+        return info.st_mode & S_IFMT == S_IFIFO || info.st_mode & S_IFMT == S_IFSOCK
+    }
+
+    /// POLLERR on a pipe's write end: the read end is closed; POLLHUP: a terminal hung up, a socket shut down;
+    /// POLLNVAL: there is no standard output at all.
+    private static func isClosed(_ output: pollfd) -> Bool {
+        output.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0
     }
 }

@@ -4,7 +4,7 @@ import SyncUpsSpeech
 
 /// Everything the daemon can be told, from flags and `syncupsd.conf`. The defaults need no file at all.
 public struct Configuration: Sendable, Equatable {
-    /// The socket to listen on; nil means `$XDG_RUNTIME_DIR/syncupsd/socket`.
+    /// The socket to listen on; nil means the one in `RuntimeDirectory` (`$XDG_RUNTIME_DIR/syncupsd/socket`).
     public var socketPath: String?
     /// The data directory; nil means `$XDG_DATA_HOME/syncups`.
     public var dataDirectory: String?

@@ -25,7 +25,7 @@ struct ConfigurationOption: Sendable {
             name: "socket",
             kind: .path,
             placeholder: "PATH",
-            defaultDescription: "$XDG_RUNTIME_DIR/syncupsd/socket",
+            defaultDescription: "$XDG_RUNTIME_DIR/syncupsd/socket, else /tmp/syncupsd-UID/socket",
             help: "the Unix socket to listen on"
         ) { configuration, value throws(ConfigurationError.Reason) in
             configuration.socketPath = try absolutePath(value)

@@ -26,25 +26,12 @@ struct ListeningSocket {
         self.lock = lock
     }
 
-    /// `$XDG_RUNTIME_DIR/syncupsd/socket`.
-    static func defaultPath(environment: [String: String]) -> String? {
-        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
-        return runtime + "/syncupsd/socket"
-    }
-
-    /// Creates the socket at `path` (its directory 0700 if created here, the socket 0600).
-    static func create(at path: String, isDefaultLocation: Bool) throws(StartupError) -> ListeningSocket {
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+    /// Creates the socket at `path` (0600); `directory`, the default location's, is created or checked first.
+    static func create(at path: String, in directory: RuntimeDirectory?) throws(StartupError) -> ListeningSocket {
         do {
-            if isDefaultLocation {
-                if mkdir(directory, 0o700) != 0 && Errno.current != .fileExists {
-                    throw SystemError("mkdir(\(directory))", .current)
-                }
-                // Our own directory under XDG_RUNTIME_DIR: make sure nobody else can even look in it.
-                chmod(directory, 0o700)
-            }
+            try directory?.prepare()
         } catch {
-            throw StartupError("cannot create the socket directory: \(error)")
+            throw StartupError("cannot use the socket directory: \(error)")
         }
 
         let lock: LockFile
