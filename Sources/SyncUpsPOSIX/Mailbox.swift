@@ -2,43 +2,72 @@ import CSyncUpsShims
 import Glibc
 import Synchronization
 
-/// A queue from any thread to the event loop: `post` from anywhere, the loop drains it on its own thread.
+/// A bounded queue from any thread to the event loop: `post` from anywhere, the loop drains it on its own
+/// thread.
 ///
 /// An eventfd makes the loop wake; it is written only when the queue goes from empty to non-empty, so a
-/// burst of messages costs one wake-up.
+/// burst of messages costs one wake-up. At `capacity` a helper thread's `post` waits for the loop to take
+/// what is queued (backpressure: a flooding recognizer is slowed down, not buffered without end), for a
+/// second at most: a loop that is itself waiting for that thread (joining it at shutdown) is never
+/// deadlocked, and a stuck loop lets each thread add at most one message a second. The loop's own thread
+/// never waits on itself.
 public final class Mailbox<Message: Sendable>: Sendable {
     private let queue = Mutex<[Message]>([])
     private let eventFD: FileDescriptor
+    /// Signalled when the loop takes the queue, for posters waiting for room.
+    private let room: WakeSignal
+    public let capacity: Int
+    /// The thread the mailbox is attached to (0 before `attach`).
+    private let loopThread = Atomic<UInt>(0)
 
-    public init() throws(SystemError) {
+    public init(capacity: Int = 4096) throws(SystemError) {
+        self.capacity = capacity
         eventFD = FileDescriptor(
             rawValue: try syscall("eventfd") { eventfd(0, CInt(EFD_CLOEXEC) | CInt(EFD_NONBLOCK)) }
         )
+        room = try WakeSignal()
     }
 
     deinit {
         eventFD.close()
     }
 
-    /// Queues `message` for the loop. Safe from any thread; never blocks on the loop.
+    /// Queues `message` for the loop. Safe from any thread; never blocks on the loop's own thread. From any
+    /// other thread it waits while `capacity` messages are queued, up to a second.
     public func post(_ message: Message) {
-        let wasEmpty = queue.withLock { messages in
-            messages.append(message)
-            return messages.count == 1
-        }
-        if wasEmpty {
-            var one: UInt64 = 1
-            _ = Glibc.write(eventFD.rawValue, &one, 8)
+        let isLoop = loopThread.load(ordering: .relaxed) == UInt(pthread_self())
+        let giveUp = MonotonicInstant.now() + .seconds(1)
+        while true {
+            let mayOverflow = isLoop || MonotonicInstant.now() >= giveUp
+            let (isQueued, wasEmpty) = queue.withLock { messages -> (Bool, Bool) in
+                guard messages.count < capacity || mayOverflow else { return (false, false) }
+                messages.append(message)
+                return (true, messages.count == 1)
+            }
+            if isQueued {
+                if wasEmpty {
+                    var one: UInt64 = 1
+                    _ = Glibc.write(eventFD.rawValue, &one, 8)
+                }
+                return
+            }
+            // Full: wait for the loop to drain it (rechecked every 100 ms, whoever the signal woke).
+            _ = room.wait(timeout: .milliseconds(100))
         }
     }
 
+    /// How many messages wait for the loop now.
+    public var pendingCount: Int { queue.withLock { $0.count } }
+
     /// Takes every queued message now, on the loop's thread (for a synchronous drain at shutdown).
     public func takeAll() -> [Message] {
-        queue.withLock { messages in
+        let (taken, wasFull) = queue.withLock { messages in
             let taken = messages
             messages.removeAll(keepingCapacity: true)
-            return taken
+            return (taken, taken.count >= capacity)
         }
+        if wasFull { room.signal() }
+        return taken
     }
 
     /// Waits up to `timeout` for a message, without taking it; returns whether one is queued. For the loop's
@@ -61,7 +90,8 @@ public final class Mailbox<Message: Sendable>: Sendable {
     public func attach(to loop: EventLoop, handler: @escaping ([Message]) -> Void) throws(SystemError)
         -> EventLoop.Watch
     {
-        try loop.watch(eventFD, for: .readable) { [self] _ in
+        loopThread.store(UInt(pthread_self()), ordering: .relaxed)
+        return try loop.watch(eventFD, for: .readable) { [self] _ in
             var count: UInt64 = 0
             _ = Glibc.read(eventFD.rawValue, &count, 8)
             let messages = takeAll()
