@@ -7,6 +7,83 @@ import Synchronization
 import Testing
 
 @Suite struct SubscriptionTests {
+    /// The crash the owner's redesign fixed, end to end: a subscriber with a large snapshot unread and a
+    /// `syncups.delete` queued behind it drains slowly while meetings of that sync-up are saved. The daemon
+    /// stays up, every subscriber sees strictly increasing `seq` with each save before the delete, and what
+    /// the client was told (deleted) is what a restart finds.
+    @Test func aSlowSubscribersQueuedDeleteDuringMeetingSavesKeepsTheDaemonWholeAndInOrder() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"])
+        let client = try daemon.client()
+        let attendees = JSONValue.array((0..<20).map { .string("Attendee \($0) with a longish name") })
+        for index in 0..<200 {
+            _ = try client.result("syncups.create", ["title": .string("Team \(index)"), "attendees": attendees])
+        }
+        let target = try client.result("syncups.create", ["title": "Target", "attendees": ["Ann", "Bo"]])
+        let targetID = try #require(target["id"]?.stringValue)
+        let watcher = try daemon.client()
+        _ = try watcher.result("subscribe", ["topics": ["syncups"], "snapshot": false])
+
+        let slow = try RawClient(path: daemon.socketPath)
+        var size: CInt = 4096
+        setsockopt(slow.fd.rawValue, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<CInt>.size))
+        var lines = #"{"id":"sub","cmd":"subscribe","args":{"topics":["syncups"]}}"# + "\n"
+        lines += String(repeating: #"{"id":"page","cmd":"syncups.list","args":{"limit":1}}"# + "\n", count: 200)
+        lines += #"{"id":"delete","cmd":"syncups.delete","args":{"id":"\#(targetID)"}}"# + "\n"
+        try slow.send(lines)
+
+        // Meetings of the target are saved while the slow subscriber reads nothing: its delete waits.
+        var saved = 0
+        func saveMeeting() throws -> Bool {
+            let start = try client.request("session.start", ["syncup": .string(targetID), "audio": false])
+            guard start["ok"] == true else { return false }  // the delete has run
+            let end = try client.request("session.end", ["action": "save"])
+            guard end["ok"] == true else { return false }
+            saved += 1
+            return true
+        }
+        for _ in 0..<5 { #expect(try saveMeeting(), "the delete waits behind the unread output") }
+        // Then it reads 4 KB at a time on its own thread while more are saved.
+        let slowFD = slow.fd
+        let received = Mutex<[UInt8]>([])
+        let drainer = try DedicatedThread(name: "slow-reader") {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let deadline = MonotonicInstant.now() + .seconds(60)
+            while MonotonicInstant.now() < deadline {
+                var poller = pollfd(fd: slowFD.rawValue, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, 1000) > 0 else { continue }
+                let count = chunk.withUnsafeMutableBytes { Glibc.read(slowFD.rawValue, $0.baseAddress, $0.count) }
+                if count <= 0 { return }
+                let isDone = received.withLock {
+                    $0 += chunk[0..<count]
+                    return $0.count > 64 && String(decoding: $0.suffix(4096), as: UTF8.self).contains(#""id":"delete""#)
+                }
+                if isDone { return }
+            }
+        }
+        while saved < 200, try saveMeeting() {}
+        drainer.join()
+        #expect(try client.result("ping") == "pong", "the daemon is still up")
+
+        let slowLines = String(decoding: received.withLock { $0 }, as: UTF8.self).split(separator: "\n")
+            .compactMap { try? JSONParser().parse(String($0)) }
+        let deleteReply = slowLines.first { $0["id"] == "delete" }
+        #expect(deleteReply?["ok"] == true, "\(deleteReply.map { JSONWriter().string($0) } ?? "no reply")")
+        var watched: [JSONValue] = []
+        while watched.last?["event"] != "syncup.deleted" { watched.append(try watcher.readJSON()) }
+        for events in [slowLines.filter { $0["event"] != nil }, watched] {
+            let seqs = events.compactMap { $0["seq"]?.numberValue?.int64 }
+            #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "seq out of order: \(seqs)")
+            let names = events.compactMap { $0["event"]?.stringValue }
+            #expect(names.last == "syncup.deleted")
+            #expect(names.filter { $0 == "syncup.updated" }.count == saved, "one update per meeting saved")
+        }
+        #expect(daemon.stop() == .exited(0))
+        let restarted = try DaemonProcess(directory: daemon.directory)
+        #expect(
+            try restarted.client().request("syncups.get", ["id": .string(targetID)])["error"]?["code"] == "not_found")
+        #expect(try restarted.client().result("syncups.list")["total"] == 200)
+    }
+
     @Test func aLargeOutsideEditReachesEverySubscriberAsOnePageAndDropsNobody() throws {
         let daemon = try DaemonProcess()
         var subscribers: [RawClient] = []
