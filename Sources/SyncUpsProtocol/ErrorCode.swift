@@ -21,6 +21,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let invalidState = ErrorCode(rawValue: "invalid_state")
     public static let speechUnavailable = ErrorCode(rawValue: "speech_unavailable")
     public static let lineTooLong = ErrorCode(rawValue: "line_too_long")
+    /// A request line stayed incomplete for `partialLineTimeoutSeconds`; the connection is closed.
+    public static let requestTimeout = ErrorCode(rawValue: "request_timeout")
     public static let tooManyConnections = ErrorCode(rawValue: "too_many_connections")
     public static let tooManySubscriptions = ErrorCode(rawValue: "too_many_subscriptions")
     public static let permissionDenied = ErrorCode(rawValue: "permission_denied")

@@ -8,6 +8,9 @@ public struct Limits: Sendable, Equatable {
     public var maxOutputBytes = 1 << 20
     /// How long a client may go without reading any of its pending output before it is cut off.
     public var stallTimeoutSeconds = 10
+    /// How long a request line may stay incomplete (bytes sent, no newline) before the connection is closed
+    /// with `request_timeout`: half a line must not hold a connection slot for ever.
+    public var partialLineTimeoutSeconds = 10
     /// Simultaneous connections; one more gets `too_many_connections` and is closed.
     public var maxConnections = 256
     /// Connections subscribed to events at once.
@@ -27,6 +30,7 @@ public struct Limits: Sendable, Equatable {
             "maxLineBytes": .int(maxLineBytes),
             "maxOutputBytes": .int(maxOutputBytes),
             "stallTimeoutSeconds": .int(stallTimeoutSeconds),
+            "partialLineTimeoutSeconds": .int(partialLineTimeoutSeconds),
             "maxConnections": .int(maxConnections),
             "maxSubscribers": .int(maxSubscribers),
             "maxReplyBytes": .int(maxReplyBytes),

@@ -20,6 +20,9 @@ final class Connection {
     /// The last time some of `output` was accepted by the socket (or it went from empty to non-empty).
     var lastProgress: MonotonicInstant
     var stallTimer: EventLoop.Timer?
+    /// Since when the input has held part of a line and no newline, and the timer that closes it.
+    var partialLineSince: MonotonicInstant?
+    var partialLineTimer: EventLoop.Timer?
     var isReadingPaused = false
     /// Queued in the server's list of connections to send to on the loop's next turn.
     var isFlushPending = false

@@ -173,7 +173,38 @@ final class Server {
         }
         connection.input.append(contentsOf: readBuffer[0..<count])
         processInput(connection)
+        watchPartialLine(connection)
         flush(connection)
+    }
+
+    /// Arms the partial-line timeout while the input holds part of a line and nothing else; a complete line
+    /// disarms it. (Complete lines waiting behind a paused reader are the daemon's wait, not the client's.)
+    private func watchPartialLine(_ connection: Connection) {
+        let isPartial =
+            !connection.isClosed && !connection.isReadingPaused && connection.inputStart < connection.input.count
+        guard isPartial else {
+            connection.partialLineSince = nil
+            connection.partialLineTimer.map(loop.cancel)
+            connection.partialLineTimer = nil
+            return
+        }
+        guard connection.partialLineSince == nil else { return }
+        let since = loop.now()
+        connection.partialLineSince = since
+        let timeout = limits.partialLineTimeoutSeconds
+        connection.partialLineTimer = loop.schedule(at: since + .seconds(timeout)) {
+            [unowned self, unowned connection] in
+            connection.partialLineTimer = nil
+            guard !connection.isClosed, connection.partialLineSince == since else { return }
+            logger.notice("\(connection.label) left a request line incomplete for \(timeout) s; closing it")
+            let error = ProtocolError(
+                .requestTimeout, "a request line stayed incomplete for \(timeout) seconds; closing the connection")
+            enqueue(Wire.failure(id: .null, error: error), to: connection)
+            connection.input = []
+            connection.inputStart = 0
+            connection.closesWhenFlushed = true
+            flush(connection)
+        }
     }
 
     /// Handles every complete line in the input while the client keeps up with its output.
@@ -343,6 +374,7 @@ final class Server {
         loop.execute { [weak self, weak connection] in
             guard let self, let connection, !connection.isClosed, !connection.isReadingPaused else { return }
             processInput(connection)
+            watchPartialLine(connection)
             flush(connection)
         }
     }
@@ -424,6 +456,7 @@ final class Server {
         }
         if let watch = connection.watch { loop.unwatch(watch) }
         if let timer = connection.stallTimer { loop.cancel(timer) }
+        if let timer = connection.partialLineTimer { loop.cancel(timer) }
         if connection.isSubscriber { subscriberCount -= 1 }
         for topic in connection.topics { topicSubscriberCounts[topic, default: 0] -= 1 }
         connection.fd.close()
