@@ -38,6 +38,11 @@ public struct AtomicFile: Sendable {
     /// The prefix of temporary files, so start-up can remove ones a crash left behind.
     public var temporaryPrefix: String { "." + baseName + ".tmp-" }
 
+    /// Whether `name` (a file name, no directory) is one of this naming's temporary files, of any file.
+    public static func isTemporaryName(_ name: String) -> Bool {
+        name.hasPrefix(".") && name.contains(".tmp-")
+    }
+
     /// A name for a new temporary file next to the file, unique in this process.
     func newTemporaryPath() -> String {
         let number = Self.counter.wrappingAdd(1, ordering: .relaxed).oldValue

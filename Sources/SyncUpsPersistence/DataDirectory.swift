@@ -56,10 +56,31 @@ public struct DataDirectory: Sendable, Equatable {
         }
     }
 
-    /// Removes every sidecar file of `meeting` (its audio, segments and any journal); missing files are fine.
+    /// Removes every file of `meeting` (its audio, segments, any journal, and the temporary files a crash
+    /// between writing and renaming one of them left); missing files are fine.
     public func removeSidecars(of meeting: Meeting.ID) {
-        for suffix in MeetingFiles.suffixes {
-            unlink(sidecar(meeting, suffix))
+        removeSidecars(of: [meeting])
+    }
+
+    /// `removeSidecars` for several meetings (a deleted sync-up's), reading the directory once.
+    public func removeSidecars(of meetings: [Meeting.ID]) {
+        guard !meetings.isEmpty else { return }
+        for meeting in meetings {
+            for suffix in MeetingFiles.suffixes { unlink(sidecar(meeting, suffix)) }
+        }
+        let ids = Set(meetings.map(\.description))
+        for name in (try? DirectoryListing.names(in: meetingsDirectory)) ?? [] where AtomicFile.isTemporaryName(name) {
+            // `.<meeting-id>.<suffix>.tmp-<pid>-<n>`
+            let id = name.dropFirst().prefix { $0 != "." }
+            if ids.contains(String(id)) { unlink(meetingsDirectory + "/" + name) }
+        }
+    }
+
+    /// Removes the temporary files of `meetings/` that a crash left behind (start-up only: one daemon per
+    /// directory, so none of them is being written).
+    func removeStaleMeetingTemporaryFiles(fileSystem: FileSystem) {
+        for name in (try? DirectoryListing.names(in: meetingsDirectory)) ?? [] where AtomicFile.isTemporaryName(name) {
+            fileSystem.unlink(meetingsDirectory + "/" + name)
         }
     }
 }
@@ -70,5 +91,5 @@ public enum MeetingFiles {
     public static let details = "json"
     /// Written while a meeting is being recorded; its presence at start-up means the daemon crashed mid-meeting.
     public static let journal = "recording.json"
-    static let suffixes = [audio, details, journal, details + ".tmp", journal + ".tmp"]
+    static let suffixes = [audio, details, journal]
 }

@@ -113,6 +113,7 @@ public final class SyncUpStore {
         }
         fileSystem.unlink(directory.previousFile + ".tmp")
         file.deleteRetiredVersion()
+        directory.removeStaleMeetingTemporaryFiles(fileSystem: fileSystem)
     }
 
     private func startWatching() throws(SystemError) {

@@ -80,6 +80,35 @@ import Testing
         #expect(warnings == [], "\(warnings.map { JSONWriter().string($0) } ?? "")")
     }
 
+    /// A kill between writing a meeting's file and renaming it into place leaves `.<id>.<suffix>.tmp-PID-N`.
+    @Test func removesTemporaryFilesACrashLeftInMeetingsAtStartAndWithTheirMeeting() throws {
+        let directory = TemporaryDirectory("temps")
+        let meetings = directory.appending("data/meetings")
+        let first = try DaemonProcess(directory: directory)
+        let client = try first.client()
+        let syncUp = try client.result("syncups.create", ["title": "Standup", "attendees": ["Ann"]])
+        let started = try client.result("session.start", ["syncup": syncUp["id"] ?? nil, "audio": false])
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        _ = try client.result("session.end", ["action": "save"])
+        #expect(try waitFor { Files.exists("\(meetings)/\(meetingID).json") })
+        #expect(first.stop(signal: SIGKILL) == .signaled(SIGKILL))
+        let left = [
+            ".\(meetingID).recording.json.tmp-4242-1", ".\(meetingID).json.tmp-4242-2",
+            ".0C5E0000-0000-0000-0000-000000000000.json.tmp-77-3",
+        ]
+        for name in left { Files.write("\(meetings)/\(name)", "partial") }
+        Files.write("\(meetings)/notes.txt", "not ours")
+
+        let second = try DaemonProcess(directory: directory)
+        #expect(Files.list(meetings).filter { $0.contains(".tmp-") } == [])
+        #expect(Files.exists("\(meetings)/notes.txt"))
+        // One left while the daemon runs goes with its meeting.
+        Files.write("\(meetings)/.\(meetingID).json.tmp-\(second.pid)-9", "partial")
+        _ = try second.client().result(
+            "meetings.delete", ["syncup": syncUp["id"] ?? nil, "meeting": .string(meetingID)])
+        #expect(Files.list(meetings).filter { $0.contains(meetingID) } == [])
+    }
+
     @Test func replacesAStaleSocketLeftByACrash() throws {
         let first = try DaemonProcess()
         #expect(first.stop(signal: SIGKILL) == .signaled(SIGKILL))

@@ -122,7 +122,7 @@ final class DaemonState {
         ids.remove(at: index)
         session?.syncUpDeleted(syncUp.id)
         store.save(syncUps)
-        for meeting in syncUp.meetings { dataDirectory.removeSidecars(of: meeting.id) }
+        dataDirectory.removeSidecars(of: syncUp.meetings.map(\.id))
         publish(.syncups, "syncup.deleted", ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
         logger.info("deleted sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
         return syncUp
