@@ -211,6 +211,46 @@ import Testing
         }
     }
 
+    /// A stale copy of sync-ups.json synced back by another program, without the sync-up being recorded:
+    /// the recording goes on and is saved, the sync-up restored with it; its audio is never deleted.
+    @Test func anOutsideEditThatDropsTheRecordedSyncUpNeverLosesTheMeeting() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"])
+        let client = try daemon.client()
+        let created = try client.result("syncups.create", ["title": "Recorded", "attendees": ["Ann", "Bo"]])
+        let id = try #require(created["id"]?.stringValue)
+        _ = try client.result("subscribe", ["topics": ["syncups", "session", "daemon"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": .string(id), "transcribe": false])
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        let audio = daemon.dataPath + "/meetings/\(meetingID).wav"
+        #expect(try waitFor { Files.exists(audio) })
+
+        let stale =
+            #"[{"attendees":[],"duration":[0,60000000000000000000],"id":"00000001-0000-0000-0000-000000000000","meetings":[],"theme":"sky","title":"Other"}]"#
+            .replacingSixtySeconds
+        Files.replace(daemon.dataPath + "/sync-ups.json", with: stale)
+        let warning = try client.nextEvent("daemon.warning")
+        #expect(warning["data"]?["message"]?.stringValue?.contains("the meeting goes on") == true)
+        #expect(try client.result("session.get")["state"] == "running")
+        #expect(Files.exists(audio))
+        _ = try client.nextEvent("session.tick")
+
+        _ = try client.result("session.end", ["action": "save"])
+        let ended = try client.nextEvent("session.ended")
+        #expect(ended["data"]?["outcome"] == "saved")
+        let restored = try client.result("syncups.get", ["id": .string(id)])
+        #expect(restored["title"] == "Recorded")
+        #expect(restored["meetings"]?[0]?["id"]?.stringValue == meetingID)
+        #expect(try client.result("syncups.list")["total"] == 2)
+        #expect(Files.exists(audio))
+        let meeting = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meetingID)])
+        #expect(meeting["audio"] != .null)
+        #expect(meeting["attendees"]?.arrayValue?.count == 2)
+        // And it is on disk: a restart finds both.
+        #expect(daemon.stop() == .exited(0))
+        let again = try DaemonProcess(directory: daemon.directory)
+        #expect(try again.client().result("syncups.get", ["id": .string(id)])["meetingsTotal"] == 1)
+    }
+
     @Test func keepsIdsAndNamesInsideTheDataDirectory() throws {
         let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"])
         let client = try daemon.client()

@@ -191,6 +191,15 @@ final class SessionController {
         handle(.syncUpEdited(syncUp), in: session)
     }
 
+    /// Another program's edit of sync-ups.json no longer has the running meeting's sync-up. The meeting goes
+    /// on (the machine keeps its copy of the sync-up) and is saved with the sync-up restored.
+    func syncUpRemovedByOutsideEdit() {
+        guard let session = active else { return }
+        state.warn(
+            "another program's edit of sync-ups.json removed \"\(session.machine.syncUp.title)\" while its meeting is being recorded; the meeting goes on, and is saved with the sync-up restored"
+        )
+    }
+
     func syncUpDeleted(_ id: SyncUp.ID) {
         guard let session = active, session.machine.syncUp.id == id else { return }
         logger.notice(
@@ -267,7 +276,15 @@ final class SessionController {
                 session.settleTimer = nil
                 session.settleDeadline = nil
             case .saveMeeting(let meeting, let record):
-                state.insertMeeting(meeting, into: session.machine.syncUp.id)
+                if !state.insertMeeting(meeting, into: session.machine.syncUp.id) {
+                    // An outside edit removed the sync-up mid-meeting: it comes back, with this meeting.
+                    var syncUp = session.machine.syncUp
+                    syncUp.meetings = [meeting]
+                    state.restore(syncUp)
+                    state.warn(
+                        "restored the sync-up \"\(syncUp.title)\", which another program's edit had removed, with the meeting recorded meanwhile"
+                    )
+                }
                 let details = MeetingDetails(
                     meeting: meeting.id,
                     syncUp: session.machine.syncUp.id,

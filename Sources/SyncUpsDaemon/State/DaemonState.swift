@@ -170,6 +170,12 @@ final class DaemonState {
         publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
     }
 
+    /// Publishes `daemon.warning` (and logs it): something was done to keep the user's data.
+    func warn(_ message: String) {
+        logger.warning(message)
+        publish(.daemon, "daemon.warning", ["message": .string(message)])
+    }
+
     /// Another program rewrote `sync-ups.json`: its content is the state now.
     func replaceAll(with syncUps: [SyncUp]) {
         self.syncUps = syncUps
@@ -178,7 +184,8 @@ final class DaemonState {
             if let syncUp = syncUps.first(where: { $0.id == current }) {
                 session.syncUpChanged(syncUp)
             } else {
-                session.syncUpDeleted(current)
+                // Not a client's delete: a stale copy synced back, an editor. The recording is never lost to it.
+                session.syncUpRemovedByOutsideEdit()
             }
         }
         // However large the new state, the event is one page (as in a snapshot): a client fetches the rest.
