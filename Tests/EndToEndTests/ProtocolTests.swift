@@ -6,6 +6,45 @@ import Testing
 
 /// The wire protocol against the real daemon over a real socket: every error code, framing, ordering.
 @Suite struct ProtocolTests {
+    /// `printf '…' | socat - UNIX-CONNECT:…`: the client sends its requests, then half-closes. Every
+    /// request is answered and run, even when the replies pile up past the point where reading pauses.
+    @Test func answersEveryRequestOfAClientThatHalfClosesAfterSendingThem() throws {
+        let daemon = try DaemonProcess()
+        let setup = try daemon.client()
+        let attendees = JSONValue.array((0..<100).map { .string("Attendee \($0) with a name long enough") })
+        for index in 0..<30 {
+            _ = try setup.result("syncups.create", ["title": .string("Team \(index)"), "attendees": attendees])
+        }
+        let client = try daemon.client()
+        var lines = ""
+        for id in 0..<40 { lines += #"{"id":\#(id),"cmd":"syncups.list"}"# + "\n" }
+        lines += #"{"id":"last","cmd":"syncups.create","args":{"title":"After the flood"}}"# + "\n"
+        try client.send(lines)
+        shutdown(client.fd.rawValue, Int32(SHUT_WR))
+        var replies: [JSONValue] = []
+        while let line = try client.readLine(timeout: .seconds(30)) { replies.append(try JSONParser().parse(line)) }
+        #expect(replies.count == 41)
+        #expect(replies.last?["id"] == "last" && replies.last?["ok"] == true)
+        #expect(try setup.result("syncups.list", ["limit": 1])["total"] == 31)
+    }
+
+    /// protocol.md's `echo '{"cmd":"subscribe"}' | socat - UNIX-CONNECT:…`: socat half-closes once the
+    /// subscribe is sent, and the subscription must go on until the client closes the connection.
+    @Test func aSubscriberThatHalfClosesKeepsReceivingEventsUntilItCloses() throws {
+        let daemon = try DaemonProcess()
+        let follower = try daemon.client()
+        try follower.send(#"{"id":1,"cmd":"subscribe","args":{"topics":["syncups"],"snapshot":false}}"# + "\n")
+        shutdown(follower.fd.rawValue, Int32(SHUT_WR))
+        #expect(try follower.readJSON()["ok"] == true)
+        let client = try daemon.client()
+        _ = try client.result("syncups.create", ["title": "Seen"])
+        let event = try follower.readJSON()
+        #expect(event["event"] == "syncup.created")
+        #expect(try client.result("status")["connections"] == 2)
+        close(follower.fd.rawValue)
+        #expect(try waitFor { try client.result("status")["connections"] == 1 })
+    }
+
     @Test func closesAConnectionWhoseRequestLineStaysIncompleteAndOnlyThatOne() throws {
         let daemon = try DaemonProcess()
         let stalled = try daemon.client()

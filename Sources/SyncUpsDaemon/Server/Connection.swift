@@ -26,8 +26,15 @@ final class Connection {
     var isReadingPaused = false
     /// Queued in the server's list of connections to send to on the loop's next turn.
     var isFlushPending = false
-    /// The client sent EOF, or must be dropped once its output is sent (after `line_too_long`).
+    /// Must be dropped once its output is sent (after `line_too_long`, `request_timeout`).
     var closesWhenFlushed = false
+    /// The client closed its sending side: no more requests. The connection ends once every line it sent
+    /// is answered, unless it is a subscriber (`echo subscribe | socat …` keeps following events).
+    var isInputClosed = false
+    /// Bytes received and not yet handled (complete lines, after EOF).
+    var hasPendingInput: Bool { inputStart < input.count }
+    /// Nothing more will be read or answered: close once the output is sent.
+    var isDone: Bool { closesWhenFlushed || (isInputClosed && !hasPendingInput && !isSubscriber) }
     var isClosed = false
 
     init(number: Int, fd: FileDescriptor, peer: PeerCredentials, now: MonotonicInstant) {

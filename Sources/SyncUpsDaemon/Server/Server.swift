@@ -149,13 +149,20 @@ final class Server {
     // MARK: - Reading
 
     private func handleEvents(_ events: IOEvents, on connection: Connection) {
-        if events.contains(.writable) || events.contains(.hangup) { flush(connection) }
+        // `.hangup` is several bits; any of them means it.
+        let hungUp = !events.isDisjoint(with: .hangup)
+        if events.contains(.writable) || hungUp { flush(connection) }
         if connection.isClosed { return }
-        if events.contains(.readable) || events.contains(.hangup) { read(connection) }
+        if hungUp && connection.isInputClosed {
+            // Both directions are shut: a half-closed subscriber has gone away.
+            close(connection, reason: nil)
+            return
+        }
+        if events.contains(.readable) || hungUp { read(connection) }
     }
 
     private func read(_ connection: Connection) {
-        guard !connection.isReadingPaused, !connection.closesWhenFlushed else { return }
+        guard !connection.isReadingPaused, !connection.closesWhenFlushed, !connection.isInputClosed else { return }
         let count = readBuffer.withUnsafeMutableBytes { Glibc.read(connection.fd.rawValue, $0.baseAddress, $0.count) }
         if count < 0 {
             let error = Errno.current
@@ -164,10 +171,11 @@ final class Server {
             return
         }
         if count == 0 {
-            // End of input: answer what was sent (even a last line without "\n"), then close.
-            if connection.inputStart < connection.input.count { connection.input.append(0x0A) }
-            connection.closesWhenFlushed = true
+            // End of input: answer what was sent (even a last line without "\n"), then close (`isDone`).
+            if connection.hasPendingInput { connection.input.append(0x0A) }
+            connection.isInputClosed = true
             processInput(connection)
+            watchPartialLine(connection)
             flush(connection)
             return
         }
@@ -181,7 +189,8 @@ final class Server {
     /// disarms it. (Complete lines waiting behind a paused reader are the daemon's wait, not the client's.)
     private func watchPartialLine(_ connection: Connection) {
         let isPartial =
-            !connection.isClosed && !connection.isReadingPaused && connection.inputStart < connection.input.count
+            !connection.isClosed && !connection.isReadingPaused && !connection.isInputClosed
+            && connection.hasPendingInput
         guard isPartial else {
             connection.partialLineSince = nil
             connection.partialLineTimer.map(loop.cancel)
@@ -354,7 +363,7 @@ final class Server {
                 loop.cancel(timer)
                 connection.stallTimer = nil
             }
-            if connection.closesWhenFlushed {
+            if connection.isDone {
                 close(connection, reason: nil)
                 return
             }
@@ -405,7 +414,9 @@ final class Server {
     private func updateInterest(_ connection: Connection) {
         guard let watch = connection.watch, !connection.isClosed else { return }
         var events: IOEvents = []
-        if !connection.isReadingPaused && !connection.closesWhenFlushed { events.insert(.readable) }
+        if !connection.isReadingPaused && !connection.closesWhenFlushed && !connection.isInputClosed {
+            events.insert(.readable)
+        }
         if !connection.output.isEmpty { events.insert(.writable) }
         loop.modify(watch, for: events)
     }
