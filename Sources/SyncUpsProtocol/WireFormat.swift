@@ -8,11 +8,14 @@ public enum WireFormat {
     public enum MeetingDetail: Sendable {
         /// `{id, date, transcript}` for every meeting.
         case full
-        /// `{id, date}` only: lists and events, which must stay small.
+        /// `{id, date}` only, the newest `maxSummaryMeetings`, and `meetingsTotal`: lists and events.
         case summary
         /// A page of full meetings.
         case page(offset: Int, limit: Int)
     }
+
+    /// The most meetings (`{id, date}`, newest first) a sync-up carries in lists and events.
+    public static let maxSummaryMeetings = 1000
 
     public static func syncUp(_ syncUp: SyncUp, meetings detail: MeetingDetail) -> JSONValue {
         var object = JSONObject()
@@ -25,7 +28,10 @@ public enum WireFormat {
         case .full:
             object.append("meetings", .array(syncUp.meetings.map { meeting($0, includesTranscript: true) }))
         case .summary:
-            object.append("meetings", .array(syncUp.meetings.map { meeting($0, includesTranscript: false) }))
+            // The newest ones only: a sync-up with years of history still fits a list page (syncups.get pages all).
+            let newest = syncUp.meetings.prefix(maxSummaryMeetings)
+            object.append("meetings", .array(newest.map { meeting($0, includesTranscript: false) }))
+            object.append("meetingsTotal", .int(syncUp.meetings.count))
         case .page(let offset, let limit):
             let start = min(offset, syncUp.meetings.count)
             let end = min(syncUp.meetings.count, start + limit)

@@ -84,6 +84,30 @@ import Testing
         #expect(try restarted.client().result("syncups.list")["total"] == 200)
     }
 
+    /// Years of meetings in one sync-up: lists and snapshots carry its newest meetings and the total, so the
+    /// page fits; and a subscribe that is refused leaves the connection unsubscribed.
+    @Test func aSyncUpWithThousandsOfMeetingsFitsASnapshotAndARefusedSubscribeChangesNothing() throws {
+        let directory = TemporaryDirectory("history")
+        var syncUp = SyncUp.realistic(index: 0, meetingCount: 9_000, transcriptBytes: 8)
+        syncUp.title = "Years"
+        mkdir(directory.appending("data"), 0o700)
+        Files.write(directory.appending("data/sync-ups.json"), SyncUpsFile.encode([syncUp]))
+        let daemon = try DaemonProcess(directory: directory)
+        let refused = try daemon.client()
+        #expect(try refused.request("subscribe", ["snapshot": "yes"])["error"]?["code"] == "invalid_argument")
+        let subscriber = try daemon.client()
+        let subscribed = try subscriber.result("subscribe", ["topics": ["syncups"]])
+        let listed = try #require(subscribed["snapshot"]?["syncups"]?[0])
+        #expect(listed["meetings"]?.arrayValue?.count == 1_000)
+        #expect(listed["meetingsTotal"] == 9_000)
+        #expect(try subscriber.result("status")["subscribers"] == 1)
+        _ = try subscriber.result("syncups.create", ["title": "New"])
+        #expect(try subscriber.nextEvent("syncup.created")["data"]?["syncup"]?["title"] == "New")
+        // The refused one got no event: the next line it reads is the reply to its next request.
+        try refused.send(#"{"id":"after","cmd":"ping"}"# + "\n")
+        #expect(try refused.readJSON()["id"] == "after")
+    }
+
     @Test func aLargeOutsideEditReachesEverySubscriberAsOnePageAndDropsNobody() throws {
         let daemon = try DaemonProcess()
         var subscribers: [RawClient] = []

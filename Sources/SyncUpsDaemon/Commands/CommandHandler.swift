@@ -224,7 +224,7 @@ final class CommandHandler {
             JSONWriter.appendASCII("null", to: &bytes)
         }
         JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
-        if let error = store.lastError {
+        if let error = persistenceError {
             JSONWriter.writeString(error, into: &bytes)
         } else {
             JSONWriter.appendASCII("null", to: &bytes)
@@ -240,6 +240,9 @@ final class CommandHandler {
         JSONWriter.appendASCII("]}}", to: &bytes)
         return bytes
     }
+
+    /// The last failed write of the user's data, if it still fails: `sync-ups.json` or a meeting's details.
+    private var persistenceError: String? { store.lastError ?? session.detailsError }
 
     // MARK: - Sync-ups
 
@@ -445,8 +448,6 @@ final class CommandHandler {
         guard !requested.isEmpty else { throw .invalidArgument("\"topics\" is empty; omit it to subscribe to all") }
         let wantsSnapshot = try arguments.optionalBool("snapshot") ?? true
         let all = connection.topics.union(requested)
-        // The last thing that can fail: a refused subscribe leaves the connection as it was.
-        try server.setTopics(all, for: connection)
         var result = JSONObject()
         result.append("seq", .int(server.seq))
         result.append("topics", .array(Topic.allCases.filter(all.contains).map { .string($0.rawValue) }))
@@ -457,10 +458,20 @@ final class CommandHandler {
             }
             if requested.contains(.session) { snapshot.append("session", session.json) }
             if requested.contains(.daemon) {
-                snapshot.append("daemon", ["persistenceError": .optional(store.lastError)])
+                snapshot.append("daemon", ["persistenceError": .optional(persistenceError)])
             }
             result.append("snapshot", .object(snapshot))
         }
+        // Everything that can fail comes before subscribing, the size of the reply too: a refused subscribe
+        // leaves the connection as it was.
+        let size = JSONWriter().encode(.object(result)).count
+        guard size < server.limits.maxReplyBytes - 1024 else {
+            throw ProtocolError(
+                .internalError,
+                "the snapshot would be \(size) bytes, over the \(server.limits.maxReplyBytes)-byte limit; subscribe with \"snapshot\": false and page with syncups.list"
+            )
+        }
+        try server.setTopics(all, for: connection)
         return .object(result)
     }
 
