@@ -19,6 +19,9 @@ public struct MeetingJournal: Sendable, Equatable {
     public var hasAudio: Bool
     public var attendees: [Attendee]
     public var segments: [TranscriptSegment]
+    /// Saved as interrupted (the daemon stopped mid-meeting); the last journal, kept while its details
+    /// cannot be written, says so.
+    public var isInterrupted = false
 
     public init(
         syncUp: SyncUp.ID,
@@ -58,6 +61,7 @@ public struct MeetingJournal: Sendable, Equatable {
         object.append(
             "attendees", .array(attendees.map(\.json)))
         object.append("segments", .array(segments.map(\.json)))
+        if isInterrupted { object.append("interrupted", true) }
         return .object(object)
     }
 
@@ -76,6 +80,7 @@ public struct MeetingJournal: Sendable, Equatable {
         hasAudio = json["audio"]?.boolValue ?? false
         attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
+        isInterrupted = json["interrupted"]?.boolValue ?? false
     }
 
     /// Writes the journal atomically (without fsync: it guards against a crash of the daemon, and is

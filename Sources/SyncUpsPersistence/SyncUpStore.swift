@@ -221,7 +221,7 @@ public final class SyncUpStore {
     private func scheduleRetry() {
         guard retryTimer == nil else { return }
         let delay = retryDelay
-        retryDelay = min(retryDelay * 2, StoreRetry.maximumDelay)
+        retryDelay = StoreRetry.next(after: retryDelay)
         retryTimer = loop.schedule(after: delay) { [unowned self] in
             retryTimer = nil
             try? directory.create()  // the directory itself may have been removed
@@ -349,8 +349,11 @@ public final class SyncUpStore {
     }
 }
 
-/// The back-off between failed writes: half a second, doubling to thirty.
-enum StoreRetry {
-    static let initialDelay = Duration.milliseconds(500)
-    static let maximumDelay = Duration.seconds(30)
+/// The back-off between failed writes of the user's data: half a second, doubling to thirty.
+public enum StoreRetry {
+    public static let initialDelay = Duration.milliseconds(500)
+    public static let maximumDelay = Duration.seconds(30)
+
+    /// The delay after `delay`.
+    public static func next(after delay: Duration) -> Duration { min(delay * 2, maximumDelay) }
 }

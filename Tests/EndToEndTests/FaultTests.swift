@@ -211,6 +211,64 @@ import Testing
         }
     }
 
+    /// The disk is full when a meeting is saved: its details (attendees, segments) stay in memory and in
+    /// the journal, the write is retried and reported, and the meeting is complete once space returns, also
+    /// after a restart; a daemon killed while the disk is full completes it at the next start.
+    @Test(
+        .enabled(if: geteuid() == 0, "mounting a small tmpfs needs root (CI runs as root)"), arguments: [false, true])
+    func aMeetingSavedOnAFullDiskIsCompleteOnceSpaceReturns(killedWhileFull: Bool) throws {
+        let mount = try SmallDisk(size: "400k")
+        defer { mount.unmount() }
+        let arguments = ["--data-dir", mount.path, "--audio-device", "null", "--no-cue", "--speech-engine", "none"]
+        let first = try DaemonProcess(arguments: arguments)
+        let client = try first.client()
+        let created = try client.result(
+            "syncups.create", ["title": "Full", "duration": 600, "attendees": ["Ann", "Bo"]])
+        let id = try #require(created["id"])
+        #expect(try waitFor { Files.readString(mount.appending("sync-ups.json"))?.contains("Full") == true })
+        _ = try client.result("subscribe", ["topics": ["session", "daemon"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": id, "audio": false])
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        let filler = open(mount.appending("filler"), O_WRONLY | O_CREAT, 0o600)
+        let block = [UInt8](repeating: 1, count: 4096)
+        while write(filler, block, block.count) > 0 {}
+        close(filler)
+        _ = try client.result("session.end", ["action": "save"])
+        var failures: [String] = []
+        while !failures.contains(where: { $0.contains("details") }) {
+            let event = try client.nextEvent("persistence.failed", timeout: .seconds(15))
+            failures.append(event["data"]?["error"]?.stringValue ?? "")
+        }
+        let ids: JSONValue = ["syncup": id, "meeting": .string(meetingID)]
+        func attendees(_ client: RawClient) throws -> [String] {
+            try client.result("meetings.get", ids)["attendees"]?.arrayValue?.compactMap { $0["name"]?.stringValue }
+                ?? []
+        }
+        #expect(try attendees(client) == ["Ann", "Bo"], "kept in memory while the disk is full")
+        #expect(try client.result("status")["persistence"]?["lastError"] != .null)
+        let journal = mount.appending("meetings/\(meetingID).recording.json")
+        #expect(Files.exists(journal))
+
+        if killedWhileFull {
+            #expect(first.stop(signal: SIGKILL) == .signaled(SIGKILL))
+            unlink(mount.appending("filler"))
+        } else {
+            unlink(mount.appending("filler"))
+            // The retries get through once there is space: the details file, then the journal goes.
+            #expect(
+                try waitFor { Files.exists(mount.appending("meetings/\(meetingID).json")) && !Files.exists(journal) })
+            #expect(try client.result("status")["persistence"]?["lastError"] == .null)
+            #expect(first.stop() == .exited(0))
+        }
+        let second = try DaemonProcess(arguments: arguments)
+        #expect(try attendees(try second.client()) == ["Ann", "Bo"])
+        #expect(try waitFor { Files.exists(mount.appending("meetings/\(meetingID).json")) && !Files.exists(journal) })
+        #expect(second.stop() == .exited(0))
+        let third = try DaemonProcess(arguments: arguments)
+        #expect(try attendees(try third.client()) == ["Ann", "Bo"])
+        #expect(try third.client().result("syncups.get", ["id": id])["meetingsTotal"] == 1)
+    }
+
     /// A stale copy of sync-ups.json synced back by another program, without the sync-up being recorded:
     /// the recording goes on and is saved, the sync-up restored with it; its audio is never deleted.
     @Test func anOutsideEditThatDropsTheRecordedSyncUpNeverLosesTheMeeting() throws {

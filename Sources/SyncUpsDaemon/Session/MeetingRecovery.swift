@@ -33,27 +33,48 @@ enum MeetingRecovery {
                 notes.append(note)
             }
             guard let syncUp = state.syncUps.first(where: { $0.id == journal.syncUp }) else { continue }
+            let details = MeetingDetails(
+                meeting: journal.meeting,
+                syncUp: syncUp.id,
+                isInterrupted: journal.isInterrupted,
+                attendees: journal.attendees,
+                segments: journal.segments
+            )
             if syncUp.meeting(journal.meeting) == nil {
                 var audioSeconds: Double? = nil
                 let audio = directory.sidecar(journal.meeting, MeetingFiles.audio)
                 if journal.hasAudio { audioSeconds = try? WAVFile.repair(audio) }
                 let meeting = Meeting(id: journal.meeting, date: journal.date, transcript: journal.transcript)
                 state.insertMeeting(meeting, into: syncUp.id)
-                let details = MeetingDetails(
-                    meeting: journal.meeting,
-                    syncUp: syncUp.id,
-                    isInterrupted: true,
-                    attendees: journal.attendees,
-                    segments: journal.segments
-                )
-                try? details.write(in: directory)
+                var interrupted = details
+                interrupted.isInterrupted = true
+                state.detailsBeingWritten[meeting.id] = interrupted
                 let note =
                     "recovered a meeting of \"\(syncUp.title)\" interrupted by a crash (\(UTCTime(journal.date).rfc3339), \(audioSeconds.map { "\(Int($0)) s of audio" } ?? "no audio"))"
                 logger.warning(note, .syncUp(syncUp.id), .meeting(journal.meeting))
                 notes.append(note)
+            } else if MeetingDetails.read(journal.meeting, in: directory) == nil {
+                // Saved, but its details never reached the disk (it was full): the journal has them.
+                state.detailsBeingWritten[journal.meeting] = details
+                let note = "completed a meeting of \"\(syncUp.title)\" whose details had not been written"
+                logger.warning(note, .syncUp(syncUp.id), .meeting(journal.meeting))
+                notes.append(note)
             }
-            // Only once the meeting is in the file: a crash before that recovers it again next time.
+            // The journal goes only once the details are written and the meeting is in the file: a crash or a
+            // full disk before that finds it again next time.
             let meeting = journal.meeting
+            if let pending = state.detailsBeingWritten[meeting] {
+                do {
+                    try pending.write(in: directory)
+                    state.detailsBeingWritten[meeting] = nil
+                } catch {
+                    let note =
+                        "cannot write the details of a recovered meeting (\(error)); its journal stays for the next start"
+                    logger.error(note, .meeting(meeting))
+                    notes.append(note)
+                    continue
+                }
+            }
             state.whenSaved { MeetingJournal.remove(meeting, in: directory) }
         }
         return notes

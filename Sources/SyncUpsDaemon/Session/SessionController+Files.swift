@@ -7,22 +7,11 @@ import SyncUpsProtocol
 
 /// The meeting's files: its journal while it runs, its details once saved.
 extension SessionController {
-    /// The first version is written before `session.start` is answered (a crash right after still recovers
-    /// the meeting); the later ones, megabytes in a long meeting, off the loop.
+    /// The meeting's journal as the machine is now. The first version is written before `session.start` is
+    /// answered (a crash right after still recovers the meeting); the later ones, megabytes in a long meeting,
+    /// off the loop.
     func writeJournal(_ session: ActiveSession) {
-        let machine = session.machine!
-        let journal = MeetingJournal(
-            syncUp: machine.syncUp.id,
-            title: machine.syncUp.title,
-            theme: machine.syncUp.theme,
-            durationSeconds: machine.durationSeconds,
-            meeting: session.meetingID,
-            date: machine.startDate,
-            transcript: machine.record.assembly.finalText,
-            hasAudio: session.recorder != nil,
-            attendees: machine.syncUp.attendees,
-            segments: machine.record.segments
-        )
+        let journal = makeJournal(session, transcript: session.machine.record.assembly.finalText)
         if session.hasJournal {
             journals.write(journal)
         } else {
@@ -31,25 +20,91 @@ extension SessionController {
         }
     }
 
-    /// Writes `meetings/<id>.json` (with two fsyncs: on the clean-up thread, except at shutdown); returns
-    /// the error, if any.
-    static func writeDetails(_ details: MeetingDetails, in directory: DataDirectory) -> String? {
-        do {
-            try details.write(in: directory)
-            return nil
-        } catch {
-            return error.description
+    func makeJournal(_ session: ActiveSession, transcript: String, isInterrupted: Bool = false) -> MeetingJournal {
+        let machine = session.machine!
+        var journal = MeetingJournal(
+            syncUp: machine.syncUp.id,
+            title: machine.syncUp.title,
+            theme: machine.syncUp.theme,
+            durationSeconds: machine.durationSeconds,
+            meeting: session.meetingID,
+            date: machine.startDate,
+            transcript: transcript,
+            hasAudio: session.recorder != nil,
+            attendees: machine.syncUp.attendees,
+            segments: machine.record.segments
+        )
+        journal.isInterrupted = isInterrupted
+        return journal
+    }
+
+    /// Writes a saved meeting's details file (`meetings/<id>.json`) on the clean-up thread. Until it is
+    /// written the details stay in memory (`meetings.get` has them) and so does the meeting's journal on
+    /// disk, in its final version, so a crash at any point still recovers them; a failure is retried with
+    /// the store's back-off and reported like a failed write of sync-ups.json.
+    func saveDetails(_ details: MeetingDetails, finalJournal: MeetingJournal) {
+        state.detailsBeingWritten[details.meeting] = details
+        pendingDetails[details.meeting] = PendingDetails(journal: finalJournal, retryDelay: StoreRetry.initialDelay)
+        writeDetails(details)
+    }
+
+    private func writeDetails(_ details: MeetingDetails) {
+        let directory = state.dataDirectory
+        cleanup.run { [mailbox] in
+            var failure: String?
+            do throws(SystemError) {
+                try details.write(in: directory)
+            } catch {
+                failure = error.description
+            }
+            mailbox.post(.detailsWritten(details.meeting, error: failure))
         }
     }
 
-    /// The last step of saving a meeting. Its journal (what a crash recovers the meeting from) goes only once
-    /// the details are written and the meeting is in sync-ups.json: a crash before that, or a write that
-    /// keeps failing, still finds the journal and recovers the meeting. (A discarded meeting's journal went
-    /// with its other files.)
+    /// The details file was written, or failed to be. The journal (what a crash recovers the meeting from)
+    /// goes only once the details are written and the meeting is in sync-ups.json and synced.
     func detailsWritten(_ meeting: Meeting.ID, error: String?) {
-        state.detailsBeingWritten[meeting] = nil
-        if let error { logger.error("cannot write the meeting's details: \(error)", .meeting(meeting)) }
-        state.whenSaved { [journals] in journals.remove(meeting) }
+        guard var pending = pendingDetails[meeting] else {
+            // Deleted while its details were being written: the file written just now goes too.
+            if error == nil { state.dataDirectory.removeSidecars(of: meeting) }
+            return
+        }
+        guard let error else {
+            state.detailsBeingWritten[meeting] = nil
+            pendingDetails[meeting] = nil
+            if detailsError != nil && pendingDetails.isEmpty {
+                detailsError = nil
+                logger.notice("writing meetings' details works again")
+                publishEvent(.daemon, "persistence.recovered") { [:] }
+            }
+            state.whenSaved { [journals] in journals.remove(meeting) }
+            return
+        }
+        let message = "cannot write the meeting's details: \(error)"
+        logger.error("\(message); keeping them in memory and in the journal, and retrying", .meeting(meeting))
+        if !pending.hasFailed {
+            // The journal in its final version: what a restart completes the meeting from if this never works.
+            pending.hasFailed = true
+            journals.write(pending.journal)
+        }
+        detailsError = message
+        publishEvent(.daemon, "persistence.failed") { ["error": .string(message)] }
+        let delay = pending.retryDelay
+        pending.retryDelay = StoreRetry.next(after: delay)
+        pendingDetails[meeting] = pending
+        loop.schedule(after: delay) { [weak self] in
+            guard let self, let details = state.detailsBeingWritten[meeting] else { return }
+            writeDetails(details)
+        }
+    }
+
+    /// Saved meetings were deleted: their details are no longer to be written, nor their journals kept.
+    func meetingsDeleted(_ meetings: [Meeting.ID]) {
+        for meeting in meetings where pendingDetails.removeValue(forKey: meeting) != nil {
+            state.detailsBeingWritten[meeting] = nil
+            journals.remove(meeting)
+        }
+        if detailsError != nil && pendingDetails.isEmpty { detailsError = nil }
     }
 
     /// Finishes the journal writes still queued (the last removals come from the store's final write); call

@@ -44,12 +44,23 @@ final class SessionController {
     let publishEvent: PublishEvent
     let logger: Logger
     let settings: Settings
-    private let mailbox: Mailbox<Message>
+    let mailbox: Mailbox<Message>
     /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details) off the loop.
-    private let cleanup: SerialWorker
+    let cleanup: SerialWorker
     /// The running meeting's journal, written off the loop.
     let journals: JournalWriter
     private(set) var active: ActiveSession?
+    /// Saved meetings whose details file is not written yet (`saveDetails`).
+    var pendingDetails: [Meeting.ID: PendingDetails] = [:]
+    /// Why writing a meeting's details fails, while it does (for `status` and the snapshot).
+    var detailsError: String?
+
+    /// A saved meeting's details waiting to be written: the journal to keep meanwhile, the next retry's delay.
+    struct PendingDetails {
+        var journal: MeetingJournal
+        var retryDelay: Duration
+        var hasFailed = false
+    }
 
     init(
         loop: EventLoop,
@@ -292,12 +303,10 @@ final class SessionController {
                     attendees: session.machine.syncUp.attendees,
                     segments: record.segments
                 )
-                let directory = state.dataDirectory
-                state.detailsBeingWritten[meeting.id] = details
-                cleanup.run { [mailbox] in
-                    let error = Self.writeDetails(details, in: directory)
-                    mailbox.post(.detailsWritten(meeting.id, error: error))
-                }
+                saveDetails(
+                    details,
+                    finalJournal: makeJournal(
+                        session, transcript: meeting.transcript, isInterrupted: record.isInterrupted))
             case .discardMeeting:
                 session.discardsAudio = true
                 state.dataDirectory.removeSidecars(of: session.meetingID)

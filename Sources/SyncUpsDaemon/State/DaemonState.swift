@@ -122,6 +122,7 @@ final class DaemonState {
         ids.remove(at: index)
         session?.syncUpDeleted(syncUp.id)
         store.save(syncUps)
+        session?.meetingsDeleted(syncUp.meetings.map(\.id))
         dataDirectory.removeSidecars(of: syncUp.meetings.map(\.id))
         publish(.syncups, "syncup.deleted", ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
         logger.info("deleted sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
@@ -131,6 +132,7 @@ final class DaemonState {
     func deleteMeeting(_ syncUpIndex: Int, _ meetingIndex: Int) -> Meeting {
         let meeting = syncUps[syncUpIndex].meetings.remove(at: meetingIndex)
         store.save(syncUps)
+        session?.meetingsDeleted([meeting.id])
         dataDirectory.removeSidecars(of: meeting.id)
         publishUpdate(syncUps[syncUpIndex], change: "meeting.deleted", meeting: .string(meeting.id.description))
         return meeting
