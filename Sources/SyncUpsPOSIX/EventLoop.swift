@@ -50,6 +50,8 @@ public final class EventLoop {
     private var isRunning = false
     /// Work for the loop's next turn (`execute`), run after the current batch of events, in order.
     private var deferred: [() -> Void] = []
+    /// Work given way to other inputs (`executeAfterPolling`): run on the turn after the next poll.
+    private var afterPolling: [() -> Void] = []
     private let eventBuffer: UnsafeMutablePointer<epoll_event>
     private static let eventCapacity: CInt = 128
     private static let timerToken = UInt64.max
@@ -179,8 +181,14 @@ public final class EventLoop {
         deferred.append(task)
     }
 
+    /// Runs `task` after the loop has polled once more and handled what that brought: how a long piece of
+    /// work (a client's pipelined backlog) gives way to everyone else's input between its slices.
+    public func executeAfterPolling(_ task: @escaping () -> Void) {
+        afterPolling.append(task)
+    }
+
     /// Whether work is waiting for the next turn.
-    public var hasDeferredWork: Bool { !deferred.isEmpty }
+    public var hasDeferredWork: Bool { !deferred.isEmpty || !afterPolling.isEmpty }
 
     /// Runs the tasks queued before this call; returns how many ran.
     private func runDeferred() -> Int {
@@ -221,9 +229,14 @@ public final class EventLoop {
     /// Returns how many events and tasks it handled.
     @discardableResult
     public func runOnce(timeoutMilliseconds: CInt) -> Int {
-        let timeout = deferred.isEmpty ? timeoutMilliseconds : 0
+        let timeout = hasDeferredWork ? 0 : timeoutMilliseconds
+        let yielded = afterPolling
+        afterPolling.removeAll(keepingCapacity: true)
         let count = epoll_wait(epoll.rawValue, eventBuffer, Self.eventCapacity, timeout)
-        guard count > 0 else { return runDeferred() }
+        guard count > 0 else {
+            for task in yielded { task() }
+            return yielded.count + runDeferred()
+        }
         for slot in 0..<Int(count) {
             let data = syncups_epoll_event_data(eventBuffer, CInt(slot))
             let events = IOEvents(rawValue: syncups_epoll_event_events(eventBuffer, CInt(slot)))
@@ -239,7 +252,8 @@ public final class EventLoop {
             else { continue }
             registration.handler(events)
         }
-        return Int(count) + runDeferred()
+        for task in yielded { task() }
+        return Int(count) + yielded.count + runDeferred()
     }
 
     /// Makes `run()` return after the current handler.

@@ -98,6 +98,35 @@ import Testing
     }
 }
 
+@Suite struct FairnessTests {
+    /// A client pipelining thousands of changes gets them handled a slice at a time: another client's ping
+    /// is answered between two slices, not after the whole backlog.
+    @Test func aPingIsAnsweredWhileAnotherClientsBacklogIsStillRunning() throws {
+        let directory = TemporaryDirectory("fair")
+        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        let flooder = LoopClient(try daemon.connect(), daemon)
+        let created = try flooder.result("syncups.create", ["title": "Target"])
+        let id = try #require(created["id"]?.stringValue)
+        let pinger = LoopClient(try daemon.connect(), daemon)
+        _ = try pinger.result("ping")
+        var lines = ""
+        for round in 0..<1500 {
+            lines += #"{"id":\#(round),"cmd":"syncups.update","args":{"id":"\#(id)","title":"Round \#(round)"}}"# + "\n"
+        }
+        try flooder.send(lines)
+        daemon.turn()  // the flood's first slice
+        try pinger.send(#"{"id":"ping","cmd":"ping"}"# + "\n")
+        let pong = try pinger.take { $0["id"] == "ping" }
+        #expect(pong.last?["result"] == "pong")
+        // The ping came between two slices of the backlog, not after what one read brought (about 900 lines:
+        // without slices, the first 900 replies all came before it; with them, about 25 here).
+        flooder.drainSocket()
+        #expect(!flooder.hasLine { $0["id"] == 500 })
+        let last = try flooder.take(timeout: .seconds(60)) { $0["id"] == 1499 }
+        #expect(last.last?["ok"] == true)
+    }
+}
+
 /// A client of an in-process daemon: it sends lines and, while it waits for a reply or an event, turns the
 /// daemon's loop (there is no other thread to do it), up to a deadline.
 final class LoopClient {
@@ -149,6 +178,9 @@ final class LoopClient {
             daemon.turn(waitingUpTo: 10)
         }
     }
+
+    /// Whether a line read so far (and not yet taken) matches.
+    func hasLine(where matches: (JSONValue) -> Bool) -> Bool { lines.contains(where: matches) }
 
     /// The reply with this id (lines before it are dropped, events included).
     func reply(to id: String) throws -> JSONValue {

@@ -24,6 +24,8 @@ final class Connection {
     var partialLineSince: MonotonicInstant?
     var partialLineTimer: EventLoop.Timer?
     var isReadingPaused = false
+    /// Its backlog gave way to other clients for a turn (`Server.turnBudget`); it goes on after the next poll.
+    var isYielding = false
     /// Queued in the server's list of connections to send to on the loop's next turn.
     var isFlushPending = false
     /// Must be dropped once its output is sent (after `line_too_long`, `request_timeout`).
@@ -33,6 +35,8 @@ final class Connection {
     var isInputClosed = false
     /// Bytes received and not yet handled (complete lines, after EOF).
     var hasPendingInput: Bool { inputStart < input.count }
+    /// A complete line is waiting to be handled.
+    var hasPendingLine: Bool { input[inputStart...].contains(0x0A) }
     /// Nothing more will be read or answered: close once the output is sent.
     var isDone: Bool { closesWhenFlushed || (isInputClosed && !hasPendingInput && !isSubscriber) }
     var isClosed = false

@@ -162,7 +162,9 @@ final class Server {
     }
 
     private func read(_ connection: Connection) {
-        guard !connection.isReadingPaused, !connection.closesWhenFlushed, !connection.isInputClosed else { return }
+        guard !connection.isReadingPaused, !connection.isYielding, !connection.closesWhenFlushed,
+            !connection.isInputClosed
+        else { return }
         let count = readBuffer.withUnsafeMutableBytes { Glibc.read(connection.fd.rawValue, $0.baseAddress, $0.count) }
         if count < 0 {
             let error = Errno.current
@@ -189,7 +191,7 @@ final class Server {
     /// disarms it. (Complete lines waiting behind a paused reader are the daemon's wait, not the client's.)
     private func watchPartialLine(_ connection: Connection) {
         let isPartial =
-            !connection.isClosed && !connection.isReadingPaused && !connection.isInputClosed
+            !connection.isClosed && !connection.isReadingPaused && !connection.isYielding && !connection.isInputClosed
             && connection.hasPendingInput
         guard isPartial else {
             connection.partialLineSince = nil
@@ -216,13 +218,33 @@ final class Server {
         }
     }
 
-    /// Handles every complete line in the input while the client keeps up with its output.
+    /// How long one client's pipelined lines may run before everyone else's input gets a turn.
+    private let turnBudget: Duration = .milliseconds(1)
+
+    /// Handles the complete lines in the input while the client keeps up with its output, for `turnBudget`
+    /// at most: a backlog of expensive requests (thousands of deletes) continues after the loop has polled
+    /// again, so another client's `ping` waits for one slice, not for the whole backlog.
     private func processInput(_ connection: Connection) {
+        let start = loop.now()
+        var handled = 0
         while !connection.isClosed {
             if connection.output.count >= readPauseThreshold {
                 pauseReading(connection, true)
                 return
             }
+            if handled > 0 && loop.now() - start >= turnBudget && connection.hasPendingLine {
+                connection.isYielding = true
+                updateInterest(connection)
+                loop.executeAfterPolling { [weak self, weak connection] in
+                    guard let self, let connection, !connection.isClosed else { return }
+                    connection.isYielding = false
+                    processInput(connection)
+                    watchPartialLine(connection)
+                    flush(connection)
+                }
+                return
+            }
+            handled += 1
             let searchStart = connection.inputStart
             guard let newline = connection.input[searchStart...].firstIndex(of: 0x0A) else { break }
             var end = newline
@@ -370,7 +392,7 @@ final class Server {
         } else if connection.stallTimer == nil {
             scheduleStallCheck(connection)
         }
-        if connection.isReadingPaused && connection.output.count <= readPauseThreshold / 2 {
+        if connection.isReadingPaused && !connection.isYielding && connection.output.count <= readPauseThreshold / 2 {
             resumeReading(connection)
         }
         updateInterest(connection)
@@ -381,7 +403,8 @@ final class Server {
     private func resumeReading(_ connection: Connection) {
         pauseReading(connection, false)
         loop.execute { [weak self, weak connection] in
-            guard let self, let connection, !connection.isClosed, !connection.isReadingPaused else { return }
+            guard let self, let connection, !connection.isClosed, !connection.isReadingPaused, !connection.isYielding
+            else { return }
             processInput(connection)
             watchPartialLine(connection)
             flush(connection)
@@ -414,7 +437,9 @@ final class Server {
     private func updateInterest(_ connection: Connection) {
         guard let watch = connection.watch, !connection.isClosed else { return }
         var events: IOEvents = []
-        if !connection.isReadingPaused && !connection.closesWhenFlushed && !connection.isInputClosed {
+        if !connection.isReadingPaused && !connection.isYielding && !connection.closesWhenFlushed
+            && !connection.isInputClosed
+        {
             events.insert(.readable)
         }
         if !connection.output.isEmpty { events.insert(.writable) }
