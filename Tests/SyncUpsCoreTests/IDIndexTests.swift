@@ -5,15 +5,7 @@ import Testing
 @Suite struct IDIndexTests {
     /// The definition: an exact id first, then every id the text (upper-cased) begins.
     static func linear(_ text: String, in ids: [String]) -> IDPrefix.Resolution {
-        let needle = text.uppercased()
-        if let exact = ids.firstIndex(of: needle) { return .found(exact) }
-        guard needle.count >= IDPrefix.minimumLength else { return .tooShort }
-        let matches = ids.indices.filter { ids[$0].hasPrefix(needle) }
-        switch matches.count {
-        case 0: return .notFound
-        case 1: return .found(matches[0])
-        default: return .ambiguous(matches)
-        }
+        IDPrefix.resolve(text, in: ids)
     }
 
     /// Ids over a small alphabet, so that prefixes are shared and ambiguity is common.

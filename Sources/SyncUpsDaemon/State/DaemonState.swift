@@ -10,10 +10,9 @@ import SyncUpsProtocol
 ///
 /// Lives on the event loop's thread; nothing else holds a reference to the array.
 final class DaemonState {
-    private(set) var syncUps: [SyncUp] {
-        didSet { meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count } }
-    }
-    /// The number of meetings of all sync-ups, kept for `status` (which must not walk the list each time).
+    private(set) var syncUps: [SyncUp]
+    /// The number of meetings of all sync-ups, kept for `status` (which must not walk the list each time);
+    /// each change adjusts it, so none costs a walk of every sync-up either.
     private(set) var meetingCount = 0
     /// The sync-ups' ids by position, for lookups by id or prefix; changed with every append and removal.
     private var ids: IDIndex
@@ -120,6 +119,7 @@ final class DaemonState {
     func delete(_ index: Int) -> SyncUp {
         let syncUp = syncUps.remove(at: index)
         ids.remove(at: index)
+        meetingCount -= syncUp.meetings.count
         session?.syncUpDeleted(syncUp.id)
         store.save(syncUps)
         session?.meetingsDeleted(syncUp.meetings.map(\.id))
@@ -131,6 +131,7 @@ final class DaemonState {
 
     func deleteMeeting(_ syncUpIndex: Int, _ meetingIndex: Int) -> Meeting {
         let meeting = syncUps[syncUpIndex].meetings.remove(at: meetingIndex)
+        meetingCount -= 1
         store.save(syncUps)
         session?.meetingsDeleted([meeting.id])
         dataDirectory.removeSidecars(of: meeting.id)
@@ -148,6 +149,7 @@ final class DaemonState {
         let position = syncUp.meetings.firstIndex { $0.date <= meeting.date } ?? syncUp.meetings.count
         syncUp.meetings.insert(meeting, at: position)
         syncUps[index] = syncUp
+        meetingCount += 1
         store.save(syncUps, urgent: true)
         publishUpdate(syncUp, change: "meeting.saved", meeting: WireFormat.meeting(meeting, includesTranscript: true))
         logger.info("saved a meeting of \"\(syncUp.title)\"", .syncUp(syncUpID), .meeting(meeting.id))
@@ -167,6 +169,7 @@ final class DaemonState {
     /// Adds a sync-up as it was (recovery recreating one that never reached the disk).
     func restore(_ syncUp: SyncUp) {
         syncUps.append(syncUp)
+        meetingCount += syncUp.meetings.count
         ids.append(syncUp.id.description)
         store.save(syncUps, urgent: true)
         publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
@@ -182,6 +185,7 @@ final class DaemonState {
     func replaceAll(with syncUps: [SyncUp]) {
         self.syncUps = syncUps
         ids = IDIndex(syncUps.map(\.id.description))
+        meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count }
         if let session, let current = session.syncUpID {
             if let syncUp = syncUps.first(where: { $0.id == current }) {
                 session.syncUpChanged(syncUp)
