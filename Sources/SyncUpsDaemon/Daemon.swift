@@ -134,11 +134,13 @@ public final class Daemon {
         ping()
     }
 
-    /// Takes `syncupsd.lock` in the data directory (creating the directory); held until the process exits.
+    /// Locks the data directory (creating it if missing; `syncupsd.lock` in it names the owner's pid); held
+    /// until the process exits.
     private func lockDataDirectory(_ directory: DataDirectory) throws(StartupError) -> LockFile {
         do {
-            try directory.create()
-            return try LockFile(path: directory.lockFile)
+            // Only the directory itself, if missing: nothing in it is touched before the lock is ours.
+            try directory.createTopLevel()
+            return try LockFile(directory: directory.path, pidFile: directory.lockFile)
         } catch let error as LockFile.Failure {
             if case .held(let pid) = error {
                 throw StartupError(

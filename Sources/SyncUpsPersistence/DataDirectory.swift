@@ -11,7 +11,7 @@ import SyncUpsPOSIX
 ///   sync-ups.json.corrupt-<UTC>    a file that failed to parse, moved aside, never deleted
 ///   meetings/<meeting-id>.wav      the meeting's audio
 ///   meetings/<meeting-id>.json     what the app's model has no field for (segments, flags)
-///   syncupsd.lock                  flock'd by the daemon using the directory, with its pid
+///   syncupsd.lock                  the pid of the daemon using the directory (it flocks the directory)
 /// ```
 public struct DataDirectory: Sendable, Equatable {
     public let path: String
@@ -25,7 +25,7 @@ public struct DataDirectory: Sendable, Equatable {
     public var syncUpsFile: String { path + "/" + Self.fileName }
     public var previousFile: String { syncUpsFile + ".prev" }
     public var meetingsDirectory: String { path + "/meetings" }
-    /// What one daemon holds locked while it uses the directory (`LockFile`): a second one refuses to start.
+    /// Names the pid of the daemon that holds the directory locked (`LockFile`): a second one refuses to start.
     public var lockFile: String { path + "/syncupsd.lock" }
 
     /// `meetings/<meeting-id>.<suffix>`. The id is a parsed UUID, so the name cannot leave the directory.
@@ -38,6 +38,11 @@ public struct DataDirectory: Sendable, Equatable {
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/syncups" }
         if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/share/syncups" }
         return nil
+    }
+
+    /// Creates the directory alone (and missing parents), mode 0700; an existing one is left as it is.
+    public func createTopLevel() throws(SystemError) {
+        try Self.makeDirectories(path)
     }
 
     /// Creates the directory and `meetings/` (and missing parents), mode 0700.

@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
@@ -78,6 +79,37 @@ import Testing
         #expect(saved["meetingsTotal"] == 1)
         let warnings = try third.client().result("status")["persistence"]?["warnings"]
         #expect(warnings == [], "\(warnings.map { JSONWriter().string($0) } ?? "")")
+    }
+
+    /// A data directory the daemon may read but not write (a read-only mount, a backup) still serves, and is
+    /// still one daemon's: the lock is on the directory, not on a file that would have to be created.
+    @Test(.enabled(if: geteuid() == 0, "switching uid needs root (CI runs as root)"))
+    func servesAReadOnlyDataDirectoryAndStillLocksIt() throws {
+        let directory = TemporaryDirectory("readonly")
+        chmod(directory.path, 0o755)
+        let data = directory.appending("data")
+        mkdir(data, 0o755)
+        mkdir(data + "/meetings", 0o755)
+        Files.write(data + "/sync-ups.json", SyncUpsFile.encode([.fixture(title: "Kept")]))
+        for path in [data, data + "/meetings", data + "/sync-ups.json"] { chown(path, 65534, 65534) }
+        chmod(data, 0o555)
+        let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let socketDirectory = TemporaryDirectory("readonly-socket")
+        chown(socketDirectory.path, 65534, 65534)
+        let first = try DaemonProcess(
+            arguments: ["--data-dir", data, "--socket", socketDirectory.appending("socket")], directory: directory,
+            wrapper: nobody)
+        // Only the daemon's own uid may connect: ask as nobody too.
+        let listed = try CommandResult.run(
+            nobody[0], Array(nobody.dropFirst()) + [BuiltProducts.path("syncupsctl"), "list"],
+            environment: ["SYNCUPSD_SOCKET": socketDirectory.appending("socket")])
+        #expect(listed.exitCode == 0 && listed.standardOutput.contains("Kept"), "\(listed.standardError)")
+        let second = try DaemonProcess(
+            arguments: ["--data-dir", data, "--socket", socketDirectory.appending("other")], directory: directory,
+            waitForReady: false, wrapper: nobody)
+        #expect(second.waitForExit() == .exited(75), "\(second.log.contents)")
+        #expect(second.log.contents.contains("another syncupsd (pid"))
+        _ = first
     }
 
     /// A kill between writing a meeting's file and renaming it into place leaves `.<id>.<suffix>.tmp-PID-N`.

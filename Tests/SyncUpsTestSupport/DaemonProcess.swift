@@ -15,7 +15,8 @@ public final class DaemonProcess {
         arguments: [String] = [],
         environment: [String: String] = [:],
         directory: TemporaryDirectory? = nil,
-        waitForReady: Bool = true
+        waitForReady: Bool = true,
+        wrapper: [String] = []
     ) throws {
         let directory = directory ?? TemporaryDirectory("daemon")
         self.directory = directory
@@ -24,9 +25,12 @@ public final class DaemonProcess {
         var fullEnvironment = Subprocess.currentEnvironment()
         fullEnvironment["XDG_CONFIG_HOME"] = directory.appending("config")
         for (key, value) in environment { fullEnvironment[key] = value }
+        // A wrapper (`setpriv --reuid=…`) runs the daemon through another program.
+        let daemonArguments = ["--socket", socketPath, "--data-dir", dataPath, "--log-level", "debug"] + arguments
         process = try Subprocess(
-            executable: BuiltProducts.path("syncupsd"),
-            arguments: ["--socket", socketPath, "--data-dir", dataPath, "--log-level", "debug"] + arguments,
+            executable: wrapper.first ?? BuiltProducts.path("syncupsd"),
+            arguments: wrapper.isEmpty
+                ? daemonArguments : Array(wrapper.dropFirst()) + [BuiltProducts.path("syncupsd")] + daemonArguments,
             environment: fullEnvironment,
             standardInput: .null,
             standardOutput: .null,

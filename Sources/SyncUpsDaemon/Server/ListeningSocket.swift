@@ -77,12 +77,13 @@ struct ListeningSocket {
         }
     }
 
-    /// Closes the socket and, when this daemon created it, removes it and its lock file.
+    /// Closes the socket and, when this daemon created it, removes it. Its lock file stays: removed while
+    /// held, a daemon that had just opened it would lock a file the next one does not see, and both would
+    /// serve the socket.
     func close() {
         fd.close()
         if let ownedPath {
             unlink(ownedPath)
-            unlink(ownedPath + ".lock")
         }
         lock?.release()
     }
