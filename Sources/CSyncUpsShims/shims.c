@@ -17,6 +17,10 @@ int syncups_set_parent_death_signal(int signal) {
     return prctl(PR_SET_PDEATHSIG, signal);
 }
 
+int syncups_become_child_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
 int syncups_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     struct ucred credentials;
     socklen_t length = sizeof credentials;

@@ -26,6 +26,8 @@ public final class Daemon {
         self.environment = environment
         self.logger = logger
         SignalReader.ignoreBrokenPipes()
+        // Whatever a speech command detaches comes back to the daemon when its parent ends, to be ended too.
+        Descendants.becomeSubreaper()
         do {
             signals = try SignalReader([SIGTERM, SIGINT, SIGHUP])
             loop = try EventLoop()

@@ -87,15 +87,37 @@ public final class Mailbox<Message: Sendable>: Sendable {
     }
 
     /// Registers the mailbox with `loop`, which then calls `handler` with each batch of messages, in order.
-    public func attach(to loop: EventLoop, handler: @escaping ([Message]) -> Void) throws(SystemError)
-        -> EventLoop.Watch
+    /// At most `batchLimit` messages go to the handler per turn; the rest wait for the next, after the
+    /// loop has polled its other inputs (a flooding helper cannot hold up a client's request).
+    public func attach(to loop: EventLoop, batchLimit: Int = 512, handler: @escaping ([Message]) -> Void)
+        throws(SystemError) -> EventLoop.Watch
     {
         loopThread.store(UInt(pthread_self()), ordering: .relaxed)
         return try loop.watch(eventFD, for: .readable) { [self] _ in
             var count: UInt64 = 0
             _ = Glibc.read(eventFD.rawValue, &count, 8)
-            let messages = takeAll()
+            let (messages, isMore) = take(upTo: batchLimit)
+            if isMore {
+                var one: UInt64 = 1
+                _ = Glibc.write(eventFD.rawValue, &one, 8)  // come back on the next turn
+            }
             if !messages.isEmpty { handler(messages) }
         }
+    }
+
+    private func take(upTo limit: Int) -> ([Message], Bool) {
+        let (taken, wasFull, isMore) = queue.withLock { messages in
+            let wasFull = messages.count >= capacity
+            guard messages.count > limit else {
+                let taken = messages
+                messages.removeAll(keepingCapacity: true)
+                return (taken, wasFull, false)
+            }
+            let taken = Array(messages.prefix(limit))
+            messages.removeFirst(limit)
+            return (taken, wasFull, true)
+        }
+        if wasFull { room.signal() }
+        return (taken, isMore)
     }
 }

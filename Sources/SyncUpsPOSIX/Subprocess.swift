@@ -122,6 +122,14 @@ public final class Subprocess: Sendable {
         return Self.termination(status)
     }
 
+    /// Whether the child has ended, without reaping it (it stays a zombie, so its pid and process group
+    /// cannot be reused while its group is signalled).
+    public var hasEnded: Bool {
+        var info = siginfo_t()
+        guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else { return true }
+        return info.si_signo == SIGCHLD
+    }
+
     /// Reaps the child if it has ended, without waiting.
     public func poll() -> Termination? {
         var status: CInt = 0

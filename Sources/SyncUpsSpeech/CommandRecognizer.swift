@@ -15,6 +15,12 @@ public enum CommandRecognizer {
     public static let silenceLimit = Duration.seconds(10)
     public static let maxLineBytes = 1 << 20
     public static let maxBytesPerSecond = 4 << 20
+    /// Lines that are not JSON objects are ignored (and counted in the log once a second); this many within
+    /// `badLineWindow` means the engine is broken, and it is stopped.
+    public static let maxBadLines = 100
+    public static let badLineWindow = Duration.seconds(10)
+    /// After the engine closes its stdout, how long it has to exit before its process group is killed.
+    public static let exitGrace = Duration.seconds(1)
 
     public static func recognizer(command: String, environment: [String: String] = Subprocess.currentEnvironment())
         -> SpeechRecognizer
@@ -33,16 +39,21 @@ public enum CommandRecognizer {
             childEnvironment["SYNCUPS_SAMPLE_RATE"] = "16000"
             let process: Subprocess
             do {
-                process = try Subprocess(
-                    executable: "/bin/sh",
-                    arguments: ["-c", command],
-                    environment: childEnvironment,
-                    standardInput: .pipe,
-                    standardOutput: .pipe,
-                    standardError: .pipe,
-                    extraDescriptors: [(controlRead, 3)],
-                    newProcessGroup: true
-                )
+                // Supervised from its start: a sweep for orphans (`Descendants.endOrphans`) never takes it.
+                process = try Descendants.supervised.withLock { (supervised) throws(SystemError) in
+                    let process = try Subprocess(
+                        executable: "/bin/sh",
+                        arguments: ["-c", command],
+                        environment: childEnvironment,
+                        standardInput: .pipe,
+                        standardOutput: .pipe,
+                        standardError: .pipe,
+                        extraDescriptors: [(controlRead, 3)],
+                        newProcessGroup: true
+                    )
+                    supervised.insert(process.pid)
+                    return process
+                }
             } catch {
                 controlRead.close()
                 controlWrite.close()
@@ -164,6 +175,7 @@ public enum CommandRecognizer {
         // Partials are provisional: at most ten a second go on, always the latest.
         var pendingPartial: RecognitionResult?
         var lastPartialSent = MonotonicInstant.now()
+        var badLines = BadLines()
         while true {
             let wait = pendingPartial == nil ? silenceLimit : .milliseconds(100)
             let read: Result<ArraySlice<UInt8>, LineReader.Failure>
@@ -200,7 +212,13 @@ public enum CommandRecognizer {
                     )
                     continue
                 }
-                guard !shared.hasFailed, let result = parse(line, shared: shared) else { continue }
+                guard !shared.hasFailed else { continue }
+                guard let value = try? JSONParser().parse(line), case .object = value else {
+                    badLines.count(line, at: now, shared: shared)
+                    continue
+                }
+                badLines.report(at: now, shared: shared)
+                guard let result = parse(value, shared: shared) else { continue }
                 if result.kind == .partial {
                     pendingPartial = result
                 } else {
@@ -210,7 +228,15 @@ public enum CommandRecognizer {
             }
         }
         stdout.close()
-        let termination = shared.process.wait()
+        badLines.report(at: .now(), force: true, shared: shared)
+        if shared.isFinishing && !shared.hasFailed {
+            // Its stdout is closed: no result can come any more, so the save need not wait for the exit.
+            shared.events(.finished)
+            let termination = endProcess(shared)
+            if termination != .exited(0) { shared.events(.log("the speech command ended: \(termination)")) }
+            return
+        }
+        let termination = endProcess(shared)
         if !shared.hasFailed {
             if termination != .exited(0) {
                 shared.fail("the speech command \(termination)")
@@ -221,13 +247,65 @@ public enum CommandRecognizer {
         shared.events(.finished)
     }
 
-    /// A result from one stdout line; other kinds of lines (progress, unknown types) give nil.
-    private static func parse(_ line: ArraySlice<UInt8>, shared: Shared) -> RecognitionResult? {
-        guard let value = try? JSONParser().parse(line), case .object = value else {
-            shared.events(
-                .log("ignored a line that is not a JSON object: \(String(decoding: line.prefix(200), as: UTF8.self))"))
-            return nil
+    /// Waits `exitGrace` for the engine to exit after closing its stdout, then kills its process group;
+    /// either way ends whatever it left running elsewhere (`Descendants`), and returns how it ended.
+    private static func endProcess(_ shared: Shared) -> Subprocess.Termination {
+        let process = shared.process
+        let deadline = MonotonicInstant.now() + exitGrace
+        while !process.hasEnded && MonotonicInstant.now() < deadline {
+            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            nanosleep(&pause, nil)
         }
+        // Before reaping it, while its process group cannot be anybody else's: whatever it left in its group.
+        process.send(SIGKILL, toGroup: true)
+        let termination = process.wait()
+        Descendants.supervised.withLock { _ = $0.remove(process.pid) }
+        // Anything it detached into another group (setsid, a double fork) came to us as the subreaper.
+        Descendants.endOrphans()
+        return termination
+    }
+
+    /// Lines that are not JSON objects: counted, logged at most once a second with the count, and too many
+    /// within `badLineWindow` stop the engine.
+    struct BadLines {
+        private var sinceReport = 0
+        private var example = ""
+        private var lastReport = MonotonicInstant.now()
+        private var windowStart = MonotonicInstant.now()
+        private var inWindow = 0
+
+        mutating func count(_ line: ArraySlice<UInt8>, at now: MonotonicInstant, shared: Shared) {
+            if now - windowStart >= badLineWindow {
+                windowStart = now
+                inWindow = 0
+            }
+            inWindow += 1
+            sinceReport += 1
+            if example.isEmpty { example = String(decoding: line.prefix(200), as: UTF8.self) }
+            if inWindow > maxBadLines {
+                report(at: now, force: true, shared: shared)
+                shared.fail(
+                    "the speech command wrote over \(maxBadLines) lines that are not JSON objects within \(Int(badLineWindow.seconds)) s; stopped it"
+                )
+                return
+            }
+            report(at: now, shared: shared)
+        }
+
+        /// Logs what was ignored since the last report, at most once a second (or now, if `force`).
+        mutating func report(at now: MonotonicInstant, force: Bool = false, shared: Shared) {
+            guard sinceReport > 0, force || now - lastReport >= .seconds(1) else { return }
+            let lines = sinceReport == 1 ? "a line" : "\(sinceReport) lines"
+            shared.events(
+                .log("ignored \(lines) that \(sinceReport == 1 ? "is" : "are") not a JSON object, e.g.: \(example)"))
+            sinceReport = 0
+            example = ""
+            lastReport = now
+        }
+    }
+
+    /// A result from one stdout line's object; other kinds of lines (progress, unknown types) give nil.
+    private static func parse(_ value: JSONValue, shared: Shared) -> RecognitionResult? {
         switch value["type"]?.stringValue {
         case "partial", "final":
             let words = (value["words"]?.arrayValue ?? []).compactMap(TranscriptWord.init(json:))

@@ -286,6 +286,48 @@ import Testing
         return text
     }
 
+    /// An engine that floods its stdout with lines that are not JSON is stopped after a documented number
+    /// of them; the meeting goes on without it, the daemon answers, and its log does not flood.
+    @Test func anEngineWritingGarbageIsStoppedAndTheMeetingGoesOn() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in "yes 'this is not json' & cat > /dev/null\n" }
+        let client = meeting.client
+        let error = try client.nextEvent("session.error", timeout: .seconds(20))
+        #expect(error["data"]?["message"]?.stringValue?.contains("lines that are not JSON objects") == true)
+        #expect(try client.result("ping") == "pong")
+        #expect(try client.result("session.get")["state"] == "running")
+        _ = try client.result("session.end", ["action": "save"])
+        #expect(try client.nextEvent("session.ended")["data"]?["outcome"] == "saved")
+        let ignored = meeting.daemon.log.contents.components(separatedBy: "not a JSON object").count - 1
+        #expect(ignored < 20, "the log counts ignored lines; it does not copy each one (\(ignored) lines)")
+    }
+
+    /// Whatever the engine starts ends with the meeting, however it detached; and an engine that closes its
+    /// stdout at the end ends the save at once, without waiting for its exit.
+    @Test func anEnginesDetachedChildrenEndWithTheMeetingAndItsClosedOutputEndsTheSave() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
+            let pids = directory.appending("detached.pid")
+            return """
+                setsid sh -c 'echo $$ > \(pids); exec sleep 300' > /dev/null 2>&1 < /dev/null &
+                cat > /dev/null
+                exec 1>&-
+                exec sleep 60
+
+                """
+        }
+        let client = meeting.client
+        let pidFile = meeting.alsa.directory.appending("detached.pid")
+        #expect(try waitFor { Files.readString(pidFile)?.isEmpty == false })
+        let detached = try #require(
+            Files.readString(pidFile).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        #expect(isRunning(detached))
+        _ = try client.result("session.end", ["action": "save"])
+        // Well inside the 20 s the save would wait for an engine that never ends its output.
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(15))
+        #expect(ended["data"]?["outcome"] == "saved")
+        #expect(!meeting.daemon.log.contents.contains("did not finish within"))
+        #expect(try waitFor { !isRunning(detached) }, "the detached child outlived its meeting")
+    }
+
     @Test func refusesToTranscribeWithoutAnEngineAndSaysHowToGoOn() throws {
         let daemon = try DaemonProcess(arguments: ["--speech-engine", "none", "--audio-device", "null", "--no-cue"])
         let client = try daemon.client()
@@ -313,7 +355,7 @@ struct ScriptedEngineMeeting {
         let path = alsa.directory.appending("engine.sh")
         Files.write(path, script(alsa.directory))
         daemon = try DaemonProcess(
-            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "sh \(path)"],
+            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "exec sh \(path)"],
             environment: alsa.environment
         )
         client = try daemon.client()

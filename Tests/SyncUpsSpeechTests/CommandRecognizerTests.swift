@@ -90,7 +90,7 @@ import Testing
         harness.feed(SpeechFixture.silence(seconds: 1))
         #expect(harness.finish())
         #expect(failure(harness) == nil)
-        #expect(harness.events.contains(.log("ignored a line that is not a JSON object: this is not json")))
+        #expect(harness.events.contains(.log("ignored a line that is not a JSON object, e.g.: this is not json")))
         #expect(harness.finals.map(\.text) == ["second 1"])
     }
 

@@ -18,6 +18,9 @@ void syncups_set_thread_name(const char *name);
 /// prctl(PR_SET_PDEATHSIG, signal): the kernel sends `signal` when the parent thread exits (prctl is variadic).
 int syncups_set_parent_death_signal(int signal);
 
+/// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process, not to init.
+int syncups_become_child_subreaper(void);
+
 /// The credentials of the peer of a connected Unix socket (SO_PEERCRED); 0 on success, -1 with errno set.
 int syncups_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 

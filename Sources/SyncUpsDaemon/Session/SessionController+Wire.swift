@@ -20,6 +20,19 @@ extension SessionController {
     var json: JSONValue { active.map(sessionJSON) ?? .null }
 
     func publish(_ notification: SessionMachine.Notification, _ session: ActiveSession) {
+        switch (transcriptCoalescing, notification) {
+        case (.off, _):
+            break
+        case (_, .transcript):
+            transcriptCoalescing = .pending(session)
+            return
+        case (.pending(let waiting), _):
+            // Anything else goes out after the transcript change that came before it.
+            transcriptCoalescing = .collecting
+            publish(.transcript, waiting)
+        case (.collecting, _):
+            break
+        }
         let name: String
         var data = JSONObject()  // after the session object, which is built only for subscribers
         switch notification {

@@ -54,6 +54,15 @@ final class SessionController {
     var pendingDetails: [Meeting.ID: PendingDetails] = [:]
     /// Why writing a meeting's details fails, while it does (for `status` and the snapshot).
     var detailsError: String?
+    /// While a mailbox batch is handled, `session.transcript` waits for its end (`publish`).
+    var transcriptCoalescing = TranscriptCoalescing.off
+
+    enum TranscriptCoalescing {
+        case off
+        case collecting
+        /// A transcript change of this session is waiting to be published.
+        case pending(ActiveSession)
+    }
 
     /// A saved meeting's details waiting to be written: the journal to keep meanwhile, the next retry's delay.
     struct PendingDetails {
@@ -81,7 +90,12 @@ final class SessionController {
             mailbox.post(.journalFailed(meeting, error))
         }
         _ = try mailbox.attach(to: loop) { [unowned self] messages in
+            // A batch of recognizer results publishes the transcript once, at its end.
+            transcriptCoalescing = .collecting
             for message in messages { receive(message) }
+            let pending = transcriptCoalescing
+            transcriptCoalescing = .off
+            if case .pending(let session) = pending, active === session { self.publish(.transcript, session) }
         }
     }
 
