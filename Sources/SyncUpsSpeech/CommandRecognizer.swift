@@ -75,7 +75,7 @@ public enum CommandRecognizer {
                 process.send(SIGKILL, toGroup: true)
                 throw SpeechError("cannot start the recognizer threads: \(error)")
             }
-            return queue.stream { process.send(SIGKILL, toGroup: true) }
+            return queue.stream { shared.killGroup() }
         }
     }
 
@@ -90,6 +90,26 @@ public enum CommandRecognizer {
             self.events = events
         }
 
+        /// Held while the engine's process group is signalled or the engine reaped: once reaped, its pid (and
+        /// so its group id) may be anybody's, and nothing signals it any more.
+        private let reaping = Mutex(false)
+
+        /// SIGKILLs the engine's whole process group, unless the engine has been reaped.
+        func killGroup() {
+            reaping.withLock { isReaped in
+                if !isReaped { process.send(SIGKILL, toGroup: true) }
+            }
+        }
+
+        /// Kills what is left of the group, then reaps the engine.
+        func reap() -> Subprocess.Termination {
+            reaping.withLock { isReaped in
+                process.send(SIGKILL, toGroup: true)
+                isReaped = true
+                return process.wait()
+            }
+        }
+
         var isFinishing: Bool { state.withLock { $0.isFinishing } }
         func markFinishing() { state.withLock { $0.isFinishing = true } }
 
@@ -101,7 +121,7 @@ public enum CommandRecognizer {
             }
             guard isFirst else { return }
             events(.failed(message))
-            process.send(SIGKILL, toGroup: true)
+            killGroup()
         }
 
         var hasFailed: Bool { state.withLock { $0.hasFailed } }
@@ -257,8 +277,7 @@ public enum CommandRecognizer {
             nanosleep(&pause, nil)
         }
         // Before reaping it, while its process group cannot be anybody else's: whatever it left in its group.
-        process.send(SIGKILL, toGroup: true)
-        let termination = process.wait()
+        let termination = shared.reap()
         Descendants.supervised.withLock { _ = $0.remove(process.pid) }
         // Anything it detached into another group (setsid, a double fork) came to us as the subreaper.
         Descendants.endOrphans()
@@ -309,12 +328,12 @@ public enum CommandRecognizer {
         switch value["type"]?.stringValue {
         case "partial", "final":
             let words = (value["words"]?.arrayValue ?? []).compactMap(TranscriptWord.init(json:))
-            let start = value["start"]?.numberValue?.double ?? words.first?.start ?? 0
+            let start = TranscriptWord.clamped(value["start"]?.numberValue?.double ?? words.first?.start ?? 0)
             return RecognitionResult(
                 kind: value["type"] == "final" ? .final : .partial,
                 text: value["text"]?.stringValue ?? words.map(\.word).joined(separator: " "),
                 start: start,
-                end: value["end"]?.numberValue?.double ?? words.last?.end ?? start,
+                end: TranscriptWord.clamped(value["end"]?.numberValue?.double ?? words.last?.end ?? start),
                 words: words
             )
         case "error":

@@ -203,8 +203,8 @@ import Testing
     /// A transcript of 600 KB, far over the largest reply: every reply and event stays under the limits,
     /// and a client pages through the whole text and every segment, live and once saved.
     @Test func aSixHundredKilobyteTranscriptIsRecordedSavedAndReadBackWhole() throws {
-        let finals = 85
-        let words = 600
+        let finals = 105
+        let words = 480
         let expected = (0..<finals).map { final in
             (0..<words).map { "word\(final)x\(String(repeating: "0", count: 4 - String($0).count))\($0)" }
                 .joined(separator: " ")

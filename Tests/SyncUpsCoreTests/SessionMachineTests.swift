@@ -339,14 +339,34 @@ extension SessionMachine {
         #expect(effects == [.cancelRecognizer] + saved(.interrupted(meeting("half a sen")), machine))
     }
 
-    @Test func theDaemonStoppingDuringASaveShortensItsWaitAndMarksItInterrupted() throws {
+    /// A save the user asked for stays a save (not "interrupted", which is for a meeting the stop cut
+    /// short); it only gets the shorter wait.
+    @Test func theDaemonStoppingDuringASaveShortensItsWaitAndKeepsItASave() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
         _ = try machine.request(.end(.save))
         #expect(machine.handle(.daemonStopping) == [.armSettleTimeout(.stopping)])
         _ = machine.handle(.recorderStopped)
         let effects = machine.handle(.recognizerFinished)
-        #expect(effects.last == .publish(.ended(.interrupted(machine.meeting))))
-        #expect(machine.record.isInterrupted)
+        #expect(effects.last == .publish(.ended(.saved(machine.meeting))))
+        #expect(!machine.record.isInterrupted)
+    }
+
+    @Test func everyFinalGoesToTheJournalEvenOneThatOnlySettlesThePartialAsItWas() throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        #expect(
+            machine.handle(.speechRecognized(.init(isFinal: false, text: "the last thing"))) == [.publish(.transcript)])
+        #expect(
+            machine.handle(.speechRecognized(.init(isFinal: true, text: "the last thing")))
+                == [.publish(.transcript), .writeJournal])
+        #expect(machine.record.finalText == "the last thing")
+        #expect(machine.handle(.speechRecognized(.init(isFinal: false, text: ""))) == [])
+    }
+
+    @Test func anEditDuringTheSaveDoesNotChangeTheMeetingsAttendees() throws {
+        var machine = start(.fixture(attendees: 2), records: true)
+        _ = try machine.request(.end(.save))
+        #expect(machine.handle(.syncUpEdited(.fixture(attendees: 1))) == [])
+        #expect(machine.syncUp.attendees.count == 2)
     }
 
     @Test func theDaemonStoppingWithNothingToWaitForSavesAtOnce() throws {

@@ -89,6 +89,9 @@ enum SyncUpFields {
         guard title.count <= SyncUpLimits.maxTitleLength else {
             throw ValidationError(field: "title", message: "longer than \(SyncUpLimits.maxTitleLength) characters")
         }
+        guard title.utf8.count <= SyncUpLimits.maxTitleBytes else {
+            throw ValidationError(field: "title", message: "longer than \(SyncUpLimits.maxTitleBytes) bytes of UTF-8")
+        }
         return title
     }
 
@@ -123,6 +126,7 @@ enum SyncUpFields {
         }
         var seen = Set<Attendee.ID>()
         var all: [Attendee] = []
+        var namesBytes = 0
         for (index, change) in changes.enumerated() {
             let name = change.name.trimmingWhitespace()
             guard name.count <= SyncUpLimits.maxNameLength else {
@@ -130,6 +134,17 @@ enum SyncUpFields {
                     field: "attendees[\(index)].name",
                     message: "longer than \(SyncUpLimits.maxNameLength) characters"
                 )
+            }
+            guard name.utf8.count <= SyncUpLimits.maxNameBytes else {
+                throw ValidationError(
+                    field: "attendees[\(index)].name",
+                    message: "longer than \(SyncUpLimits.maxNameBytes) bytes of UTF-8")
+            }
+            namesBytes += name.utf8.count
+            guard namesBytes <= SyncUpLimits.maxNamesBytes else {
+                throw ValidationError(
+                    field: "attendees",
+                    message: "the names add up to over \(SyncUpLimits.maxNamesBytes) bytes of UTF-8")
             }
             let id: Attendee.ID
             if let existingID = change.id {

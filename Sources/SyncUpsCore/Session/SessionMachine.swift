@@ -234,6 +234,8 @@ public struct SessionMachine: Sendable, Equatable {
         case .timerTicked:
             return pendingEnding == nil ? tick(at: time) : []
         case .syncUpEdited(let edited):
+            // Once the meeting is being saved it is over: its attendees are the ones it had.
+            guard pendingEnding == nil else { return [] }
             syncUp = edited
             speakerIndex = min(speakerIndex, lastSpeakerIndex)
             return [.publish(.updated)]
@@ -241,10 +243,8 @@ public struct SessionMachine: Sendable, Equatable {
             pendingEnding = nil
             return complete(.syncUpDeleted, at: time)
         case .speechRecognized(let speech):
-            guard isTranscribing, recognizer != .stopped else { return [] }
-            let before = record.transcript
-            record.add(speech)
-            guard record.transcript != before else { return [] }
+            guard isTranscribing, recognizer != .stopped, record.add(speech) else { return [] }
+            // Every final goes to the journal, even one that only settles the provisional text as it was.
             return speech.isFinal ? [.publish(.transcript), .writeJournal] : [.publish(.transcript)]
         case .speechFailed(let message):
             guard isTranscribing else { return [] }
@@ -272,9 +272,8 @@ public struct SessionMachine: Sendable, Equatable {
             isSettleTimeoutArmed = false
             return cancel + complete(ending, at: time)
         case .daemonStopping:
-            guard let ending = pendingEnding else { return end(.interrupted(meeting), at: time, deadline: .stopping) }
-            // Already saving: it now has only the shorter wait.
-            pendingEnding = .interrupted(ending.meeting ?? meeting)
+            guard pendingEnding != nil else { return end(.interrupted(meeting), at: time, deadline: .stopping) }
+            // Already being saved as the user asked (or as time ran out): it stays that, with a shorter wait.
             guard isSettleTimeoutArmed else { return [] }
             return [.armSettleTimeout(.stopping)]
         }

@@ -7,6 +7,8 @@
 public enum Attribution {
     /// The longest a word is taken to last.
     public static let maximumWordLength = 1.0
+    /// The most words in a segment; a longer stretch of one speaker is split into consecutive segments.
+    public static let maximumSegmentWords = 500
 
     /// Segments for the utterances `utterances` (each a list of words), split wherever the speaker changes.
     public static func segments(utterances: [[TranscriptWord]], turns: [SpeakerTurn]) -> [TranscriptSegment] {
@@ -15,7 +17,8 @@ public enum Attribution {
             var current: (turn: Int?, words: [TranscriptWord])? = nil
             for word in words {
                 let turn = self.turn(for: word, in: turns)
-                if let open = current, open.turn == turn {
+                // A segment holds one speaker's words, and at most `maximumSegmentWords` (one reply must hold it).
+                if let open = current, open.turn == turn, open.words.count < maximumSegmentWords {
                     current?.words.append(word)
                 } else {
                     if let open = current { segments.append(segment(open.words, turn: open.turn, turns: turns)) }

@@ -4,43 +4,79 @@ public struct RecognizedSpeech: Sendable, Equatable {
     public var isFinal: Bool
     public var text: String
     public var words: [TranscriptWord]
+    /// The stretch of audio it covers, when the recognizer says (what places a final without words).
+    public var start: Double?
+    public var end: Double?
 
-    public init(isFinal: Bool, text: String, words: [TranscriptWord] = []) {
+    public init(isFinal: Bool, text: String, words: [TranscriptWord] = [], start: Double? = nil, end: Double? = nil) {
         self.isFinal = isFinal
         self.text = text
         self.words = words
+        self.start = start
+        self.end = end
     }
 }
 
 /// Who had the floor when, and what was said: the meeting's transcript and its attribution, kept together.
-/// Each settled utterance is attributed once, as it comes (the turns up to then are all the turns its words
-/// can fall in), so adding one costs its own length, not the meeting's.
+/// Adding a result costs its own length, not the meeting's: the transcript is appended to in place, and
+/// each settled utterance is attributed once, as it comes (the turns up to then are all the turns its words
+/// can fall in).
 public struct MeetingRecord: Sendable, Equatable {
     public private(set) var turns: [SpeakerTurn] = []
     public private(set) var segments: [TranscriptSegment] = []
-    public private(set) var assembly = TranscriptAssembly()
-    /// Transcription failed: the transcript ends with ` ❌` and takes no more words.
+    /// The transcript: the settled text, then the provisional tail, and ` ❌` where transcription failed
+    /// (the app's `speechFailure`, only when something was transcribed).
+    public private(set) var transcript = ""
+    /// The provisional tail alone.
+    public private(set) var partial = ""
+    /// The UTF-8 length of the settled part of `transcript`.
+    private var settledBytes = 0
+    /// Transcription failed: the transcript takes no more words.
     public private(set) var hasFailed = false
     /// The daemon stopped mid-meeting; what there was is saved.
     public var isInterrupted = false
 
     public init() {}
 
-    /// The transcript: settled text, the provisional tail, and ` ❌` where transcription failed (the app's
-    /// `speechFailure`, only when something was transcribed).
-    public var transcript: String {
-        let text = assembly.text
-        return hasFailed && !text.isEmpty ? text + " ❌" : text
-    }
+    /// The settled text only (what a journal keeps).
+    public var finalText: String { String(transcript.utf8.prefix(settledBytes)) ?? "" }
 
-    public mutating func add(_ speech: RecognizedSpeech) {
-        guard !hasFailed else { return }
-        assembly.add(kind: speech.isFinal, text: speech.text, words: speech.words)
-        if speech.isFinal { segments += Attribution.segments(utterances: [speech.words], turns: turns) }
+    /// Adds a result; returns whether anything changed (a final always settles something).
+    @discardableResult
+    public mutating func add(_ speech: RecognizedSpeech) -> Bool {
+        guard !hasFailed else { return false }
+        let text = speech.text.trimmingWhitespace()
+        if !speech.isFinal {
+            guard text != partial else { return false }
+            partial = text
+            dropProvisionalTail()
+            if !text.isEmpty { transcript += (settledBytes > 0 ? " " : "") + text }
+            return true
+        }
+        partial = ""
+        dropProvisionalTail()
+        if !text.isEmpty {
+            transcript += (settledBytes > 0 ? " " : "") + text
+            settledBytes = transcript.utf8.count
+        }
+        if !speech.words.isEmpty {
+            segments += Attribution.segments(utterances: [speech.words], turns: turns)
+        } else if !text.isEmpty {
+            // No word timings (protocol.md allows it): the text still goes to whoever had the floor then.
+            let start = speech.start ?? turns.last?.start ?? 0
+            let end = speech.end ?? start
+            let turn = Attribution.turn(for: TranscriptWord(word: "", start: start, end: end), in: turns)
+            segments.append(
+                TranscriptSegment(
+                    speaker: turn.map { turns[$0].speaker }, start: start, end: end, text: text, words: []))
+        }
+        return true
     }
 
     public mutating func markFailure() {
+        guard !hasFailed else { return }
         hasFailed = true
+        if !transcript.isEmpty { transcript += " ❌" }
     }
 
     /// `speaker` has the floor from `time`; the turn before ends there.
@@ -53,5 +89,12 @@ public struct MeetingRecord: Sendable, Equatable {
     public mutating func endTurn(at time: Double) {
         guard !turns.isEmpty, turns[turns.count - 1].end == nil else { return }
         turns[turns.count - 1].end = time
+    }
+
+    /// Removes the provisional tail from `transcript`, in place.
+    private mutating func dropProvisionalTail() {
+        guard transcript.utf8.count > settledBytes else { return }
+        let cut = transcript.utf8.index(transcript.utf8.startIndex, offsetBy: settledBytes)
+        transcript.removeSubrange(cut...)
     }
 }

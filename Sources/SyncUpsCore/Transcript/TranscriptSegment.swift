@@ -20,11 +20,19 @@ public struct TranscriptWord: Sendable, Equatable {
         guard let word = json["word"]?.stringValue, let start = json["start"]?.numberValue?.double,
             let end = json["end"]?.numberValue?.double
         else { return nil }
-        self.init(word: word, start: start, end: end)
+        self.init(word: word, start: Self.clamped(start), end: Self.clamped(end))
     }
 
     /// Milliseconds are all the precision a timing has.
     static func rounded(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
+
+    /// The longest time a timing may say: a week of meeting. A recognizer's nonsense (1e300, infinity, a
+    /// negative time) is brought into range rather than carried into files and exports.
+    public static let maximumTime = 7.0 * 86_400
+
+    public static func clamped(_ seconds: Double) -> Double {
+        seconds.isFinite ? min(max(seconds, 0), maximumTime) : 0
+    }
 }
 
 /// Part of a meeting's transcript said by one attendee during one turn.
@@ -55,9 +63,10 @@ public struct TranscriptSegment: Sendable, Equatable {
     }
 
     public init?(json: JSONValue) {
-        guard let start = json["start"]?.numberValue?.double, let end = json["end"]?.numberValue?.double,
+        guard let rawStart = json["start"]?.numberValue?.double, let rawEnd = json["end"]?.numberValue?.double,
             let text = json["text"]?.stringValue
         else { return nil }
+        let (start, end) = (TranscriptWord.clamped(rawStart), TranscriptWord.clamped(rawEnd))
         self.init(
             speaker: json["speaker"].flatMap(Attendee.init(json:)),
             start: start,

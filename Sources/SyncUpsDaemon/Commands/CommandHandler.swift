@@ -375,7 +375,8 @@ final class CommandHandler {
         let syncUpText = try arguments.optionalString("syncup")
         let meetingText = try arguments.optionalString("meeting")
         let offset = try arguments.optionalInt("offset") ?? 0
-        let maximum = server.limits.maxReplyBytes / 2
+        // JSON escaping can make text six times longer (control characters): a page always fits a reply.
+        let maximum = server.limits.maxReplyBytes / 8
         let limit = try arguments.optionalInt("limit") ?? maximum
         guard offset >= 0 else { throw .invalidArgument("\"offset\" must not be negative") }
         guard (1...maximum).contains(limit) else { throw .invalidArgument("\"limit\" must be from 1 to \(maximum)") }

@@ -26,6 +26,9 @@ final class ActiveSession {
     var cue: CuePlayer?
     var hasReportedCueFailure = false
     var hasJournal = false
+    /// When the journal was last written, and the timer of the next write (`writeJournal`).
+    var lastJournal: MonotonicInstant?
+    var journalTimer: EventLoop.Timer?
     var discardsAudio = false
 
     init(machine: SessionMachine?, meetingID: Meeting.ID, start: MonotonicInstant) {

@@ -10,13 +10,24 @@ extension SessionController {
     /// The meeting's journal as the machine is now. The first version is written before `session.start` is
     /// answered (a crash right after still recovers the meeting); the later ones, megabytes in a long meeting,
     /// off the loop.
+    ///
+    /// At most one a second: building one copies the whole transcript and its segments, which a flood of
+    /// settled utterances must not do each time. (A crash loses at most the last second of text; the audio
+    /// has it.)
     func writeJournal(_ session: ActiveSession) {
-        let journal = makeJournal(session, transcript: session.machine.record.assembly.finalText)
-        if session.hasJournal {
-            journals.write(journal)
-        } else {
+        guard session.hasJournal else {
             session.hasJournal = true
-            journals.writeFirst(journal)
+            session.lastJournal = loop.now()
+            journals.writeFirst(makeJournal(session, transcript: session.machine.record.finalText))
+            return
+        }
+        guard session.journalTimer == nil else { return }  // already due
+        let due = (session.lastJournal ?? loop.now()) + .seconds(1)
+        session.journalTimer = loop.schedule(at: due) { [weak self, weak session] in
+            guard let self, let session, active === session else { return }
+            session.journalTimer = nil
+            session.lastJournal = loop.now()
+            journals.write(makeJournal(session, transcript: session.machine.record.finalText))
         }
     }
 

@@ -89,7 +89,7 @@ extension SessionController {
         }
         var transcription = JSONObject()
         transcription.append("engine", .optional(session.machine.isTranscribing ? settings.recognizer?.name : nil))
-        transcription.append("partial", .string(session.machine.record.assembly.partial))
+        transcription.append("partial", .string(session.machine.record.partial))
         return WireFormat.session(session.machine, audio: .object(audio), transcription: .object(transcription))
     }
 }

@@ -365,14 +365,18 @@ final class SessionController {
     private func finish(_ session: ActiveSession) {
         session.timer.map(loop.cancel)
         session.settleTimer.map(loop.cancel)
+        session.journalTimer.map(loop.cancel)
         let recorder = session.recorder
         let recognition = session.recognition
         let cue = session.cue
         let keepsAudio = !session.discardsAudio
         session.recognition = nil
+        // A recognizer still running here (the meeting was discarded) is of no use any more: stopped, not
+        // left to run on in its own process group.
+        recognition?.finish()
+        recognition?.cancel()
         cleanup.run {
             recorder?.stop(keepsFile: keepsAudio)
-            recognition?.finish()
             cue?.stop()
         }
         if active === session { active = nil }
@@ -417,7 +421,9 @@ final class SessionController {
     private func receive(_ event: RecognizerEvent, in session: ActiveSession) {
         switch event {
         case .result(let result):
-            let speech = RecognizedSpeech(isFinal: result.kind == .final, text: result.text, words: result.words)
+            let speech = RecognizedSpeech(
+                isFinal: result.kind == .final, text: result.text, words: result.words, start: result.start,
+                end: result.end)
             handle(.speechRecognized(speech), in: session)
         case .failed(let message):
             logger.warning(

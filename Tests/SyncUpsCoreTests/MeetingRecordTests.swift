@@ -1,0 +1,47 @@
+import SyncUpsCore
+import SyncUpsTestSupport
+import Testing
+
+/// The transcript is built in place from partials and finals, and each settled utterance is attributed once.
+@Suite struct MeetingRecordTests {
+    @Test func buildsTheTranscriptFromPartialsAndFinals() {
+        var record = MeetingRecord()
+        record.add(RecognizedSpeech(isFinal: false, text: " hel "))
+        #expect(record.transcript == "hel" && record.partial == "hel" && record.finalText == "")
+        record.add(RecognizedSpeech(isFinal: true, text: "hello there"))
+        #expect(record.transcript == "hello there" && record.partial == "")
+        record.add(RecognizedSpeech(isFinal: false, text: "Zoë ❌ 東"))
+        #expect(record.transcript == "hello there Zoë ❌ 東")
+        #expect(record.finalText == "hello there")
+        record.add(RecognizedSpeech(isFinal: false, text: ""))
+        #expect(record.transcript == "hello there")
+        record.add(RecognizedSpeech(isFinal: true, text: "   "))
+        #expect(record.transcript == "hello there")
+        record.add(RecognizedSpeech(isFinal: false, text: "half"))
+        record.markFailure()
+        #expect(record.transcript == "hello there half ❌")
+        let isChanged = record.add(RecognizedSpeech(isFinal: true, text: "late"))
+        #expect(!isChanged)
+        #expect(record.transcript == "hello there half ❌")
+    }
+
+    @Test func aFinalWithoutWordsStillGoesToWhoeverHadTheFloor() {
+        var record = MeetingRecord()
+        let ann = SyncUp.fixture(attendees: 2).attendees[0]
+        let bo = SyncUp.fixture(attendees: 2).attendees[1]
+        record.beginTurn(ann, at: 0)
+        record.beginTurn(bo, at: 10)
+        record.add(RecognizedSpeech(isFinal: true, text: "no timings here", start: 11, end: 12))
+        #expect(record.segments.map(\.speaker) == [bo])
+        #expect(record.segments.map(\.text) == ["no timings here"])
+    }
+
+    @Test func aLongStretchOfOneSpeakerIsSplitIntoSegmentsOneReplyCanHold() {
+        var record = MeetingRecord()
+        record.beginTurn(SyncUp.fixture().attendees[0], at: 0)
+        let words = (0..<1_200).map { TranscriptWord(word: "w\($0)", start: Double($0) * 0.01, end: Double($0) * 0.01) }
+        record.add(RecognizedSpeech(isFinal: true, text: words.map(\.word).joined(separator: " "), words: words))
+        #expect(record.segments.map(\.words.count) == [500, 500, 200])
+        #expect(record.segments.map(\.text).joined(separator: " ") == record.transcript)
+    }
+}
