@@ -95,7 +95,7 @@ extension Syncupsctl {
                 --attendee NAME         the whole new attendee list (repeat); people keep their ids by name
                 --add-attendee NAME     add someone at the end
                 --remove-attendee NAME  remove someone (a sync-up keeps at least one attendee)
-                --rename-attendee OLD=NEW
+                --rename-attendee OLD=NEW  rename someone (neither name may be empty)
                 """,
             spec: ArgumentSpec(
                 valueOptions: [
@@ -104,6 +104,8 @@ extension Syncupsctl {
                 positionals: 1...1
             )
         ) { context, arguments throws(CLIError) in
+            // Mistakes on the command line are usage errors before anything is asked of the daemon.
+            for rename in arguments.all("rename-attendee") { _ = try parseRename(rename) }
             let connection = try context.connect()
             var request = JSONObject()
             request.append("id", .string(arguments.positionals[0]))
@@ -151,6 +153,19 @@ extension Syncupsctl {
         return seconds
     }
 
+    /// `OLD=NEW` of `--rename-attendee`. An empty name would silently drop the attendee (the daemon drops
+    /// blank names), so it is a usage error that says how to remove someone.
+    static func parseRename(_ text: String) throws(CLIError) -> (old: String, new: String) {
+        guard let equals = text.firstIndex(of: "=") else { throw .usage("--rename-attendee takes OLD=NEW") }
+        let old = String(text[..<equals])
+        let new = String(text[text.index(after: equals)...])
+        guard !old.allSatisfy(\.isWhitespace), !new.allSatisfy(\.isWhitespace) else {
+            throw .usage(
+                "--rename-attendee takes OLD=NEW, both names non-empty; to remove someone, use --remove-attendee NAME")
+        }
+        return (old, new)
+    }
+
     /// The attendee list an `edit` asks for, keeping existing people's ids by name.
     static func attendeeEdits(_ syncUp: JSONValue, _ arguments: ParsedArguments) throws(CLIError) -> [(
         id: String?, name: String
@@ -169,12 +184,11 @@ extension Syncupsctl {
             }
         }
         for rename in arguments.all("rename-attendee") {
-            guard let equals = rename.firstIndex(of: "=") else { throw .usage("--rename-attendee takes OLD=NEW") }
-            let old = String(rename[..<equals])
+            let (old, new) = try parseRename(rename)
             guard let index = attendees.firstIndex(where: { $0.name == old }) else {
                 throw CLIError(.rejected, "no attendee named \"\(old)\"")
             }
-            attendees[index].name = String(rename[rename.index(after: equals)...])
+            attendees[index].name = new
         }
         for name in arguments.all("remove-attendee") {
             guard let index = attendees.firstIndex(where: { $0.name == name }) else {
