@@ -22,6 +22,53 @@ import Testing
         let after = try JSONParser().parse(try daemon.ctl(["--json", "show", id]).standardOutput)
         #expect(after["attendees"]?.arrayValue?.map { $0["name"]?.stringValue } == ["Blob", "Ann"])
     }
+
+    // MARK: - Time zones
+
+    /// A saved meeting, its sync-up's id and the meeting's date as the daemon sends it (RFC 3339 UTC).
+    static func savedMeeting(_ daemon: DaemonProcess) throws -> (syncUp: String, meeting: String, date: String) {
+        let client = try daemon.client()
+        let created = try client.result("syncups.create", ["title": "Zoned", "attendees": ["Ann"]])
+        let id = try #require(created["id"]?.stringValue)
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.start", ["syncup": .string(id), "audio": false])
+        _ = try client.result("session.end", ["action": "save"])
+        let meeting = try client.nextEvent("session.ended")["data"]?["meeting"]
+        return (id, try #require(meeting?["id"]?.stringValue), try #require(meeting?["date"]?.stringValue))
+    }
+
+    /// `2026-12-01 15:04 +05:30`: the RFC 3339 UTC instant moved by `offsetMinutes`.
+    static func local(_ rfc3339: String, offsetMinutes: Int) throws -> String {
+        let instant = try #require(UTCTime.parseRFC3339(rfc3339))
+        let shifted = UTCTime(instant.addingTimeInterval(Double(offsetMinutes * 60)))
+        let sign = offsetMinutes < 0 ? "-" : "+"
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return
+            "\(shifted.year)-\(two(shifted.month))-\(two(shifted.day)) \(two(shifted.hour)):\(two(shifted.minute)) \(sign)\(two(abs(offsetMinutes) / 60)):\(two(abs(offsetMinutes) % 60))"
+    }
+
+    @Test(
+        .enabled(if: Files.exists("/usr/share/zoneinfo/Asia/Kolkata")),
+        arguments: [("Asia/Kolkata", 330), ("UTC", 0), ("XYZ+3", -180), (":Asia/Kolkata", 330)])
+    func printsDatesInTheLocalTimeZoneWithItsOffset(zone: String, offsetMinutes: Int) throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let saved = try Self.savedMeeting(daemon)
+        let expected = try Self.local(saved.date, offsetMinutes: offsetMinutes)
+        let environment = ["TZ": zone]
+        let shown = try daemon.ctl(["show", saved.syncUp], environment: environment).standardOutput
+        #expect(shown.contains("  \(expected)  "), "\(shown)")
+        let meeting = try daemon.ctl(["meeting", saved.syncUp, saved.meeting], environment: environment)
+        #expect(meeting.standardOutput.hasPrefix("Zoned, \(expected)  ("), "\(meeting.standardOutput)")
+        let ids = try daemon.ctl(["ids", saved.syncUp], environment: environment).standardOutput
+        #expect(ids == "\(saved.meeting)\t\(expected)\n")
+        let markdown = try daemon.ctl(["export", saved.syncUp, saved.meeting], environment: environment)
+        #expect(markdown.standardOutput.hasPrefix("# Zoned, \(expected)\n"), "\(markdown.standardOutput)")
+        // Programs keep RFC 3339 UTC.
+        let json = try JSONParser().parse(
+            try daemon.ctl(["--json", "meeting", saved.syncUp, saved.meeting], environment: environment)
+                .standardOutput)
+        #expect(json["date"]?.stringValue == saved.date)
+    }
 }
 
 extension String {

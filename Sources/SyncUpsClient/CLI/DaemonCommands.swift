@@ -86,8 +86,9 @@ enum Format {
         String(text.map { $0 == "\t" || $0.isNewline ? " " : $0 })
     }
 
+    /// An RFC 3339 date from the daemon in the local time zone, with its offset: `2026-12-01 15:04 +05:30`.
     static func date(_ value: JSONValue?) -> String {
         guard let text = value?.stringValue, let date = UTCTime.parseRFC3339(text) else { return string(value) }
-        return UTCTime(date).shortDateTime
+        return LocalTime.short(date)
     }
 }

@@ -64,7 +64,7 @@ enum TranscriptExport {
             return text
         case "md":
             let title = Escape.markdown(Format.string(meeting["syncup"]?["title"]))
-            var text = "# \(title), \(Escape.markdown(Format.date(meeting["date"]))) UTC\n\n"
+            var text = "# \(title), \(Escape.markdown(Format.date(meeting["date"])))\n\n"
             if cues.isEmpty {
                 let transcript = Format.string(meeting["transcript"])
                 text +=

@@ -61,7 +61,7 @@ extension Context {
 
 extension Format {
     static func meeting(_ meeting: JSONValue) -> String {
-        var text = "\(string(meeting["syncup"]?["title"])), \(date(meeting["date"])) UTC  (\(string(meeting["id"])))\n"
+        var text = "\(string(meeting["syncup"]?["title"])), \(date(meeting["date"]))  (\(string(meeting["id"])))\n"
         if meeting["interrupted"] == .bool(true) { text += "(recovered after the daemon stopped mid-meeting)\n" }
         if let segments = meeting["segments"]?.arrayValue, !segments.isEmpty {
             text += "\n"

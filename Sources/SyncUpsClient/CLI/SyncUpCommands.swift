@@ -45,7 +45,7 @@ extension Syncupsctl {
                     on: connection, "syncups.get", ["id": .string(wanted), "meetingsLimit": 1])
                 let meetings = all.first { $0["id"] == syncUp["id"] }?["meetings"]?.arrayValue ?? []
                 for meeting in meetings {
-                    lines += Format.string(meeting["id"]) + "\t" + Format.date(meeting["date"]) + " UTC\n"
+                    lines += Format.string(meeting["id"]) + "\t" + Format.date(meeting["date"]) + "\n"
                 }
             } else {
                 for syncUp in all {
