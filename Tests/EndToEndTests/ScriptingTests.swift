@@ -69,6 +69,56 @@ import Testing
                 .standardOutput)
         #expect(json["date"]?.stringValue == saved.date)
     }
+
+    // MARK: - --json whatever happens
+
+    @Test(arguments: [
+        (["bogus"], 64, "usage"),
+        (["show"], 64, "usage"),
+        (["add", "x", "--duration", "soon"], 64, "usage"),
+        (["show", "FFFFFFFF"], 65, "not_found"),
+        (["add", "x", "--theme", "mauve"], 65, "invalid_argument"),
+        (["call", "dance"], 65, "unknown_command"),
+        (["next"], 65, "no_session"),
+        (["--timeout"], 64, "usage"),
+    ])
+    func printsOneJSONErrorDocumentWithTheSameExitStatus(arguments: [String], status: CInt, code: String) throws {
+        let daemon = try DaemonProcess()
+        let result = try daemon.ctl(["--json"] + arguments)
+        #expect(result.exitCode == status)
+        let document = try JSONParser().parse(result.standardOutput)
+        #expect(document["ok"] == false)
+        #expect(document["error"]?["code"]?.stringValue == code, "\(result.standardOutput)")
+        #expect(document["error"]?["message"]?.stringValue?.isEmpty == false)
+    }
+
+    @Test func printsAJSONErrorWhenNoDaemonRuns() throws {
+        let directory = TemporaryDirectory("nodaemon")
+        let result = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"), ["status", "--json"],
+            environment: ["SYNCUPSD_SOCKET": directory.appending("none.sock")])
+        #expect(result.exitCode == 69)
+        let document = try JSONParser().parse(result.standardOutput)
+        #expect(document["ok"] == false)
+        #expect(document["error"]?["code"] == "unavailable")
+    }
+
+    @Test func printsIdsAsJSON() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let saved = try Self.savedMeeting(daemon)
+        let syncUps = try JSONParser().parse(try daemon.ctl(["--json", "ids"]).standardOutput)
+        #expect(syncUps == [["id": .string(saved.syncUp), "title": "Zoned"]])
+        let meetings = try JSONParser().parse(try daemon.ctl(["--json", "ids", saved.syncUp]).standardOutput)
+        #expect(meetings == [["id": .string(saved.meeting), "date": .string(saved.date)]])
+    }
+
+    @Test func printsOneJSONDocumentForHelpAndVersion() throws {
+        for arguments in [["--json", "--version"], ["--json", "help"], ["--json", "help", "end"]] {
+            let result = try CommandResult.run(BuiltProducts.path("syncupsctl"), arguments)
+            #expect(result.exitCode == 0)
+            #expect(throws: Never.self, "\(arguments)") { try JSONParser().parse(result.standardOutput) }
+        }
+    }
 }
 
 extension String {

@@ -29,6 +29,15 @@ extension Syncupsctl {
             } catch {
                 throw CLIError(.failure, "cannot write \(path): \(error)")
             }
+            if context.globals.json {
+                context.print(
+                    JSONWriter().string([
+                        "output": .string(path), "format": .string(format), "bytes": .int(text.utf8.count),
+                    ]) + "\n")
+            }
+        } else if context.globals.json && format != "json" {
+            // One JSON document, as with every command: the export inside it.
+            context.print(JSONWriter().string(["format": .string(format), "text": .string(text)]) + "\n")
         } else {
             context.print(text)
         }
@@ -79,7 +88,8 @@ enum TranscriptExport {
         default:
             guard !cues.isEmpty else {
                 throw CLIError(
-                    .rejected, "this meeting has no timed transcript to export as \(format); try --format md")
+                    .rejected, "this meeting has no timed transcript to export as \(format); try --format md",
+                    code: "invalid_argument")
             }
             let isVTT = format == "vtt"
             var text = isVTT ? "WEBVTT\n\n" : ""

@@ -32,27 +32,33 @@ extension Syncupsctl {
                 "Print ids and a label, tab-separated: every sync-up and its title, or ID's meetings and their dates.",
             details: """
                 One line each, full ids, the label on one line (tabs and newlines become spaces). Shell
-                completions use it; so can scripts: syncupsctl ids | cut -f1.
+                completions use it; so can scripts: syncupsctl ids | cut -f1. In JSON mode, an array of
+                {"id","title"} or {"id","date"} (RFC 3339 UTC).
                 """,
             spec: ArgumentSpec(positionals: 0...1)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             let all = try allSyncUps(context, on: connection)
-            var lines = ""
+            // (id, label for people, the same for --json)
+            var entries: [(id: String, label: String, json: JSONValue)] = []
             if let wanted = arguments.positionals.first {
                 // The daemon resolves the prefix; the list already carries every meeting's id and date.
                 let syncUp = try context.call(
                     on: connection, "syncups.get", ["id": .string(wanted), "meetingsLimit": 1])
                 let meetings = all.first { $0["id"] == syncUp["id"] }?["meetings"]?.arrayValue ?? []
                 for meeting in meetings {
-                    lines += Format.string(meeting["id"]) + "\t" + Format.date(meeting["date"]) + "\n"
+                    let id = Format.string(meeting["id"])
+                    entries.append(
+                        (id, Format.date(meeting["date"]), ["id": .string(id), "date": meeting["date"] ?? .null]))
                 }
             } else {
                 for syncUp in all {
-                    lines += Format.string(syncUp["id"]) + "\t" + Format.oneLine(Format.string(syncUp["title"])) + "\n"
+                    let id = Format.string(syncUp["id"])
+                    let title = Format.string(syncUp["title"])
+                    entries.append((id, Format.oneLine(title), ["id": .string(id), "title": .string(title)]))
                 }
             }
-            context.print(lines)
+            context.show(.array(entries.map(\.json))) { entries.map { $0.id + "\t" + $0.label + "\n" }.joined() }
         },
         Subcommand(
             name: "show",
@@ -186,13 +192,13 @@ extension Syncupsctl {
         for rename in arguments.all("rename-attendee") {
             let (old, new) = try parseRename(rename)
             guard let index = attendees.firstIndex(where: { $0.name == old }) else {
-                throw CLIError(.rejected, "no attendee named \"\(old)\"")
+                throw CLIError(.rejected, "no attendee named \"\(old)\"", code: "not_found")
             }
             attendees[index].name = new
         }
         for name in arguments.all("remove-attendee") {
             guard let index = attendees.firstIndex(where: { $0.name == name }) else {
-                throw CLIError(.rejected, "no attendee named \"\(name)\"")
+                throw CLIError(.rejected, "no attendee named \"\(name)\"", code: "not_found")
             }
             attendees.remove(at: index)
         }

@@ -26,6 +26,9 @@ public struct Syncupsctl {
             return try runThrowing(arguments)
         } catch {
             output.error("syncupsctl: \(error.message)\n")
+            // A program reading --json gets one document on stdout whatever happened (`--json` counts
+            // wherever it is, as runThrowing reads it).
+            if arguments.contains("--json") { _ = output.out(JSONWriter().string(error.document) + "\n") }
             if error.exitCode == .unavailable {
                 output.error(
                     "hint: start the daemon with `syncupsd` (or `systemctl --user start syncupsd.socket`), or point SYNCUPSD_SOCKET at its socket\n"
@@ -44,6 +47,7 @@ public struct Syncupsctl {
         }
         var globals = Globals()
         var rest: [String] = []
+        var versionAsked = false
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -61,21 +65,27 @@ public struct Syncupsctl {
                 globals.timeout = .milliseconds(Int64(seconds * 1000))
                 index += 1
             case "-V" where rest.isEmpty, "--version" where rest.isEmpty:
-                _ = output.out("syncupsctl \(SyncUpsVersion.current)\n")
-                return .success
+                versionAsked = true
             default:
                 rest.append(argument)
             }
         }
+        if versionAsked {
+            let version = SyncUpsVersion.current
+            _ = output.out(
+                globals.json ? JSONWriter().string(["version": .string(version)]) + "\n" : "syncupsctl \(version)\n")
+            return .success
+        }
         guard let name = rest.first else {
+            guard !globals.json else { throw .usage("no command given; run syncupsctl help") }
             _ = output.out(Self.overview)
             return .usage
         }
         if name == "help" || name == "-h" || name == "--help" {
             if let topic = rest.dropFirst().first, let command = Self.command(topic) {
-                _ = output.out(command.helpText)
+                printHelp(command.helpText, json: globals.json)
             } else {
-                _ = output.out(Self.overview)
+                printHelp(Self.overview, json: globals.json)
             }
             return .success
         }
@@ -84,13 +94,18 @@ public struct Syncupsctl {
         }
         let commandArguments = Array(rest.dropFirst())
         if commandArguments.contains("--help") || commandArguments.contains("-h") {
-            _ = output.out(command.helpText)
+            printHelp(command.helpText, json: globals.json)
             return .success
         }
         let parsed = try command.spec.parse(commandArguments, command: command.name)
         let context = Context(globals: globals, environment: environment, output: output)
         try command.run(context, parsed)
         return .success
+    }
+
+    /// Help as text, or with `--json` as `{"help": text}`.
+    private func printHelp(_ text: String, json: Bool) {
+        _ = output.out(json ? JSONWriter().string(["help": .string(text)]) + "\n" : text)
     }
 
     static func command(_ name: String) -> Subcommand? {
@@ -109,7 +124,7 @@ public struct Syncupsctl {
         }
         text += """
 
-            --json prints the daemon's raw result. Exit status: 0 ok, 64 usage, 65 request rejected,
+            --json prints the daemon's raw result, or {"ok":false,"error":{"code","message"}}. Exit status: 0 ok, 64 usage, 65 request rejected,
             69 daemon unavailable. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
             (/tmp/syncupsd-UID/socket, which must be yours and 0700, where XDG_RUNTIME_DIR is unset).
             Run `syncupsctl COMMAND --help` for a command's options.
@@ -142,7 +157,7 @@ struct Context {
     static func cliError(_ failure: DaemonConnection.Failure) -> CLIError {
         switch failure {
         case .unavailable(let message): CLIError(.unavailable, message)
-        case .rejected(let error): CLIError(.rejected, "\(error.code): \(error.message)")
+        case .rejected(let error): .rejected(code: error.code.rawValue, message: error.message)
         case .broken(let message): CLIError(.unavailable, message)
         }
     }
