@@ -8,6 +8,54 @@ import Testing
 /// syncupsctl as a shell script uses it: commands that can be chained, `--json` that a program can read
 /// whatever happens, and input mistakes caught as usage errors.
 @Suite struct ScriptingTests {
+    // MARK: - end, then start
+
+    /// A speech command that, once the audio ends, takes a while over its last words (as a real recognizer
+    /// does): the save is still in progress when `session.end` has answered.
+    static let slowEngine = "cat > /dev/null\nsleep 1\n"
+
+    @Test func endWaitsForTheSaveSoThatStartCanFollowAtOnce() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in Self.slowEngine }
+        let syncUp = try #require(meeting.started["syncup"]?.stringValue)
+        let ended = try meeting.daemon.ctl(["end", "--save"])
+        #expect(ended.exitCode == 0, "\(ended.standardError)")
+        let meetingID = ended.standardOutput.trimmingSuffix("\n")
+        // It printed the id of the meeting that is now saved.
+        let saved = try meeting.daemon.ctl(["ids", syncUp]).standardOutput
+        #expect(meetingID.count == 36 && saved.hasPrefix(meetingID + "\t"), "end printed \(ended.standardOutput)")
+        let started = try meeting.daemon.ctl(["start", syncUp])
+        #expect(started.exitCode == 0, "\(started.standardError)")
+    }
+
+    @Test func endPrintsTheSavedMeetingAsJSON() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in Self.slowEngine }
+        let ended = try meeting.daemon.ctl(["--json", "end"])
+        #expect(ended.exitCode == 0, "\(ended.standardError)")
+        let document = try JSONParser().parse(ended.standardOutput)
+        #expect(document["outcome"] == "saved")
+        #expect(document["meeting"]?["id"] == meeting.started["meeting"])
+    }
+
+    @Test func startDuringASaveSaysTheLastMeetingIsStillBeingSaved() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
+            // The recognizer finishes only when the test says so.
+            "cat > /dev/null\nwhile [ ! -e '\(directory.appending("release"))' ]; do sleep 0.05; done\n"
+        }
+        let syncUp = try #require(meeting.started["syncup"]?.stringValue)
+        let ended = try meeting.daemon.ctl(["end", "--no-wait"])
+        #expect(ended.exitCode == 0, "\(ended.standardError)")
+        #expect(ended.standardOutput.hasPrefix("saving meeting "))
+        let refused = try meeting.daemon.ctl(["start", syncUp])
+        #expect(refused.exitCode == 65)
+        #expect(
+            refused.standardError.contains("the last meeting of \"Solo\" is still being saved"),
+            "\(refused.standardError)")
+        #expect(!refused.standardError.contains("end it first"))
+        Files.write(meeting.alsa.directory.appending("release"), "")
+        _ = try meeting.client.nextEvent("session.ended", timeout: .seconds(30))
+        #expect(try meeting.daemon.ctl(["start", syncUp]).exitCode == 0)
+    }
+
     // MARK: - Attendee edits
 
     @Test(arguments: [["Blob="], ["=Blob Jr"], ["Blob=  "]])

@@ -1,5 +1,6 @@
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsPOSIX
 import SyncUpsProtocol
 
 extension Syncupsctl {
@@ -38,15 +39,29 @@ extension Syncupsctl {
         },
         Subcommand(
             name: "end",
-            usage: "end [--save | --discard]",
+            usage: "end [--save | --discard] [--no-wait]",
             summary: "End the meeting: save it with its transcript so far (the default), or discard it and its audio.",
-            spec: ArgumentSpec(flagOptions: ["save", "discard"])
+            details: """
+                --save      save it (the default); prints the saved meeting's id once it is saved
+                --discard   save nothing and delete its audio
+                --no-wait   return as soon as the daemon has the request, before the save is done
+                            (the recognizer's last words can take a moment); prints "saving meeting ID"
+                """,
+            spec: ArgumentSpec(flagOptions: ["save", "discard", "no-wait"])
         ) { context, arguments throws(CLIError) in
             if arguments.has("save") && arguments.has("discard") { throw .usage("end: choose --save or --discard") }
             let action = arguments.has("discard") ? "discard" : "save"
-            let session = try context.call("session.end", ["action": .string(action)])
-            context.show(session) {
-                action == "save" ? "saving meeting \(Format.string(session["meeting"]))\n" : "discarded the meeting\n"
+            if arguments.has("no-wait") {
+                let session = try context.call("session.end", ["action": .string(action)])
+                context.show(session) {
+                    action == "save"
+                        ? "saving meeting \(Format.string(session["meeting"]))\n" : "discarded the meeting\n"
+                }
+                return
+            }
+            let ended = try context.endSession(action: action)
+            context.show(ended) {
+                action == "save" ? Format.string(ended["meeting"]?["id"]) + "\n" : "discarded the meeting\n"
             }
         },
         Subcommand(
@@ -69,6 +84,39 @@ extension Syncupsctl {
 }
 
 extension Context {
+    /// The longest a save can take: the daemon's settle timeout (20 s) for the recognizer's last words,
+    /// and some time to write.
+    static let saveDeadline: Duration = .seconds(25)
+
+    /// `session.end`, then the `session.ended` that says the meeting is saved (or discarded): its data.
+    /// The subscription comes first, on the same connection, so the event cannot be missed.
+    func endSession(action: String) throws(CLIError) -> JSONValue {
+        let connection = try connect()
+        _ = try call(on: connection, "subscribe", ["topics": ["session"], "snapshot": false])
+        let session = try call(on: connection, "session.end", ["action": .string(action)])
+        let meeting = session["meeting"]
+        let deadline = MonotonicInstant.now() + Self.saveDeadline + (globals.timeout ?? .zero)
+        while true {
+            let remaining = deadline - MonotonicInstant.now()
+            guard remaining > .zero else {
+                throw CLIError(
+                    .unavailable, "syncupsd did not say the meeting \(Format.string(meeting)) was saved in time")
+            }
+            let event: (name: String, seq: Int?, data: JSONValue)
+            do {
+                event = try connection.nextEvent(timeout: remaining)
+            } catch {
+                throw Self.cliError(error)
+            }
+            guard event.name == "session.ended", event.data["session"]?["meeting"] == meeting else { continue }
+            if action == "save" && event.data["outcome"] != "saved" {
+                throw CLIError(
+                    .rejected, "the meeting was not saved: \(Format.string(event.data["reason"]))", code: "not_saved")
+            }
+            return event.data
+        }
+    }
+
     /// Pauses, or resumes when the daemon says the meeting is already paused. Asking first and then acting
     /// would race with a second click; this way each request is judged on the state the daemon holds.
     func toggleSession(on connection: DaemonConnection) throws(CLIError) -> JSONValue {

@@ -85,9 +85,13 @@ final class SessionController {
 
     func start(syncUp text: String, audio: Bool?, transcribe: Bool?) throws(ProtocolError) -> JSONValue {
         if let active {
+            // Not waiting for a save in progress: see protocol.md, session.start.
+            let title = active.machine.syncUp.title
             throw ProtocolError(
                 .sessionActive,
-                "a meeting of \"\(active.machine.syncUp.title)\" is being recorded; end it first (session.end)")
+                active.machine.pendingEnding != nil
+                    ? "the last meeting of \"\(title)\" is still being saved; start again once session.ended says it is saved"
+                    : "a meeting of \"\(title)\" is being recorded; end it first (session.end)")
         }
         let syncUp = state.syncUps[try state.index(of: text)]
         let recordsAudio = audio ?? true
