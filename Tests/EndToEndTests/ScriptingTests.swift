@@ -71,6 +71,21 @@ import Testing
         #expect(after["attendees"]?.arrayValue?.map { $0["name"]?.stringValue } == ["Blob", "Ann"])
     }
 
+    // MARK: - Durations
+
+    @Test func acceptsTheClockItPrintsAndRefusesSharesUnderASecond() throws {
+        let daemon = try DaemonProcess()
+        let created = try daemon.ctl(["--json", "add", "Clock", "--duration", "1:30", "--attendee", "A"])
+        #expect(try JSONParser().parse(created.standardOutput)["duration"] == 90)
+        let long = try daemon.ctl(["--json", "add", "Long", "--duration", "1:30:00"])
+        #expect(try JSONParser().parse(long.standardOutput)["duration"] == 5400)
+        let short = try daemon.ctl([
+            "add", "Short", "--duration", "2", "--attendee", "A", "--attendee", "B", "--attendee", "C",
+        ])
+        #expect(short.exitCode == 65)
+        #expect(short.standardError.contains("at least 3 seconds"), "\(short.standardError)")
+    }
+
     // MARK: - Time zones
 
     /// A saved meeting, its sync-up's id and the meeting's date as the daemon sends it (RFC 3339 UTC).

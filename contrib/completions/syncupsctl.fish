@@ -120,7 +120,7 @@ complete -c syncupsctl -n '__syncupsctl_at 0 call' \
 
 # Options of the commands.
 set -l __syncupsctl_themes bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple seafoam sky tan teal yellow
-complete -c syncupsctl -n '__syncupsctl_using add create edit' -l duration -x -d 'Length: 90, 90s, 15m, 1h30m'
+complete -c syncupsctl -n '__syncupsctl_using add create edit' -l duration -x -d 'Length: 90, 90s, 15m, 1h30m, 1:30'
 complete -c syncupsctl -n '__syncupsctl_using add create edit' -l theme -x -a "$__syncupsctl_themes" -d 'Theme'
 complete -c syncupsctl -n '__syncupsctl_using add create' -l attendee -x -d 'An attendee (repeat for each)'
 complete -c syncupsctl -n '__syncupsctl_using edit' -l title -x -d 'The new title'

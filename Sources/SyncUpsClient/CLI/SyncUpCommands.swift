@@ -76,7 +76,8 @@ extension Syncupsctl {
             usage: "add TITLE [--duration D] [--theme T] [--attendee NAME]…",
             summary: "Create a sync-up.",
             details: """
-                --duration D     length: 90, 90s, 15m, 1h30m (default 5m; from 1s to 24h)
+                --duration D     length: 90, 90s, 15m, 1h30m, 1:30, 1:30:00 (default 5m; from 1s to
+                                 24h, and at least a second for each attendee)
                 --theme T        one of `syncupsctl themes` (default bubblegum)
                 --attendee NAME  an attendee; repeat for each (blank names are dropped)
                 """,
@@ -154,7 +155,7 @@ extension Syncupsctl {
 
     static func parseDuration(_ text: String) throws(CLIError) -> Int {
         guard let seconds = DurationText.parseSeconds(text) else {
-            throw .usage("\"\(text)\" is not a duration; write 90, 90s, 15m or 1h30m")
+            throw .usage("\"\(text)\" is not a duration; write 90, 90s, 15m, 1h30m, 1:30 (m:ss) or 1:30:00 (h:mm:ss)")
         }
         return seconds
     }

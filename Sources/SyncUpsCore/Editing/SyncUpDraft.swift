@@ -22,6 +22,7 @@ public struct SyncUpDraft: Sendable, Equatable {
         let theme = try themeName.map { (name) throws(ValidationError) in try SyncUpFields.theme(name) }
         let changes = attendeeNames.map { AttendeeChange(id: nil, name: $0) }
         let attendees = try SyncUpFields.attendees(changes, existing: [], uuid: uuid)
+        try SyncUpFields.checkShares(duration ?? SyncUp.defaultDuration, attendees: attendees.count)
         return SyncUp(
             id: id,
             attendees: attendees,
@@ -76,6 +77,10 @@ extension SyncUp {
         if let changes = update.attendees {
             copy.attendees = try SyncUpFields.attendees(changes, existing: attendees, uuid: uuid)
         }
+        // Checked only when it could change: one loaded from the file as it is can still be renamed.
+        if update.durationSeconds != nil || update.attendees != nil {
+            try SyncUpFields.checkShares(copy.duration, attendees: copy.attendees.count)
+        }
         self = copy
     }
 }
@@ -100,6 +105,19 @@ enum SyncUpFields {
             )
         }
         return .seconds(seconds)
+    }
+
+    /// Each attendee gets `duration / attendees` whole seconds (the session's timer ticks in seconds): a
+    /// share under one second would be 0, and the floor would never pass. The app divides exactly and would
+    /// give fractions; this refuses instead, saying how long it must be.
+    static func checkShares(_ duration: Duration, attendees: Int) throws(ValidationError) {
+        let seconds = Int(duration.components.seconds)
+        guard seconds < attendees else { return }
+        throw ValidationError(
+            field: "duration",
+            message:
+                "\(seconds) second\(seconds == 1 ? "" : "s") cannot give each of \(attendees) attendees a whole second; make it at least \(attendees) seconds"
+        )
     }
 
     static func theme(_ name: String) throws(ValidationError) -> Theme {
