@@ -86,6 +86,42 @@ import Testing
         #expect(short.standardError.contains("at least 3 seconds"), "\(short.standardError)")
     }
 
+    // MARK: - watch
+
+    @Test(arguments: [
+        (["--format", "waybat"], "waybar"),
+        (["--format", "{speakr} left"], "{speaker}"),
+        (["--format", "waybar", "--text", "{title} {bogus}"], "{remaining}"),
+        (["--format", "json", "--text", "{nope}"], "{title}"),
+    ])
+    func refusesUnknownWatchFormatsAndPlaceholdersListingTheValidOnes(arguments: [String], listed: String) throws {
+        let directory = TemporaryDirectory("nodaemon")
+        let result = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"), ["watch", "--once"] + arguments,
+            environment: ["SYNCUPSD_SOCKET": directory.appending("none.sock")])
+        #expect(result.exitCode == 64, "\(result.standardOutput)")
+        #expect(result.standardOutput.isEmpty)
+        #expect(result.standardError.contains(listed), "\(result.standardError)")
+    }
+
+    @Test func watchFormatNamesIgnoreCase() throws {
+        let directory = TemporaryDirectory("nodaemon")
+        let result = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"), ["watch", "--once", "--format", "WayBar"],
+            environment: ["SYNCUPSD_SOCKET": directory.appending("none.sock")])
+        #expect(result.exitCode == 0)
+        #expect(try JSONParser().parse(result.standardOutput)["class"] == "offline")
+    }
+
+    @Test func theEventStreamSaysWhenTheDaemonIsOffline() throws {
+        let directory = TemporaryDirectory("nodaemon")
+        let watch = try StatusBarTests.Watcher(socket: directory.appending("none.sock"), [])
+        #expect(watch.waitForLines(1))
+        let event = try JSONParser().parse(try #require(watch.lines.first))
+        #expect(event["event"] == "watch.offline")
+        #expect(event["data"]?["message"]?.stringValue?.contains("cannot connect") == true, "\(watch.lines)")
+    }
+
     // MARK: - Time zones
 
     /// A saved meeting, its sync-up's id and the meeting's date as the daemon sends it (RFC 3339 UTC).
