@@ -122,6 +122,50 @@ import Testing
         #expect(event["data"]?["message"]?.stringValue?.contains("cannot connect") == true, "\(watch.lines)")
     }
 
+    // MARK: - Small things a user trips on
+
+    @Test func helpForAnUnknownCommandIsAUsageError() throws {
+        let result = try CommandResult.run(BuiltProducts.path("syncupsctl"), ["help", "bogus"])
+        #expect(result.exitCode == 64)
+        #expect(result.standardError.contains("unknown command \"bogus\""))
+    }
+
+    @Test func exportFormatsIgnoreCaseAndAnUnwritableOutputExitsCannotCreate() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let saved = try Self.savedMeeting(daemon)
+        let upper = try daemon.ctl(["export", saved.syncUp, saved.meeting, "--format", "MD"])
+        #expect(upper.exitCode == 0, "\(upper.standardError)")
+        #expect(upper.standardOutput.hasPrefix("# Zoned, "))
+        let unwritable = try daemon.ctl(["export", saved.syncUp, saved.meeting, "--output", "/nonexistent/x"])
+        #expect(unwritable.exitCode == 73, "EX_CANTCREAT")
+        #expect(unwritable.standardError.contains("cannot write /nonexistent/x"))
+    }
+
+    @Test(arguments: [["add", "Null\u{0}title"], ["add", "Bell", "--attendee", "A\u{7}B"]])
+    func refusesControlCharactersInTitlesAndNames(arguments: [String]) throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.client()
+        let reply = try client.request(
+            "syncups.create",
+            ["title": .string(arguments[1]), "attendees": .array(arguments.dropFirst(3).map(JSONValue.string))])
+        #expect(reply["error"]?["code"] == "invalid_argument", "\(reply)")
+        #expect(reply["error"]?["message"]?.stringValue?.contains("control character") == true)
+    }
+
+    @Test func bareSyncupsctlShowsWhatIsRecordingElseTheSyncUps() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let empty = try daemon.ctl([])
+        #expect(empty.exitCode == 0)
+        #expect(empty.standardOutput.hasPrefix("no sync-ups yet"))
+        let created = try JSONParser().parse(
+            try daemon.ctl(["--json", "add", "Design", "--attendee", "Ann"]).standardOutput)
+        let id = try #require(created["id"]?.stringValue)
+        #expect(try daemon.ctl([]).standardOutput.hasPrefix("ID        TITLE"))
+        #expect(try daemon.ctl(["start", id, "--no-audio"]).exitCode == 0)
+        let recording = try daemon.ctl([])
+        #expect(recording.standardOutput.hasPrefix("recording \"Design\" 00:0"), "\(recording.standardOutput)")
+    }
+
     // MARK: - Time zones
 
     /// A saved meeting, its sync-up's id and the meeting's date as the daemon sends it (RFC 3339 UTC).

@@ -10,6 +10,8 @@ public enum ExitCode: Int32, Sendable {
     case rejected = 65
     /// EX_UNAVAILABLE: the daemon is not running or not reachable.
     case unavailable = 69
+    /// EX_CANTCREAT: an output file could not be written (`export --output`).
+    case cannotCreate = 73
 
     /// The error code `--json` reports for a failure with this status when nothing more precise is known.
     var errorCode: String {
@@ -19,6 +21,7 @@ public enum ExitCode: Int32, Sendable {
         case .usage: "usage"
         case .rejected: "rejected"
         case .unavailable: "unavailable"
+        case .cannotCreate: "cannot_create"
         }
     }
 }

@@ -15,7 +15,7 @@ extension Syncupsctl {
             """,
         spec: ArgumentSpec(valueOptions: ["format", "output"], positionals: 2...2)
     ) { context, arguments throws(CLIError) in
-        let format = arguments.value("format") ?? "md"
+        let format = (arguments.value("format") ?? "md").lowercased()
         guard ["md", "json", "srt", "vtt"].contains(format) else {
             throw .usage("--format must be md, json, srt or vtt, not \"\(format)\"")
         }
@@ -27,7 +27,7 @@ extension Syncupsctl {
                 defer { fd.close() }
                 try fd.writeAll(Array(text.utf8))
             } catch {
-                throw CLIError(.failure, "cannot write \(path): \(error)")
+                throw CLIError(.cannotCreate, "cannot write \(path): \(error)")
             }
             if context.globals.json {
                 context.print(

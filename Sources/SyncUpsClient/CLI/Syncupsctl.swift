@@ -77,12 +77,15 @@ public struct Syncupsctl {
             return .success
         }
         guard let name = rest.first else {
-            guard !globals.json else { throw .usage("no command given; run syncupsctl help") }
-            _ = output.out(Self.overview)
-            return .usage
+            // As mpc does: what is going on (`help` lists the commands).
+            try Self.showCurrent(Context(globals: globals, environment: environment, output: output))
+            return .success
         }
         if name == "help" || name == "-h" || name == "--help" {
-            if let topic = rest.dropFirst().first, let command = Self.command(topic) {
+            if let topic = rest.dropFirst().first {
+                guard let command = Self.command(topic) else {
+                    throw .usage("unknown command \"\(topic)\"; run syncupsctl help")
+                }
                 printHelp(command.helpText, json: globals.json)
             } else {
                 printHelp(Self.overview, json: globals.json)
@@ -103,6 +106,18 @@ public struct Syncupsctl {
         return .success
     }
 
+    /// `syncupsctl` alone: the meeting being recorded, else the sync-ups.
+    static func showCurrent(_ context: Context) throws(CLIError) {
+        let connection = try context.connect()
+        let session = try context.call(on: connection, "session.get")
+        if session != .null {
+            context.show(session) { Format.session(session) }
+        } else {
+            let all = try allSyncUps(context, on: connection)
+            context.show(.array(all)) { Format.list(all) }
+        }
+    }
+
     /// Help as text, or with `--json` as `{"help": text}`.
     private func printHelp(_ text: String, json: Bool) {
         _ = output.out(json ? JSONWriter().string(["help": .string(text)]) + "\n" : text)
@@ -114,9 +129,10 @@ public struct Syncupsctl {
 
     static var overview: String {
         var text = """
-            usage: syncupsctl [--socket PATH] [--json] [--timeout SECONDS] COMMAND [ARGS]
+            usage: syncupsctl [--socket PATH] [--json] [--timeout SECONDS] [COMMAND [ARGS]]
 
-            Drives syncupsd, the SyncUps daemon. Commands:
+            Drives syncupsd, the SyncUps daemon. Without a command, shows the meeting being recorded, else
+            the sync-ups. Commands:
 
             """
         for command in allCommands {
@@ -125,7 +141,7 @@ public struct Syncupsctl {
         text += """
 
             --json prints the daemon's raw result, or {"ok":false,"error":{"code","message"}}. Exit status: 0 ok, 64 usage, 65 request rejected,
-            69 daemon unavailable. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
+            69 daemon unavailable, 73 a file could not be written. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
             (/tmp/syncupsd-UID/socket, which must be yours and 0700, where XDG_RUNTIME_DIR is unset).
             Run `syncupsctl COMMAND --help` for a command's options.
 

@@ -89,7 +89,22 @@ extension SyncUp {
 
 /// The checks shared by create and edit.
 enum SyncUpFields {
+    /// Control characters (NUL, escape, bell…) would end up in terminals, bars and exported files; tabs and
+    /// line breaks are allowed (output for one line folds them).
+    static func checkPrintable(_ text: String, field: String) throws(ValidationError) {
+        guard
+            let bad = text.unicodeScalars.first(where: {
+                ($0.value < 0x20 && !["\t", "\n", "\r"].contains($0)) || (0x7F...0x9F).contains($0.value)
+            })
+        else { return }
+        let code = String(bad.value, radix: 16, uppercase: true)
+        throw ValidationError(
+            field: field,
+            message: "contains the control character U+\(String(repeating: "0", count: 4 - code.count))\(code)")
+    }
+
     static func title(_ raw: String) throws(ValidationError) -> String {
+        try checkPrintable(raw, field: "title")
         let title = raw.trimmingWhitespace()
         guard title.count <= SyncUpLimits.maxTitleLength else {
             throw ValidationError(field: "title", message: "longer than \(SyncUpLimits.maxTitleLength) characters")
@@ -142,6 +157,7 @@ enum SyncUpFields {
         var seen = Set<Attendee.ID>()
         var all: [Attendee] = []
         for (index, change) in changes.enumerated() {
+            try checkPrintable(change.name, field: "attendees[\(index)].name")
             let name = change.name.trimmingWhitespace()
             guard name.count <= SyncUpLimits.maxNameLength else {
                 throw ValidationError(
