@@ -122,6 +122,40 @@ import Testing
         #expect(event["data"]?["message"]?.stringValue?.contains("cannot connect") == true, "\(watch.lines)")
     }
 
+    // MARK: - Names
+
+    @Test func namesSyncUpsByTitleAndMeetingsAsLatest() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let client = try daemon.client()
+        let design = try #require(
+            try client.result("syncups.create", ["title": "Design Review", "attendees": ["Ann"]])["id"]?.stringValue)
+        _ = try client.result("syncups.create", ["title": "Daily", "attendees": ["Bob"]])
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        var meetings: [String] = []
+        for _ in 0..<2 {
+            _ = try client.result("session.start", ["syncup": .string(design), "audio": false])
+            _ = try client.result("session.end", ["action": "save"])
+            meetings.append(try #require(try client.nextEvent("session.ended")["data"]?["meeting"]?["id"]?.stringValue))
+        }
+        // A title in any case, or a unique prefix of one.
+        #expect(try daemon.ctl(["show", "design review"]).standardOutput.hasPrefix("Design Review  ("))
+        #expect(try daemon.ctl(["show", "Des"]).standardOutput.hasPrefix("Design Review  ("))
+        let latest = try daemon.ctl(["--json", "meeting", "Design", "latest"])
+        #expect(try JSONParser().parse(latest.standardOutput)["id"] == .string(meetings[1]), "\(latest.standardError)")
+        let before = try daemon.ctl(["--json", "meeting", "Design", "latest~1"])
+        #expect(try JSONParser().parse(before.standardOutput)["id"] == .string(meetings[0]))
+        let tooFar = try daemon.ctl(["meeting", "Design", "latest~2"])
+        #expect(tooFar.exitCode == 65)
+        #expect(tooFar.standardError.contains("has 2 meetings"), "\(tooFar.standardError)")
+        // Ambiguous: both titles start with D; the message lists them.
+        let ambiguous = try daemon.ctl(["show", "D"])
+        #expect(ambiguous.exitCode == 65)
+        #expect(ambiguous.standardError.contains("\"Design Review\"") && ambiguous.standardError.contains("\"Daily\""))
+        #expect(try daemon.ctl(["start", "daily", "--no-audio"]).exitCode == 0)
+        #expect(try daemon.ctl(["rm-meeting", "Design", "latest"]).exitCode == 0)
+        #expect(try daemon.ctl(["ids", "Design"]).standardOutput.hasPrefix(meetings[0] + "\t"))
+    }
+
     // MARK: - Small things a user trips on
 
     @Test func helpForAnUnknownCommandIsAUsageError() throws {

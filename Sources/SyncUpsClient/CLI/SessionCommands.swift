@@ -15,10 +15,13 @@ extension Syncupsctl {
                 """,
             spec: ArgumentSpec(flagOptions: ["no-audio", "no-transcribe"], positionals: 1...1)
         ) { context, arguments throws(CLIError) in
-            var request: JSONObject = ["syncup": .string(arguments.positionals[0])]
+            let connection = try context.connect()
+            var request: JSONObject = [
+                "syncup": .string(try context.syncUpID(arguments.positionals[0], on: connection))
+            ]
             if arguments.has("no-audio") { request.append("audio", false) }
             if arguments.has("no-transcribe") || arguments.has("no-audio") { request.append("transcribe", false) }
-            let session = try context.call("session.start", request)
+            let session = try context.call(on: connection, "session.start", request)
             for warning in session["warnings"]?.arrayValue ?? [] {
                 context.output.error("warning: \(Format.string(warning))\n")
             }

@@ -43,9 +43,8 @@ extension Syncupsctl {
             var entries: [(id: String, label: String, json: JSONValue)] = []
             if let wanted = arguments.positionals.first {
                 // The daemon resolves the prefix; the list already carries every meeting's id and date.
-                let syncUp = try context.call(
-                    on: connection, "syncups.get", ["id": .string(wanted), "meetingsLimit": 1])
-                let meetings = all.first { $0["id"] == syncUp["id"] }?["meetings"]?.arrayValue ?? []
+                let id = try context.syncUpID(wanted, on: connection)
+                let meetings = all.first { $0["id"] == .string(id) }?["meetings"]?.arrayValue ?? []
                 for meeting in meetings {
                     let id = Format.string(meeting["id"])
                     entries.append(
@@ -67,7 +66,9 @@ extension Syncupsctl {
                 "Show one sync-up: length, theme, attendees and meetings. ID may be a unique prefix (4+ characters).",
             spec: ArgumentSpec(positionals: 1...1)
         ) { context, arguments throws(CLIError) in
-            let syncUp = try context.call("syncups.get", ["id": .string(arguments.positionals[0])])
+            let connection = try context.connect()
+            let id = try context.syncUpID(arguments.positionals[0], on: connection)
+            let syncUp = try context.call(on: connection, "syncups.get", ["id": .string(id)])
             context.show(syncUp) { Format.syncUp(syncUp) }
         },
         Subcommand(
@@ -114,8 +115,9 @@ extension Syncupsctl {
             // Mistakes on the command line are usage errors before anything is asked of the daemon.
             for rename in arguments.all("rename-attendee") { _ = try parseRename(rename) }
             let connection = try context.connect()
+            let id = try context.syncUpID(arguments.positionals[0], on: connection)
             var request = JSONObject()
-            request.append("id", .string(arguments.positionals[0]))
+            request.append("id", .string(id))
             if let title = arguments.value("title") { request.append("title", .string(title)) }
             if let duration = arguments.value("duration") {
                 request.append("duration", .int(try parseDuration(duration)))
@@ -128,7 +130,7 @@ extension Syncupsctl {
                 let current = try context.call(
                     on: connection,
                     "syncups.get",
-                    ["id": .string(arguments.positionals[0]), "meetingsLimit": 1]
+                    ["id": .string(id), "meetingsLimit": 1]
                 )
                 let attendees = try attendeeEdits(current, arguments).map { attendee -> JSONValue in
                     var object = JSONObject()
@@ -148,7 +150,9 @@ extension Syncupsctl {
             summary: "Delete a sync-up with its meetings and their audio.",
             spec: ArgumentSpec(positionals: 1...1)
         ) { context, arguments throws(CLIError) in
-            let result = try context.call("syncups.delete", ["id": .string(arguments.positionals[0])])
+            let connection = try context.connect()
+            let id = try context.syncUpID(arguments.positionals[0], on: connection)
+            let result = try context.call(on: connection, "syncups.delete", ["id": .string(id)])
             context.show(result) { "deleted \(Format.string(result["id"])) \"\(Format.string(result["title"]))\"\n" }
         },
     ]
