@@ -156,6 +156,27 @@ import Testing
         #expect(try daemon.ctl(["ids", "Design"]).standardOutput.hasPrefix(meetings[0] + "\t"))
     }
 
+    // MARK: - rm
+
+    @Test func rmOfASyncUpWithMeetingsOrBeingRecordedNeedsYesInAScript() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let saved = try Self.savedMeeting(daemon)
+        let refused = try daemon.ctl(["rm", saved.syncUp])
+        #expect(refused.exitCode == 64)
+        #expect(refused.standardError.contains("1 meeting and their audio; pass --yes"), "\(refused.standardError)")
+        #expect(try daemon.ctl(["show", saved.syncUp]).exitCode == 0)
+        #expect(try daemon.ctl(["rm", saved.syncUp, "--yes"]).exitCode == 0)
+
+        let created = try JSONParser().parse(
+            try daemon.ctl(["--json", "add", "Live", "--attendee", "A"]).standardOutput)
+        let live = try #require(created["id"]?.stringValue)
+        #expect(try daemon.ctl(["start", live, "--no-audio"]).exitCode == 0)
+        #expect(try daemon.ctl(["rm", live]).standardError.contains("the meeting being recorded"))
+        // Nothing to lose: nothing asked.
+        let spare = try JSONParser().parse(try daemon.ctl(["--json", "add", "Spare"]).standardOutput)
+        #expect(try daemon.ctl(["rm", try #require(spare["id"]?.stringValue)]).exitCode == 0)
+    }
+
     // MARK: - Small things a user trips on
 
     @Test func helpForAnUnknownCommandIsAUsageError() throws {

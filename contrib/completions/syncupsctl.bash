@@ -155,6 +155,7 @@ _syncupsctl() {
             export) options=(--format --output --help) ;;
             start) options+=(--no-audio --no-transcribe) ;;
             end) options+=(--save --discard --no-wait) ;;
+            rm | delete) options+=(--yes) ;;
             watch) options=(--format --topic --once --text --idle-text --offline-text --clicks --no-clicks --help) ;;
         esac
         _syncupsctl_reply "$cur" exact "${options[@]}"

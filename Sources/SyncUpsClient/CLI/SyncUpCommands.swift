@@ -1,3 +1,4 @@
+import Glibc
 import SyncUpsCore
 import SyncUpsJSON
 
@@ -146,12 +147,17 @@ extension Syncupsctl {
         Subcommand(
             name: "rm",
             aliases: ["delete"],
-            usage: "rm ID",
+            usage: "rm ID [--yes]",
             summary: "Delete a sync-up with its meetings and their audio.",
-            spec: ArgumentSpec(positionals: 1...1)
+            details: """
+                --yes   do not ask: needed, when not on a terminal, to delete a sync-up that has
+                        meetings or is being recorded (on a terminal, rm asks)
+                """,
+            spec: ArgumentSpec(flagOptions: ["yes"], positionals: 1...1)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             let id = try context.syncUpID(arguments.positionals[0], on: connection)
+            if !arguments.has("yes") { try context.confirmDeletion(of: id, on: connection) }
             let result = try context.call(on: connection, "syncups.delete", ["id": .string(id)])
             context.show(result) { "deleted \(Format.string(result["id"])) \"\(Format.string(result["title"]))\"\n" }
         },
@@ -254,5 +260,27 @@ extension Format {
             if total > meetings.count { text += "  … \(total - meetings.count) more\n" }
         }
         return text
+    }
+}
+
+extension Context {
+    /// Asks before deleting a sync-up that has meetings or is being recorded: on a terminal with a y/N
+    /// question, elsewhere (a script) by refusing without `--yes`. Nothing to lose, nothing asked.
+    func confirmDeletion(of id: String, on connection: DaemonConnection) throws(CLIError) {
+        let syncUp = try call(on: connection, "syncups.get", ["id": .string(id), "meetingsLimit": 1])
+        let session = try call(on: connection, "session.get")
+        let meetings = Format.int(syncUp["meetingsTotal"])
+        var losses: [String] = []
+        if meetings > 0 { losses.append("\(meetings) meeting\(meetings == 1 ? "" : "s") and their audio") }
+        if session != .null && session["syncup"] == syncUp["id"] { losses.append("the meeting being recorded") }
+        guard !losses.isEmpty else { return }
+        let what = "\"\(Format.string(syncUp["title"]))\" with \(losses.joined(separator: " and "))"
+        guard isatty(0) == 1 && isatty(2) == 1 else {
+            throw .usage("rm: this would delete \(what); pass --yes to do it")
+        }
+        output.error("delete \(what)? [y/N] ")
+        guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+            throw CLIError(.failure, "rm: nothing deleted", code: "cancelled")
+        }
     }
 }
