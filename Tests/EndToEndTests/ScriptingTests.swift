@@ -179,6 +179,24 @@ import Testing
 
     // MARK: - Small things a user trips on
 
+    @Test func messagesNameTheCommandsOfTheCLI() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let next = try daemon.ctl(["next"])
+        #expect(next.standardError.contains("start one with syncupsctl start SYNCUP"), "\(next.standardError)")
+        let created = try JSONParser().parse(
+            try daemon.ctl(["--json", "add", "Two", "--attendee", "A"]).standardOutput)
+        let id = try #require(created["id"]?.stringValue)
+        #expect(try daemon.ctl(["start", id, "--no-audio"]).exitCode == 0)
+        let again = try daemon.ctl(["start", id, "--no-audio"])
+        #expect(again.standardError.contains("end it first (syncupsctl end)"), "\(again.standardError)")
+        _ = try daemon.ctl(["next"])
+        let discard = try daemon.ctl(["end", "--discard"])
+        #expect(discard.standardError.contains("(syncupsctl end --save)"), "\(discard.standardError)")
+        // Programs get the daemon's own words.
+        let json = try JSONParser().parse(try daemon.ctl(["--json", "end", "--discard"]).standardOutput)
+        #expect(json["error"]?["message"]?.stringValue?.contains("(session.end save)") == true)
+    }
+
     @Test func helpForAnUnknownCommandIsAUsageError() throws {
         let result = try CommandResult.run(BuiltProducts.path("syncupsctl"), ["help", "bogus"])
         #expect(result.exitCode == 64)

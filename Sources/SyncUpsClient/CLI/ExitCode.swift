@@ -46,9 +46,9 @@ public struct CLIError: Error, Sendable {
 
     public static func usage(_ message: String) -> CLIError { CLIError(.usage, message) }
 
-    /// The daemon refused a request: its code and message.
-    static func rejected(code: String, message: String) -> CLIError {
-        var error = CLIError(.rejected, "\(code): \(message)", code: code)
+    /// The daemon refused a request: its code and message (`forPeople` on stderr, when it says it better).
+    static func rejected(code: String, message: String, forPeople: String? = nil) -> CLIError {
+        var error = CLIError(.rejected, "\(code): \(forPeople ?? message)", code: code)
         error.detail = message
         return error
     }

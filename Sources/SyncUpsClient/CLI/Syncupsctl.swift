@@ -173,9 +173,24 @@ struct Context {
     static func cliError(_ failure: DaemonConnection.Failure) -> CLIError {
         switch failure {
         case .unavailable(let message): CLIError(.unavailable, message)
-        case .rejected(let error): .rejected(code: error.code.rawValue, message: error.message)
+        case .rejected(let error):
+            .rejected(code: error.code.rawValue, message: error.message, forPeople: Self.inCLITerms(error.message))
         case .broken(let message): CLIError(.unavailable, message)
         }
+    }
+
+    /// The daemon's messages name protocol requests (`end it first (session.end)`); a person at the shell
+    /// needs the syncupsctl command. `--json` keeps the daemon's own words.
+    static let cliTerms: [(String, String)] = [
+        ("(session.end save)", "(syncupsctl end --save)"),
+        ("once session.ended says it is saved", "in a moment (syncupsctl end waits for the save)"),
+        ("(session.end)", "(syncupsctl end)"),
+        ("with session.end", "with syncupsctl end"),
+        ("with session.start", "with syncupsctl start SYNCUP"),
+    ]
+
+    static func inCLITerms(_ message: String) -> String {
+        cliTerms.reduce(message) { $0.replacing($1.0, with: $1.1) }
     }
 
     /// Sends one request on a fresh connection.
