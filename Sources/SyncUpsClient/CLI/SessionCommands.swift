@@ -54,15 +54,16 @@ extension Syncupsctl {
         ) { context, arguments throws(CLIError) in
             if arguments.has("save") && arguments.has("discard") { throw .usage("end: choose --save or --discard") }
             let action = arguments.has("discard") ? "discard" : "save"
-            if arguments.has("no-wait") {
-                let session = try context.call("session.end", ["action": .string(action)])
+            let connection = try context.connect()
+            guard !arguments.has("no-wait"), context.subscribesForTheEnd(on: connection) else {
+                let session = try context.call(on: connection, "session.end", ["action": .string(action)])
                 context.show(session) {
                     action == "save"
                         ? "saving meeting \(Format.string(session["meeting"]))\n" : "discarded the meeting\n"
                 }
                 return
             }
-            let ended = try context.endSession(action: action)
+            let ended = try context.endSession(action: action, on: connection)
             context.show(ended) {
                 action == "save" ? Format.string(ended["meeting"]?["id"]) + "\n" : "discarded the meeting\n"
             }
@@ -91,11 +92,22 @@ extension Context {
     /// and some time to write.
     static let saveDeadline: Duration = .seconds(25)
 
+    /// Subscribes to the session's events, so that `endSession` can wait for the save. When the daemon has
+    /// no room for another subscriber, says so and returns false (`end` then does not wait).
+    func subscribesForTheEnd(on connection: DaemonConnection) -> Bool {
+        do {
+            _ = try connection.call("subscribe", ["topics": ["session"], "snapshot": false])
+            return true
+        } catch {
+            output.error("warning: not waiting for the save: \(error)\n")
+            return false
+        }
+    }
+
     /// `session.end`, then the `session.ended` that says the meeting is saved (or discarded): its data.
-    /// The subscription comes first, on the same connection, so the event cannot be missed.
-    func endSession(action: String) throws(CLIError) -> JSONValue {
-        let connection = try connect()
-        _ = try call(on: connection, "subscribe", ["topics": ["session"], "snapshot": false])
+    /// The subscription (`subscribesForTheEnd`) comes first, on the same connection, so the event cannot be
+    /// missed.
+    func endSession(action: String, on connection: DaemonConnection) throws(CLIError) -> JSONValue {
         let session = try call(on: connection, "session.end", ["action": .string(action)])
         let meeting = session["meeting"]
         let deadline = MonotonicInstant.now() + Self.saveDeadline + (globals.timeout ?? .zero)
