@@ -56,6 +56,22 @@ import Testing
         #expect(try meeting.daemon.ctl(["start", syncUp]).exitCode == 0)
     }
 
+    // MARK: - A broken speech engine
+
+    @Test func sessionAndStatusSayWhyTranscriptionStopped() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in "exec syncups-no-such-engine\n" }
+        let error = try meeting.client.nextEvent("session.error", timeout: .seconds(20))
+        #expect(error["data"]?["message"]?.stringValue?.contains("127") == true, "\(error)")
+        let session = try meeting.daemon.ctl(["session"]).standardOutput
+        #expect(session.contains("\ntranscript: stopped: speech recognition failed: "), "\(session)")
+        #expect(session.contains("127"), "\(session)")
+        let json = try JSONParser().parse(try meeting.daemon.ctl(["--json", "session"]).standardOutput)
+        #expect(json["transcription"]?["error"]?.stringValue?.contains("127") == true)
+        let status = try meeting.daemon.ctl(["status"]).standardOutput
+        #expect(status.contains("\nspeech:    command, stopped: speech recognition failed"), "\(status)")
+        #expect(status.contains("\naudio:     virtmic"), "\(status)")
+    }
+
     // MARK: - Attendee edits
 
     @Test(arguments: [["Blob="], ["=Blob Jr"], ["Blob=  "]])

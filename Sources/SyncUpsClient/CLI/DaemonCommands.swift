@@ -55,10 +55,15 @@ enum Format {
         text += "data:      \(string(status["dataFile"]))\n"
         text += "sync-ups:  \(int(status["syncUps"])) (\(int(status["meetings"])) meetings)\n"
         text += "clients:   \(int(status["connections"])) (\(int(status["subscribers"])) subscribed)\n"
+        let engine = status["speechEngine"]?.stringValue ?? "none"
         if let session = status["session"], session != .null {
             text += "session:   \(Format.sessionLine(session))\n"
+            text += "audio:     \(audioState(session))\n"
+            let transcription = session["transcription"]?["error"]?.stringValue.map { ", stopped: \($0)" } ?? ""
+            text += "speech:    \(engine)\(transcription)\n"
         } else {
             text += "session:   none\n"
+            text += "speech:    \(engine)\n"
         }
         if let persistence = status["persistence"] {
             if let error = persistence["lastError"]?.stringValue { text += "ERROR:     \(error)\n" }

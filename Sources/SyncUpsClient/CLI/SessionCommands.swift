@@ -146,6 +146,20 @@ extension Context {
 }
 
 extension Format {
+    /// `by pocketsphinx`, `stopped: speech recognition failed: …` or `off`.
+    static func transcriptionState(_ session: JSONValue) -> String {
+        if let error = session["transcription"]?["error"]?.stringValue { return "stopped: \(error)" }
+        return session["transcription"]?["engine"]?.stringValue.map { "by \($0)" } ?? "off"
+    }
+
+    /// `virtmic, recording` or `default, not recording (why)`.
+    static func audioState(_ session: JSONValue) -> String {
+        let audio = session["audio"]
+        let device = string(audio?["device"])
+        if audio?["recording"] == true { return "\(device), recording" }
+        return "\(device), not recording\(audio?["error"]?.stringValue.map { " (\($0))" } ?? "")"
+    }
+
     static func session(_ session: JSONValue) -> String {
         var text = Format.sessionLine(session) + "\n"
         text +=
@@ -158,8 +172,7 @@ extension Format {
         } else {
             text += "audio:      not recording\(audio?["error"]?.stringValue.map { " (\($0))" } ?? "")\n"
         }
-        let engine = session["transcription"]?["engine"]?.stringValue
-        text += "transcript: \(engine.map { "by \($0)" } ?? "off")\n"
+        text += "transcript: \(transcriptionState(session))\n"
         let transcript = string(session["transcript"])
         // A long meeting's session object holds only the transcript's end.
         let isTail = (session["transcriptOffset"]?.numberValue?.int64 ?? 0) > 0

@@ -388,6 +388,7 @@ final class SessionController {
                 "speech recognition failed: \(message); the meeting goes on without a transcript",
                 .meeting(session.meetingID))
             session.recognition = nil  // gone already: nothing to cancel
+            session.speechError = "speech recognition failed: \(message)"
             handle(.speechFailed("speech recognition failed: \(message)"), in: session)
         case .finished:
             handle(.recognizerFinished, in: session)
