@@ -141,7 +141,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncUpsClientTests",
-            dependencies: ["SyncUpsClient", "SyncUpsJSON"],
+            dependencies: ["SyncUpsClient", "SyncUpsJSON", "SyncUpsTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -10,10 +10,14 @@ import Testing
         let process: Subprocess
         let output: OutputCollector
 
-        init(_ daemon: DaemonProcess, _ arguments: [String], clicks: Bool = false) throws {
+        convenience init(_ daemon: DaemonProcess, _ arguments: [String], clicks: Bool = false) throws {
+            try self.init(socket: daemon.socketPath, arguments, clicks: clicks)
+        }
+
+        init(socket: String, _ arguments: [String], clicks: Bool = false) throws {
             process = try Subprocess(
                 executable: BuiltProducts.path("syncupsctl"),
-                arguments: ["--socket", daemon.socketPath, "watch"] + arguments,
+                arguments: ["--socket", socket, "watch"] + arguments,
                 standardInput: clicks ? .pipe : .null,
                 standardOutput: .pipe,
                 standardError: .null

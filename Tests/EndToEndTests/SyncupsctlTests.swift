@@ -63,10 +63,11 @@ import Testing
         _ = try client.result("session.end", ["action": "save"])
         let ended = try client.nextEvent("session.ended")
         let meetingID = try #require(ended["data"]?["meeting"]?["id"]?.stringValue)
-        // A prefix in any case names the sync-up; its meetings come with their dates.
-        let meetings = try daemon.ctl(["ids", String(secondID.prefix(6)).lowercased()]).standardOutput
+        // A prefix in any case names the sync-up; its meetings come with their dates (local, with the offset).
+        let meetings = try daemon.ctl(["ids", String(secondID.prefix(6)).lowercased()], environment: ["TZ": "UTC"])
+            .standardOutput
         #expect(meetings.hasPrefix(meetingID + "\t20"))
-        #expect(meetings.hasSuffix(" UTC\n"))
+        #expect(meetings.hasSuffix(" +00:00\n"))
         #expect(try daemon.ctl(["ids", firstID]).standardOutput == "")
         #expect(try daemon.ctl(["ids", "FFFF"]).exitCode == 65)
     }

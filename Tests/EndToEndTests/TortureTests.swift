@@ -68,7 +68,8 @@ import Testing
                 "parse_error"
             ),
             (Array(#"{"cmd":"ping""#.utf8) + [0x00] + Array("}".utf8), "parse_error"),
-            (Array(#"{"cmd":"syncups.create","args":{"title":"a\u0000b"}}"#.utf8), "ok"),
+            // Decoded, then refused by the model: a NUL in a title would reach terminals and files.
+            (Array(#"{"cmd":"syncups.create","args":{"title":"a\u0000b"}}"#.utf8), "invalid_argument"),
             (Array(String(repeating: "[", count: 50_000).utf8), "parse_error"),
             (Array(#"{"cmd":"syncups.list","args":{"offset":1e999}}"#.utf8), "parse_error"),
             (Array(#"{"cmd":"syncups.list","args":{"offset":99999999999999999999999}}"#.utf8), "invalid_argument"),

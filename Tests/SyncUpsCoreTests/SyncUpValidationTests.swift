@@ -136,4 +136,37 @@ import Testing
         #expect(SyncUp(id: id, attendees: attendees, duration: .seconds(300)).secondsPerAttendee == 42)
         #expect(SyncUp(id: id, attendees: [], duration: .seconds(300)).secondsPerAttendee == 0)
     }
+
+    /// A share under a second would be 0 whole seconds: the floor would never pass. Refused, with the numbers.
+    @Test func refusesADurationShorterThanOneSecondForEachAttendee() throws {
+        #expect(
+            throws: ValidationError(
+                field: "duration",
+                message: "2 seconds cannot give each of 3 attendees a whole second; make it at least 3 seconds")
+        ) {
+            try SyncUpDraft(title: "x", durationSeconds: 2, attendeeNames: ["A", "B", "C"]).validated(
+                id: id, uuid: .incrementing())
+        }
+        #expect(
+            try SyncUpDraft(title: "x", durationSeconds: 3, attendeeNames: ["A", "B", "C"]).validated(
+                id: id, uuid: .incrementing()
+            ).secondsPerAttendee == 1)
+        var syncUp = try SyncUpDraft(title: "x", durationSeconds: 2, attendeeNames: ["A", "B"]).validated(
+            id: id, uuid: .incrementing())
+        let before = syncUp
+        #expect(throws: ValidationError.self) {
+            try syncUp.apply(
+                SyncUpUpdate(attendees: (0..<3).map { AttendeeChange(id: nil, name: "N\($0)") }), uuid: .random)
+        }
+        #expect(throws: ValidationError.self) { try syncUp.apply(SyncUpUpdate(durationSeconds: 1), uuid: .random) }
+        #expect(syncUp == before)
+    }
+
+    /// One loaded from the file as it is (the app allows it) can still be renamed.
+    @Test func editsOtherFieldsOfASyncUpWhoseSharesAreAlreadyUnderASecond() throws {
+        let attendees = (0..<3).map { Attendee(id: Attendee.ID(UUID(counting: $0))) }
+        var syncUp = SyncUp(id: id, attendees: attendees, duration: .seconds(2))
+        try syncUp.apply(SyncUpUpdate(title: "Renamed"), uuid: .random)
+        #expect(syncUp.title == "Renamed")
+    }
 }

@@ -75,6 +75,20 @@ import Testing
         }
     }
 
+    /// Fixing a file one error per start is slow: every bad line is reported, in order, one per line.
+    @Test func reportsEveryBadLineOfTheFileAtOnce() {
+        do {
+            _ = try load([], file: "colour = red\naudio-device = hw:1\nlog-level = loud\njust words\n")
+            Issue.record("expected an error")
+        } catch {
+            let lines = error.description.split(separator: "\n")
+            #expect(lines.count == 3, "\(error.description)")
+            #expect(lines.first?.hasSuffix("syncupsd.conf:1: unknown option \"colour\"") == true)
+            #expect(lines.dropFirst().first?.contains("syncupsd.conf:3: \"loud\" is not one of") == true)
+            #expect(lines.last?.hasSuffix("syncupsd.conf:4: expected \"key = value\", got \"just words\"") == true)
+        }
+    }
+
     @Test func keepsHashesAndEscapesInsideQuotes() throws {
         let configuration = try load(
             [],

@@ -154,7 +154,8 @@ _syncupsctl() {
             edit) options+=(--title --duration --theme --attendee --add-attendee --remove-attendee --rename-attendee) ;;
             export) options=(--format --output --help) ;;
             start) options+=(--no-audio --no-transcribe) ;;
-            end) options+=(--save --discard) ;;
+            end) options+=(--save --discard --no-wait) ;;
+            rm | delete) options+=(--yes) ;;
             watch) options=(--format --topic --once --text --idle-text --offline-text --clicks --no-clicks --help) ;;
         esac
         _syncupsctl_reply "$cur" exact "${options[@]}"

@@ -120,7 +120,7 @@ complete -c syncupsctl -n '__syncupsctl_at 0 call' \
 
 # Options of the commands.
 set -l __syncupsctl_themes bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple seafoam sky tan teal yellow
-complete -c syncupsctl -n '__syncupsctl_using add create edit' -l duration -x -d 'Length: 90, 90s, 15m, 1h30m'
+complete -c syncupsctl -n '__syncupsctl_using add create edit' -l duration -x -d 'Length: 90, 90s, 15m, 1h30m, 1:30'
 complete -c syncupsctl -n '__syncupsctl_using add create edit' -l theme -x -a "$__syncupsctl_themes" -d 'Theme'
 complete -c syncupsctl -n '__syncupsctl_using add create' -l attendee -x -d 'An attendee (repeat for each)'
 complete -c syncupsctl -n '__syncupsctl_using edit' -l title -x -d 'The new title'
@@ -134,6 +134,8 @@ complete -c syncupsctl -n '__syncupsctl_using start' -l no-audio -d 'Run the tim
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-transcribe -d 'Record audio but make no transcript'
 complete -c syncupsctl -n '__syncupsctl_using end' -l save -d 'Save the meeting (the default)'
 complete -c syncupsctl -n '__syncupsctl_using end' -l discard -d 'Discard the meeting and its audio'
+complete -c syncupsctl -n '__syncupsctl_using end' -l no-wait -d 'Return before the save is done'
+complete -c syncupsctl -n '__syncupsctl_using rm delete' -l yes -d 'Do not ask before deleting meetings'
 complete -c syncupsctl -n '__syncupsctl_using watch' -l format -x -d 'What to print' \
     -a 'events\t"Every event, one JSON line each" json\t"State, text and session per change" waybar\t"waybar custom module" polybar\t"polybar text with colours" i3blocks\t"i3blocks JSON, reads clicks" tmux\t"tmux text with colours"'
 complete -c syncupsctl -n '__syncupsctl_using watch' -l topic -x -a 'syncups session daemon' -d 'With --format events: a topic'

@@ -82,7 +82,7 @@ expect 'syncupsctl add x --theme=o' orange oxblood
 expect 'syncupsctl --json st' status start
 expect 'syncupsctl watch --format=wa' waybar
 expect 'syncupsctl export AAAA BBBB --format ' md json srt vtt
-expect 'syncupsctl end --' --json --help --save --discard
+expect 'syncupsctl end --' --json --help --save --discard --no-wait
 expect 'syncupsctl help rm' rm rm-meeting
 expect 'syncupsctl tog' toggle
 expect 'syncupsctl help to' toggle

@@ -55,10 +55,15 @@ enum Format {
         text += "data:      \(string(status["dataFile"]))\n"
         text += "sync-ups:  \(int(status["syncUps"])) (\(int(status["meetings"])) meetings)\n"
         text += "clients:   \(int(status["connections"])) (\(int(status["subscribers"])) subscribed)\n"
+        let engine = status["speechEngine"]?.stringValue ?? "none"
         if let session = status["session"], session != .null {
             text += "session:   \(Format.sessionLine(session))\n"
+            text += "audio:     \(audioState(session))\n"
+            let transcription = session["transcription"]?["error"]?.stringValue.map { ", stopped: \($0)" } ?? ""
+            text += "speech:    \(engine)\(transcription)\n"
         } else {
             text += "session:   none\n"
+            text += "speech:    \(engine)\n"
         }
         if let persistence = status["persistence"] {
             if let error = persistence["lastError"]?.stringValue { text += "ERROR:     \(error)\n" }
@@ -86,8 +91,9 @@ enum Format {
         String(text.map { $0 == "\t" || $0.isNewline ? " " : $0 })
     }
 
+    /// An RFC 3339 date from the daemon in the local time zone, with its offset: `2026-12-01 15:04 +05:30`.
     static func date(_ value: JSONValue?) -> String {
         guard let text = value?.stringValue, let date = UTCTime.parseRFC3339(text) else { return string(value) }
-        return UTCTime(date).shortDateTime
+        return LocalTime.short(date)
     }
 }

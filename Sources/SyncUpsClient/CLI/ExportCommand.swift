@@ -15,7 +15,7 @@ extension Syncupsctl {
             """,
         spec: ArgumentSpec(valueOptions: ["format", "output"], positionals: 2...2)
     ) { context, arguments throws(CLIError) in
-        let format = arguments.value("format") ?? "md"
+        let format = (arguments.value("format") ?? "md").lowercased()
         guard ["md", "json", "srt", "vtt"].contains(format) else {
             throw .usage("--format must be md, json, srt or vtt, not \"\(format)\"")
         }
@@ -27,8 +27,17 @@ extension Syncupsctl {
                 defer { fd.close() }
                 try fd.writeAll(Array(text.utf8))
             } catch {
-                throw CLIError(.failure, "cannot write \(path): \(error)")
+                throw CLIError(.cannotCreate, "cannot write \(path): \(error)")
             }
+            if context.globals.json {
+                context.print(
+                    JSONWriter().string([
+                        "output": .string(path), "format": .string(format), "bytes": .int(text.utf8.count),
+                    ]) + "\n")
+            }
+        } else if context.globals.json && format != "json" {
+            // One JSON document, as with every command: the export inside it.
+            context.print(JSONWriter().string(["format": .string(format), "text": .string(text)]) + "\n")
         } else {
             context.print(text)
         }
@@ -63,30 +72,40 @@ enum TranscriptExport {
             text += "\n"
             return text
         case "md":
-            var text = "# \(Format.string(meeting["syncup"]?["title"])), \(Format.date(meeting["date"])) UTC\n\n"
+            let title = Escape.markdown(Format.string(meeting["syncup"]?["title"]))
+            var text = "# \(title), \(Escape.markdown(Format.date(meeting["date"])))\n\n"
             if cues.isEmpty {
                 let transcript = Format.string(meeting["transcript"])
-                text += (transcript.isEmpty ? "_No transcript._" : transcript) + "\n"
+                text +=
+                    (transcript.isEmpty ? "_No transcript._" : Escape.markdown(transcript, atLineStart: true)) + "\n"
             } else {
-                for cue in cues { text += "**\(cue.speaker.isEmpty ? "Unknown" : cue.speaker):** \(cue.text)\n\n" }
+                for cue in cues {
+                    let speaker = Escape.markdown(cue.speaker.isEmpty ? "Unknown" : cue.speaker)
+                    text += "**\(speaker):** \(Escape.markdown(cue.text))\n\n"
+                }
             }
             return text
         default:
             guard !cues.isEmpty else {
                 throw CLIError(
-                    .rejected, "this meeting has no timed transcript to export as \(format); try --format md")
+                    .rejected, "this meeting has no timed transcript to export as \(format); try --format md",
+                    code: "invalid_argument")
             }
             let isVTT = format == "vtt"
             var text = isVTT ? "WEBVTT\n\n" : ""
             for (index, cue) in cues.enumerated() {
                 let end = max(cue.end, cue.start + 0.5)
+                // One line of text per cue, escaped: a blank line would end the cue, "-->" start a new one,
+                // and a name or word with < or & would be read as markup.
+                let speaker = Escape.subtitle(cue.speaker)
+                let words = Escape.subtitle(cue.text)
                 if isVTT {
                     text += "\(timestamp(cue.start, separator: ".")) --> \(timestamp(end, separator: "."))\n"
-                    text += "<v \(cue.speaker)>\(cue.text)\n\n"
+                    text += "\(speaker.isEmpty ? "" : "<v \(speaker)>")\(words)\n\n"
                 } else {
                     text +=
                         "\(index + 1)\n\(timestamp(cue.start, separator: ",")) --> \(timestamp(end, separator: ","))\n"
-                    text += "\(cue.speaker.isEmpty ? "" : cue.speaker + ": ")\(cue.text)\n\n"
+                    text += "\(speaker.isEmpty ? "" : speaker + ": ")\(words)\n\n"
                 }
             }
             return text
@@ -102,5 +121,54 @@ enum TranscriptExport {
         }
         return
             "\(pad(milliseconds / 3_600_000, 2)):\(pad(milliseconds / 60_000 % 60, 2)):\(pad(milliseconds / 1000 % 60, 2))\(separator)\(pad(milliseconds % 1000, 3))"
+    }
+}
+
+/// Escaping for the export formats: what a speaker said or is called is always text, never markup.
+enum Escape {
+    /// Line breaks and tabs folded to single spaces: a cue or a paragraph is one line.
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: { $0.isNewline || $0 == "\t" }).joined(separator: " ")
+    }
+
+    /// WebVTT cue text and voice names (also safe in SubRip, whose players read the same tags and
+    /// references): `&`, `<`, `>` as character references, so no tag and no `-->` can appear, on one line.
+    static func subtitle(_ text: String) -> String {
+        var result = ""
+        for character in oneLine(text) {
+            switch character {
+            case "&": result += "&amp;"
+            case "<": result += "&lt;"
+            case ">": result += "&gt;"
+            default: result.append(character)
+            }
+        }
+        return result
+    }
+
+    /// CommonMark's ASCII punctuation that can start or end markup anywhere on a line (emphasis, code, links,
+    /// HTML, entities, a heading's closing `#`s, tables, strikethrough).
+    static let markdownMetacharacters: Set<Character> = Set("\\`*_[]<>&#~|")
+
+    /// Markdown text that renders as exactly `text`, on one line. At the start of a line, what would begin a
+    /// block (a list item `-`, `+`, `1.`, `1)`, a setext underline `=`, indentation) is neutralized too.
+    static func markdown(_ text: String, atLineStart: Bool = false) -> String {
+        var line = oneLine(text)
+        var result = ""
+        if atLineStart {
+            line = String(line.drop { $0 == " " })
+            let digits = line.prefix { $0.isASCII && $0.isNumber }
+            if let first = line.first, "-+=".contains(first) {
+                result = "\\"
+            } else if !digits.isEmpty, let marker = line.dropFirst(digits.count).first, marker == "." || marker == ")" {
+                result = digits + "\\"
+                line.removeFirst(digits.count)
+            }
+        }
+        for character in line {
+            if markdownMetacharacters.contains(character) { result.append("\\") }
+            result.append(character)
+        }
+        return result
     }
 }

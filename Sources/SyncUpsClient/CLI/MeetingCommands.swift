@@ -6,7 +6,8 @@ extension Syncupsctl {
         Subcommand(
             name: "meeting",
             usage: "meeting SYNCUP MEETING",
-            summary: "Show a past meeting and its transcript (ids may be unique prefixes).",
+            summary:
+                "Show a past meeting and its transcript. SYNCUP: an id, id prefix, title or title prefix; MEETING: an id, id prefix, latest or latest~N.",
             spec: ArgumentSpec(positionals: 2...2)
         ) { context, arguments throws(CLIError) in
             let meeting = try context.wholeMeeting(syncUp: arguments.positionals[0], meeting: arguments.positionals[1])
@@ -18,10 +19,10 @@ extension Syncupsctl {
             summary: "Delete a past meeting and its audio.",
             spec: ArgumentSpec(positionals: 2...2)
         ) { context, arguments throws(CLIError) in
+            let connection = try context.connect()
+            let ids = try context.meetingIDs(arguments.positionals[0], arguments.positionals[1], on: connection)
             let result = try context.call(
-                "meetings.delete",
-                ["syncup": .string(arguments.positionals[0]), "meeting": .string(arguments.positionals[1])]
-            )
+                on: connection, "meetings.delete", ["syncup": .string(ids.syncUp), "meeting": .string(ids.meeting)])
             context.show(result) { "deleted meeting \(Format.string(result["meeting"]))\n" }
         },
     ]
@@ -32,7 +33,8 @@ extension Context {
     /// object then holds the whole meeting, however long (`transcriptOffset` 0, `segmentsNext` null).
     func wholeMeeting(syncUp: String, meeting: String) throws(CLIError) -> JSONValue {
         let connection = try connect()
-        let ids: JSONObject = ["syncup": .string(syncUp), "meeting": .string(meeting)]
+        let named = try meetingIDs(syncUp, meeting, on: connection)
+        let ids: JSONObject = ["syncup": .string(named.syncUp), "meeting": .string(named.meeting)]
         guard case .object(var object) = try call(on: connection, "meetings.get", ids) else { return .null }
         // The ids as the daemon resolved them: the prefixes given could match another meeting by now.
         let exact: JSONObject = ["syncup": object["syncup"]?["id"] ?? .null, "meeting": object["id"] ?? .null]
@@ -61,7 +63,7 @@ extension Context {
 
 extension Format {
     static func meeting(_ meeting: JSONValue) -> String {
-        var text = "\(string(meeting["syncup"]?["title"])), \(date(meeting["date"])) UTC  (\(string(meeting["id"])))\n"
+        var text = "\(string(meeting["syncup"]?["title"])), \(date(meeting["date"]))  (\(string(meeting["id"])))\n"
         if meeting["interrupted"] == .bool(true) { text += "(recovered after the daemon stopped mid-meeting)\n" }
         if let segments = meeting["segments"]?.arrayValue, !segments.isEmpty {
             text += "\n"

@@ -25,7 +25,8 @@ extension Syncupsctl {
             usage: "watch [--format FORMAT] [--text T] [--idle-text T] [--offline-text T] [--topic TOPIC]… [--once]",
             summary: "Follow the daemon: every event as a JSON line, or one status line per change for a bar.",
             details: """
-                --format events    every event as it comes, one JSON line each (the default)
+                --format events    every event as it comes, one JSON line each (the default); while
+                                   the daemon is down, {"event":"watch.offline","data":{"message"}}
                 --format json      {"state","text","session"} per change
                 --format waybar    {"text","alt","tooltip","class","percentage"}, Pango-escaped
                 --format polybar   text with %{B…}%{F…} theme colours
@@ -44,7 +45,8 @@ extension Syncupsctl {
 
                 Template placeholders: \(StatusLine.placeholders.map { "{\($0)}" }.joined(separator: " ")).
                 {stateSuffix} is empty while the timer runs, " (paused)" or " (ending)" otherwise;
-                {{ and }} are literal braces.
+                {{ and }} are literal braces. Format names may be in any case; an unknown name or
+                placeholder is a usage error.
 
                 Lines are flushed one by one. When the daemon is down it prints the offline line and
                 reconnects, waiting 0.25 s, then twice as long each time up to 5 s. It prints an empty line only
@@ -57,11 +59,12 @@ extension Syncupsctl {
             if arguments.has("clicks") && arguments.has("no-clicks") {
                 throw .usage("watch: choose --clicks or --no-clicks")
             }
-            if arguments.has("once") && (arguments.value("format") ?? "events") == "events" {
+            let format = try Watch.checkedFormat(arguments.value("format") ?? "events")
+            if let text = arguments.value("text") { try Watch.checkTemplate(text, option: "--text") }
+            if arguments.has("once") && format == "events" {
                 throw .usage("watch: --once prints one status line; choose a --format other than events")
             }
-            var watch = Watch(
-                context: context, format: arguments.value("format") ?? "events", topics: arguments.all("topic"))
+            var watch = Watch(context: context, format: format, topics: arguments.all("topic"))
             if let text = arguments.value("text") { watch.line.textTemplate = text }
             if let idle = arguments.value("idle-text") { watch.line.idleText = idle }
             if let offline = arguments.value("offline-text") { watch.line.offlineText = offline }

@@ -1,5 +1,6 @@
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsPOSIX
 import SyncUpsProtocol
 
 extension Syncupsctl {
@@ -14,10 +15,13 @@ extension Syncupsctl {
                 """,
             spec: ArgumentSpec(flagOptions: ["no-audio", "no-transcribe"], positionals: 1...1)
         ) { context, arguments throws(CLIError) in
-            var request: JSONObject = ["syncup": .string(arguments.positionals[0])]
+            let connection = try context.connect()
+            var request: JSONObject = [
+                "syncup": .string(try context.syncUpID(arguments.positionals[0], on: connection))
+            ]
             if arguments.has("no-audio") { request.append("audio", false) }
             if arguments.has("no-transcribe") || arguments.has("no-audio") { request.append("transcribe", false) }
-            let session = try context.call("session.start", request)
+            let session = try context.call(on: connection, "session.start", request)
             for warning in session["warnings"]?.arrayValue ?? [] {
                 context.output.error("warning: \(Format.string(warning))\n")
             }
@@ -38,15 +42,30 @@ extension Syncupsctl {
         },
         Subcommand(
             name: "end",
-            usage: "end [--save | --discard]",
+            usage: "end [--save | --discard] [--no-wait]",
             summary: "End the meeting: save it with its transcript so far (the default), or discard it and its audio.",
-            spec: ArgumentSpec(flagOptions: ["save", "discard"])
+            details: """
+                --save      save it (the default); prints the saved meeting's id once it is saved
+                --discard   save nothing and delete its audio
+                --no-wait   return as soon as the daemon has the request, before the save is done
+                            (the recognizer's last words can take a moment); prints "saving meeting ID"
+                """,
+            spec: ArgumentSpec(flagOptions: ["save", "discard", "no-wait"])
         ) { context, arguments throws(CLIError) in
             if arguments.has("save") && arguments.has("discard") { throw .usage("end: choose --save or --discard") }
             let action = arguments.has("discard") ? "discard" : "save"
-            let session = try context.call("session.end", ["action": .string(action)])
-            context.show(session) {
-                action == "save" ? "saving meeting \(Format.string(session["meeting"]))\n" : "discarded the meeting\n"
+            let connection = try context.connect()
+            guard !arguments.has("no-wait"), context.subscribesForTheEnd(on: connection) else {
+                let session = try context.call(on: connection, "session.end", ["action": .string(action)])
+                context.show(session) {
+                    action == "save"
+                        ? "saving meeting \(Format.string(session["meeting"]))\n" : "discarded the meeting\n"
+                }
+                return
+            }
+            let ended = try context.endSession(action: action, on: connection)
+            context.show(ended) {
+                action == "save" ? Format.string(ended["meeting"]?["id"]) + "\n" : "discarded the meeting\n"
             }
         },
         Subcommand(
@@ -69,6 +88,50 @@ extension Syncupsctl {
 }
 
 extension Context {
+    /// The longest a save can take: the daemon's settle timeout (20 s) for the recognizer's last words,
+    /// and some time to write.
+    static let saveDeadline: Duration = .seconds(25)
+
+    /// Subscribes to the session's events, so that `endSession` can wait for the save. When the daemon has
+    /// no room for another subscriber, says so and returns false (`end` then does not wait).
+    func subscribesForTheEnd(on connection: DaemonConnection) -> Bool {
+        do {
+            _ = try connection.call("subscribe", ["topics": ["session"], "snapshot": false])
+            return true
+        } catch {
+            output.error("warning: not waiting for the save: \(error)\n")
+            return false
+        }
+    }
+
+    /// `session.end`, then the `session.ended` that says the meeting is saved (or discarded): its data.
+    /// The subscription (`subscribesForTheEnd`) comes first, on the same connection, so the event cannot be
+    /// missed.
+    func endSession(action: String, on connection: DaemonConnection) throws(CLIError) -> JSONValue {
+        let session = try call(on: connection, "session.end", ["action": .string(action)])
+        let meeting = session["meeting"]
+        let deadline = MonotonicInstant.now() + Self.saveDeadline + (globals.timeout ?? .zero)
+        while true {
+            let remaining = deadline - MonotonicInstant.now()
+            guard remaining > .zero else {
+                throw CLIError(
+                    .unavailable, "syncupsd did not say the meeting \(Format.string(meeting)) was saved in time")
+            }
+            let event: (name: String, seq: Int?, data: JSONValue)
+            do {
+                event = try connection.nextEvent(timeout: remaining)
+            } catch {
+                throw Self.cliError(error)
+            }
+            guard event.name == "session.ended", event.data["session"]?["meeting"] == meeting else { continue }
+            if action == "save" && event.data["outcome"] != "saved" {
+                throw CLIError(
+                    .rejected, "the meeting was not saved: \(Format.string(event.data["reason"]))", code: "not_saved")
+            }
+            return event.data
+        }
+    }
+
     /// Pauses, or resumes when the daemon says the meeting is already paused. Asking first and then acting
     /// would race with a second click; this way each request is judged on the state the daemon holds.
     func toggleSession(on connection: DaemonConnection) throws(CLIError) -> JSONValue {
@@ -83,6 +146,20 @@ extension Context {
 }
 
 extension Format {
+    /// `by pocketsphinx`, `stopped: speech recognition failed: …` or `off`.
+    static func transcriptionState(_ session: JSONValue) -> String {
+        if let error = session["transcription"]?["error"]?.stringValue { return "stopped: \(error)" }
+        return session["transcription"]?["engine"]?.stringValue.map { "by \($0)" } ?? "off"
+    }
+
+    /// `virtmic, recording` or `default, not recording (why)`.
+    static func audioState(_ session: JSONValue) -> String {
+        let audio = session["audio"]
+        let device = string(audio?["device"])
+        if audio?["recording"] == true { return "\(device), recording" }
+        return "\(device), not recording\(audio?["error"]?.stringValue.map { " (\($0))" } ?? "")"
+    }
+
     static func session(_ session: JSONValue) -> String {
         var text = Format.sessionLine(session) + "\n"
         text +=
@@ -95,8 +172,7 @@ extension Format {
         } else {
             text += "audio:      not recording\(audio?["error"]?.stringValue.map { " (\($0))" } ?? "")\n"
         }
-        let engine = session["transcription"]?["engine"]?.stringValue
-        text += "transcript: \(engine.map { "by \($0)" } ?? "off")\n"
+        text += "transcript: \(transcriptionState(session))\n"
         let transcript = string(session["transcript"])
         // A long meeting's session object holds only the transcript's end.
         let isTail = (session["transcriptOffset"]?.numberValue?.int64 ?? 0) > 0

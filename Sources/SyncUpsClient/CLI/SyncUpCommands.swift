@@ -1,3 +1,4 @@
+import Glibc
 import SyncUpsCore
 import SyncUpsJSON
 
@@ -32,27 +33,32 @@ extension Syncupsctl {
                 "Print ids and a label, tab-separated: every sync-up and its title, or ID's meetings and their dates.",
             details: """
                 One line each, full ids, the label on one line (tabs and newlines become spaces). Shell
-                completions use it; so can scripts: syncupsctl ids | cut -f1.
+                completions use it; so can scripts: syncupsctl ids | cut -f1. In JSON mode, an array of
+                {"id","title"} or {"id","date"} (RFC 3339 UTC).
                 """,
             spec: ArgumentSpec(positionals: 0...1)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             let all = try allSyncUps(context, on: connection)
-            var lines = ""
+            // (id, label for people, the same for --json)
+            var entries: [(id: String, label: String, json: JSONValue)] = []
             if let wanted = arguments.positionals.first {
                 // The daemon resolves the prefix; the list already carries every meeting's id and date.
-                let syncUp = try context.call(
-                    on: connection, "syncups.get", ["id": .string(wanted), "meetingsLimit": 1])
-                let meetings = all.first { $0["id"] == syncUp["id"] }?["meetings"]?.arrayValue ?? []
+                let id = try context.syncUpID(wanted, on: connection)
+                let meetings = all.first { $0["id"] == .string(id) }?["meetings"]?.arrayValue ?? []
                 for meeting in meetings {
-                    lines += Format.string(meeting["id"]) + "\t" + Format.date(meeting["date"]) + " UTC\n"
+                    let id = Format.string(meeting["id"])
+                    entries.append(
+                        (id, Format.date(meeting["date"]), ["id": .string(id), "date": meeting["date"] ?? .null]))
                 }
             } else {
                 for syncUp in all {
-                    lines += Format.string(syncUp["id"]) + "\t" + Format.oneLine(Format.string(syncUp["title"])) + "\n"
+                    let id = Format.string(syncUp["id"])
+                    let title = Format.string(syncUp["title"])
+                    entries.append((id, Format.oneLine(title), ["id": .string(id), "title": .string(title)]))
                 }
             }
-            context.print(lines)
+            context.show(.array(entries.map(\.json))) { entries.map { $0.id + "\t" + $0.label + "\n" }.joined() }
         },
         Subcommand(
             name: "show",
@@ -61,7 +67,9 @@ extension Syncupsctl {
                 "Show one sync-up: length, theme, attendees and meetings. ID may be a unique prefix (4+ characters).",
             spec: ArgumentSpec(positionals: 1...1)
         ) { context, arguments throws(CLIError) in
-            let syncUp = try context.call("syncups.get", ["id": .string(arguments.positionals[0])])
+            let connection = try context.connect()
+            let id = try context.syncUpID(arguments.positionals[0], on: connection)
+            let syncUp = try context.call(on: connection, "syncups.get", ["id": .string(id)])
             context.show(syncUp) { Format.syncUp(syncUp) }
         },
         Subcommand(
@@ -70,7 +78,8 @@ extension Syncupsctl {
             usage: "add TITLE [--duration D] [--theme T] [--attendee NAME]…",
             summary: "Create a sync-up.",
             details: """
-                --duration D     length: 90, 90s, 15m, 1h30m (default 5m; from 1s to 24h)
+                --duration D     length: 90, 90s, 15m, 1h30m, 1:30, 1:30:00 (default 5m; from 1s to
+                                 24h, and at least a second for each attendee)
                 --theme T        one of `syncupsctl themes` (default bubblegum)
                 --attendee NAME  an attendee; repeat for each (blank names are dropped)
                 """,
@@ -95,7 +104,7 @@ extension Syncupsctl {
                 --attendee NAME         the whole new attendee list (repeat); people keep their ids by name
                 --add-attendee NAME     add someone at the end
                 --remove-attendee NAME  remove someone (a sync-up keeps at least one attendee)
-                --rename-attendee OLD=NEW
+                --rename-attendee OLD=NEW  rename someone (neither name may be empty)
                 """,
             spec: ArgumentSpec(
                 valueOptions: [
@@ -104,9 +113,12 @@ extension Syncupsctl {
                 positionals: 1...1
             )
         ) { context, arguments throws(CLIError) in
+            // Mistakes on the command line are usage errors before anything is asked of the daemon.
+            for rename in arguments.all("rename-attendee") { _ = try parseRename(rename) }
             let connection = try context.connect()
+            let id = try context.syncUpID(arguments.positionals[0], on: connection)
             var request = JSONObject()
-            request.append("id", .string(arguments.positionals[0]))
+            request.append("id", .string(id))
             if let title = arguments.value("title") { request.append("title", .string(title)) }
             if let duration = arguments.value("duration") {
                 request.append("duration", .int(try parseDuration(duration)))
@@ -119,7 +131,7 @@ extension Syncupsctl {
                 let current = try context.call(
                     on: connection,
                     "syncups.get",
-                    ["id": .string(arguments.positionals[0]), "meetingsLimit": 1]
+                    ["id": .string(id), "meetingsLimit": 1]
                 )
                 let attendees = try attendeeEdits(current, arguments).map { attendee -> JSONValue in
                     var object = JSONObject()
@@ -135,20 +147,40 @@ extension Syncupsctl {
         Subcommand(
             name: "rm",
             aliases: ["delete"],
-            usage: "rm ID",
+            usage: "rm ID [--yes]",
             summary: "Delete a sync-up with its meetings and their audio.",
-            spec: ArgumentSpec(positionals: 1...1)
+            details: """
+                --yes   do not ask: needed, when not on a terminal, to delete a sync-up that has
+                        meetings or is being recorded (on a terminal, rm asks)
+                """,
+            spec: ArgumentSpec(flagOptions: ["yes"], positionals: 1...1)
         ) { context, arguments throws(CLIError) in
-            let result = try context.call("syncups.delete", ["id": .string(arguments.positionals[0])])
+            let connection = try context.connect()
+            let id = try context.syncUpID(arguments.positionals[0], on: connection)
+            if !arguments.has("yes") { try context.confirmDeletion(of: id, on: connection) }
+            let result = try context.call(on: connection, "syncups.delete", ["id": .string(id)])
             context.show(result) { "deleted \(Format.string(result["id"])) \"\(Format.string(result["title"]))\"\n" }
         },
     ]
 
     static func parseDuration(_ text: String) throws(CLIError) -> Int {
         guard let seconds = DurationText.parseSeconds(text) else {
-            throw .usage("\"\(text)\" is not a duration; write 90, 90s, 15m or 1h30m")
+            throw .usage("\"\(text)\" is not a duration; write 90, 90s, 15m, 1h30m, 1:30 (m:ss) or 1:30:00 (h:mm:ss)")
         }
         return seconds
+    }
+
+    /// `OLD=NEW` of `--rename-attendee`. An empty name would silently drop the attendee (the daemon drops
+    /// blank names), so it is a usage error that says how to remove someone.
+    static func parseRename(_ text: String) throws(CLIError) -> (old: String, new: String) {
+        guard let equals = text.firstIndex(of: "=") else { throw .usage("--rename-attendee takes OLD=NEW") }
+        let old = String(text[..<equals])
+        let new = String(text[text.index(after: equals)...])
+        guard !old.allSatisfy(\.isWhitespace), !new.allSatisfy(\.isWhitespace) else {
+            throw .usage(
+                "--rename-attendee takes OLD=NEW, both names non-empty; to remove someone, use --remove-attendee NAME")
+        }
+        return (old, new)
     }
 
     /// The attendee list an `edit` asks for, keeping existing people's ids by name.
@@ -169,16 +201,15 @@ extension Syncupsctl {
             }
         }
         for rename in arguments.all("rename-attendee") {
-            guard let equals = rename.firstIndex(of: "=") else { throw .usage("--rename-attendee takes OLD=NEW") }
-            let old = String(rename[..<equals])
+            let (old, new) = try parseRename(rename)
             guard let index = attendees.firstIndex(where: { $0.name == old }) else {
-                throw CLIError(.rejected, "no attendee named \"\(old)\"")
+                throw CLIError(.rejected, "no attendee named \"\(old)\"", code: "not_found")
             }
-            attendees[index].name = String(rename[rename.index(after: equals)...])
+            attendees[index].name = new
         }
         for name in arguments.all("remove-attendee") {
             guard let index = attendees.firstIndex(where: { $0.name == name }) else {
-                throw CLIError(.rejected, "no attendee named \"\(name)\"")
+                throw CLIError(.rejected, "no attendee named \"\(name)\"", code: "not_found")
             }
             attendees.remove(at: index)
         }
@@ -229,5 +260,27 @@ extension Format {
             if total > meetings.count { text += "  … \(total - meetings.count) more\n" }
         }
         return text
+    }
+}
+
+extension Context {
+    /// Asks before deleting a sync-up that has meetings or is being recorded: on a terminal with a y/N
+    /// question, elsewhere (a script) by refusing without `--yes`. Nothing to lose, nothing asked.
+    func confirmDeletion(of id: String, on connection: DaemonConnection) throws(CLIError) {
+        let syncUp = try call(on: connection, "syncups.get", ["id": .string(id), "meetingsLimit": 1])
+        let session = try call(on: connection, "session.get")
+        let meetings = Format.int(syncUp["meetingsTotal"])
+        var losses: [String] = []
+        if meetings > 0 { losses.append("\(meetings) meeting\(meetings == 1 ? "" : "s") and their audio") }
+        if session != .null && session["syncup"] == syncUp["id"] { losses.append("the meeting being recorded") }
+        guard !losses.isEmpty else { return }
+        let what = "\"\(Format.string(syncUp["title"]))\" with \(losses.joined(separator: " and "))"
+        guard isatty(0) == 1 && isatty(2) == 1 else {
+            throw .usage("rm: this would delete \(what); pass --yes to do it")
+        }
+        output.error("delete \(what)? [y/N] ")
+        guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+            throw CLIError(.failure, "rm: nothing deleted", code: "cancelled")
+        }
     }
 }

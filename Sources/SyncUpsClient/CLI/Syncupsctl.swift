@@ -26,6 +26,9 @@ public struct Syncupsctl {
             return try runThrowing(arguments)
         } catch {
             output.error("syncupsctl: \(error.message)\n")
+            // A program reading --json gets one document on stdout whatever happened (`--json` counts
+            // wherever it is, as runThrowing reads it).
+            if arguments.contains("--json") { _ = output.out(JSONWriter().string(error.document) + "\n") }
             if error.exitCode == .unavailable {
                 output.error(
                     "hint: start the daemon with `syncupsd` (or `systemctl --user start syncupsd.socket`), or point SYNCUPSD_SOCKET at its socket\n"
@@ -44,6 +47,7 @@ public struct Syncupsctl {
         }
         var globals = Globals()
         var rest: [String] = []
+        var versionAsked = false
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -61,21 +65,30 @@ public struct Syncupsctl {
                 globals.timeout = .milliseconds(Int64(seconds * 1000))
                 index += 1
             case "-V" where rest.isEmpty, "--version" where rest.isEmpty:
-                _ = output.out("syncupsctl \(SyncUpsVersion.current)\n")
-                return .success
+                versionAsked = true
             default:
                 rest.append(argument)
             }
         }
+        if versionAsked {
+            let version = SyncUpsVersion.current
+            _ = output.out(
+                globals.json ? JSONWriter().string(["version": .string(version)]) + "\n" : "syncupsctl \(version)\n")
+            return .success
+        }
         guard let name = rest.first else {
-            _ = output.out(Self.overview)
-            return .usage
+            // As mpc does: what is going on (`help` lists the commands).
+            try Self.showCurrent(Context(globals: globals, environment: environment, output: output))
+            return .success
         }
         if name == "help" || name == "-h" || name == "--help" {
-            if let topic = rest.dropFirst().first, let command = Self.command(topic) {
-                _ = output.out(command.helpText)
+            if let topic = rest.dropFirst().first {
+                guard let command = Self.command(topic) else {
+                    throw .usage("unknown command \"\(topic)\"; run syncupsctl help")
+                }
+                printHelp(command.helpText, json: globals.json)
             } else {
-                _ = output.out(Self.overview)
+                printHelp(Self.overview, json: globals.json)
             }
             return .success
         }
@@ -84,7 +97,7 @@ public struct Syncupsctl {
         }
         let commandArguments = Array(rest.dropFirst())
         if commandArguments.contains("--help") || commandArguments.contains("-h") {
-            _ = output.out(command.helpText)
+            printHelp(command.helpText, json: globals.json)
             return .success
         }
         let parsed = try command.spec.parse(commandArguments, command: command.name)
@@ -93,15 +106,33 @@ public struct Syncupsctl {
         return .success
     }
 
+    /// `syncupsctl` alone: the meeting being recorded, else the sync-ups.
+    static func showCurrent(_ context: Context) throws(CLIError) {
+        let connection = try context.connect()
+        let session = try context.call(on: connection, "session.get")
+        if session != .null {
+            context.show(session) { Format.session(session) }
+        } else {
+            let all = try allSyncUps(context, on: connection)
+            context.show(.array(all)) { Format.list(all) }
+        }
+    }
+
+    /// Help as text, or with `--json` as `{"help": text}`.
+    private func printHelp(_ text: String, json: Bool) {
+        _ = output.out(json ? JSONWriter().string(["help": .string(text)]) + "\n" : text)
+    }
+
     static func command(_ name: String) -> Subcommand? {
         allCommands.first { $0.name == name || $0.aliases.contains(name) }
     }
 
     static var overview: String {
         var text = """
-            usage: syncupsctl [--socket PATH] [--json] [--timeout SECONDS] COMMAND [ARGS]
+            usage: syncupsctl [--socket PATH] [--json] [--timeout SECONDS] [COMMAND [ARGS]]
 
-            Drives syncupsd, the SyncUps daemon. Commands:
+            Drives syncupsd, the SyncUps daemon. Without a command, shows the meeting being recorded, else
+            the sync-ups. Commands:
 
             """
         for command in allCommands {
@@ -109,8 +140,9 @@ public struct Syncupsctl {
         }
         text += """
 
-            --json prints the daemon's raw result. Exit status: 0 ok, 64 usage, 65 request rejected,
-            69 daemon unavailable. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
+            --json prints the daemon's raw result, or {"ok":false,"error":{"code","message"}}: always one JSON
+            document. Exit status: 0 ok, 64 usage, 65 request rejected, 69 daemon unavailable, 73 a file
+            could not be written. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
             (/tmp/syncupsd-UID/socket, which must be yours and 0700, where XDG_RUNTIME_DIR is unset).
             Run `syncupsctl COMMAND --help` for a command's options.
 
@@ -142,9 +174,24 @@ struct Context {
     static func cliError(_ failure: DaemonConnection.Failure) -> CLIError {
         switch failure {
         case .unavailable(let message): CLIError(.unavailable, message)
-        case .rejected(let error): CLIError(.rejected, "\(error.code): \(error.message)")
+        case .rejected(let error):
+            .rejected(code: error.code.rawValue, message: error.message, forPeople: Self.inCLITerms(error.message))
         case .broken(let message): CLIError(.unavailable, message)
         }
+    }
+
+    /// The daemon's messages name protocol requests (`end it first (session.end)`); a person at the shell
+    /// needs the syncupsctl command. `--json` keeps the daemon's own words.
+    static let cliTerms: [(String, String)] = [
+        ("(session.end save)", "(syncupsctl end --save)"),
+        ("once session.ended says it is saved", "in a moment (syncupsctl end waits for the save)"),
+        ("(session.end)", "(syncupsctl end)"),
+        ("with session.end", "with syncupsctl end"),
+        ("with session.start", "with syncupsctl start SYNCUP"),
+    ]
+
+    static func inCLITerms(_ message: String) -> String {
+        cliTerms.reduce(message) { $0.replacing($1.0, with: $1.1) }
     }
 
     /// Sends one request on a fresh connection.

@@ -79,6 +79,21 @@ public struct StatusLine: Sendable, Equatable {
 
     /// Fills `{name}` placeholders; `{{` and `}}` are literal braces; unknown names are left as written.
     public static func fill(_ template: String, _ values: [String: String]) -> String {
+        scan(template) { values[$0] ?? "{\($0)}" }
+    }
+
+    /// The `{name}`s of a template that are not placeholders, in order.
+    public static func unknownPlaceholders(in template: String) -> [String] {
+        var unknown: [String] = []
+        _ = scan(template) { name in
+            if !placeholders.contains(name) { unknown.append(name) }
+            return ""
+        }
+        return unknown
+    }
+
+    /// The template with each `{name}` replaced by `replacement(name)` and `{{`, `}}` by single braces.
+    private static func scan(_ template: String, _ replacement: (String) -> String) -> String {
         var output = ""
         var index = template.startIndex
         while index < template.endIndex {
@@ -91,8 +106,7 @@ public struct StatusLine: Sendable, Equatable {
                 output.append("}")
                 index = template.index(after: next)
             } else if character == "{", let close = template[next...].firstIndex(of: "}") {
-                let name = String(template[next..<close])
-                output += values[name] ?? "{\(name)}"
+                output += replacement(String(template[next..<close]))
                 index = template.index(after: close)
             } else {
                 output.append(character)

@@ -28,6 +28,34 @@ struct Watch {
         self.topics = topics
     }
 
+    /// The bar formats by name (besides `events`); anything else with a `{` is a template.
+    static let formatNames = ["events", "json", "waybar", "polybar", "i3blocks", "tmux"]
+
+    /// A `--format` as given: a name in any case (returned in lower case), or a template whose placeholders
+    /// all exist. A word that is neither (`waybat`) is a usage error listing what is valid.
+    static func checkedFormat(_ given: String) throws(CLIError) -> String {
+        if formatNames.contains(given.lowercased()) { return given.lowercased() }
+        guard given.contains("{") else {
+            throw .usage(
+                "unknown --format \"\(given)\"; use \(formatNames.joined(separator: ", ")), or a template with placeholders: \(placeholderList)"
+            )
+        }
+        try checkTemplate(given, option: "--format")
+        return given
+    }
+
+    /// A template's placeholders all exist, or a usage error lists the valid ones.
+    static func checkTemplate(_ template: String, option: String) throws(CLIError) {
+        let unknown = StatusLine.unknownPlaceholders(in: template)
+        guard unknown.isEmpty else {
+            throw .usage(
+                "unknown placeholder\(unknown.count == 1 ? "" : "s") \(unknown.map { "{\($0)}" }.joined(separator: " ")) in \(option); valid: \(placeholderList) ({{ and }} are literal braces)"
+            )
+        }
+    }
+
+    static var placeholderList: String { StatusLine.placeholders.map { "{\($0)}" }.joined(separator: " ") }
+
     private var isEventStream: Bool { format == "events" }
     private var statusFormat: StatusLine.Format { StatusLine.Format(format) }
 
@@ -50,8 +78,15 @@ struct Watch {
         while parent?.isParentGone != true {
             switch follow(lastLine: &lastLine, parent: parent, onConnected: { backoff = Self.initialBackoff }) {
             case .outputClosed: return
-            case .disconnected:
-                if !isEventStream {
+            case .disconnected(let reason):
+                if isEventStream {
+                    // Said once per outage, as the bar formats do with their offline line.
+                    if lastLine == nil {
+                        let event: JSONValue = ["event": "watch.offline", "data": ["message": .string(reason)]]
+                        guard context.output.out(JSONWriter().string(event) + "\n") else { return }
+                        lastLine = "watch.offline"
+                    }
+                } else {
                     let offline = line.render(.offline, format: statusFormat)
                     if offline != lastLine {
                         guard context.output.out(offline + "\n") else { return }
@@ -66,12 +101,18 @@ struct Watch {
 
     private enum Ending {
         case outputClosed
-        case disconnected
+        /// The daemon is not reachable, or went away; why.
+        case disconnected(String)
     }
 
     /// One connection's worth of following.
     private func follow(lastLine: inout String?, parent: ParentWatch?, onConnected: () -> Void) -> Ending {
-        guard let connection = try? context.connect() else { return .disconnected }
+        let connection: DaemonConnection
+        do {
+            connection = try context.connect()
+        } catch {
+            return .disconnected(error.message)
+        }
         connection.timeout = .seconds(10)
         var arguments = JSONObject()
         if isEventStream {
@@ -80,8 +121,14 @@ struct Watch {
         } else {
             arguments.append("topics", ["session"])
         }
-        guard let subscribed = try? connection.call("subscribe", arguments) else { return .disconnected }
+        let subscribed: JSONValue
+        do {
+            subscribed = try connection.call("subscribe", arguments)
+        } catch {
+            return .disconnected(error.description)
+        }
         onConnected()
+        if isEventStream { lastLine = nil }
         connection.timeout = nil
         var situation = StatusLine.Situation.idle
         if let session = subscribed["snapshot"]?["session"], session != .null { situation = .meeting(session) }
@@ -105,7 +152,7 @@ struct Watch {
             if clicks != nil { pollers.append(pollfd(fd: 0, events: Int16(POLLIN), revents: 0)) }
             if connection.pendingEvents.isEmpty && !connection.hasBufferedLine {
                 if poll(&pollers, nfds_t(pollers.count), -1) < 0 && Errno.current != .interrupted {
-                    return .disconnected
+                    return .disconnected("poll failed: \(Errno.current)")
                 }
             }
             if Self.isClosed(pollers[1]) || parent?.isParentGone == true { return .outputClosed }
@@ -128,7 +175,7 @@ struct Watch {
             do {
                 event = try connection.nextEvent(timeout: .seconds(10))
             } catch {
-                return .disconnected
+                return .disconnected(error.description)
             }
             if isEventStream {
                 var object = JSONObject()

@@ -22,6 +22,7 @@ public struct SyncUpDraft: Sendable, Equatable {
         let theme = try themeName.map { (name) throws(ValidationError) in try SyncUpFields.theme(name) }
         let changes = attendeeNames.map { AttendeeChange(id: nil, name: $0) }
         let attendees = try SyncUpFields.attendees(changes, existing: [], uuid: uuid)
+        try SyncUpFields.checkShares(duration ?? SyncUp.defaultDuration, attendees: attendees.count)
         return SyncUp(
             id: id,
             attendees: attendees,
@@ -76,6 +77,10 @@ extension SyncUp {
         if let changes = update.attendees {
             copy.attendees = try SyncUpFields.attendees(changes, existing: attendees, uuid: uuid)
         }
+        // Checked only when it could change: one loaded from the file as it is can still be renamed.
+        if update.durationSeconds != nil || update.attendees != nil {
+            try SyncUpFields.checkShares(copy.duration, attendees: copy.attendees.count)
+        }
         self = copy
     }
 }
@@ -84,7 +89,22 @@ extension SyncUp {
 
 /// The checks shared by create and edit.
 enum SyncUpFields {
+    /// Control characters (NUL, escape, bell…) would end up in terminals, bars and exported files; tabs and
+    /// line breaks are allowed (output for one line folds them).
+    static func checkPrintable(_ text: String, field: String) throws(ValidationError) {
+        guard
+            let bad = text.unicodeScalars.first(where: {
+                ($0.value < 0x20 && !["\t", "\n", "\r"].contains($0)) || (0x7F...0x9F).contains($0.value)
+            })
+        else { return }
+        let code = String(bad.value, radix: 16, uppercase: true)
+        throw ValidationError(
+            field: field,
+            message: "contains the control character U+\(String(repeating: "0", count: 4 - code.count))\(code)")
+    }
+
     static func title(_ raw: String) throws(ValidationError) -> String {
+        try checkPrintable(raw, field: "title")
         let title = raw.trimmingWhitespace()
         guard title.count <= SyncUpLimits.maxTitleLength else {
             throw ValidationError(field: "title", message: "longer than \(SyncUpLimits.maxTitleLength) characters")
@@ -103,6 +123,19 @@ enum SyncUpFields {
             )
         }
         return .seconds(seconds)
+    }
+
+    /// Each attendee gets `duration / attendees` whole seconds (the session's timer ticks in seconds): a
+    /// share under one second would be 0, and the floor would never pass. The app divides exactly and would
+    /// give fractions; this refuses instead, saying how long it must be.
+    static func checkShares(_ duration: Duration, attendees: Int) throws(ValidationError) {
+        let seconds = Int(duration.components.seconds)
+        guard seconds < attendees else { return }
+        throw ValidationError(
+            field: "duration",
+            message:
+                "\(seconds) second\(seconds == 1 ? "" : "s") cannot give each of \(attendees) attendees a whole second; make it at least \(attendees) seconds"
+        )
     }
 
     static func theme(_ name: String) throws(ValidationError) -> Theme {
@@ -128,6 +161,7 @@ enum SyncUpFields {
         var all: [Attendee] = []
         var namesBytes = 0
         for (index, change) in changes.enumerated() {
+            try checkPrintable(change.name, field: "attendees[\(index)].name")
             let name = change.name.trimmingWhitespace()
             guard name.count <= SyncUpLimits.maxNameLength else {
                 throw ValidationError(

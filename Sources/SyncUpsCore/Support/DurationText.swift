@@ -1,10 +1,12 @@
 /// Durations as people write and read them.
 public enum DurationText {
-    /// Parses `90`, `90s`, `15m`, `1h30m`, `2m30s`, `1h` into whole seconds; nil if it is not one of those.
+    /// Parses `90`, `90s`, `15m`, `1h30m`, `2m30s`, `1h`, or a clock as `clock` prints it (`1:30`, `1:30:00`)
+    /// into whole seconds; nil if it is not one of those.
     public static func parseSeconds(_ text: String) -> Int? {
         let trimmed = text.trimmingWhitespace().lowercased()
         guard !trimmed.isEmpty else { return nil }
         if let plain = Int(trimmed) { return plain >= 0 ? plain : nil }
+        if trimmed.contains(":") { return parseClock(trimmed) }
         var total = 0
         var number = ""
         var lastUnitRank = 4  // h=3, m=2, s=1: units must come in decreasing order, once each
@@ -28,6 +30,18 @@ public enum DurationText {
             lastUnitRank = rank
         }
         return number.isEmpty ? total : nil
+    }
+
+    /// `m:ss` or `h:mm:ss`, as `clock` prints them (minutes alone may pass 59: `90:00`).
+    private static func parseClock(_ text: String) -> Int? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2 || parts.count == 3,
+            parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+            parts.dropFirst().allSatisfy({ $0.count == 2 }), parts[0].count <= 5
+        else { return nil }
+        let values = parts.compactMap { Int($0) }
+        guard values.dropFirst().allSatisfy({ $0 < 60 }) else { return nil }
+        return values.reduce(0) { $0 * 60 + $1 }
     }
 
     /// The app's `Duration.formatted(.units())`: "5 min", "1 min, 30 secs", "42 secs", "1 hr", "0 secs".

@@ -113,20 +113,35 @@ public enum ConfigurationLoader {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ConfigurationError(location: path, reason: .unreadable("not UTF-8 text"))
         }
+        // Every bad line, not just the first: fixing a file one error per start is slow.
+        var errors: [ConfigurationError] = []
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let location = "\(path):\(number + 1)"
-            let parsed: (key: String, value: String)?
-            do throws(ConfigurationError.Reason) {
-                parsed = try ConfigurationLine.parse(rawLine)
+            do throws(ConfigurationError) {
+                try applyLine(rawLine, to: &configuration, location)
             } catch {
-                throw ConfigurationError(location: location, reason: error)
+                errors.append(error)
             }
-            guard let (key, value) = parsed else { continue }
-            guard let option = option(key) else {
-                throw ConfigurationError(location: location, reason: .unknownOption(key))
-            }
-            try apply(option, value, &configuration, location)
         }
+        guard var first = errors.first else { return }
+        first.following = Array(errors.dropFirst())
+        throw first
+    }
+
+    private static func applyLine(_ line: Substring, to configuration: inout Configuration, _ location: String)
+        throws(ConfigurationError)
+    {
+        let parsed: (key: String, value: String)?
+        do throws(ConfigurationError.Reason) {
+            parsed = try ConfigurationLine.parse(line)
+        } catch {
+            throw ConfigurationError(location: location, reason: error)
+        }
+        guard let (key, value) = parsed else { return }
+        guard let option = option(key) else {
+            throw ConfigurationError(location: location, reason: .unknownOption(key))
+        }
+        try apply(option, value, &configuration, location)
     }
 
     static func option(_ name: String) -> ConfigurationOption? {

@@ -164,6 +164,8 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     /// "the command line", or "FILE:LINE".
     public var location: String
     public var reason: Reason
+    /// The errors of the file's later lines, reported with this one.
+    public var following: [ConfigurationError] = []
 
     public init(location: String, reason: Reason) {
         self.location = location
@@ -179,6 +181,7 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
             case .syntax(let text): text
             case .unreadable(let text): text
             }
-        return "\(location): \(detail)"
+        // One line per error (main prints them under one "syncupsd:").
+        return (["\(location): \(detail)"] + following.map(\.description)).joined(separator: "\n")
     }
 }

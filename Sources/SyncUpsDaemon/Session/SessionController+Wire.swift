@@ -90,6 +90,7 @@ extension SessionController {
         var transcription = JSONObject()
         transcription.append("engine", .optional(session.machine.isTranscribing ? settings.recognizer?.name : nil))
         transcription.append("partial", .string(session.machine.record.partial))
+        transcription.append("error", .optional(session.speechError))
         return WireFormat.session(session.machine, audio: .object(audio), transcription: .object(transcription))
     }
 }

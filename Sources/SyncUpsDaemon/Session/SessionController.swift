@@ -110,9 +110,13 @@ final class SessionController {
 
     func start(syncUp text: String, audio: Bool?, transcribe: Bool?) throws(ProtocolError) -> JSONValue {
         if let active {
+            // Not waiting for a save in progress: see protocol.md, session.start.
+            let title = active.machine.syncUp.title
             throw ProtocolError(
                 .sessionActive,
-                "a meeting of \"\(active.machine.syncUp.title)\" is being recorded; end it first (session.end)")
+                active.machine.pendingEnding != nil
+                    ? "the last meeting of \"\(title)\" is still being saved; start again once session.ended says it is saved"
+                    : "a meeting of \"\(title)\" is being recorded; end it first (session.end)")
         }
         let syncUp = state.syncUps[try state.index(of: text)]
         let recordsAudio = audio ?? true
@@ -430,6 +434,7 @@ final class SessionController {
                 "speech recognition failed: \(message); the meeting goes on without a transcript",
                 .meeting(session.meetingID))
             session.recognition = nil  // gone already: nothing to cancel
+            session.speechError = "speech recognition failed: \(message)"
             handle(.speechFailed("speech recognition failed: \(message)"), in: session)
         case .finished:
             handle(.recognizerFinished, in: session)
