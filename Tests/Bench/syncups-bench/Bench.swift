@@ -1,7 +1,7 @@
 // syncups-bench: the figures of `make bench`, printed as a table and written as JSON.
 //
 //   syncups-bench [--quick] [--json FILE]
-//       [--only roundtrip,instructions,fanout,store,scale,startup,idle,speech]
+//       [--only roundtrip,instructions,fanout,store,scale,flood,startup,idle,speech]
 //       [--speech-command COMMAND]
 //   syncups-bench soak [--seconds N] [--json FILE] [--language-model]      (make soak; see Soak.swift)
 //
@@ -37,7 +37,9 @@ struct Bench {
         }
         var quick = false
         var jsonPath = ".build/bench/results.json"
-        var only: Set<String> = ["roundtrip", "instructions", "fanout", "store", "scale", "startup", "idle", "speech"]
+        var only: Set<String> = [
+            "roundtrip", "instructions", "fanout", "store", "scale", "flood", "startup", "idle", "speech",
+        ]
         var speechCommand: String?
         while !arguments.isEmpty {
             let argument = arguments.removeFirst()
@@ -63,6 +65,7 @@ struct Bench {
         if only.contains("fanout") { report.append("fanOut", try fanOut(rounds: quick ? 20 : 100)) }
         if only.contains("store") { report.append("store", try store(repeats: repeats)) }
         if only.contains("scale") { report.append("scale", try scaling(quick: quick)) }
+        if only.contains("flood") { report.append("flood", try flood(seconds: quick ? 5 : 20)) }
         if only.contains("startup") { report.append("startToReady", try startup(repeats: quick ? 3 : 7)) }
         if only.contains("idle") { report.append("activity", try activity(seconds: quick ? 3 : 10)) }
         if only.contains("speech") { report.append("speech", try speech(command: speechCommand)) }
@@ -240,6 +243,29 @@ struct Bench {
                 "subscribersWithReload": .int(edit.subscribersLeft), "subscribers": .int(edit.subscribers),
                 "untilAllHadItMilliseconds": .double(edit.reloadMilliseconds),
             ])
+        return .object(results)
+    }
+
+    static func flood(seconds: Int) throws -> JSONValue {
+        print("\n== A speech command flooding its output for \(seconds) s while a client pings in a loop")
+        print("| engine writes | pings | ping p50 | p99 | max | RSS before | peak RSS | save after the flood |")
+        print("|---|---|---|---|---|---|---|---|")
+        var results = JSONObject()
+        for (name, engine) in try FloodBench.engines() {
+            let result = try FloodBench.measure(engine: engine, seconds: seconds)
+            print(
+                "| \(name) | \(result.pings.count) | \(microseconds(result.pings.p50)) | \(milliseconds(result.pings.p99)) | \(milliseconds(result.pings.max)) | \(result.startKiB / 1024) MB | \(result.peakKiB / 1024) MB | \(String(format1: result.endedMilliseconds)) ms |"
+            )
+            results.append(
+                name,
+                [
+                    "pings": .int(result.pings.count), "pingp50Microseconds": .double(result.pings.p50 / 1e3),
+                    "pingp99Milliseconds": .double(result.pings.p99 / 1e6),
+                    "pingMaxMilliseconds": .double(result.pings.max / 1e6),
+                    "startResidentKiB": .int(result.startKiB), "peakResidentKiB": .int(result.peakKiB),
+                    "saveMilliseconds": .double(result.endedMilliseconds),
+                ])
+        }
         return .object(results)
     }
 
