@@ -18,6 +18,8 @@ public enum CommandRecognizer {
     /// Lines that are not JSON objects are ignored (and counted in the log once a second); this many within
     /// `badLineWindow` means the engine is broken, and it is stopped.
     public static let maxBadLines = 100
+    /// The most settled text a second that goes on to the transcript; the results past it are dropped.
+    public static let maxTextPerSecond = 64 << 10
     public static let badLineWindow = Duration.seconds(10)
     /// After the engine closes its stdout, how long it has to exit before its process group is killed.
     public static let exitGrace = Duration.seconds(1)
@@ -191,6 +193,15 @@ public enum CommandRecognizer {
         var reader = LineReader(fd: stdout, maxLineBytes: maxLineBytes, keepsUnterminatedLastLine: true)
         var windowStart = MonotonicInstant.now()
         var bytesInWindow = 0
+        var textWindowStart = MonotonicInstant.now()
+        var textInWindow = 0
+        var droppedFinals = 0
+        func reportDropped() {
+            shared.events(
+                .log(
+                    "dropped \(droppedFinals) results over the \(maxTextPerSecond >> 10) KiB of text a second a transcript takes"
+                ))
+        }
         var lastLine = MonotonicInstant.now()
         // Partials are provisional: at most ten a second go on, always the latest.
         var pendingPartial: RecognitionResult?
@@ -243,12 +254,26 @@ public enum CommandRecognizer {
                     pendingPartial = result
                 } else {
                     pendingPartial = nil
+                    // Speech is a few dozen bytes a second: more than `maxTextPerSecond` is not speech, and
+                    // is dropped (and counted) rather than grow the transcript and the journal without end.
+                    if now - textWindowStart >= .seconds(1) {
+                        if droppedFinals > 0 { reportDropped() }
+                        textWindowStart = now
+                        textInWindow = 0
+                        droppedFinals = 0
+                    }
+                    textInWindow += result.text.utf8.count
+                    if textInWindow > maxTextPerSecond {
+                        droppedFinals += 1
+                        continue
+                    }
                     shared.events(.result(result))
                 }
             }
         }
         stdout.close()
         badLines.report(at: .now(), force: true, shared: shared)
+        if droppedFinals > 0 { reportDropped() }
         if shared.isFinishing && !shared.hasFailed {
             // Its stdout is closed: no result can come any more, so the save need not wait for the exit.
             shared.events(.finished)

@@ -94,6 +94,18 @@ import Testing
         #expect(harness.finals.map(\.text) == ["second 1"])
     }
 
+    /// More settled text a second than anyone speaks is dropped, counted, not passed on without end.
+    @Test func dropsResultsPastTheTextASecondATranscriptTakes() throws {
+        let harness = try RecognizerHarness(Self.recognizer("chatty"))
+        harness.feed(SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        #expect(failure(harness) == nil)
+        let kept = harness.finals.filter { $0.text.hasSuffix("w") }.reduce(0) { $0 + $1.text.utf8.count }
+        #expect(kept <= CommandRecognizer.maxTextPerSecond)
+        #expect(kept > CommandRecognizer.maxTextPerSecond / 2)
+        #expect(harness.events.contains { if case .log(let line) = $0 { line.hasPrefix("dropped ") } else { false } })
+    }
+
     @Test func treatsAnExitBeforeTheEndAsAFailure() throws {
         let harness = try RecognizerHarness(Self.recognizer("early"))
         harness.feed(SpeechFixture.silence(seconds: 2))

@@ -15,7 +15,9 @@ enum FloodBench {
 
     /// `engine` is the speech command; the meeting runs `seconds`, then is saved.
     static func measure(engine: String, seconds: Int) throws -> Result {
-        let daemon = try Daemon.syncupsd(["--audio-device", "null", "--speech-command", engine])
+        let daemon = try Daemon.syncupsd([
+            "--audio-device", "null", "--speech-engine", "command", "--speech-command", engine,
+        ])
         defer { daemon.stop() }
         let client = try LineConnection(path: daemon.socketPath)
         let created = try client.request(#"{"cmd":"syncups.create","args":{"title":"Flood","attendees":["Ann"]}}"#)
@@ -23,7 +25,11 @@ enum FloodBench {
             throw SoakFailure("no sync-up id")
         }
         let startKiB = ProcessSample(pid: daemon.pid).residentKiB
-        _ = try client.request(#"{"cmd":"session.start","args":{"syncup":"\#(id)"}}"#)
+        let started = try client.request(#"{"cmd":"session.start","args":{"syncup":"\#(id)"}}"#)
+        guard try JSONParser().parse(started)["result"]?["transcription"]?["engine"] == "command" else {
+            throw SoakFailure(
+                "the meeting did not start with the speech command: \(String(decoding: started, as: UTF8.self))")
+        }
         var pings = Samples()
         var peakKiB = startKiB
         let end = MonotonicInstant.now() + .seconds(seconds)

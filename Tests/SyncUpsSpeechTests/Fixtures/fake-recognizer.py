@@ -41,6 +41,12 @@ if mode == "longline":
 if mode == "error":
     emit({"type": "error", "message": "no model found"})
     sys.exit(1)
+if mode == "chatty":
+    # 2000 finals of 100 bytes at once: 200 KB of "speech" in well under a second.
+    for index in range(2000):
+        out.write(json.dumps({"type": "final", "text": "%04d " % index + "w" * 95, "start": 0, "end": 0.1}) + "\n")
+    out.flush()
+    mode = "echo"
 if mode == "garbage":
     out.write("this is not json\n")
     out.flush()
