@@ -1,4 +1,5 @@
 import SyncUpsCore
+import SyncUpsTestSupport
 import Testing
 
 /// `IDIndex` answers exactly what a linear search of the ids answers, however the ids change.
@@ -14,7 +15,7 @@ import Testing
     }
 
     @Test func answersAsALinearSearchDoesThroughAppendsAndRemovals() {
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         var ids = (0..<300).map { _ in Self.randomID(&generator) }
         var index = IDIndex(ids)
         for round in 0..<400 {
@@ -39,7 +40,7 @@ import Testing
     }
 
     @Test func findsAFullIDAmongThirtyThousandAndEveryMatchOfAPrefix() {
-        var generator = SplitMix(seed: 11)
+        var generator = SplitMix64(seed: 11)
         let ids = (0..<30_000).map { _ in
             String((0..<36).map { _ in "0123456789ABCDEF".randomElement(using: &generator)! })
         }
@@ -50,18 +51,5 @@ import Testing
         #expect(index.resolve("00") == Self.linear("00", in: ids))
         #expect(index.resolve("abc") == .tooShort)
         #expect(index.resolve("ABCD") == Self.linear("ABCD", in: ids))
-    }
-}
-
-/// A seeded generator, so a failure names a reproducible case.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

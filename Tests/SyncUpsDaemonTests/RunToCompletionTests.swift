@@ -13,14 +13,22 @@ import Testing
     /// few enough that (before the fix) resuming it inside a publish reached the delete.
     static let unreadPages = [30, 35, 40, 50, 70]
 
-    @Test(arguments: unreadPages)
-    func aPausedSubscribersQueuedDeleteRunsAfterTheChangeThatWasPublishedNotInsideIt(pages: Int) throws {
+    /// A daemon that pauses reading at 4 KiB of unread output, with a client and two sync-ups, "Target" (whose
+    /// id is returned) and "Other".
+    static func twoSyncUps() throws -> (TemporaryDirectory, InProcessDaemon, LoopClient, String) {
         let directory = TemporaryDirectory("owner")
         let daemon = try InProcessDaemon(dataDirectory: directory.path, readPauseThreshold: 4096)
         let client = LoopClient(try daemon.connect(), daemon)
         let target = try client.result("syncups.create", ["title": "Target", "attendees": ["Ann", "Bo"]])
         let targetID = try #require(target["id"]?.stringValue)
         _ = try client.result("syncups.create", ["title": "Other"])
+        return (directory, daemon, client, targetID)
+    }
+
+    @Test(arguments: unreadPages)
+    func aPausedSubscribersQueuedDeleteRunsAfterTheChangeThatWasPublishedNotInsideIt(pages: Int) throws {
+        let (directory, daemon, client, targetID) = try Self.twoSyncUps()
+        _ = directory
 
         // Watchers that read everything, connected before and after the slow one: some come after it in
         // whatever order the server walks its subscribers.
@@ -62,12 +70,8 @@ import Testing
 
     @Test(arguments: unreadPages)
     func aMeetingSavedWhileAPausedSubscriberDeletesItsSyncUpLeavesTheStateWhole(pages: Int) throws {
-        let directory = TemporaryDirectory("owner")
-        let daemon = try InProcessDaemon(dataDirectory: directory.path, readPauseThreshold: 4096)
-        let client = LoopClient(try daemon.connect(), daemon)
-        let target = try client.result("syncups.create", ["title": "Target", "attendees": ["Ann", "Bo"]])
-        let targetID = try #require(target["id"]?.stringValue)
-        _ = try client.result("syncups.create", ["title": "Other"])
+        let (directory, daemon, client, targetID) = try Self.twoSyncUps()
+        _ = directory
         let watcher = LoopClient(try daemon.connect(), daemon)
         _ = try watcher.result("subscribe", ["snapshot": false])
         let slow = LoopClient(try daemon.connect(sendBufferBytes: 4096), daemon)

@@ -208,13 +208,10 @@ final class Server {
             connection.partialLineTimer = nil
             guard !connection.isClosed, connection.partialLineSince == since else { return }
             logger.notice("\(connection.label) left a request line incomplete for \(timeout) s; closing it")
-            let error = ProtocolError(
-                .requestTimeout, "a request line stayed incomplete for \(timeout) seconds; closing the connection")
-            enqueue(Wire.failure(id: .null, error: error), to: connection)
-            connection.input = []
-            connection.inputStart = 0
-            connection.closesWhenFlushed = true
-            flush(connection)
+            drop(
+                connection,
+                ProtocolError(
+                    .requestTimeout, "a request line stayed incomplete for \(timeout) seconds; closing the connection"))
         }
     }
 
@@ -276,8 +273,14 @@ final class Server {
 
     private func rejectLongLine(_ connection: Connection, length: Int) {
         logger.notice("\(connection.label) sent a line over \(limits.maxLineBytes) bytes; closing it")
-        let error = ProtocolError(
-            .lineTooLong, "request line longer than \(limits.maxLineBytes) bytes; closing the connection")
+        drop(
+            connection,
+            ProtocolError(.lineTooLong, "request line longer than \(limits.maxLineBytes) bytes; closing the connection")
+        )
+    }
+
+    /// Sends one error line (id null) and closes the connection once it is sent; what it sent is dropped.
+    private func drop(_ connection: Connection, _ error: ProtocolError) {
         enqueue(Wire.failure(id: .null, error: error), to: connection)
         connection.input = []
         connection.inputStart = 0

@@ -1,6 +1,7 @@
 import Glibc
 import SyncUpsJSON
 import SyncUpsPOSIX
+import SyncUpsTestSupport
 
 /// One of the soak's request clients: a blocking connection issuing a paced, seeded mix of requests and
 /// timing each one, the way a status bar, a script or `syncupsctl` would use the daemon.
@@ -234,21 +235,4 @@ func sleep(until instant: MonotonicInstant) {
     var spec = timespec(
         tv_sec: Int(instant.nanoseconds / 1_000_000_000), tv_nsec: Int(instant.nanoseconds % 1_000_000_000))
     while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil) == EINTR {}
-}
-
-/// A small seeded generator, so each client's mix is the same on every run.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
