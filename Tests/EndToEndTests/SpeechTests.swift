@@ -220,7 +220,7 @@ import Testing
                              for j, w in enumerate(words)]
                     print(json.dumps({"type": "final", "text": " ".join(words), "start": 0, "end": 0.1,
                                       "words": timed}), flush=True)
-                    time.sleep(0.05)
+                    time.sleep(0.12)  # 48 KB a second: under the 64 KiB a second a transcript takes
                 sys.stdin.buffer.read()
                 """)
             return "exec python3 \(directory.appending("engine.py"))"
@@ -232,7 +232,9 @@ import Testing
         let maxTranscript = try #require(limits["maxTranscriptBytes"]?.numberValue?.int64)
 
         // Live: status and the session carry a bounded tail; the rest is paged.
-        let complete = try waitFor { try client.result("session.get")["transcriptBytes"] == .int(whole.utf8.count) }
+        let complete = try waitFor(timeout: .seconds(60)) {
+            try client.result("session.get")["transcriptBytes"] == .int(whole.utf8.count)
+        }
         #expect(complete, "\(meeting.daemon.log.contents.suffix(3000))")
         let status = try client.result("status")
         let tail = try #require(status["session"]?["transcript"]?.stringValue)

@@ -315,8 +315,8 @@ final class SharedCount: Sendable {
 }
 
 /// Polls `condition` (a cheap request) until it holds or ten seconds pass.
-func waitFor(_ condition: () throws -> Bool) throws -> Bool {
-    let deadline = MonotonicInstant.now() + .seconds(10)
+func waitFor(timeout: Duration = .seconds(10), _ condition: () throws -> Bool) throws -> Bool {
+    let deadline = MonotonicInstant.now() + timeout
     while MonotonicInstant.now() < deadline {
         if try condition() { return true }
     }
