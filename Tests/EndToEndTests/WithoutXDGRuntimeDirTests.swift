@@ -17,12 +17,19 @@ struct WithoutXDGRuntimeDirTests {
         var runtimeDirectory: String { "/tmp/syncupsd-\(uid)" }
 
         init() throws {
-            // `cat` holds the namespace open until its stdin closes.
+            // `cat` holds the namespace open until its stdin closes. A build under /tmp (a CI checkout there)
+            // would vanish under the private /tmp: it is carried over through a bind mount.
+            let products = BuiltProducts.path("syncupsd").split(separator: "/").dropLast().joined(separator: "/")
+            let keepProducts =
+                "/\(products)".hasPrefix("/tmp/")
+                ? "mount --bind '/\(products)' /mnt && mount -t tmpfs -o mode=1777 tmpfs /tmp"
+                    + " && mkdir -p '/\(products)' && mount --bind /mnt '/\(products)'"
+                : "mount -t tmpfs -o mode=1777 tmpfs /tmp"
             namespace = try Subprocess(
                 executable: "/usr/bin/unshare",
                 arguments: [
                     "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                    "mount -t tmpfs -o mode=1777 tmpfs /tmp && echo ready && exec cat",
+                    "\(keepProducts) && echo ready && exec cat",
                 ],
                 standardInput: .pipe, standardOutput: .pipe, standardError: .inherit)
             var reader = LineReader(fd: namespace.standardOutput!)
