@@ -1,4 +1,5 @@
 import SyncUpsCore
+import SyncUpsJSON
 import SyncUpsTestSupport
 import Testing
 
@@ -34,6 +35,14 @@ import Testing
         record.add(RecognizedSpeech(isFinal: true, text: "no timings here", start: 11, end: 12))
         #expect(record.segments.map(\.speaker) == [bo])
         #expect(record.segments.map(\.text) == ["no timings here"])
+    }
+
+    /// Found by an attack: an engine's word time of 1e300 crashed the SRT export; times stay within a week.
+    @Test func wordTimesFromFilesAndEnginesAreBroughtIntoRange() throws {
+        let word = try #require(TranscriptWord(json: ["word": "x", "start": 1e300, "end": -5]))
+        #expect(word.start == TranscriptWord.maximumTime && word.end == 0)
+        #expect(TranscriptWord.clamped(.infinity) == 0 && TranscriptWord.clamped(.nan) == 0)
+        #expect(TranscriptWord.clamped(12.5) == 12.5)
     }
 
     @Test func aLongStretchOfOneSpeakerIsSplitIntoSegmentsOneReplyCanHold() {

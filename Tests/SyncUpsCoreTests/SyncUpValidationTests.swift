@@ -5,6 +5,27 @@ import Testing
 @Suite struct SyncUpValidationTests {
     let id = SyncUp.ID(UUID(counting: 0xDEAD))
 
+    /// Found by an attack: a title of one character (an "e" and 300,000 combining accents) and 1000 names of
+    /// 128 emoji were within the limits in characters, and made a sync-up no reply could hold.
+    @Test func refusesTitlesAndNamesTooLargeInBytesThoughShortInCharacters() throws {
+        let title = "e" + String(repeating: "\u{301}", count: 300_000)
+        #expect(title.count == 1)
+        #expect(throws: ValidationError.self) { try SyncUpDraft(title: title).validated(id: id, uuid: .incrementing()) }
+        let name = String(repeating: "👍🏽", count: 100)  // 100 characters, 800 bytes
+        #expect(name.count == 100)
+        #expect(throws: ValidationError.self) {
+            try SyncUpDraft(title: "x", attendeeNames: [name]).validated(id: id, uuid: .incrementing())
+        }
+        let names = (0..<1000).map { "Attendee \($0) " + String(repeating: "x", count: 100) }
+        #expect(throws: ValidationError.self) {
+            try SyncUpDraft(title: "x", durationSeconds: 3600, attendeeNames: names).validated(
+                id: id, uuid: .incrementing())
+        }
+        let fits = try SyncUpDraft(title: "x", durationSeconds: 3600, attendeeNames: Array(names.prefix(500)))
+            .validated(id: id, uuid: .incrementing())
+        #expect(fits.attendees.count == 500)
+    }
+
     @Test func createsWithTheAppsDefaults() throws {
         let syncUp = try SyncUpDraft(title: "Engineering").validated(id: id, uuid: .incrementing())
         #expect(syncUp.duration == .seconds(300))
