@@ -380,14 +380,6 @@ public struct SessionMachine: Sendable, Equatable {
 }
 
 extension SessionMachine.Ending {
-    /// The meeting a saving ending carries.
-    var meeting: Meeting? {
-        switch self {
-        case .finished(let meeting), .saved(let meeting), .interrupted(let meeting): meeting
-        case .discarded, .syncUpDeleted: nil
-        }
-    }
-
     /// The same ending with the meeting as it is now (its transcript grew while the save settled).
     func with(_ meeting: Meeting) -> Self {
         switch self {
