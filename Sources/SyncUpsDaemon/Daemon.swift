@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SyncUpsAudio
 import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
@@ -111,6 +112,19 @@ public final class Daemon {
         var settings = SessionController.Settings()
         settings.audioDeviceName = configuration.audioDevice
         settings.cueDeviceName = configuration.playsCue ? configuration.cueDevice : nil
+        settings.callAudio = configuration.callAudio
+        if configuration.callAudio != .off {
+            do {
+                let monitor = try PulseMonitor()
+                settings.soundServer = monitor
+                settings.serverCaptureDevice = .pulse(monitor)
+                logger.info(
+                    "sound server: \(monitor.snapshot.map { "\($0.server), default output \($0.defaultSink ?? "none")" } ?? "none reachable (\(monitor.error ?? "?")); retrying")"
+                )
+            } catch {
+                logger.warning("cannot watch the sound server: \(error); meetings record the microphone alone")
+            }
+        }
         let model = PocketSphinxRecognizer.Model(
             acousticModel: configuration.speechModel,
             languageModel: configuration.speechLanguageModel,
