@@ -15,7 +15,7 @@ WHISPER_VENV = $(CURDIR)/.build/whisper-venv
 # The real status bars for `make test-desktop`.
 DESKTOP_PACKAGES = xvfb i3-wm i3blocks polybar sway waybar grim imagemagick fonts-dejavu-core
 
-BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind
+BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind pipewire wireplumber pipewire-pulse pulseaudio-utils dbus
 SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
 
 # Where `make install` puts things. System-wide: make && sudo make install (PREFIX=/usr/local). For yourself,
