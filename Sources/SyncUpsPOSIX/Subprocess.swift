@@ -160,7 +160,7 @@ public final class Subprocess: Sendable {
     static func search(_ name: String, environment: [String: String]?) -> String {
         let path = (environment ?? currentEnvironment())["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/\(name)"
+            let candidate = FilePath.join(String(directory), name)
             if access(candidate, X_OK) == 0 { return candidate }
         }
         return name
