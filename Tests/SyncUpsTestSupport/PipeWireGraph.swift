@@ -75,6 +75,19 @@ public final class PipeWireGraph {
         return playback
     }
 
+    /// A remote attendee speaks: `voice` into the call sink and, if `leaks`, the same voice 3 dB down into
+    /// the microphone at the same time (what speakers without a headset do); returns when both are played.
+    public func playRemote(_ voice: [UInt8], leaks: Bool) throws {
+        let call = try play(voice, into: "call", wait: false)
+        if leaks {
+            let leaked = voice.withUnsafeBytes { raw in
+                raw.bindMemory(to: Int16.self).map { Int16((Double($0) * 0.708).rounded()) }
+            }
+            try play(leaked.withUnsafeBytes { Array($0) }, into: "micfeed")
+        }
+        try call.wait()
+    }
+
     /// A `paplay` running.
     public struct Playback {
         let process: Subprocess

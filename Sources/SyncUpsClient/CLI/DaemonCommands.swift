@@ -26,8 +26,8 @@ extension Syncupsctl {
             usage: "devices",
             summary: "List the sound server's capture sources (microphones and monitors), the defaults marked.",
             details: """
-                The default microphone is marked mic, the default output's monitor (what --call-audio auto
-                records) call. Name a source with the daemon's --call-audio SOURCE.
+                The default microphone is marked mic, the default output's monitor (what call-audio auto
+                records) call. Name a source as the daemon's call-audio setting to record it instead.
                 """,
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in

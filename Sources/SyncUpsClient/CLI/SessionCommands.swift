@@ -12,7 +12,7 @@ extension Syncupsctl {
             details: """
                 --no-audio        run the timer only, recording nothing (implies --no-transcribe)
                 --no-transcribe   record audio but make no transcript
-                --no-call         record the microphone only, not the call (the daemon's --call-audio)
+                --no-call         record the microphone only, not the call (see call-audio in syncupsd(8))
                 """,
             spec: ArgumentSpec(flagOptions: ["no-audio", "no-transcribe", "no-call"], positionals: 1...1)
         ) { context, arguments throws(CLIError) in

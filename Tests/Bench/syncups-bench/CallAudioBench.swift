@@ -77,21 +77,9 @@ enum CallAudioBench {
         _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
         _ = try client.result("session.start", ["syncup": .string(id)])
         try graph.play(try clips(localClips), into: "micfeed")
-        while true {
-            let event = try client.readJSON(timeout: .seconds(30))
-            if let elapsed = event["data"]?["session"]?["secondsElapsed"]?.numberValue?.int64, elapsed >= turnSeconds {
-                break
-            }
-        }
+        try client.waitUntilElapsed(turnSeconds)
         let remote = try clips(remoteClips)
-        let call = try graph.play(remote, into: "call", wait: false)
-        if leaks {
-            let leaked = remote.withUnsafeBytes { raw in
-                raw.bindMemory(to: Int16.self).map { Int16((Double($0) * 0.708).rounded()) }
-            }
-            try graph.play(leaked.withUnsafeBytes { Array($0) }, into: "micfeed")
-        }
-        try call.wait()
+        try graph.playRemote(remote, leaks: leaks)
         let ended = try client.nextEvent("session.ended", timeout: .seconds(60))
         let meetingID = ended["data"]!["meeting"]!["id"]!.stringValue!
         let details = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meetingID)])
