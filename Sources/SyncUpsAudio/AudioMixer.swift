@@ -4,12 +4,20 @@ import Synchronization
 /// timeline, from the two recorders' writer threads.
 ///
 /// One recognizer hears what the local attendee hears: a remote voice that also leaks into the microphone
-/// (speakers, no headset) is the same voice twice, slightly louder, so its words come out once, not twice as
-/// two recognizers would say them. The output runs as far as both inputs have come; when one input is more
+/// (speakers, no headset) is the same voice twice, so its words come out once, not twice as two recognizers
+/// would say them. The two copies arrive a little apart (the paths through the sound server differ), which
+/// blurs them: while the call carries sound, the microphone is mixed in 12 dB down (`duckedGain`), so the
+/// call's clean copy dominates; in a stand-up the floor is one person's at a time.
+/// The output runs as far as both inputs have come; when one input is more
 /// than `maxLag` frames behind the other (a stalled device), the other goes on alone and the late frames of
 /// the first are dropped from the mix (they are still in its file).
 public final class AudioMixer: Sendable {
     public static let maxLag: Int64 = 2 * Int64(AudioFormat.sampleRate)
+    /// The microphone's gain for 10 ms in which the call carries sound (RMS of at least `callSoundRMS`).
+    public static let duckedGain: Int32 = 4  // a divisor: 1/4, -12 dB
+    /// About -50 dBFS: the call is quiet below this.
+    public static let callSoundRMS = 100.0
+    static let duckingWindow = AudioFormat.sampleRate / 100
 
     private struct State {
         /// Frames not mixed yet, per input, both starting at `mixedFrames`.
@@ -65,11 +73,19 @@ public final class AudioMixer: Sendable {
         guard frames > 0 else { return }
         var mixed = [UInt8]()
         mixed.reserveCapacity(frames * AudioFormat.bytesPerFrame)
-        for index in 0..<frames {
-            let sum = Int32(state.pending[0][index]) + Int32(state.pending[1][index])
-            let sample = UInt16(bitPattern: Int16(clamping: sum))
-            mixed.append(UInt8(sample & 0xFF))
-            mixed.append(UInt8(sample >> 8))
+        var windowStart = 0
+        while windowStart < frames {
+            let windowEnd = min(frames, windowStart + Self.duckingWindow)
+            let call = state.pending[1][windowStart..<windowEnd]
+            let energy = call.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(call.count)
+            let divisor: Int32 = energy >= Self.callSoundRMS * Self.callSoundRMS ? Self.duckedGain : 1
+            for index in windowStart..<windowEnd {
+                let sum = Int32(state.pending[0][index]) / divisor + Int32(state.pending[1][index])
+                let sample = UInt16(bitPattern: Int16(clamping: sum))
+                mixed.append(UInt8(sample & 0xFF))
+                mixed.append(UInt8(sample >> 8))
+            }
+            windowStart = windowEnd
         }
         for index in state.pending.indices { state.pending[index].removeFirst(frames) }
         output(mixed, state.mixedFrames)

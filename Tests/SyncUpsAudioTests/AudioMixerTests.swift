@@ -40,6 +40,15 @@ func bytes(_ samples: [Int16]) -> [UInt8] { samples.withUnsafeBytes { Array($0) 
         #expect(output.isContiguous)
     }
 
+    @Test func mixesTheMicrophoneTwelveDecibelsDownWhileTheCallCarriesSound() {
+        let output = MixedOutput()
+        let mixer = AudioMixer(output: output.add)
+        // 10 ms of a quiet call (RMS 50), then 10 ms of a loud one (RMS 1000), the microphone at 400 throughout.
+        mixer.feed(0, bytes([Int16](repeating: 400, count: 320)), startFrame: 0)
+        mixer.feed(1, bytes([Int16](repeating: 50, count: 160) + [Int16](repeating: 1_000, count: 160)), startFrame: 0)
+        #expect(output.samples == [Int16](repeating: 450, count: 160) + [Int16](repeating: 1_100, count: 160))
+    }
+
     @Test func clipsInsteadOfWrappingAround() {
         let output = MixedOutput()
         let mixer = AudioMixer(output: output.add)
