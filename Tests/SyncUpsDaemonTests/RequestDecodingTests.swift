@@ -26,27 +26,35 @@ import Testing
         #expect(fast == decode(line, fast: false))
     }
 
-    @Test(arguments: [
-        #"{"cmd":"ping","cmd":"status"}"#,  // duplicate key: the general path names it
-        #"{"cmd":"ping","extra":1}"#,  // unknown field
-        #"{"\u0063md":"ping"}"#,  // an escaped key
-        #"{"cmd":5}"#,  // wrong type
-        #"{"id":[1],"cmd":"ping"}"#,  // non-scalar id
-        #"{"cmd":"ping","args":[]}"#,  // args not an object
-        #"{"cmd":"ping"} trailing"#,
-        #"{"cmd":"ping""#,
-        #"{}"#,
-        #"[]"#,
-        #"{"cmd":"ping","args":{"a":}}"#,
-    ])
-    func leavesEverythingElseToTheGeneralPath(line: String) {
+    /// Each line and what the general path answers: nil for a valid request (a ping), else the error code.
+    @Test(
+        arguments: [
+            (#"{"cmd":"ping","cmd":"status"}"#, "parse_error"),  // duplicate key: the general path names it
+            (#"{"cmd":"ping","extra":1}"#, "invalid_request"),  // unknown field
+            (#"{"\u0063md":"ping"}"#, nil),  // an escaped key
+            (#"{"cmd":5}"#, "invalid_request"),  // wrong type
+            (#"{"id":[1],"cmd":"ping"}"#, "invalid_request"),  // non-scalar id
+            (#"{"cmd":"ping","args":[]}"#, "invalid_request"),  // args not an object
+            (#"{"cmd":"ping"} trailing"#, "parse_error"),
+            (#"{"cmd":"ping""#, "parse_error"),
+            (#"{}"#, "invalid_request"),
+            (#"[]"#, "invalid_request"),
+            (#"{"cmd":"ping","args":{"a":}}"#, "parse_error"),
+        ] as [(String, String?)])
+    func leavesEverythingElseToTheGeneralPath(line: String, code: String?) throws {
         #expect(decode(line, fast: true) == nil)
-        // And the general path still decides: the escaped key is a valid request, the rest are errors.
-        let general = decode(line, fast: false)
-        if line.contains(#"\u0063md"#) {
-            #expect(general == .success(Request(command: "ping")))
-        } else if case .success(let request)? = general {
-            Issue.record("\(line) decoded as \(request)")
+        // And the general path decides: the escaped key is a valid request, the rest are errors with their codes,
+        // which `Request.decode` (the fast path first) gives as well.
+        let general = try #require(decode(line, fast: false))
+        var bytes = Array(line.utf8)
+        let decoded = bytes.withUnsafeMutableBytes { Request.decode(UnsafeRawBufferPointer($0)) }
+        #expect(decoded == general)
+        switch general {
+        case .success(let request):
+            #expect(code == nil, "\(line) decoded as \(request)")
+            #expect(request == Request(command: "ping"))
+        case .failure(let failure):
+            #expect(failure.error.code.rawValue == code, "\(line): \(failure.error)")
         }
     }
 }
