@@ -2,59 +2,56 @@ import SyncUpsJSON
 import SyncUpsProtocol
 import Testing
 
-/// The request decoder's fast path must read the usual shapes exactly as the general path does, and leave
-/// everything else (errors above all) to it.
+/// The request decoder reads every spelling of a request as the same request, and names what is wrong with
+/// every other line: a line that is not JSON at all is a `parse_error` first, whatever else is wrong with it.
 @Suite struct RequestDecodingTests {
-    func decode(_ text: String, fast: Bool) -> Result<Request, RequestDecodingError>? {
+    func decode(_ text: String) -> Result<Request, RequestDecodingError> {
         var bytes = Array(text.utf8)
-        return bytes.withUnsafeMutableBytes { raw in
-            let line = UnsafeRawBufferPointer(raw)
-            if fast { return Request.decodeCommonShape(line).map { .success($0) } }
-            return Request.decodeGeneral(line)
-        }
+        return bytes.withUnsafeMutableBytes { Request.decode(UnsafeRawBufferPointer($0)) }
     }
 
     @Test(arguments: [
-        #"{"cmd":"status"}"#,
-        #"  { "id" : 7 , "cmd" : "ping" }  "#,
-        #"{"args":{"id":"5FD1","title":"Q&A \u00e9"},"cmd":"syncups.update","id":"a-string"}"#,
-        #"{"id":null,"cmd":"ping","args":{}}"#,
-        #"{"id":-1.5e3,"cmd":"syncups.list","args":{"limit":2,"nested":{"deep":[1,2,{"x":true}]}}}"#,
+        (#"{"cmd":"status"}"#, Request(command: "status")),
+        (#"  { "id" : 7 , "cmd" : "ping" }  "#, Request(id: 7, command: "ping")),
+        (
+            #"{"args":{"id":"5FD1","title":"Q&A \u00e9"},"cmd":"syncups.update","id":"a-string"}"#,
+            Request(id: "a-string", command: "syncups.update", arguments: ["id": "5FD1", "title": "Q&A é"])
+        ),
+        (#"{"id":null,"cmd":"ping","args":{}}"#, Request(command: "ping")),
+        (#"{"cmd":"ping","args":null}"#, Request(command: "ping")),
+        (#"{"\u0063md":"ping","\u0069d":true}"#, Request(id: true, command: "ping")),
+        (
+            #"{"id":-1.5e3,"cmd":"syncups.list","args":{"limit":2,"nested":{"deep":[1,2,{"x":true}]}}}"#,
+            Request(
+                id: -1.5e3, command: "syncups.list", arguments: ["limit": 2, "nested": ["deep": [1, 2, ["x": true]]]])
+        ),
     ])
-    func readsTheUsualShapesAsTheGeneralPathDoes(line: String) throws {
-        let fast = try #require(decode(line, fast: true), "the fast path declined \(line)")
-        #expect(fast == decode(line, fast: false))
+    func readsEverySpellingOfARequest(line: String, expected: Request) {
+        #expect(decode(line) == .success(expected))
     }
 
-    /// Each line and what the general path answers: nil for a valid request (a ping), else the error code.
-    @Test(
-        arguments: [
-            (#"{"cmd":"ping","cmd":"status"}"#, "parse_error"),  // duplicate key: the general path names it
-            (#"{"cmd":"ping","extra":1}"#, "invalid_request"),  // unknown field
-            (#"{"\u0063md":"ping"}"#, nil),  // an escaped key
-            (#"{"cmd":5}"#, "invalid_request"),  // wrong type
-            (#"{"id":[1],"cmd":"ping"}"#, "invalid_request"),  // non-scalar id
-            (#"{"cmd":"ping","args":[]}"#, "invalid_request"),  // args not an object
-            (#"{"cmd":"ping"} trailing"#, "parse_error"),
-            (#"{"cmd":"ping""#, "parse_error"),
-            (#"{}"#, "invalid_request"),
-            (#"[]"#, "invalid_request"),
-            (#"{"cmd":"ping","args":{"a":}}"#, "parse_error"),
-        ] as [(String, String?)])
-    func leavesEverythingElseToTheGeneralPath(line: String, code: String?) throws {
-        #expect(decode(line, fast: true) == nil)
-        // And the general path decides: the escaped key is a valid request, the rest are errors with their codes,
-        // which `Request.decode` (the fast path first) gives as well.
-        let general = try #require(decode(line, fast: false))
-        var bytes = Array(line.utf8)
-        let decoded = bytes.withUnsafeMutableBytes { Request.decode(UnsafeRawBufferPointer($0)) }
-        #expect(decoded == general)
-        switch general {
-        case .success(let request):
-            #expect(code == nil, "\(line) decoded as \(request)")
-            #expect(request == Request(command: "ping"))
-        case .failure(let failure):
-            #expect(failure.error.code.rawValue == code, "\(line): \(failure.error)")
+    @Test(arguments: [
+        (#"{"cmd":"ping","cmd":"status"}"#, ErrorCode.parseError, #"duplicate key "cmd""#, JSONValue.null),
+        (#"{"cmd":"ping","extra":1}"#, .invalidRequest, #"unknown request field "extra""#, .null),
+        (#"{"id":3,"extra":1,"cmd":5}"#, .invalidRequest, #"unknown request field "extra""#, 3),
+        (#"{"cmd":5,"id":"x"}"#, .invalidRequest, #""cmd" must be a string, got a number"#, "x"),
+        (#"{"id":[1],"cmd":"ping","extra":1}"#, .invalidRequest, #""id" must be a string"#, .null),
+        (#"{"cmd":"ping","args":[],"id":2}"#, .invalidRequest, #""args" must be an object, got an array"#, 2),
+        (#"{"id":1}"#, .invalidRequest, #"missing "cmd""#, 1),
+        (#"{}"#, .invalidRequest, #"missing "cmd""#, .null),
+        (#"[]"#, .invalidRequest, "a request must be a JSON object, got an array", .null),
+        (#"{"cmd":"ping"} trailing"#, .parseError, "after the JSON value", .null),
+        (#"{"cmd":"ping""#, .parseError, "unterminated object", .null),
+        (#"{"extra":1,"cmd":"ping","args":{"a":}}"#, .parseError, "expected a value", .null),
+        (#"{"cmd":"\u00"}"#, .parseError, "invalid JSON", .null),
+    ])
+    func namesWhatIsWrongWithEveryOtherLine(line: String, code: ErrorCode, message: String, id: JSONValue) {
+        guard case .failure(let failure) = decode(line) else {
+            Issue.record("\(line) was accepted")
+            return
         }
+        #expect(failure.error.code == code, "\(line)")
+        #expect(failure.error.message.contains(message), "\(line): \(failure.error.message)")
+        #expect(failure.id == id, "\(line)")
     }
 }
