@@ -109,7 +109,10 @@ let package = Package(
         .testTarget(
             name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON", "SyncUpsTestSupport"], swiftSettings: strictSettings
         ),
-        .testTarget(name: "SyncUpsPOSIXTests", dependencies: ["SyncUpsPOSIX"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "SyncUpsPOSIXTests", dependencies: ["SyncUpsPOSIX", "SyncUpsTestSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "SyncUpsCoreTests",
             dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsTestSupport"],
