@@ -23,9 +23,13 @@ import Testing
 
         func poke() throws { try write.writeAll([1]) }
 
-        func drain() {
-            var buffer = [UInt8](repeating: 0, count: 64)
-            _ = try? buffer.withUnsafeMutableBytes { try read.readAvailable(into: $0) }
+        /// Calls `handler` on `loop` each time the pipe has been poked (and empties it first).
+        func watch(on loop: EventLoop, _ handler: @escaping () -> Void) throws {
+            _ = try loop.watch(read, for: .readable) { [self] _ in
+                var buffer = [UInt8](repeating: 0, count: 64)
+                _ = try? buffer.withUnsafeMutableBytes { try read.readAvailable(into: $0) }
+                handler()
+            }
         }
     }
 
@@ -33,8 +37,7 @@ import Testing
         let loop = try EventLoop()
         let pipe = try Pipe()
         var order: [String] = []
-        _ = try loop.watch(pipe.read, for: .readable) { _ in
-            pipe.drain()
+        try pipe.watch(on: loop) {
             order.append("input")
             loop.execute { order.append("first") }
             loop.execute {
@@ -56,10 +59,7 @@ import Testing
         let loop = try EventLoop()
         let pipe = try Pipe()
         var order: [String] = []
-        _ = try loop.watch(pipe.read, for: .readable) { _ in
-            pipe.drain()
-            order.append("input")
-        }
+        try pipe.watch(on: loop) { order.append("input") }
         loop.executeAfterPolling { order.append("yielded") }
         try pipe.poke()  // ready when the loop polls: handled before the work that gave way
         loop.runOnce(timeoutMilliseconds: 1000)
