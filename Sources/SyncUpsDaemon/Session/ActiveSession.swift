@@ -17,6 +17,8 @@ final class ActiveSession {
     var settleDeadline: (instant: MonotonicInstant, timeout: Duration)?
     var recorder: MeetingRecorder?
     var audioError: String?
+    /// The speech engine the meeting transcribes with (the settings may change for the next one).
+    var engineName: String?
     /// Why the recognizer stopped mid-meeting, for the session object (`transcription.error`).
     var speechError: String?
     /// The recognizer's input, until the machine says to finish it (it then still reports its last words)
