@@ -109,8 +109,13 @@ let package = Package(
             path: "Tests/Bench/syncups-bench",
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON"], swiftSettings: strictSettings),
-        .testTarget(name: "SyncUpsPOSIXTests", dependencies: ["SyncUpsPOSIX"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON", "SyncUpsTestSupport"], swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SyncUpsPOSIXTests", dependencies: ["SyncUpsPOSIX", "SyncUpsTestSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "SyncUpsCoreTests",
             dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsTestSupport"],

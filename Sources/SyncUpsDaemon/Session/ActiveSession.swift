@@ -24,6 +24,8 @@ final class ActiveSession {
     var callAudio = CallAudioState.off("--call-audio off")
     /// Mixes the microphone and the call for the recognizer, while both are recorded.
     var mixer: AudioMixer?
+    /// The speech engine the meeting transcribes with (the settings may change for the next one).
+    var engineName: String?
     /// Why the recognizer stopped mid-meeting, for the session object (`transcription.error`).
     var speechError: String?
     /// The recognizer's input, until the machine says to finish it (it then still reports its last words)

@@ -13,7 +13,8 @@ import Synchronization
 /// recognised speech, audio trouble) and performs the effects it returns (timer, recording, cue, speech,
 /// saving, publishing). Lives on the event loop; its helpers' threads report through a mailbox.
 final class SessionController {
-    /// How sessions record and transcribe; fixed at start-up from the configuration.
+    /// How sessions record and transcribe: from the configuration at start-up, and again when it is reloaded
+    /// (a meeting uses what was set when it started).
     struct Settings {
         var captureDevice: CaptureDevice = .alsa
         var audioDeviceName = "default"
@@ -51,7 +52,7 @@ final class SessionController {
     let state: DaemonState
     let publishEvent: PublishEvent
     let logger: Logger
-    let settings: Settings
+    var settings: Settings
     let mailbox: Mailbox<Message>
     /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details), off the loop while
     /// its queue has room: a meeting queues two or three jobs and there is one meeting at a time, so its 256
@@ -150,7 +151,8 @@ final class SessionController {
         if recordsAudio {
             startCallRecorder(session, wanted: call ?? true, warnings: &warnings)
             let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
-            session.microphoneThroughServer = settings.audioDeviceName == "default" && server != nil
+            session.microphoneThroughServer =
+                settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
             let relay = session.relay
             let mixer = session.mixer
             do {
@@ -187,6 +189,7 @@ final class SessionController {
                     mailbox.post(.recognizer(event, meetingID))
                 }
                 transcribes = true
+                session.engineName = recognizer.name
             } catch {
                 warnings.append("recording without a transcript: \(recognizer.name) did not start: \(error)")
             }
@@ -269,10 +272,18 @@ final class SessionController {
         handle(.syncUpDeleted, in: session)
     }
 
+    /// What ends the wait at shutdown early: a descriptor that becomes readable when it may have happened
+    /// (the daemon's signalfd), and the check (a second SIGTERM or SIGINT, as swift-service-lifecycle does).
+    struct ShutdownInterrupt {
+        var descriptor: FileDescriptor
+        var hasHappened: () -> Bool
+    }
+
     /// The daemon is stopping: the machine saves the meeting so far, flagged as interrupted. The loop no
     /// longer runs, so this waits here for the helpers' reports (the recording's end, the recognizer's last
-    /// words) until the machine is done or its shorter settle timeout passes.
-    func shutDown() {
+    /// words) until the machine is done or its shorter settle timeout passes, or until `interrupt` happens:
+    /// then the meeting is saved at once with what the recognizer gave so far.
+    func shutDown(interrupt: ShutdownInterrupt? = nil) {
         defer {
             // What is still being cleaned up (a meeting saved just before, its details being written) ends
             // before the process does, and its report is handled (removing that meeting's journal).
@@ -283,12 +294,19 @@ final class SessionController {
         logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
         handle(.daemonStopping, in: session)
         while active === session {
+            if let interrupt, interrupt.hasHappened() {
+                logger.warning(
+                    "asked again to stop: saving the meeting now, without waiting for the recognizer's last words",
+                    .meeting(session.meetingID))
+                handle(.settleTimedOut, in: session)
+                break
+            }
             let remaining = (session.settleDeadline?.instant ?? loop.now()) - loop.now()
-            guard remaining > .zero, mailbox.wait(timeout: remaining) else {
+            guard remaining > .zero else {
                 settleTimedOut(session)
                 break
             }
-            drainMailboxNow()
+            if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
         }
     }
 
