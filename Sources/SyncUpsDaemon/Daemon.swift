@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SyncUpsAudio
 import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
@@ -129,10 +130,30 @@ public final class Daemon {
         return 0
     }
 
-    private func sessionSettings(_ configuration: Configuration) -> SessionController.Settings {
+    /// The session's settings from `configuration`; a reload keeps the sound server's watcher it started
+    /// (`soundServer`), which a running meeting's streams may be using.
+    private func sessionSettings(_ configuration: Configuration, soundServer: PulseMonitor? = nil)
+        -> SessionController.Settings
+    {
         var settings = SessionController.Settings()
         settings.audioDeviceName = configuration.audioDevice
         settings.cueDeviceName = configuration.playsCue ? configuration.cueDevice : nil
+        settings.callAudio = configuration.callAudio
+        if let soundServer {
+            settings.soundServer = soundServer
+            settings.serverCaptureDevice = .pulse(soundServer)
+        } else if configuration.callAudio != .off {
+            do {
+                let monitor = try PulseMonitor()
+                settings.soundServer = monitor
+                settings.serverCaptureDevice = .pulse(monitor)
+                logger.info(
+                    "sound server: \(monitor.snapshot.map { "\($0.server), default output \($0.defaultSink ?? "none")" } ?? "none reachable (\(monitor.error ?? "?")); retrying")"
+                )
+            } catch {
+                logger.warning("cannot watch the sound server: \(error); meetings record the microphone alone")
+            }
+        }
         let model = PocketSphinxRecognizer.Model(
             acousticModel: configuration.speechModel,
             languageModel: configuration.speechLanguageModel,
@@ -230,7 +251,7 @@ public final class Daemon {
         current = new
         logger.changeMinimumLevel(to: new.logLevel)
         if !reload.appliedFromNextMeeting.isEmpty {
-            services.session.settings = sessionSettings(new)
+            services.session.settings = sessionSettings(new, soundServer: services.session.settings.soundServer)
         }
         if reload.changesAnything {
             let changes =

@@ -61,6 +61,14 @@ import Testing
         #expect(configuration.speechEngine.rawValue == "auto")
     }
 
+    @Test func callAudioIsAutoOffOrASourceByNameFromTheFileOrAFlag() throws {
+        #expect(try load([]).callAudio == .auto)
+        #expect(try load(["--call-audio", "off"]).callAudio == .off)
+        #expect(try load([], file: "call-audio = headset.monitor\n").callAudio == .source("headset.monitor"))
+        #expect(try load(["--call-audio", "auto"], file: "call-audio = off\n").callAudio == .auto)
+        #expect(throws: ConfigurationError.self) { try load(["--call-audio", ""]) }
+    }
+
     @Test func readsTheFileThenLetsFlagsWin() throws {
         let configuration = try load(
             ["--audio-device", "hw:2", "--no-cue"],

@@ -72,6 +72,20 @@ struct ConfigurationOption: Sendable {
             }
         ),
         ConfigurationOption(
+            name: "call-audio",
+            kind: .text,
+            placeholder: "auto|off|SOURCE",
+            defaultDescription: "auto",
+            help:
+                "record the call too: auto (the default sink's monitor, when a sound server is reachable), off, or a source named by syncupsctl devices",
+            reload: .nextMeeting,
+            value: { $0.callAudio.text },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                guard !value.isEmpty else { throw .invalidValue(value, "auto, off or a source name") }
+                configuration.callAudio = CallAudio(value)
+            }
+        ),
+        ConfigurationOption(
             name: "cue-device",
             kind: .text,
             placeholder: "NAME",

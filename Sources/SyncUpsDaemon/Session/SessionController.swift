@@ -18,6 +18,13 @@ final class SessionController {
     struct Settings {
         var captureDevice: CaptureDevice = .alsa
         var audioDeviceName = "default"
+        /// Whether meetings record the call too; `off` unless the configuration says (tests, the fuzzer).
+        var callAudio = CallAudio.off
+        /// The sound server's watcher, running unless `callAudio` is off; with a server connected, the
+        /// microphone `default` is recorded through it as well (its default source), so both sides follow it.
+        var soundServer: PulseMonitor?
+        /// How streams of the sound server are opened (`CaptureDevice.pulse` of `soundServer`).
+        var serverCaptureDevice: CaptureDevice?
         /// Nil plays no cue (`--no-cue`).
         var cueDeviceName: String? = "default"
         /// Nil when no speech engine is available.
@@ -31,6 +38,7 @@ final class SessionController {
     /// What the helper threads report.
     enum Message: Sendable {
         case recorder(MeetingRecorder.Trouble, Meeting.ID)
+        case callRecorder(MeetingRecorder.Trouble, Meeting.ID)
         case recorderStopped(Meeting.ID)
         case recognizer(RecognizerEvent, Meeting.ID)
         case cueFailed(ALSAError, Meeting.ID)
@@ -112,7 +120,9 @@ final class SessionController {
 
     // MARK: - Requests
 
-    func start(syncUp text: String, audio: Bool?, transcribe: Bool?) throws(ProtocolError) -> JSONValue {
+    func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil) throws(ProtocolError)
+        -> JSONValue
+    {
         if let active {
             // Not waiting for a save in progress: see protocol.md, session.start.
             let title = active.machine.syncUp.title
@@ -139,18 +149,38 @@ final class SessionController {
         let session = ActiveSession(machine: nil, meetingID: meetingID, start: loop.now())
         var warnings: [String] = []
         if recordsAudio {
+            startCallRecorder(session, wanted: call ?? true, warnings: &warnings)
+            let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
+            session.microphoneThroughServer =
+                settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
+            let relay = session.relay
+            let mixer = session.mixer
             do {
                 session.recorder = try MeetingRecorder(
-                    device: settings.captureDevice,
-                    deviceName: settings.audioDeviceName,
+                    device: session.microphoneThroughServer ? server! : settings.captureDevice,
+                    deviceName: session.microphoneThroughServer
+                        ? CaptureDevice.defaultSource : settings.audioDeviceName,
                     wavPath: state.dataDirectory.sidecar(meetingID, MeetingFiles.audio),
+                    start: session.start,
                     onTrouble: { [mailbox] trouble in mailbox.post(.recorder(trouble, meetingID)) },
-                    onAudio: { [relay = session.relay] chunk in relay.feed(chunk.bytes, chunk.startFrame) }
+                    onAudio: { chunk in
+                        if let mixer {
+                            mixer.feed(0, chunk.bytes, startFrame: chunk.startFrame)
+                        } else {
+                            relay.feed(chunk.bytes, chunk.startFrame)
+                        }
+                    }
                 )
             } catch {
                 warnings.append("recording without audio: \(error)")
                 session.audioError = error.description
+                // The call alone is not a meeting's recording.
+                session.callRecorder?.stop(keepsFile: false)
+                session.callRecorder = nil
+                session.mixer = nil
             }
+        } else {
+            session.callAudio = .off("the meeting records no audio")
         }
         var transcribes = false
         if wantsTranscript, session.recorder != nil, let recognizer = settings.recognizer {
@@ -306,9 +336,14 @@ final class SessionController {
                 writeJournal(session)
             case .stopRecorder:
                 let recorder = session.recorder
+                let callRecorder = session.callRecorder
+                let mixer = session.mixer
                 let meetingID = session.meetingID
                 cleanup.run { [mailbox] in
                     recorder?.stop(keepsFile: true)
+                    callRecorder?.stop(keepsFile: true)
+                    // The recognizer hears the last of both before it is told to finish.
+                    mixer?.flush()
                     mailbox.post(.recorderStopped(meetingID))
                 }
             case .finishRecognizer:
@@ -391,6 +426,7 @@ final class SessionController {
         session.settleTimer.map(loop.cancel)
         session.journalTimer.map(loop.cancel)
         let recorder = session.recorder
+        let callRecorder = session.callRecorder
         let recognition = session.recognition
         let cue = session.cue
         let keepsAudio = !session.discardsAudio
@@ -401,6 +437,7 @@ final class SessionController {
         recognition?.cancel()
         cleanup.run {
             recorder?.stop(keepsFile: keepsAudio)
+            callRecorder?.stop(keepsFile: keepsAudio)
             cue?.stop()
         }
         if active === session { active = nil }
@@ -417,10 +454,26 @@ final class SessionController {
             case .capture(.overrun(let count)): text = "audio overrun (\(count) so far): some audio was lost"
             case .capture(.disconnected(let error)): text = "the microphone went away (\(error)); retrying every second"
             case .capture(.reconnected): text = "the microphone is back"
+            case .capture(.switched(let device)): text = "the microphone is now \(device), the new default"
             case .capture(.dropped(let frames)): text = "the audio writer fell behind: \(frames) frames dropped"
             case .writeFailed(let error): text = "writing the meeting's audio failed: \(error); recording goes on"
             case .writeRecovered: text = "writing the meeting's audio works again"
             }
+            logger.warning(text, .meeting(meeting))
+            handle(.audioTrouble(text), in: session)
+        case .callRecorder(let trouble, let meeting):
+            guard let session = active, session.meetingID == meeting else { return }
+            let text =
+                switch trouble {
+                case .capture(.overrun(let count)): "call audio overrun (\(count) so far): some audio was lost"
+                case .capture(.disconnected(let error)):
+                    "the call audio went away (\(error)); retrying every second, silence meanwhile"
+                case .capture(.reconnected): "the call audio is back"
+                case .capture(.switched(let device)): "the call audio follows the new default output: \(device)"
+                case .capture(.dropped(let frames)): "the call audio writer fell behind: \(frames) frames dropped"
+                case .writeFailed(let error): "writing the call audio failed: \(error); recording goes on"
+                case .writeRecovered: "writing the call audio works again"
+                }
             logger.warning(text, .meeting(meeting))
             handle(.audioTrouble(text), in: session)
         case .recorderStopped(let meeting):
