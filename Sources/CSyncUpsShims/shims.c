@@ -70,12 +70,17 @@ int syncups_spawn(pid_t *pid, const char *path, char *const argv[], char *const 
         posix_spawn_file_actions_destroy(&actions);
         return result;
     }
+    int highest = 2;
     for (int i = 0; i < dup_count; i++) {
         int from = dups[2 * i], to = dups[2 * i + 1];
+        if (to > highest) highest = to;
         // dup2 onto itself would keep FD_CLOEXEC, and a source that an earlier pair overwrote would be
         // the wrong file: Subprocess moves every source that is also a target to a spare number first.
         posix_spawn_file_actions_adddup2(&actions, from, to);
     }
+    // Nothing else reaches the child, not even a descriptor some library opened without close-on-exec
+    // (ALSA's null device keeps /dev/full open) or one the daemon itself inherited.
+    posix_spawn_file_actions_addclosefrom_np(&actions, highest + 1);
     sigset_t empty, defaults;
     sigemptyset(&empty);
     sigemptyset(&defaults);

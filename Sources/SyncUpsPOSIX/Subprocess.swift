@@ -4,7 +4,8 @@ import Glibc
 /// A child process started with `posix_spawn`, with optional pipes to its standard streams.
 ///
 /// The child starts with an empty signal mask and default dispositions whatever the parent blocks, and
-/// inherits no descriptor but the ones mapped here (everything else is close-on-exec).
+/// inherits no descriptor but the ones mapped here (every one above the highest mapped number is closed in the
+/// child, whatever its close-on-exec flag).
 public final class Subprocess: Sendable {
     /// What a child's standard stream is connected to.
     public enum Stream: Sendable {

@@ -58,7 +58,9 @@ private struct RequestReader {
     var arguments = JSONObject()
     /// The known keys seen (a bit each) and the others, for duplicates.
     var knownKeys: UInt8 = 0
-    var otherKeys: [String] = []
+    /// By their bytes: a set, so a line of many thousand keys costs no more than its length, and bytes, so
+    /// two spellings of "é" are two keys, as JSON has them.
+    var otherKeys = Set<[UInt8]>()
     /// The first problem found of each kind, reported in `Request.decode`'s order.
     var notScalarID: JSONValue?
     var unknownKey: String?
@@ -126,9 +128,9 @@ private struct RequestReader {
             case "args": 4
             default: 0
             }
-        let isRepeated = bit == 0 ? otherKeys.contains(key) : knownKeys & bit != 0
+        let isRepeated = bit == 0 ? !otherKeys.insert(Array(key.utf8)).inserted : knownKeys & bit != 0
         if isRepeated { throw JSONParseError("duplicate key \"\(key)\"", at: keyOffset) }
-        if bit == 0 { otherKeys.append(key) } else { knownKeys |= bit }
+        knownKeys |= bit
         guard scanner.consume(UInt8(ascii: ":")) else {
             throw JSONParseError(
                 "unexpected \(scanner.describeCurrent()) after object key, expected ':'", at: scanner.index)

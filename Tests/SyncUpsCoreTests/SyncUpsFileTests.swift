@@ -20,12 +20,12 @@ import Testing
     ])
     func encodesDurationsAsTheAppsAttosecondPairs(seconds: Int, pair: DurationPair) {
         #expect(DurationPair(.seconds(seconds)) == pair)
-        #expect(pair.duration == .seconds(seconds))
+        #expect(pair.durationInRange == .seconds(seconds))
     }
 
     @Test func keepsSubSecondDurationsExactly() {
         let duration = Duration.milliseconds(1500) + .nanoseconds(7)
-        #expect(DurationPair(duration).duration == duration)
+        #expect(DurationPair(duration).durationInRange == duration)
     }
 
     @Test func readsTheAppsDebugFile() throws {
@@ -251,6 +251,31 @@ import Testing
             + #""duration":[0,6000000000000000000],"meetings":[{"id":"\#(id)","date":1.0,"transcript":"","t\u00e9":1}],"#
             + #""theme":"sky","title":"\u0054"}]"#
         #expect(try SyncUpsFile.decode(Array(spelled.utf8)) == plain)
+    }
+
+    /// What the attack on the one reader found: files the app reads that the reader moved aside, and values
+    /// it read and then trapped on.
+    @Test func readsWhatTheAppReadsAndRefusesWhatWouldTrap() throws {
+        let id = "00000000-0000-0000-0000-00000000000A"
+        let good = "[" + Self.syncUpJSON(id: id, attendeeIDs: [id], meetingIDs: [id]) + "]"
+        let plain = try SyncUpsFile.decode(Array(good.utf8))
+        // A byte order mark, values nested deeper than 32 under an unknown key, two spellings of "é".
+        #expect(try SyncUpsFile.decode([0xEF, 0xBB, 0xBF] + Array(good.utf8)) == plain)
+        let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
+        let nested = good.replacingOccurrences(of: #"{"id":"\#(id)","a"#, with: #"{"x":\#(deep),"id":"\#(id)","a"#)
+        #expect(try SyncUpsFile.decode(Array(nested.utf8)) == plain)
+        let spellings = good.replacingOccurrences(
+            of: #"{"id":"\#(id)","a"#, with: "{\"\u{E9}\":1,\"e\u{301}\":2,\"id\":\"\(id)\",\"a")
+        #expect(try SyncUpsFile.decode(Array(spellings.utf8)) == plain)
+        // A length past what the timer's nanoseconds hold is refused with its place, not a trap.
+        let endless = good.replacingOccurrences(of: "[0,6000000000000000000]", with: "[500000000000000000,0]")
+        #expect(throws: SyncUpsFileError(path: "[0].duration", reason: "more than 100 years: not a meeting's length")) {
+            try SyncUpsFile.decode(Array(endless.utf8))
+        }
+        // A date past year 9999 loads and is shown as that year's end.
+        let far = good.replacingOccurrences(of: #""date":1"#, with: #""date":1e19"#)
+        let loaded = try SyncUpsFile.decode(Array(far.utf8))
+        #expect(UTCTime(loaded[0].meetings[0].date).rfc3339 == "9999-12-31T23:59:59Z")
     }
 
     static func syncUpJSON(id: String, attendeeIDs: [String] = [], meetingIDs: [String] = [], theme: String = "sky")

@@ -39,6 +39,7 @@ import Testing
         (#"{"cmd":"ping","args":[],"id":2}"#, .invalidRequest, #""args" must be an object, got an array"#, 2),
         (#"{"id":1}"#, .invalidRequest, #"missing "cmd""#, 1),
         (#"{}"#, .invalidRequest, #"missing "cmd""#, .null),
+        ("{\"cmd\":\"ping\",\"\u{E9}\":1,\"e\u{301}\":2}", .invalidRequest, "unknown request field \"\u{E9}\"", .null),
         (#"[]"#, .invalidRequest, "a request must be a JSON object, got an array", .null),
         (#"{"cmd":"ping"} trailing"#, .parseError, "after the JSON value", .null),
         (#"{"cmd":"ping""#, .parseError, "unterminated object", .null),

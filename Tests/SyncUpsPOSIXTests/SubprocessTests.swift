@@ -31,4 +31,19 @@ import Testing
         #expect(String(decoding: try readEnd.readToEnd(), as: UTF8.self) == "own\nown\n")
         #expect(String(decoding: try otherRead.readToEnd(), as: UTF8.self) == "other\n")
     }
+
+    /// A descriptor some library opened without close-on-exec must not reach the child.
+    @Test func passesNoDescriptorButTheMappedOnes() throws {
+        let (readEnd, writeEnd) = try FileDescriptor.pipe()
+        defer { readEnd.close() }
+        let leaked = open("/dev/null", O_RDONLY)  // no O_CLOEXEC, as ALSA's null device opens /dev/full
+        defer { Glibc.close(leaked) }
+        let child = try Subprocess(
+            executable: "/bin/sh", arguments: ["-c", "ls /proc/self/fd >&3"],
+            extraDescriptors: [(writeEnd, 3)])
+        writeEnd.close()
+        _ = child.wait()
+        let open = String(decoding: try readEnd.readToEnd(), as: UTF8.self).split(separator: "\n")
+        #expect(!open.contains(Substring("\(leaked)")), "the child had \(open)")
+    }
 }

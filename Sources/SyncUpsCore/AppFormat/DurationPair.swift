@@ -18,9 +18,16 @@ public struct DurationPair: Sendable, Hashable {
         self.low = UInt64(truncatingIfNeeded: attoseconds)
     }
 
-    public var duration: Duration {
+    /// The longest duration the daemon takes from a file, either way: the app's `Duration` holds up to about
+    /// 5 × 10^21 years, and the timer's nanoseconds (`Int64`) overflow past 292.
+    public static let maxYears = 100
+    private static let maxSeconds = Int128(maxYears) * 365 * 86_400
+
+    /// The duration, or nil when it is longer than `maxYears` (either sign).
+    public var durationInRange: Duration? {
         let attoseconds = Int128(high) << 64 | Int128(low)
         let (seconds, remainder) = attoseconds.quotientAndRemainder(dividingBy: Self.attosecondsPerSecond)
+        guard seconds.magnitude <= Self.maxSeconds.magnitude else { return nil }
         return Duration(secondsComponent: Int64(seconds), attosecondsComponent: Int64(remainder))
     }
 }

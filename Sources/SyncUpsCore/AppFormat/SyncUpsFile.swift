@@ -91,7 +91,8 @@ private enum Place {
 /// matched as raw bytes; anything else (escapes, other characters, keys the app never writes) takes the
 /// scanner's general string and value parsing, so every valid JSON text gets the same answer.
 private struct FileDecoder {
-    static let maxDepth = 32
+    /// As deep as Foundation's `JSONDecoder` reads (512), for values under keys the app does not know.
+    static let maxDepth = 512
 
     var scanner: JSONScanner
 
@@ -157,7 +158,7 @@ private struct FileDecoder {
         }
         if scanner.consume(UInt8(ascii: "}")) { return }
         var seenKeys: UInt16 = 0
-        var seenOthers: [String] = []
+        var seenOthers = Set<[UInt8]>()  // by bytes, in a set: see `RequestReader.otherKeys`
         while true {
             scanner.skipWhitespace()
             guard scanner.current == UInt8(ascii: "\"") else {
@@ -167,8 +168,7 @@ private struct FileDecoder {
             let (key, name) = try self.key()
             let isRepeated: Bool
             if key == .other {
-                isRepeated = seenOthers.contains(name)
-                seenOthers.append(name)
+                isRepeated = !seenOthers.insert(Array(name.utf8)).inserted
             } else {
                 isRepeated = seenKeys & key.bit != 0
                 seenKeys |= key.bit
@@ -259,6 +259,8 @@ private struct FileDecoder {
     }
 
     mutating func file() throws(FileDecodingError) -> [SyncUp] {
+        // A UTF-8 byte order mark, which some editors add and Foundation's decoder skips.
+        if scanner.bytes.starts(with: [0xEF, 0xBB, 0xBF]) { scanner.index = 3 }
         scanner.skipWhitespace()
         if scanner.isAtEnd { return [] }  // an empty file is an empty list, as the app treats it
         var syncUps: [SyncUp] = []
@@ -369,7 +371,10 @@ private struct FileDecoder {
             scanner.consume(UInt8(ascii: ",")), let low = try? number(at: place, "duration").uint64,
             scanner.consume(UInt8(ascii: "]"))
         {
-            return DurationPair(high: high, low: low).duration
+            guard let duration = DurationPair(high: high, low: low).durationInRange else {
+                throw schema(place, "duration", "more than \(DurationPair.maxYears) years: not a meeting's length")
+            }
+            return duration
         }
         scanner.index = start
         try skipValue(depth: 2)  // a syntax error is reported as one

@@ -11,8 +11,13 @@ public struct UTCTime: Sendable, Equatable {
     public var second: Int
     public var nanosecond: Int
 
+    /// The first and last second shown (0001-01-01 and 9999-12-31): a date outside, which a hand-edited file
+    /// can hold (the app takes any `Double`), is shown as the nearer end rather than trap.
+    static let shownRange = -62_135_596_800.0...253_402_300_799.0
+
     public init(_ date: Date) {
-        let total = date.timeIntervalSince1970
+        let raw = date.timeIntervalSince1970
+        let total = raw.isNaN ? 0 : min(max(raw, Self.shownRange.lowerBound), Self.shownRange.upperBound)
         var seconds = Int(total.rounded(.down))
         nanosecond = min(999_999_999, Int(((total - Double(seconds)) * 1e9).rounded()))
         var days = seconds / 86_400
