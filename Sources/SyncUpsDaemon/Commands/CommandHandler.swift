@@ -223,6 +223,8 @@ final class CommandHandler {
         } else {
             JSONWriter.appendASCII("null", to: &bytes)
         }
+        JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)
+        JSONWriter.writeString(session.settings.audioDeviceName, into: &bytes)
         JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
         if let error = persistenceError {
             JSONWriter.writeString(error, into: &bytes)

@@ -429,6 +429,10 @@ final class SessionController {
                 isFinal: result.kind == .final, text: result.text, words: result.words, start: result.start,
                 end: result.end)
             handle(.speechRecognized(speech), in: session)
+        case .ready:
+            guard !session.isSpeechReady else { return }
+            session.isSpeechReady = true
+            publish(.updated, session)  // `session start` waits for this (or an error) before it returns
         case .failed(let message):
             logger.warning(
                 "speech recognition failed: \(message); the meeting goes on without a transcript",
