@@ -24,6 +24,8 @@ public struct RecognizedSpeech: Sendable, Equatable {
 public struct MeetingRecord: Sendable, Equatable {
     public private(set) var turns: [SpeakerTurn] = []
     public private(set) var segments: [TranscriptSegment] = []
+    /// When the timer stood still (for `MeetingInsights`: floor time excludes it).
+    public private(set) var pauses: [TimerPause] = []
     /// The transcript: the settled text, then the provisional tail, and ` ❌` where transcription failed
     /// (the app's `speechFailure`, only when something was transcribed).
     public private(set) var transcript = ""
@@ -89,6 +91,29 @@ public struct MeetingRecord: Sendable, Equatable {
     public mutating func endTurn(at time: Double) {
         guard !turns.isEmpty, turns[turns.count - 1].end == nil else { return }
         turns[turns.count - 1].end = time
+    }
+
+    /// The timer stops at `time` (a pause, the wait for `end`, the save), unless it stands still already.
+    public mutating func stopTimer(at time: Double) {
+        guard pauses.last.map({ $0.end != nil }) ?? true else { return }
+        pauses.append(TimerPause(start: time))
+    }
+
+    /// The timer runs again from `time`.
+    public mutating func startTimer(at time: Double) {
+        guard !pauses.isEmpty, pauses[pauses.count - 1].end == nil else { return }
+        pauses[pauses.count - 1].end = time
+    }
+
+    /// The meeting is over at `time`: the last turn and any pause end there.
+    public mutating func finish(at time: Double) {
+        endTurn(at: time)
+        startTimer(at: time)
+    }
+
+    /// The meeting's timeline, for its details file.
+    public func timeline(durationSeconds: Int) -> MeetingTimeline {
+        MeetingTimeline(durationSeconds: durationSeconds, turns: turns, pauses: pauses)
     }
 
     /// Removes the provisional tail from `transcript`, in place.
