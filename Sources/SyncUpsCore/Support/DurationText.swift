@@ -68,4 +68,11 @@ public enum DurationText {
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return sign + (hours > 0 ? "\(hours):\(two(minutes)):\(two(rest))" : "\(two(minutes)):\(two(rest))")
     }
+
+    /// A clock to the tenth of a second: `03:12.4`; `sign` puts a `+` before a positive one too.
+    public static func tenths(_ seconds: Double, sign: Bool = false) -> String {
+        let total = Int((abs(seconds) * 10).rounded())
+        let prefix = total == 0 ? (sign ? "±" : "") : seconds < 0 ? "-" : sign ? "+" : ""
+        return prefix + clock(total / 10) + ".\(total % 10)"
+    }
 }

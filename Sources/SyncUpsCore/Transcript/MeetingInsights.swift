@@ -160,6 +160,16 @@ public struct AttendeeStats: Sendable, Equatable {
     /// In how many of those meetings they ran over.
     public var ranOver: Int
 
+    public var json: JSONValue {
+        var object = JSONObject()
+        object.append("attendee", attendee.json)
+        object.append("meetings", .int(meetings))
+        object.append("averageFloor", .double(TranscriptWord.rounded(averageFloor)))
+        object.append("averageSpeaking", .double(TranscriptWord.rounded(averageSpeaking)))
+        object.append("ranOver", .int(ranOver))
+        return .object(object)
+    }
+
     /// Per attendee (by id, named as in the newest meeting), in the order they first appear, newest meeting
     /// first. Meetings are given newest first.
     public static func of(_ meetings: [MeetingInsights]) -> [AttendeeStats] {

@@ -361,6 +361,7 @@ final class CommandHandler {
         object["audio"] =
             WAVFile.seconds(at: audioPath).map { ["file": .string(audioPath), "seconds": .double($0)] } ?? .null
         object["attendees"] = .array((details?.attendees ?? []).map(\.json))
+        object["insights"] = details?.insights?.json ?? .null
         // The segments are paged within what the rest of the reply leaves (a long meeting has megabytes).
         let used = JSONWriter().encode(.object(object)).count
         let (segments, next) = page.take(details?.segments ?? [], budget: server.limits.maxReplyBytes * 7 / 8 - used) {

@@ -319,7 +319,8 @@ final class SessionController {
                     syncUp: session.machine.syncUp.id,
                     isInterrupted: record.isInterrupted,
                     attendees: session.machine.syncUp.attendees,
-                    segments: record.segments
+                    segments: record.segments,
+                    timeline: record.timeline(durationSeconds: session.machine.durationSeconds)
                 )
                 saveDetails(
                     details,
