@@ -63,7 +63,7 @@ enum Format {
         } else {
             text += "session:   none\n"
             if let device = status["audioDevice"]?.stringValue { text += "audio:     \(device), idle\n" }
-            text += "speech:    \(engine), idle\n"
+            text += "speech:    \(engine)\(status["speechEngine"]?.stringValue == nil ? "" : ", idle")\n"
         }
         if let persistence = status["persistence"] {
             if let error = persistence["lastError"]?.stringValue { text += "ERROR:     \(error)\n" }
