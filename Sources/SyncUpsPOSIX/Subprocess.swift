@@ -118,7 +118,7 @@ public final class Subprocess: Sendable {
     /// Waits for the child to end and reaps it.
     public func wait() -> Termination {
         var status: CInt = 0
-        while waitpid(pid, &status, 0) < 0 && Errno.current == .interrupted {}
+        _ = retryingInterrupts { waitpid(pid, &status, 0) }
         return Self.termination(status)
     }
 
