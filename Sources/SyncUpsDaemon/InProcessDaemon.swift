@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsProtocol
@@ -15,8 +16,12 @@ public final class InProcessDaemon {
     private var peer: FileDescriptor?
 
     /// A daemon on `dataDirectory` with no audio, no cue and no speech engine. `readPauseThreshold` is the
-    /// unsent output at which a client's reading pauses (smaller in tests, to reach it with little data).
-    public init(dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 256 * 1024) throws {
+    /// unsent output at which a client's reading pauses (smaller in tests, to reach it with little data);
+    /// `uuid` and `wallClock` make new ids and dates (fixed in tests).
+    public init(
+        dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 256 * 1024,
+        uuid: UUIDGenerator = .random, wallClock: WallClock = .system
+    ) throws {
         loop = try EventLoop()
         server = Server(
             loop: loop, limits: Limits(), version: SyncUpsVersion.current, logger: logger,
@@ -31,7 +36,9 @@ public final class InProcessDaemon {
             sessionSettings: settings,
             socketDescription: "(in process)",
             startedAt: .now(),
-            logger: logger
+            logger: logger,
+            uuid: uuid,
+            wallClock: wallClock
         )
     }
 

@@ -81,6 +81,18 @@ public final class Subprocess: Sendable {
                 }
             }
             for (parent, child) in extraDescriptors { dups += [parent.rawValue, child] }
+            // The child's descriptors are made by dup2 in order, so a source that is also a target would be
+            // overwritten before it is used, or (dup2 onto itself) keep its close-on-exec flag and vanish in
+            // the child. Such a source moves to a spare number first; `syncups_spawn` relies on it.
+            let targets = Set(stride(from: 1, to: dups.count, by: 2).map { dups[$0] })
+            for index in stride(from: 0, to: dups.count, by: 2) where targets.contains(dups[index]) {
+                let spare = FileDescriptor(
+                    rawValue: try syscall("fcntl(F_DUPFD_CLOEXEC)") {
+                        fcntl(dups[index], F_DUPFD_CLOEXEC, CInt(16))
+                    })
+                childEnds.append(spare)
+                dups[index] = spare.rawValue
+            }
 
             let path = executable.contains("/") ? executable : Self.search(executable, environment: environment)
             var pid: pid_t = 0
@@ -160,7 +172,7 @@ public final class Subprocess: Sendable {
     static func search(_ name: String, environment: [String: String]?) -> String {
         let path = (environment ?? currentEnvironment())["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/\(name)"
+            let candidate = FilePath.join(String(directory), name)
             if access(candidate, X_OK) == 0 { return candidate }
         }
         return name

@@ -203,6 +203,7 @@ import Testing
                 "[0].duration: expected [high, low] attosecond halves (Int64, UInt64)"
             ),
             (repeated, "not valid JSON: duplicate key \"title\" at byte \(repeatedOffset)"),
+            (#"[{"id":7,"#, "not valid JSON: unexpected end of input in object, expected a string key at byte 9"),
             (
                 good + " x",
                 "not valid JSON: unexpected character 'x' after the JSON value at byte \(good.utf8.count + 1)"

@@ -28,7 +28,13 @@ public enum SyncUpsFile {
             return try decoder.file()
         } catch {
             switch error {
-            case .schema(let error): throw error
+            case .schema(let error):
+                // A text that is not JSON at all (a truncated save, say) is reported as that, not as the
+                // first field that looks wrong before the break: the whole text is checked on this error path.
+                if case .failure(let syntax) = JSONParser(maxDepth: FileDecoder.maxDepth).parse(buffer: buffer) {
+                    throw SyncUpsFileError(path: "", reason: "not valid JSON: \(syntax)")
+                }
+                throw error
             case .syntax(let error): throw SyncUpsFileError(path: "", reason: "not valid JSON: \(error)")
             }
         }

@@ -23,8 +23,9 @@ public struct Configuration: Sendable, Equatable {
     public var speechLanguageModel = PocketSphinxRecognizer.Model.debian.languageModel ?? ""
     /// A JSGF grammar used instead of the language model (small vocabularies, exact results).
     public var speechGrammar: String?
-    /// The config file to read; nil means the default place, `false` for `--no-config`.
+    /// The config file given with `--config`; nil means the default place (`ConfigurationLoader`).
     public var configFile: String?
+    /// False after `--no-config`: no file is read, not even the default one.
     public var readsConfigFile = true
 
     public init() {}

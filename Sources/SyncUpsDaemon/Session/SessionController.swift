@@ -45,7 +45,10 @@ final class SessionController {
     let logger: Logger
     let settings: Settings
     let mailbox: Mailbox<Message>
-    /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details) off the loop.
+    /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details), off the loop while
+    /// its queue has room: a meeting queues two or three jobs and there is one meeting at a time, so its 256
+    /// places do not fill; if they ever did, `SerialWorker.run` would do the job on the loop rather than lose
+    /// a meeting's files.
     let cleanup: SerialWorker
     /// The running meeting's journal, written off the loop.
     let journals: JournalWriter
