@@ -6,6 +6,7 @@ import Testing
 
 /// Insights from meetings driven through the session machine at stated times, so every number is known.
 @Suite struct MeetingInsightsTests {
+    static let date = Date(timeIntervalSince1970: 1_234_567_890)
     let meetingID = Meeting.ID(UUID(counting: 0))
 
     func words(_ spans: [(Double, Double)]) -> RecognizedSpeech {
@@ -18,7 +19,7 @@ import Testing
     func pausedAndCutShort() -> (SessionMachine, MeetingInsights) {
         let syncUp = SyncUp.fixture(attendees: 3, seconds: 9)
         var (machine, _) = SessionMachine.start(
-            syncUp: syncUp, meetingID: meetingID, startDate: Date(), transcribes: true)
+            syncUp: syncUp, meetingID: meetingID, startDate: Self.date, transcribes: true)
         for second in 1...3 { _ = machine.handle(.timerTicked, at: Double(second)) }
         _ = try? machine.request(.pause, at: 3.5)
         _ = try? machine.request(.resume, at: 10.5)
@@ -59,7 +60,7 @@ import Testing
     @Test func anAttendeeRunsOverWhenTheSyncUpIsShortenedDuringTheirTurn() {
         var syncUp = SyncUp.fixture(attendees: 3, seconds: 9)
         var (machine, _) = SessionMachine.start(
-            syncUp: syncUp, meetingID: meetingID, startDate: Date(), transcribes: false)
+            syncUp: syncUp, meetingID: meetingID, startDate: Self.date, transcribes: false)
         _ = machine.handle(.timerTicked, at: 1)
         syncUp.duration = .seconds(4)  // shares of 1 s from now on
         _ = machine.handle(.syncUpEdited(syncUp), at: 1.5)
@@ -78,7 +79,7 @@ import Testing
     @Test func anAttendeeWhoseTurnNeverCameHasNoTurnsAndIsNotCounted() {
         let syncUp = SyncUp.fixture(attendees: 3, seconds: 9)
         var (machine, _) = SessionMachine.start(
-            syncUp: syncUp, meetingID: meetingID, startDate: Date(), transcribes: false)
+            syncUp: syncUp, meetingID: meetingID, startDate: Self.date, transcribes: false)
         _ = try? machine.request(.end(.save), at: 2)
         let insights = MeetingInsights(
             timeline: machine.record.timeline(durationSeconds: 9), attendees: syncUp.attendees, segments: [])
