@@ -12,7 +12,8 @@ import Testing
 
     /// A speech command that, once the audio ends, takes a while over its last words (as a real recognizer
     /// does): the save is still in progress when `session.end` has answered.
-    static let slowEngine = "cat > /dev/null\nsleep 1\n"
+    /// It says it is up at once, so that `start` does not wait for it (`Context.speechEngineDeadline`).
+    static let slowEngine = "echo '{\"type\":\"progress\",\"time\":0}'\ncat > /dev/null\nsleep 1\n"
 
     @Test func endWaitsForTheSaveSoThatStartCanFollowAtOnce() throws {
         let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in Self.slowEngine }
@@ -39,7 +40,7 @@ import Testing
     @Test func startDuringASaveSaysTheLastMeetingIsStillBeingSaved() throws {
         let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
             // The recognizer finishes only when the test says so.
-            "cat > /dev/null\nwhile [ ! -e '\(directory.appending("release"))' ]; do sleep 0.05; done\n"
+            "echo '{\"type\":\"progress\",\"time\":0}'\ncat > /dev/null\nwhile [ ! -e '\(directory.appending("release"))' ]; do sleep 0.05; done\n"
         }
         let syncUp = try #require(meeting.started["syncup"]?.stringValue)
         let ended = try meeting.daemon.ctl(["end", "--no-wait"])

@@ -68,7 +68,7 @@ extension Format {
     /// The insights block of `syncupsctl meeting`: the meeting's planned and real length, then a table.
     static func insights(_ meeting: JSONValue) -> String {
         guard let insights = meeting["insights"].flatMap(MeetingInsights.init(json:)) else {
-            return "insights: none (saved without its turns)\n"
+            return "no insights: this meeting was saved without its turns\n"
         }
         let cut = insights.turnsCutShort
         var text =
