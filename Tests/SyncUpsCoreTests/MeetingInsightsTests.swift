@@ -115,3 +115,18 @@ import Testing
         #expect(MeetingTimeline(json: ["turns": []]) == nil)
     }
 }
+
+@Suite struct TenthsTests {
+    @Test(arguments: [
+        (0.0, false, "00:00.0"), (0.04, true, "±00:00.0"), (61.25, true, "+01:01.3"), (-1.75, true, "-00:01.8"),
+        (3725.0, false, "1:02:05.0"), (Double.infinity, false, "00:00.0"), (1e300, false, "8784:00:00.0"),
+    ])
+    func tenthsOfASecondOnAClock(seconds: Double, sign: Bool, text: String) {
+        #expect(DurationText.tenths(seconds, sign: sign) == text)
+    }
+
+    @Test func aTimelineReadBackKeepsItsDurationInRange() throws {
+        let json = try JSONParser().parse(Array(#"{"duration":1e30,"turns":[],"pauses":[]}"#.utf8))
+        #expect(MeetingTimeline(json: json)?.durationSeconds == Int(TranscriptWord.maximumTime))
+    }
+}

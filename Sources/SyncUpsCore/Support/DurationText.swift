@@ -71,7 +71,8 @@ public enum DurationText {
 
     /// A clock to the tenth of a second: `03:12.4`; `sign` puts a `+` before a positive one too.
     public static func tenths(_ seconds: Double, sign: Bool = false) -> String {
-        let total = Int((abs(seconds) * 10).rounded())
+        // Tenths of at most a year: whatever a file said, the conversion cannot trap.
+        let total = seconds.isFinite ? Int((min(abs(seconds), 366 * 86_400) * 10).rounded()) : 0
         let prefix = total == 0 ? (sign ? "±" : "") : seconds < 0 ? "-" : sign ? "+" : ""
         return prefix + clock(total / 10) + ".\(total % 10)"
     }

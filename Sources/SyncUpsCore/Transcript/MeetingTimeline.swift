@@ -53,12 +53,13 @@ public struct MeetingTimeline: Sendable, Equatable {
 
     /// Reads what `json` wrote; nil when it is not a timeline. Turns without a valid speaker are skipped.
     public init?(json: JSONValue) {
-        guard let duration = json["duration"]?.numberValue?.int64, let turns = json["turns"]?.arrayValue else {
+        guard let duration = json["duration"]?.numberValue?.double, let turns = json["turns"]?.arrayValue else {
             return nil
         }
         func time(_ value: JSONValue?) -> Double? { value?.numberValue.map { TranscriptWord.clamped($0.double) } }
         self.init(
-            durationSeconds: Int(clamping: duration),
+            // In range like every time read back: a hand-edited file cannot make the arithmetic overflow.
+            durationSeconds: Int(TranscriptWord.clamped(duration)),
             turns: turns.compactMap { turn in
                 guard let speaker = turn["speaker"].flatMap(Attendee.init(json:)), let start = time(turn["start"])
                 else { return nil }
