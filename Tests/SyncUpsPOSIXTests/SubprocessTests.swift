@@ -7,14 +7,12 @@ import Testing
     /// passed at its own number must still reach the child, and one whose number an earlier pair targets
     /// must not be overwritten before it is passed on.
     @Test func passesDescriptorsWhoseNumbersAreAlsoTargets() throws {
-        // High numbers no other test is opening meanwhile (bash, unlike dash, redirects descriptors above 9).
-        guard let number = (200...260).first(where: { fcntl($0, F_GETFD) == -1 }) else {
-            Issue.record("no free descriptor number from 200 to 260 in the test process")
-            return
-        }
+        // A number the kernel hands out atomically (other tests open descriptors meanwhile), close-on-exec
+        // like all of ours; bash, unlike dash, redirects descriptors above 9.
         let (readEnd, writeEnd) = try FileDescriptor.pipe()
         defer { readEnd.close() }
-        #expect(fcntl(writeEnd.rawValue, F_DUPFD_CLOEXEC, CInt(number)) == number)
+        let number = fcntl(writeEnd.rawValue, F_DUPFD_CLOEXEC, CInt(100))
+        #expect(number >= 100)
         writeEnd.close()
         let own = FileDescriptor(rawValue: CInt(number))
         let (otherRead, otherWrite) = try FileDescriptor.pipe()

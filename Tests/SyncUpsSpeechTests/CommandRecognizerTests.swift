@@ -1,14 +1,17 @@
 import Foundation
 import SyncUpsCore
+import SyncUpsPOSIX
 import SyncUpsSpeech
 import SyncUpsTestSupport
 import Testing
 
 /// The `command` engine against a scripted recognizer that speaks the protocol, behaves, or misbehaves.
 @Suite struct CommandRecognizerTests {
-    static func recognizer(_ mode: String) -> SpeechRecognizer {
+    static func recognizer(_ mode: String, textClock: (@Sendable () -> MonotonicInstant)? = nil) -> SpeechRecognizer {
         let script = Bundle.module.url(forResource: "Fixtures/fake-recognizer", withExtension: "py")!.path
-        return CommandRecognizer.recognizer(command: "python3 '\(script)' \(mode)")
+        let command = "python3 '\(script)' \(mode)"
+        guard let textClock else { return CommandRecognizer.recognizer(command: command) }
+        return CommandRecognizer.recognizer(command: command, textClock: textClock)
     }
 
     func failure(_ harness: RecognizerHarness) -> String? {
@@ -96,7 +99,9 @@ import Testing
 
     /// More settled text a second than anyone speaks is dropped, counted, not passed on without end.
     @Test func dropsResultsPastTheTextASecondATranscriptTakes() throws {
-        let harness = try RecognizerHarness(Self.recognizer("chatty"))
+        // The whole burst in one window, however long this machine takes to read it.
+        let start = MonotonicInstant.now()
+        let harness = try RecognizerHarness(Self.recognizer("chatty", textClock: { start }))
         harness.feed(SpeechFixture.silence(seconds: 1))
         #expect(harness.finish())
         #expect(failure(harness) == nil)

@@ -53,7 +53,7 @@ enum Format {
             "syncupsd \(string(status["version"])), up \(DurationText.units(uptime)) (pid \(int(status["pid"])))\n"
         text += "socket:    \(string(status["socket"]))\n"
         text += "data:      \(string(status["dataFile"]))\n"
-        text += "sync-ups:  \(int(status["syncUps"])) (\(int(status["meetings"])) meetings)\n"
+        text += "sync-ups:  \(int(status["syncups"] ?? status["syncUps"])) (\(int(status["meetings"])) meetings)\n"
         text += "clients:   \(int(status["connections"])) (\(int(status["subscribers"])) subscribed)\n"
         let engine = status["speechEngine"]?.stringValue ?? "none"
         if let session = status["session"], session != .null {

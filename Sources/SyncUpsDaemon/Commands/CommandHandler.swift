@@ -210,6 +210,8 @@ final class CommandHandler {
             bytes.append(UInt8(ascii: "."))
             for power in [100, 10, 1].suffix(digits) { bytes.append(UInt8(ascii: "0") + UInt8(fraction / power % 10)) }
         }
+        // `syncups`, as everywhere else; `syncUps`, protocol 1's first name for it, stays for its clients.
+        field(#","syncups":"#, state.syncUps.count)
         field(#","syncUps":"#, state.syncUps.count)
         field(#","meetings":"#, state.meetingCount)
         field(#","connections":"#, server.connections.count)
