@@ -103,6 +103,21 @@ import Testing
         #expect(stats.map(\.ranOver) == [1, 0, 0])
     }
 
+    /// A tick stamped with its deadline (2.0) handled after a `next` that came at 2.03: the record's times do
+    /// not go back, so no turn ends before it began.
+    @Test func aRecordsTimesNeverGoBack() {
+        let syncUp = SyncUp.fixture(attendees: 3, seconds: 9)
+        var record = MeetingRecord()
+        record.beginTurn(syncUp.attendees[0], at: 0)
+        record.beginTurn(syncUp.attendees[1], at: 2.03)
+        record.beginTurn(syncUp.attendees[2], at: 2.0)
+        record.stopTimer(at: 1.5)
+        record.finish(at: 1.0)
+        #expect(record.turns.map(\.start) == [0, 2.03, 2.03])
+        #expect(record.turns.map(\.end) == [2.03, 2.03, 2.03])
+        #expect(record.pauses == [TimerPause(start: 2.03, end: 2.03)])
+    }
+
     @Test func timelineAndInsightsSurviveTheirJSON() throws {
         let (machine, insights) = pausedAndCutShort()
         let timeline = machine.record.timeline(durationSeconds: 9)
