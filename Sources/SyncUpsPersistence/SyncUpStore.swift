@@ -257,6 +257,8 @@ public final class SyncUpStore {
             markDiskState(identity: identity, overtaking: true)
             isConflictPending = false
             throttle.cancelPending()
+            if let throttleTimer { loop.cancel(throttleTimer) }
+            throttleTimer = nil
             latest = syncUps
             generation += 1
             writtenGeneration = generation

@@ -123,5 +123,6 @@ extension SessionController {
     /// after the store is closed.
     func close() {
         journals.finish()
+        settings.soundServer?.stop()
     }
 }
