@@ -14,19 +14,29 @@ public struct MeetingDetails: Sendable, Equatable {
     public var attendees: [Attendee]
     /// The attributed transcript: who said what, with word timings.
     public var segments: [TranscriptSegment]
+    /// Who held the floor when and when the timer stood still; nil for a meeting saved before syncupsd kept
+    /// it (or recovered after a crash mid-turn): such a meeting has no insights.
+    public var timeline: MeetingTimeline?
 
     public init(
         meeting: Meeting.ID,
         syncUp: SyncUp.ID,
         isInterrupted: Bool = false,
         attendees: [Attendee] = [],
-        segments: [TranscriptSegment] = []
+        segments: [TranscriptSegment] = [],
+        timeline: MeetingTimeline? = nil
     ) {
         self.meeting = meeting
         self.syncUp = syncUp
         self.isInterrupted = isInterrupted
         self.attendees = attendees
         self.segments = segments
+        self.timeline = timeline
+    }
+
+    /// Who ran over and who barely spoke, or nil without a timeline (rather than numbers made up).
+    public var insights: MeetingInsights? {
+        timeline.map { MeetingInsights(timeline: $0, attendees: attendees, segments: segments) }
     }
 
     public var json: JSONValue {
@@ -37,6 +47,7 @@ public struct MeetingDetails: Sendable, Equatable {
         object.append(
             "attendees", .array(attendees.map(\.json)))
         object.append("segments", .array(segments.map(\.json)))
+        if let timeline { object.append("timeline", timeline.json) }
         return .object(object)
     }
 
@@ -49,6 +60,7 @@ public struct MeetingDetails: Sendable, Equatable {
         isInterrupted = json["interrupted"]?.boolValue ?? false
         attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
+        timeline = json["timeline"].flatMap(MeetingTimeline.init(json:))
     }
 
     /// Writes `meetings/<meeting-id>.json` atomically.

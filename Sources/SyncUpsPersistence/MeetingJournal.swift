@@ -22,6 +22,8 @@ public struct MeetingJournal: Sendable, Equatable {
     /// Saved as interrupted (the daemon stopped mid-meeting); the last journal, kept while its details
     /// cannot be written, says so.
     public var isInterrupted = false
+    /// Turns and pauses so far (for `MeetingInsights`); its last turn is open until the meeting ended.
+    public var timeline: MeetingTimeline?
 
     public init(
         syncUp: SyncUp.ID,
@@ -62,6 +64,7 @@ public struct MeetingJournal: Sendable, Equatable {
             "attendees", .array(attendees.map(\.json)))
         object.append("segments", .array(segments.map(\.json)))
         if isInterrupted { object.append("interrupted", true) }
+        if let timeline { object.append("timeline", timeline.json) }
         return .object(object)
     }
 
@@ -81,6 +84,7 @@ public struct MeetingJournal: Sendable, Equatable {
         attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
         isInterrupted = json["interrupted"]?.boolValue ?? false
+        timeline = json["timeline"].flatMap(MeetingTimeline.init(json:))
     }
 
     /// Writes the journal atomically (without fsync: it guards against a crash of the daemon, and is

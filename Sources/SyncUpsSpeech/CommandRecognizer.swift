@@ -215,6 +215,7 @@ public enum CommandRecognizer {
         var pendingPartial: RecognitionResult?
         var lastPartialSent = MonotonicInstant.now()
         var badLines = BadLines()
+        var isReady = false
         while true {
             let wait = pendingPartial == nil ? silenceLimit : .milliseconds(100)
             let read: Result<ArraySlice<UInt8>, LineReader.Failure>
@@ -257,6 +258,10 @@ public enum CommandRecognizer {
                     continue
                 }
                 badLines.report(at: now, shared: shared)
+                if !isReady {
+                    isReady = true
+                    shared.events(.ready)
+                }
                 guard let result = parse(value, shared: shared) else { continue }
                 if result.kind == .partial {
                     pendingPartial = result

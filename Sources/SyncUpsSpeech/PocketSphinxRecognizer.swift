@@ -96,6 +96,7 @@ private struct Decoder {
             events(.finished)
             return
         }
+        events(.ready)
         var state = Decoder(decoder: decoder, events: events)
         ps_start_utt(decoder)
         while let item = input.pop() {

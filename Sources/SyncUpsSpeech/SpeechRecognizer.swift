@@ -28,6 +28,9 @@ public struct RecognitionResult: Sendable, Equatable {
 /// Everything a recognizer reports, from its own thread.
 public enum RecognizerEvent: Sendable, Equatable {
     case result(RecognitionResult)
+    /// The engine is up and talking: PocketSphinx loaded its model, a speech command wrote its first JSON
+    /// line. Until then a failure may still be its start failing (a command that does not exist).
+    case ready
     /// The recognizer broke (crashed, hung, gave up); transcription stops for this meeting.
     case failed(String)
     /// Audio is waiting longer than it should: the recognizer cannot keep up (reported, not hidden).

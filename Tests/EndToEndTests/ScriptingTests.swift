@@ -12,7 +12,8 @@ import Testing
 
     /// A speech command that, once the audio ends, takes a while over its last words (as a real recognizer
     /// does): the save is still in progress when `session.end` has answered.
-    static let slowEngine = "cat > /dev/null\nsleep 1\n"
+    /// It says it is up at once, so that `start` does not wait for it (`Context.speechEngineDeadline`).
+    static let slowEngine = "echo '{\"type\":\"progress\",\"time\":0}'\ncat > /dev/null\nsleep 1\n"
 
     @Test func endWaitsForTheSaveSoThatStartCanFollowAtOnce() throws {
         let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in Self.slowEngine }
@@ -40,7 +41,8 @@ import Testing
         let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
             // The recognizer finishes only when the test says so: it waits for a line on a FIFO.
             mkfifo(directory.appending("release"), 0o600)
-            return "cat > /dev/null\nread line < '\(directory.appending("release"))'\n"
+            return
+                "echo '{\"type\":\"progress\",\"time\":0}'\ncat > /dev/null\nread line < '\(directory.appending("release"))'\n"
         }
         let syncUp = try #require(meeting.started["syncup"]?.stringValue)
         let ended = try meeting.daemon.ctl(["end", "--no-wait"])
@@ -71,6 +73,48 @@ import Testing
         let status = try meeting.daemon.ctl(["status"]).standardOutput
         #expect(status.contains("\nspeech:    command, stopped: speech recognition failed"), "\(status)")
         #expect(status.contains("\naudio:     virtmic"), "\(status)")
+    }
+
+    /// `start` with a speech command that does not exist: the engine fails (status 127) just after the start
+    /// reply; `start` says so on stderr and still exits 0, for the meeting goes on.
+    @Test(arguments: [false, true]) func startWarnsWhenTheSpeechEngineCannotStart(json: Bool) throws {
+        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
+        let daemon = try DaemonProcess(
+            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "syncups-no-such-engine"],
+            environment: alsa.environment)
+        let created = try daemon.client().result(
+            "syncups.create", ["title": "Solo", "duration": 600, "attendees": ["Ann"]])
+        let syncUp = try #require(created["id"]?.stringValue)
+        let started = try daemon.ctl((json ? ["--json"] : []) + ["start", syncUp])
+        #expect(started.exitCode == 0, "\(started.standardError)")
+        #expect(started.standardError.hasPrefix("warning: speech recognition failed: "), "\(started.standardError)")
+        #expect(started.standardError.contains("127"), "\(started.standardError)")
+        if json {
+            let session = try JSONParser().parse(started.standardOutput)
+            #expect(session["transcription"]?["state"] == "stopped", "\(started.standardOutput)")
+            #expect(session["warnings"]?[0]?.stringValue?.contains("127") == true, "\(started.standardOutput)")
+        }
+        let status = try daemon.ctl(["status"]).standardOutput
+        #expect(status.contains("\naudio:     virtmic, recording\n"), "\(status)")
+    }
+
+    @Test func startWaitsForAWorkingEngineOnlyUntilItsFirstLine() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in
+            "echo '{\"type\":\"progress\",\"time\":0}'\nexec cat > /dev/null\n"
+        }
+        let syncUp = try #require(meeting.started["syncup"]?.stringValue)
+        #expect(try meeting.daemon.ctl(["end", "--discard"]).exitCode == 0)
+        let started = try meeting.daemon.ctl(["--json", "start", syncUp])
+        #expect(started.exitCode == 0 && started.standardError.isEmpty, "\(started.standardError)")
+        #expect(try JSONParser().parse(started.standardOutput)["transcription"]?["state"] == "running")
+        let status = try meeting.daemon.ctl(["status"]).standardOutput
+        #expect(status.contains("\nspeech:    command, running\n"), "\(status)")
+    }
+
+    @Test func statusWithoutAMeetingNamesTheAudioDeviceAndTheSpeechEngine() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "virtmic", "--speech-command", "cat"])
+        let status = try daemon.ctl(["status"]).standardOutput
+        #expect(status.contains("\naudio:     virtmic, idle\nspeech:    command, idle\n"), "\(status)")
     }
 
     // MARK: - Attendee edits

@@ -190,6 +190,10 @@ import Testing
         let again = try second.client()
         let meeting = try again.result("meetings.get", ["syncup": .string(id), "meeting": .string(meetingID)])
         #expect(meeting["interrupted"] == true)
+        // Killed mid-turn: when that turn ended is not known, so there are no insights rather than made-up ones.
+        #expect(meeting["insights"] == .null)
+        let shown = try second.ctl(["meeting", id, meetingID]).standardOutput
+        #expect(shown.contains("\nno insights: this meeting was saved without its turns\n"), "\(shown)")
         #expect(meeting["date"] == started["startedAt"])
         let seconds = try #require(meeting["audio"]?["seconds"]?.numberValue?.double)
         #expect(seconds >= 1.5)

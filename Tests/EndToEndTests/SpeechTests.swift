@@ -352,7 +352,7 @@ struct ScriptedEngineMeeting {
     let client: RawClient
     let started: JSONValue
 
-    init(seconds: Int, script: (TemporaryDirectory) -> String) throws {
+    init(seconds: Int, attendees: [String] = ["Ann"], script: (TemporaryDirectory) -> String) throws {
         alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
         let path = alsa.directory.appending("engine.sh")
         Files.write(path, script(alsa.directory))
@@ -362,7 +362,8 @@ struct ScriptedEngineMeeting {
         )
         client = try daemon.client()
         let created = try client.result(
-            "syncups.create", ["title": "Solo", "duration": .int(seconds), "attendees": ["Ann"]])
+            "syncups.create",
+            ["title": "Solo", "duration": .int(seconds), "attendees": .array(attendees.map(JSONValue.string))])
         _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
         started = try client.result("session.start", ["syncup": created["id"]!])
     }

@@ -76,9 +76,15 @@ import Testing
 
     // MARK: - Markdown
 
+    /// The Markdown export of a meeting without insights ends with a section that says so.
+    static let noInsights = "\n## Insights\n\n_No insights: this meeting was saved without its turns._\n"
+    static let noInsightsHTML =
+        "<h2>Insights</h2>\n<p><em>No insights: this meeting was saved without its turns.</em></p>\n"
+
     @Test func markdownEscapesEveryMetacharacterOfNamesAndText() throws {
         let file = try TranscriptExport.render(Self.meeting, format: "md")
-        let rows = file.split(separator: "\n").map(String.init)
+        #expect(file.hasSuffix(Self.noInsights))
+        let rows = file.dropLast(Self.noInsights.count).split(separator: "\n").map(String.init)
         #expect(rows.count == 1 + Self.lines.count, "\(rows)")
         #expect(try MarkdownRules.unescape(#require(rows.first)).hasPrefix("# \(Self.title), "))
         for (row, line) in zip(rows.dropFirst(), Self.lines) {
@@ -108,7 +114,7 @@ import Testing
             expected += "<p><strong>\(escaped(name)):</strong> \(escaped(Self.shown(line.text)))</p>\n"
         }
         #expect(html.hasPrefix("<h1>\(escaped(Self.title)), "), "\(html)")
-        #expect(html.hasSuffix("</h1>\n" + expected), "\(html)")
+        #expect(html.hasSuffix("</h1>\n" + expected + Self.noInsightsHTML), "\(html)")
 
         // A transcript without speakers starts its line: nothing in it may begin a list or a code block.
         for transcript in ["- not a list <b>", "12) nor this", "    nor code", "= nor a heading"] {
@@ -118,7 +124,44 @@ import Testing
             Files.write(directory.appending("plain.md"), try TranscriptExport.render(.object(plain), format: "md"))
             let rendered = try CommandResult.run("/usr/bin/cmark", [directory.appending("plain.md")]).standardOutput
             let text = transcript.drop { $0 == " " }
-            #expect(rendered.hasSuffix("</h1>\n<p>\(escaped(String(text)))</p>\n"), "\(rendered)")
+            #expect(
+                rendered.hasSuffix("</h1>\n<p>\(escaped(String(text)))</p>\n" + Self.noInsightsHTML), "\(rendered)")
+        }
+    }
+
+    /// The insights table: each hostile name is one cell, escaped, so every row has the header's six pipes.
+    @Test func markdownInsightsTableKeepsEachNameInItsCell() throws {
+        guard case .object(var meeting) = Self.meeting else { return }
+        let rows: [JSONValue] = Self.lines.enumerated().map { index, line in
+            [
+                "attendee": ["id": .string("00000000-0000-0000-0000-00000000000\(index)"), "name": .string(line.name)],
+                "share": 60, "floor": 61.25, "speaking": 12.5, "turns": 1,
+            ]
+        }
+        meeting["insights"] = [
+            "plannedSeconds": 240, "realSeconds": 245.3, "pausedSeconds": 0, "turnsCutShort": 0,
+            "attendees": .array(rows),
+        ]
+        let file = try TranscriptExport.render(.object(meeting), format: "md")
+        let section = try #require(file.components(separatedBy: "\n## Insights\n\n").last)
+        #expect(section.hasPrefix("Planned 04:00.0, took 04:05.3; 0 turns cut short.\n"), "\(section)")
+        let table = section.split(separator: "\n").dropFirst().map(String.init)
+        #expect(table.count == 2 + Self.lines.count, "\(table)")
+        func pipes(_ row: String) -> Int {
+            var count = 0
+            var isEscaped = false
+            for character in row {
+                if character == "|" && !isEscaped { count += 1 }
+                isEscaped = character == "\\" && !isEscaped
+            }
+            return count
+        }
+        for (row, line) in zip(table.dropFirst(2), Self.lines) {
+            #expect(pipes(row) == 6, "\(row)")
+            let name = line.name.isEmpty ? "Unknown" : Self.shown(line.name)
+            let cell = String(row.dropFirst(2).split(separator: " | ")[0])
+            #expect(try MarkdownRules.unescape(cell) == name, "\(row)")
+            #expect(row.hasSuffix(" | 01:00.0 | 01:01.3 | 00:12.5 | +00:01.3 (ran over) |"), "\(row)")
         }
     }
 }

@@ -7,7 +7,7 @@
 # Sync-up and meeting ids are asked from the running daemon (`syncupsctl ids`,
 # `syncupsctl ids ID`); when it does not answer, nothing is offered. Needs bash 4.
 
-_syncupsctl_commands=(status ping devices themes list ids show add edit rm meeting rm-meeting export start next
+_syncupsctl_commands=(status ping devices themes list ids show add edit rm meeting rm-meeting stats export start next
     pause resume toggle end session call watch help)
 _syncupsctl_themes=(bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple
     seafoam sky tan teal yellow)
@@ -16,7 +16,7 @@ _syncupsctl_requests=(ping status themes.list syncups.list syncups.get syncups.c
     session.resume session.end devices subscribe unsubscribe)
 
 # Options that take a value, global or of a command.
-_syncupsctl_value_options=' --socket --timeout --duration --theme --attendee --title --add-attendee --remove-attendee --rename-attendee --format --output --text --idle-text --offline-text --topic '
+_syncupsctl_value_options=' --socket --timeout --duration --theme --attendee --title --add-attendee --remove-attendee --rename-attendee --format --output --text --idle-text --offline-text --topic --last '
 
 # Runs the syncupsctl being completed, with the command line's --socket, quietly.
 _syncupsctl_run() {
@@ -156,6 +156,7 @@ _syncupsctl() {
             start) options+=(--no-audio --no-transcribe --no-call) ;;
             end) options+=(--save --discard --no-wait) ;;
             rm | delete) options+=(--yes) ;;
+            stats) options+=(--last) ;;
             watch) options=(--format --topic --once --text --idle-text --offline-text --clicks --no-clicks --help) ;;
         esac
         _syncupsctl_reply "$cur" exact "${options[@]}"
@@ -169,7 +170,7 @@ _syncupsctl() {
 
     local ids=()
     case $command:${#positionals[@]} in
-        ids:0 | show:0 | edit:0 | rm:0 | delete:0 | start:0 | meeting:0 | rm-meeting:0 | export:0)
+        ids:0 | show:0 | edit:0 | rm:0 | delete:0 | start:0 | meeting:0 | rm-meeting:0 | stats:0 | export:0)
             mapfile -t ids < <(_syncupsctl_syncup_ids)
             _syncupsctl_reply "$cur" upper "${ids[@]}"
             ;;

@@ -98,6 +98,7 @@ complete -c syncupsctl -n __syncupsctl_needs_command -a edit -d 'Change a sync-u
 complete -c syncupsctl -n __syncupsctl_needs_command -a rm -d 'Delete a sync-up'
 complete -c syncupsctl -n __syncupsctl_needs_command -a meeting -d 'Show a past meeting'
 complete -c syncupsctl -n __syncupsctl_needs_command -a rm-meeting -d 'Delete a past meeting'
+complete -c syncupsctl -n __syncupsctl_needs_command -a stats -d "Attendees' average floor and speaking time"
 complete -c syncupsctl -n __syncupsctl_needs_command -a export -d "Write a meeting's transcript"
 complete -c syncupsctl -n __syncupsctl_needs_command -a start -d 'Start recording a meeting'
 complete -c syncupsctl -n __syncupsctl_needs_command -a next -d 'Pass the floor to the next speaker'
@@ -111,11 +112,11 @@ complete -c syncupsctl -n __syncupsctl_needs_command -a watch -d 'Follow the dae
 complete -c syncupsctl -n __syncupsctl_needs_command -a help -d "Show a command's options"
 
 # Arguments: sync-up and meeting ids from the daemon, command names, request names.
-complete -c syncupsctl -n '__syncupsctl_at 0 ids show edit rm delete start meeting rm-meeting export' \
+complete -c syncupsctl -n '__syncupsctl_at 0 ids show edit rm delete start meeting rm-meeting stats export' \
     -a '(__syncupsctl_syncups)'
 complete -c syncupsctl -n '__syncupsctl_at 1 meeting rm-meeting export' -a '(__syncupsctl_meetings)'
 complete -c syncupsctl -n '__syncupsctl_at 0 help' \
-    -a 'status ping devices themes list ids show add edit rm meeting rm-meeting export start next pause resume toggle end session call watch'
+    -a 'status ping devices themes list ids show add edit rm meeting rm-meeting stats export start next pause resume toggle end session call watch'
 complete -c syncupsctl -n '__syncupsctl_at 0 call' \
     -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.end devices subscribe unsubscribe'
 
@@ -131,6 +132,7 @@ complete -c syncupsctl -n '__syncupsctl_using edit' -l remove-attendee -x -d 'Re
 complete -c syncupsctl -n '__syncupsctl_using edit' -l rename-attendee -x -d 'Rename someone: OLD=NEW'
 complete -c syncupsctl -n '__syncupsctl_using export' -l format -x -a 'md\tMarkdown json\tJSON srt\tSubRip vtt\tWebVTT' -d 'Output format'
 complete -c syncupsctl -n '__syncupsctl_using export' -l output -r -F -d 'Write to this file'
+complete -c syncupsctl -n '__syncupsctl_using stats' -l last -x -d 'Only the N newest meetings'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-audio -d 'Run the timer only, recording nothing'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-transcribe -d 'Record audio but make no transcript'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-call -d 'Record the microphone only, not the call'

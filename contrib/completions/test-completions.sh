@@ -79,7 +79,7 @@ expect() {
 expect 'syncupsctl sh' show
 expect 'syncupsctl add x --theme o' orange oxblood
 expect 'syncupsctl add x --theme=o' orange oxblood
-expect 'syncupsctl --json st' status start
+expect 'syncupsctl --json st' status stats start
 expect 'syncupsctl watch --format=wa' waybar
 expect 'syncupsctl export AAAA BBBB --format ' md json srt vtt
 expect 'syncupsctl end --' --json --help --save --discard --no-wait

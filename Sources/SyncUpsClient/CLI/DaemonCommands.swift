@@ -73,11 +73,11 @@ enum Format {
             text += "session:   \(Format.sessionLine(session))\n"
             text += "audio:     \(audioState(session))\n"
             if let call = callAudioState(session) { text += "call:      \(call)\n" }
-            let transcription = session["transcription"]?["error"]?.stringValue.map { ", stopped: \($0)" } ?? ""
-            text += "speech:    \(engine)\(transcription)\n"
+            text += "speech:    \(engine), \(speechState(session))\n"
         } else {
             text += "session:   none\n"
-            text += "speech:    \(engine)\n"
+            if let device = status["audioDevice"]?.stringValue { text += "audio:     \(device), idle\n" }
+            text += "speech:    \(engine)\(status["speechEngine"]?.stringValue == nil ? "" : ", idle")\n"
         }
         if let persistence = status["persistence"] {
             if let error = persistence["lastError"]?.stringValue { text += "ERROR:     \(error)\n" }

@@ -84,7 +84,7 @@ enum TranscriptExport {
                     text += "**\(speaker):** \(Escape.markdown(cue.text))\n\n"
                 }
             }
-            return text
+            return text + "\n" + markdownInsights(meeting)
         default:
             guard !cues.isEmpty else {
                 throw CLIError(

@@ -65,6 +65,7 @@ extension Format {
     static func meeting(_ meeting: JSONValue) -> String {
         var text = "\(string(meeting["syncup"]?["title"])), \(date(meeting["date"]))  (\(string(meeting["id"])))\n"
         if meeting["interrupted"] == .bool(true) { text += "(recovered after the daemon stopped mid-meeting)\n" }
+        text += insights(meeting)
         if let segments = meeting["segments"]?.arrayValue, !segments.isEmpty {
             text += "\n"
             for segment in segments {

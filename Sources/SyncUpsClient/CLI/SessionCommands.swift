@@ -23,9 +23,17 @@ extension Syncupsctl {
             if arguments.has("no-audio") { request.append("audio", false) }
             if arguments.has("no-call") { request.append("call", false) }
             if arguments.has("no-transcribe") || arguments.has("no-audio") { request.append("transcribe", false) }
-            let session = try context.call(on: connection, "session.start", request)
-            for warning in session["warnings"]?.arrayValue ?? [] {
-                context.output.error("warning: \(Format.string(warning))\n")
+            // Subscribed first, so that a speech engine failing right after the start cannot be missed.
+            let followsEngine = context.subscribesToSession(on: connection)
+            var session = try context.call(on: connection, "session.start", request)
+            var warnings = (session["warnings"]?.arrayValue ?? []).map(Format.string)
+            if followsEngine, session["transcription"]?["state"] == "starting" {
+                session = context.awaitSpeechEngine(session, warnings: &warnings, on: connection)
+            }
+            for warning in warnings { context.output.error("warning: \(warning)\n") }
+            if case .object(var object) = session {
+                object["warnings"] = .array(warnings.map(JSONValue.string))
+                session = .object(object)
             }
             context.show(session) { Format.sessionLine(session) + "\n" }
         },
@@ -94,6 +102,10 @@ extension Context {
     /// and some time to write.
     static let saveDeadline: Duration = .seconds(25)
 
+    /// How long `start` waits for a speech command's first line (or its failure): a command that does not
+    /// exist fails within milliseconds; one still loading its model after this is left to it.
+    static let speechEngineDeadline: Duration = .seconds(3)
+
     /// Subscribes to the session's events, so that `endSession` can wait for the save. When the daemon has
     /// no room for another subscriber, says so and returns false (`end` then does not wait).
     func subscribesForTheEnd(on connection: DaemonConnection) -> Bool {
@@ -104,6 +116,36 @@ extension Context {
             output.error("warning: not waiting for the save: \(error)\n")
             return false
         }
+    }
+
+    /// Subscribes to the session's events without a word if that fails (`start` then does not wait).
+    func subscribesToSession(on connection: DaemonConnection) -> Bool {
+        (try? connection.call("subscribe", ["topics": ["session"], "snapshot": false])) != nil
+    }
+
+    /// After `session.start` with a speech engine that has not said it is up: waits up to
+    /// `speechEngineDeadline` for it to (a `session.updated` whose transcription is no longer `starting`) or
+    /// to fail (a `session.error`, added to `warnings`). Returns the latest session object.
+    func awaitSpeechEngine(_ started: JSONValue, warnings: inout [String], on connection: DaemonConnection)
+        -> JSONValue
+    {
+        let meeting = started["meeting"]
+        let deadline = MonotonicInstant.now() + Self.speechEngineDeadline
+        var session = started
+        while session["transcription"]?["state"] == "starting" {
+            let remaining = deadline - MonotonicInstant.now()
+            guard remaining > .zero, let event = try? connection.nextEvent(timeout: remaining) else { break }
+            guard let current = event.data["session"], current["meeting"] == meeting else { continue }
+            if event.name == "session.ended" { break }
+            session = current
+            // The start's own warnings come as events too, before its reply: each is said once.
+            if event.name == "session.error", let message = event.data["message"]?.stringValue,
+                !warnings.contains(message)
+            {
+                warnings.append(message)
+            }
+        }
+        return session
     }
 
     /// `session.end`, then the `session.ended` that says the meeting is saved (or discarded): its data.
@@ -152,6 +194,12 @@ extension Format {
     static func transcriptionState(_ session: JSONValue) -> String {
         if let error = session["transcription"]?["error"]?.stringValue { return "stopped: \(error)" }
         return session["transcription"]?["engine"]?.stringValue.map { "by \($0)" } ?? "off"
+    }
+
+    /// `running`, `starting` (a speech command that has not written yet), `stopped: …` or `off`.
+    static func speechState(_ session: JSONValue) -> String {
+        if let error = session["transcription"]?["error"]?.stringValue { return "stopped: \(error)" }
+        return session["transcription"]?["state"]?.stringValue ?? "off"
     }
 
     /// `virtmic, recording` or `default, not recording (why)`.

@@ -15,5 +15,6 @@ struct Subcommand: Sendable {
 
 extension Syncupsctl {
     static let allCommands: [Subcommand] =
-        daemonCommands + syncUpCommands + meetingCommands + [exportCommand] + sessionCommands + rawCommands
+        daemonCommands + syncUpCommands + meetingCommands + [statsCommand, exportCommand] + sessionCommands
+        + rawCommands
 }

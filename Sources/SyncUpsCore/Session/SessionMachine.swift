@@ -204,6 +204,7 @@ public struct SessionMachine: Sendable, Equatable {
             switch phase {
             case .running:
                 phase = .paused
+                record.stopTimer(at: time)
                 return [.stopTimer, .publish(.paused)]
             case .paused: throw SessionRejection("the meeting is already paused")
             case .ending: throw SessionRejection("the meeting is ending: save it with session.end or resume it")
@@ -211,6 +212,7 @@ public struct SessionMachine: Sendable, Equatable {
         case .resume:
             guard phase != .running else { throw SessionRejection("the meeting is not paused") }
             phase = .running
+            record.startTimer(at: time)
             return [.startTimer, .publish(.resumed)]
         case .end(.save):
             return end(.saved(meeting), at: time)
@@ -288,6 +290,7 @@ public struct SessionMachine: Sendable, Equatable {
         let wasRunning = phase == .running
         let wasEnding = phase == .ending
         phase = .ending
+        if wasRunning { record.stopTimer(at: time) }
         var effects: [Effect] = (wasRunning ? [.stopTimer] : []) + (wasEnding ? [] : [.publish(.ending)])
         guard recorder == .running || recognizer == .running else { return effects + settle(at: time) }
         isSettleTimeoutArmed = true
@@ -323,7 +326,7 @@ public struct SessionMachine: Sendable, Equatable {
 
     private mutating func complete(_ ending: Ending, at time: Double) -> [Effect] {
         isOver = true
-        record.endTurn(at: time)
+        record.finish(at: time)
         var final = ending
         var effects: [Effect] = []
         switch ending {
@@ -364,6 +367,7 @@ public struct SessionMachine: Sendable, Equatable {
         guard speakerIndex < lastSpeakerIndex else {
             let wasRunning = phase == .running
             phase = .ending
+            if wasRunning { record.stopTimer(at: time) }
             return (wasRunning ? [.stopTimer] : []) + [.publish(.ending)]
         }
         speakerIndex += 1

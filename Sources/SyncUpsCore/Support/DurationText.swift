@@ -68,4 +68,12 @@ public enum DurationText {
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return sign + (hours > 0 ? "\(hours):\(two(minutes)):\(two(rest))" : "\(two(minutes)):\(two(rest))")
     }
+
+    /// A clock to the tenth of a second: `03:12.4`; `sign` puts a `+` before a positive one too.
+    public static func tenths(_ seconds: Double, sign: Bool = false) -> String {
+        // Tenths of at most a year: whatever a file said, the conversion cannot trap.
+        let total = seconds.isFinite ? Int((min(abs(seconds), 366 * 86_400) * 10).rounded()) : 0
+        let prefix = total == 0 ? (sign ? "±" : "") : seconds < 0 ? "-" : sign ? "+" : ""
+        return prefix + clock(total / 10) + ".\(total % 10)"
+    }
 }

@@ -24,6 +24,8 @@ public struct RecognizedSpeech: Sendable, Equatable {
 public struct MeetingRecord: Sendable, Equatable {
     public private(set) var turns: [SpeakerTurn] = []
     public private(set) var segments: [TranscriptSegment] = []
+    /// When the timer stood still (for `MeetingInsights`: floor time excludes it).
+    public private(set) var pauses: [TimerPause] = []
     /// The transcript: the settled text, then the provisional tail, and ` ❌` where transcription failed
     /// (the app's `speechFailure`, only when something was transcribed).
     public private(set) var transcript = ""
@@ -35,6 +37,9 @@ public struct MeetingRecord: Sendable, Equatable {
     public private(set) var hasFailed = false
     /// The daemon stopped mid-meeting; what there was is saved.
     public var isInterrupted = false
+    /// The latest time a turn or a pause began or ended at: the record's times never go back (a tick
+    /// stamped with its deadline may be handled after a request stamped later).
+    private var latest = 0.0
 
     public init() {}
 
@@ -81,6 +86,7 @@ public struct MeetingRecord: Sendable, Equatable {
 
     /// `speaker` has the floor from `time`; the turn before ends there.
     public mutating func beginTurn(_ speaker: Attendee, at time: Double) {
+        let time = moment(time)
         endTurn(at: time)
         turns.append(SpeakerTurn(speaker: speaker, start: time))
     }
@@ -88,7 +94,36 @@ public struct MeetingRecord: Sendable, Equatable {
     /// The current turn ends at `time` (the meeting's end).
     public mutating func endTurn(at time: Double) {
         guard !turns.isEmpty, turns[turns.count - 1].end == nil else { return }
-        turns[turns.count - 1].end = time
+        turns[turns.count - 1].end = moment(time)
+    }
+
+    /// The timer stops at `time` (a pause, the wait for `end`, the save), unless it stands still already.
+    public mutating func stopTimer(at time: Double) {
+        guard pauses.last.map({ $0.end != nil }) ?? true else { return }
+        pauses.append(TimerPause(start: moment(time)))
+    }
+
+    /// The timer runs again from `time`.
+    public mutating func startTimer(at time: Double) {
+        guard !pauses.isEmpty, pauses[pauses.count - 1].end == nil else { return }
+        pauses[pauses.count - 1].end = moment(time)
+    }
+
+    /// The meeting is over at `time`: the last turn and any pause end there.
+    public mutating func finish(at time: Double) {
+        endTurn(at: time)
+        startTimer(at: time)
+    }
+
+    /// The meeting's timeline, for its details file.
+    public func timeline(durationSeconds: Int) -> MeetingTimeline {
+        MeetingTimeline(durationSeconds: durationSeconds, turns: turns, pauses: pauses)
+    }
+
+    /// `time`, or the latest time recorded if that is later; recorded as the latest.
+    private mutating func moment(_ time: Double) -> Double {
+        latest = max(latest, time)
+        return latest
     }
 
     /// Removes the provisional tail from `transcript`, in place.

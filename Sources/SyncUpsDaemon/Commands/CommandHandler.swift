@@ -228,6 +228,8 @@ final class CommandHandler {
         } else {
             JSONWriter.appendASCII("null", to: &bytes)
         }
+        JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)
+        JSONWriter.writeString(session.settings.audioDeviceName, into: &bytes)
         JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
         if let error = persistenceError {
             JSONWriter.writeString(error, into: &bytes)
@@ -364,6 +366,7 @@ final class CommandHandler {
         object["audio"] =
             WAVFile.seconds(at: audioPath).map { ["file": .string(audioPath), "seconds": .double($0)] } ?? .null
         object["attendees"] = .array((details?.attendees ?? []).map(\.json))
+        object["insights"] = details?.insights?.json ?? .null
         // The segments are paged within what the rest of the reply leaves (a long meeting has megabytes).
         let used = JSONWriter().encode(.object(object)).count
         let (segments, next) = page.take(details?.segments ?? [], budget: server.limits.maxReplyBytes * 7 / 8 - used) {

@@ -38,7 +38,9 @@ enum MeetingRecovery {
                 syncUp: syncUp.id,
                 isInterrupted: journal.isInterrupted,
                 attendees: journal.attendees,
-                segments: journal.segments
+                segments: journal.segments,
+                // A crash mid-turn leaves the turn open: when it ended is not known, so no insights.
+                timeline: journal.timeline.flatMap { $0.turns.contains { $0.end == nil } ? nil : $0 }
             )
             if syncUp.meeting(journal.meeting) == nil {
                 var audioSeconds: Double? = nil

@@ -46,6 +46,7 @@ extension SessionController {
             segments: machine.record.segments
         )
         journal.isInterrupted = isInterrupted
+        journal.timeline = machine.record.timeline(durationSeconds: machine.durationSeconds)
         return journal
     }
 

@@ -95,6 +95,13 @@ extension SessionController {
         transcription.append("engine", .optional(session.machine.isTranscribing ? session.engineName : nil))
         transcription.append("partial", .string(session.machine.record.partial))
         transcription.append("error", .optional(session.speechError))
+        let state =
+            if session.speechError != nil { "stopped" } else if !session.machine.isTranscribing {
+                "off"
+            } else if session
+                .isSpeechReady
+            { "running" } else { "starting" }
+        transcription.append("state", .string(state))
         guard
             case .object(var object) = WireFormat.session(
                 session.machine, audio: .object(audio), transcription: .object(transcription))

@@ -374,7 +374,8 @@ final class SessionController {
                     syncUp: session.machine.syncUp.id,
                     isInterrupted: record.isInterrupted,
                     attendees: session.machine.syncUp.attendees,
-                    segments: record.segments
+                    segments: record.segments,
+                    timeline: record.timeline(durationSeconds: session.machine.durationSeconds)
                 )
                 saveDetails(
                     details,
@@ -395,8 +396,14 @@ final class SessionController {
         guard let deadline = session.schedule.nextDeadline else { return }
         session.timer = loop.schedule(at: MonotonicInstant(nanoseconds: deadline)) { [unowned self, session] in
             session.timer = nil
+            let first = session.schedule.nextDeadline ?? loop.now().nanoseconds
             let due = session.schedule.ticksDue(at: loop.now().nanoseconds)
-            for _ in 0..<due where active === session { handle(.timerTicked, in: session) }
+            // Each tick at its own deadline, not when a busy loop got to it: a turn the timer ends lasts
+            // exactly its share in the record (and in the insights), however late the wake-up.
+            for index in 0..<due where active === session {
+                let deadline = MonotonicInstant(nanoseconds: first + Int64(index) * 1_000_000_000)
+                perform(session.machine.handle(.timerTicked, at: session.elapsedSeconds(now: deadline)), in: session)
+            }
             if active === session && session.machine.phase == .running { armTimer(session) }
         }
     }
@@ -502,6 +509,10 @@ final class SessionController {
                 isFinal: result.kind == .final, text: result.text, words: result.words, start: result.start,
                 end: result.end)
             handle(.speechRecognized(speech), in: session)
+        case .ready:
+            guard !session.isSpeechReady else { return }
+            session.isSpeechReady = true
+            publish(.updated, session)  // `session start` waits for this (or an error) before it returns
         case .failed(let message):
             logger.warning(
                 "speech recognition failed: \(message); the meeting goes on without a transcript",

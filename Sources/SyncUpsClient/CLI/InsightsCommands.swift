@@ -1,0 +1,131 @@
+import SyncUpsCore
+import SyncUpsJSON
+
+extension Syncupsctl {
+    static let statsCommand = Subcommand(
+        name: "stats",
+        usage: "stats SYNCUP [--last N]",
+        summary:
+            "Each attendee's average floor and speaking time over a sync-up's meetings, and how often they ran over.",
+        details: """
+            --last N   only the N newest meetings (default: all)
+            """,
+        spec: ArgumentSpec(valueOptions: ["last"], positionals: 1...1)
+    ) { context, arguments throws(CLIError) in
+        var last: Int?
+        if let text = arguments.value("last") {
+            guard let count = Int(text), count > 0 else {
+                throw .usage("--last must be a positive number, not \"\(text)\"")
+            }
+            last = count
+        }
+        let connection = try context.connect()
+        let syncUpID = try context.syncUpID(arguments.positionals[0], on: connection)
+        // Newest first, a page at a time, up to `last`.
+        var meetings: [JSONValue] = []
+        var title = ""
+        var offset = 0
+        while true {
+            var request: JSONObject = ["id": .string(syncUpID), "meetingsOffset": .int(offset)]
+            if let last { request.append("meetingsLimit", .int(min(last - meetings.count, 100))) }
+            let page = try context.call(on: connection, "syncups.get", request)
+            title = Format.string(page["title"])
+            meetings += page["meetings"]?.arrayValue ?? []
+            guard let next = page["meetingsNext"]?.numberValue?.int64, meetings.count < (last ?? Int.max) else { break }
+            offset = Int(next)
+        }
+        var insights: [MeetingInsights] = []
+        for meeting in meetings {
+            let details = try context.call(
+                on: connection, "meetings.get",
+                ["syncup": .string(syncUpID), "meeting": meeting["id"] ?? .null, "segmentsLimit": 1])
+            if let found = details["insights"].flatMap(MeetingInsights.init(json:)) { insights.append(found) }
+        }
+        let stats = AttendeeStats.of(insights)
+        let result: JSONValue = [
+            "syncup": ["id": .string(syncUpID), "title": .string(title)],
+            "meetings": .int(meetings.count),
+            "withoutInsights": .int(meetings.count - insights.count),
+            "attendees": .array(stats.map(\.json)),
+        ]
+        context.show(result) { Format.stats(title: title, meetings: meetings.count, insights: insights.count, stats) }
+    }
+}
+
+extension Format {
+    /// A left-aligned table, columns two spaces apart (names may be wide: counted in characters).
+    static func table(_ rows: [[String]], indent: String = "  ") -> String {
+        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            var line = indent
+            for (column, cell) in row.enumerated() {
+                line += column == row.count - 1 ? cell : cell.padded(to: widths[column] + 2)
+            }
+            return line
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// The insights block of `syncupsctl meeting`: the meeting's planned and real length, then a table.
+    static func insights(_ meeting: JSONValue) -> String {
+        guard let insights = meeting["insights"].flatMap(MeetingInsights.init(json:)) else {
+            return "no insights: this meeting was saved without its turns\n"
+        }
+        let cut = insights.turnsCutShort
+        var text =
+            "insights: planned \(DurationText.tenths(insights.plannedSeconds)), took \(DurationText.tenths(insights.realSeconds))"
+        if insights.pausedSeconds > 0.05 { text += " (\(DurationText.tenths(insights.pausedSeconds)) paused)" }
+        text += ", \(cut) turn\(cut == 1 ? "" : "s") cut short\n"
+        var rows = [["attendee", "share", "floor", "spoke", "over"]]
+        for row in insights.attendees {
+            let name = oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name)
+            let over =
+                row.turns == 0
+                ? "no turn" : DurationText.tenths(row.overtime, sign: true) + (row.ranOver ? " ran over" : "")
+            rows.append([
+                name, DurationText.tenths(row.share), DurationText.tenths(row.floor), DurationText.tenths(row.speaking),
+                over,
+            ])
+        }
+        return text + table(rows)
+    }
+
+    static func stats(title: String, meetings: Int, insights: Int, _ stats: [AttendeeStats]) -> String {
+        var text = "\"\(oneLine(title))\": \(meetings) meeting\(meetings == 1 ? "" : "s")"
+        if insights < meetings { text += " (\(meetings - insights) without insights)" }
+        text += "\n"
+        guard !stats.isEmpty else { return text + "no insights\n" }
+        var rows = [["attendee", "meetings", "avg floor", "avg spoke", "ran over"]]
+        for row in stats {
+            rows.append([
+                oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name), String(row.meetings),
+                DurationText.tenths(row.averageFloor), DurationText.tenths(row.averageSpeaking),
+                "\(row.ranOver) of \(row.meetings)",
+            ])
+        }
+        return text + table(rows)
+    }
+}
+
+extension TranscriptExport {
+    /// The Markdown export's insights section: a table, or a line saying there are none.
+    static func markdownInsights(_ meeting: JSONValue) -> String {
+        guard let insights = meeting["insights"].flatMap(MeetingInsights.init(json:)) else {
+            return "## Insights\n\n_No insights: this meeting was saved without its turns._\n"
+        }
+        var text = "## Insights\n\n"
+        text +=
+            "Planned \(DurationText.tenths(insights.plannedSeconds)), took \(DurationText.tenths(insights.realSeconds))"
+        if insights.pausedSeconds > 0.05 { text += " (\(DurationText.tenths(insights.pausedSeconds)) paused)" }
+        text += "; \(insights.turnsCutShort) turn\(insights.turnsCutShort == 1 ? "" : "s") cut short.\n\n"
+        text += "| Attendee | Share | Floor | Spoke | Over |\n| --- | ---: | ---: | ---: | ---: |\n"
+        for row in insights.attendees {
+            let name = Escape.markdown(row.attendee.name.isEmpty ? "Unknown" : row.attendee.name)
+            let over =
+                row.turns == 0
+                ? "no turn" : DurationText.tenths(row.overtime, sign: true) + (row.ranOver ? " (ran over)" : "")
+            text +=
+                "| \(name) | \(DurationText.tenths(row.share)) | \(DurationText.tenths(row.floor)) | \(DurationText.tenths(row.speaking)) | \(over) |\n"
+        }
+        return text
+    }
+}

@@ -1,0 +1,201 @@
+import SyncUpsJSON
+
+/// Who ran over and who barely spoke in one meeting, from its timeline and its attributed transcript.
+/// Pure arithmetic on seconds from the meeting's start.
+///
+/// - An attendee's **share** is the slot the timer gives them: the duration divided by the number of
+///   attendees in whole seconds, as `SessionMachine` rotates, the last attendee taking what is left.
+/// - **Floor** time is how long they had the floor, however their turn ended (`next`, auto-rotation, the
+///   meeting's end), less the time the timer stood still (pauses, the wait for `end`, the save).
+/// - **Speaking** time is the sum of their words' durations as the recognizer timed them (a segment without
+///   word times counts as a whole).
+/// - **Overtime** is floor minus share: positive, they ran over; negative, they handed time back. Only more
+///   than `tolerance` either way counts as running over or as a turn cut short (the timer ticks in seconds).
+public struct MeetingInsights: Sendable, Equatable {
+    public static let tolerance = 0.5
+
+    public struct AttendeeInsights: Sendable, Equatable {
+        public var attendee: Attendee
+        public var share: Double
+        public var floor: Double
+        public var speaking: Double
+        /// How many turns they had: 0 when the meeting ended before their turn.
+        public var turns: Int
+
+        public init(attendee: Attendee, share: Double, floor: Double, speaking: Double, turns: Int) {
+            self.attendee = attendee
+            self.share = share
+            self.floor = floor
+            self.speaking = speaking
+            self.turns = turns
+        }
+
+        public var overtime: Double { floor - share }
+        public var ranOver: Bool { turns > 0 && overtime > MeetingInsights.tolerance }
+    }
+
+    /// The sync-up's duration.
+    public var plannedSeconds: Double
+    /// From the start to the moment the meeting was ended (or time was up), pauses included.
+    public var realSeconds: Double
+    /// The time the timer stood still before the end.
+    public var pausedSeconds: Double
+    /// Turns that ended more than `tolerance` before their share was used.
+    public var turnsCutShort: Int
+    /// In the meeting's order of attendees.
+    public var attendees: [AttendeeInsights]
+
+    public init(
+        plannedSeconds: Double, realSeconds: Double, pausedSeconds: Double, turnsCutShort: Int,
+        attendees: [AttendeeInsights]
+    ) {
+        self.plannedSeconds = plannedSeconds
+        self.realSeconds = realSeconds
+        self.pausedSeconds = pausedSeconds
+        self.turnsCutShort = turnsCutShort
+        self.attendees = attendees
+    }
+
+    /// The insights of a saved meeting: its timeline, its attendees as they were, its attributed transcript.
+    public init(timeline: MeetingTimeline, attendees: [Attendee], segments: [TranscriptSegment]) {
+        let end = timeline.turns.last.map { $0.end ?? $0.start } ?? 0
+        // The pause that lasts to the end is the wait for the save: the meeting was over when it began.
+        let pauses = timeline.pauses.map { TimerPause(start: $0.start, end: min($0.end ?? end, end)) }
+        let realEnd = pauses.last.flatMap { $0.end! >= end ? $0.start : nil } ?? end
+        let start = timeline.turns.first?.start ?? 0
+        func running(from start: Double, to end: Double) -> Double {
+            let stood = pauses.reduce(0) { total, pause in
+                total + max(0, min(end, pause.end!) - max(start, pause.start))
+            }
+            return max(0, end - start - stood)
+        }
+        let count = attendees.count
+        let slot = count == 0 ? 0 : timeline.durationSeconds / count
+        func share(_ index: Int) -> Double {
+            Double(index == count - 1 ? timeline.durationSeconds - slot * (count - 1) : slot)
+        }
+        var rows = attendees.enumerated().map { index, attendee in
+            AttendeeInsights(attendee: attendee, share: share(index), floor: 0, speaking: 0, turns: 0)
+        }
+        var cutShort = 0
+        for turn in timeline.turns {
+            let floor = running(from: turn.start, to: min(turn.end ?? end, realEnd))
+            guard let row = rows.firstIndex(where: { $0.attendee.id == turn.speaker.id }) else { continue }
+            rows[row].floor += floor
+            rows[row].turns += 1
+            if floor < rows[row].share - Self.tolerance { cutShort += 1 }
+        }
+        for segment in segments {
+            guard let speaker = segment.speaker, let row = rows.firstIndex(where: { $0.attendee.id == speaker.id })
+            else { continue }
+            rows[row].speaking +=
+                segment.words.isEmpty
+                ? max(0, segment.end - segment.start) : segment.words.reduce(0) { $0 + max(0, $1.end - $1.start) }
+        }
+        self.init(
+            plannedSeconds: Double(timeline.durationSeconds),
+            realSeconds: max(0, realEnd - start),
+            pausedSeconds: (realEnd - start) - running(from: start, to: realEnd),
+            turnsCutShort: cutShort,
+            attendees: rows
+        )
+    }
+
+    // MARK: - JSON
+
+    /// Seconds to the millisecond, as every time syncupsd writes.
+    private static func seconds(_ value: Double) -> JSONValue { .double(TranscriptWord.rounded(value)) }
+
+    public var json: JSONValue {
+        var object = JSONObject()
+        object.append("plannedSeconds", Self.seconds(plannedSeconds))
+        object.append("realSeconds", Self.seconds(realSeconds))
+        object.append("pausedSeconds", Self.seconds(pausedSeconds))
+        object.append("turnsCutShort", .int(turnsCutShort))
+        object.append(
+            "attendees",
+            .array(
+                attendees.map { row in
+                    var member = JSONObject()
+                    member.append("attendee", row.attendee.json)
+                    member.append("share", Self.seconds(row.share))
+                    member.append("floor", Self.seconds(row.floor))
+                    member.append("speaking", Self.seconds(row.speaking))
+                    member.append("overtime", Self.seconds(row.overtime))
+                    member.append("turns", .int(row.turns))
+                    member.append("ranOver", .bool(row.ranOver))
+                    return .object(member)
+                }))
+        return .object(object)
+    }
+
+    /// Reads what `json` wrote (a client reads `meetings.get`'s `insights`); nil when it is not insights.
+    public init?(json: JSONValue) {
+        func number(_ value: JSONValue?) -> Double? { value?.numberValue?.double }
+        guard let planned = number(json["plannedSeconds"]), let real = number(json["realSeconds"]),
+            let rows = json["attendees"]?.arrayValue
+        else { return nil }
+        self.init(
+            plannedSeconds: planned,
+            realSeconds: real,
+            pausedSeconds: number(json["pausedSeconds"]) ?? 0,
+            turnsCutShort: Int(json["turnsCutShort"]?.numberValue?.int64 ?? 0),
+            attendees: rows.compactMap { row in
+                guard let attendee = row["attendee"].flatMap(Attendee.init(json:)) else { return nil }
+                return AttendeeInsights(
+                    attendee: attendee, share: number(row["share"]) ?? 0, floor: number(row["floor"]) ?? 0,
+                    speaking: number(row["speaking"]) ?? 0, turns: Int(row["turns"]?.numberValue?.int64 ?? 0))
+            }
+        )
+    }
+}
+
+/// One attendee across meetings (`syncupsctl stats`): averages over the meetings in which they had a turn.
+public struct AttendeeStats: Sendable, Equatable {
+    public var attendee: Attendee
+    /// Meetings in which they had a turn.
+    public var meetings: Int
+    public var averageFloor: Double
+    public var averageSpeaking: Double
+    /// In how many of those meetings they ran over.
+    public var ranOver: Int
+
+    public var json: JSONValue {
+        var object = JSONObject()
+        object.append("attendee", attendee.json)
+        object.append("meetings", .int(meetings))
+        object.append("averageFloor", .double(TranscriptWord.rounded(averageFloor)))
+        object.append("averageSpeaking", .double(TranscriptWord.rounded(averageSpeaking)))
+        object.append("ranOver", .int(ranOver))
+        return .object(object)
+    }
+
+    /// Per attendee (by id, named as in the newest meeting), in the order they first appear, newest meeting
+    /// first. Meetings are given newest first.
+    public static func of(_ meetings: [MeetingInsights]) -> [AttendeeStats] {
+        var stats: [AttendeeStats] = []
+        for meeting in meetings {
+            for row in meeting.attendees where row.turns > 0 {
+                let index =
+                    stats.firstIndex { $0.attendee.id == row.attendee.id }
+                    ?? {
+                        stats.append(
+                            AttendeeStats(
+                                attendee: row.attendee, meetings: 0, averageFloor: 0, averageSpeaking: 0, ranOver: 0))
+                        return stats.count - 1
+                    }()
+                stats[index].meetings += 1
+                // Running sums for now; divided below.
+                stats[index].averageFloor += row.floor
+                stats[index].averageSpeaking += row.speaking
+                if row.ranOver { stats[index].ranOver += 1 }
+            }
+        }
+        for index in stats.indices {
+            let count = Double(stats[index].meetings)
+            stats[index].averageFloor /= count
+            stats[index].averageSpeaking /= count
+        }
+        return stats
+    }
+}

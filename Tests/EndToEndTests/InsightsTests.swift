@@ -1,0 +1,107 @@
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+/// Stand-up insights from real meetings: the daemon's timer, the `file`-plugin microphone and a scripted
+/// speech engine, driven so that every number is known in advance (to the timer's and the test's latency:
+/// a few milliseconds; the checks allow a tenth of a second).
+@Suite struct InsightsTests {
+    /// Once the audio ends: Ann speaks 0.8 s (0.2–0.7 and 1.0–1.3), Bob 0.4 s (2.5–2.9), Cy not at all.
+    static let engine = """
+        echo '{"type":"progress","time":0}'
+        cat > /dev/null
+        echo '{"type":"final","text":"yesterday done","start":0.2,"end":1.3,"words":[{"word":"yesterday","start":0.2,"end":0.7},{"word":"done","start":1.0,"end":1.3}]}'
+        echo '{"type":"final","text":"blocked","start":2.5,"end":2.9,"words":[{"word":"blocked","start":2.5,"end":2.9}]}'
+        """
+
+    static func within(_ value: JSONValue?, _ expected: Double, _ tolerance: Double = 0.1) -> Bool {
+        guard let value = value?.numberValue?.double else { return false }
+        return abs(value - expected) < tolerance
+    }
+
+    /// Waits for the tick that makes the meeting's elapsed time `seconds`.
+    static func tick(_ seconds: Int, on client: RawClient) throws {
+        while try client.nextEvent("session.tick", timeout: .seconds(20))["data"]?["session"]?["secondsElapsed"]
+            != .number(.int(Int64(seconds)))
+        {}
+    }
+
+    /// Meeting 1: 6 s for Ann, Bob and Cy (2 s each). Ann is rotated out by the timer; Bob is paused a while
+    /// 1 s into his turn, then rotated out; Cy says `next` 1 s into hers (cut short), and the meeting is saved.
+    /// Meeting 2: the sync-up is shortened to 3 s (1 s each) during Ann's first second: she runs over by
+    /// 1 s, Bob has his 1 s, time is up before Cy's turn.
+    static func twoMeetings() throws -> (ScriptedEngineMeeting, syncUp: String, [String]) {
+        let meeting = try ScriptedEngineMeeting(seconds: 6, attendees: ["Ann", "Bob", "Cy"]) { _ in engine }
+        let client = meeting.client
+        let syncUp = try #require(meeting.started["syncup"]?.stringValue)
+        try tick(3, on: client)
+        _ = try client.result("session.pause")
+        #expect(try meeting.daemon.ctl(["status"]).exitCode == 0)  // the pause lasts as long as this takes
+        _ = try client.result("session.resume")
+        try tick(5, on: client)
+        _ = try client.result("session.next")
+        let first = try meeting.daemon.ctl(["end", "--save"])
+        #expect(first.exitCode == 0, "\(first.standardError)")
+
+        _ = try client.result("session.start", ["syncup": .string(syncUp)])
+        try tick(1, on: client)
+        _ = try client.result("syncups.update", ["id": .string(syncUp), "duration": 3])
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(20))
+        let second = try #require(ended["data"]?["meeting"]?["id"]?.stringValue)
+        return (
+            meeting, syncUp,
+            [String(first.standardOutput.dropLast(first.standardOutput.hasSuffix("\n") ? 1 : 0)), second]
+        )
+    }
+
+    @Test func meetingsGetAndTheCLIGiveEachMeetingsInsightsAndStatsAverageThem() throws {
+        let (meeting, syncUp, ids) = try Self.twoMeetings()
+        let daemon = meeting.daemon
+        let got = try daemon.client().result("meetings.get", ["syncup": .string(syncUp), "meeting": .string(ids[0])])
+        let insights = try #require(got["insights"], "\(got)")
+        #expect(insights["plannedSeconds"] == 6)
+        #expect(insights["turnsCutShort"] == 1)
+        let paused = try #require(insights["pausedSeconds"]?.numberValue?.double)
+        #expect(paused > 0)
+        #expect(Self.within(.double(try #require(insights["realSeconds"]?.numberValue?.double) - paused), 5))
+        let rows = try #require(insights["attendees"]?.arrayValue)
+        #expect(rows.map { $0["attendee"]?["name"] } == ["Ann", "Bob", "Cy"])
+        for (row, expected) in zip(rows, [(2.0, 0.8, 0.0), (2.0, 0.4, 0.0), (1.0, 0.0, -1.0)]) {
+            #expect(row["share"] == 2)
+            #expect(Self.within(row["floor"], expected.0), "\(row)")
+            #expect(Self.within(row["speaking"], expected.1), "\(row)")
+            #expect(Self.within(row["overtime"], expected.2), "\(row)")
+            #expect(row["ranOver"] == false)
+        }
+
+        let second = try daemon.ctl(["meeting", syncUp, "latest"]).standardOutput
+        #expect(second.contains("insights: planned 00:03.0, took 00:03."), "\(second)")
+        #expect(second.contains("Ann       00:01.0  00:02.0  00:00.8  +00:01.0 ran over\n"), "\(second)")
+        #expect(second.contains("Cy        00:01.0  00:00.0  00:00.0  no turn\n"), "\(second)")
+
+        let stats = try JSONParser().parse(try daemon.ctl(["--json", "stats", "Solo"]).standardOutput)
+        #expect(stats["meetings"] == 2 && stats["withoutInsights"] == 0, "\(stats)")
+        let people = try #require(stats["attendees"]?.arrayValue)
+        #expect(people.map { $0["attendee"]?["name"] } == ["Ann", "Bob", "Cy"])
+        #expect(people.map { $0["meetings"] } == [2, 2, 1])
+        #expect(people.map { $0["ranOver"] } == [1, 0, 0])
+        for (person, expected) in zip(people, [(2.0, 0.8), (1.5, 0.4), (1.0, 0.0)]) {
+            #expect(Self.within(person["averageFloor"], expected.0), "\(person)")
+            #expect(Self.within(person["averageSpeaking"], expected.1), "\(person)")
+        }
+        let last = try daemon.ctl(["stats", "Solo", "--last", "1"]).standardOutput
+        #expect(last.hasPrefix("\"Solo\": 1 meeting\n"), "\(last)")
+        #expect(last.contains("Ann       1         00:02.0    00:00.8    1 of 1\n"), "\(last)")
+        #expect(!last.contains("Cy"), "\(last)")
+        #expect(try daemon.ctl(["stats", "Solo", "--last", "0"]).exitCode == 64)
+
+        let markdown = try daemon.ctl(["export", syncUp, "latest", "--format", "md"]).standardOutput
+        #expect(markdown.contains("\n## Insights\n\nPlanned 00:03.0, took 00:03."), "\(markdown)")
+        #expect(markdown.contains("| Ann | 00:01.0 | 00:02.0 | 00:00.8 | +00:01.0 (ran over) |\n"), "\(markdown)")
+        let json = try JSONParser().parse(
+            try daemon.ctl(["export", syncUp, "latest", "--format", "json"]).standardOutput)
+        #expect(json["insights"]?["attendees"]?[0]?["ranOver"] == true)
+    }
+}
