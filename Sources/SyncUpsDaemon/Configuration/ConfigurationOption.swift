@@ -134,6 +134,18 @@ struct ConfigurationOption: Sendable {
             configuration.maxConnections = count
         },
         ConfigurationOption(
+            name: "busy-poll",
+            kind: .text,
+            placeholder: "MICROSECONDS",
+            defaultDescription: String(Configuration().busyPollMicroseconds),
+            help: "how long the event loop polls for the next request before sleeping (0: never)"
+        ) { configuration, value throws(ConfigurationError.Reason) in
+            guard let microseconds = Int(value), (0...1000).contains(microseconds) else {
+                throw .invalidValue(value, "a number of microseconds from 0 to 1000")
+            }
+            configuration.busyPollMicroseconds = microseconds
+        },
+        ConfigurationOption(
             name: "log-level",
             kind: .choice(Logger.Level.allCases.reversed().map(\.name)),
             placeholder: "LEVEL",

@@ -1,7 +1,7 @@
 // syncups-bench: the figures of `make bench`, printed as a table and written as JSON.
 //
 //   syncups-bench [--quick] [--json FILE]
-//       [--only roundtrip,instructions,fanout,store,scale,flood,startup,idle,speech]
+//       [--only roundtrip,limit,instructions,fanout,store,scale,flood,startup,idle,speech]
 //       [--speech-command COMMAND]
 //   syncups-bench soak [--seconds N] [--json FILE] [--language-model]      (make soak; see Soak.swift)
 //
@@ -61,6 +61,9 @@ struct Bench {
         let repeats = quick ? 1 : 3
 
         if only.contains("roundtrip") { report.append("roundTrip", try roundTrips(scale: scale, rounds: repeats)) }
+        if only.contains("roundtrip") || only.contains("limit") {
+            report.append("limit", try limit(scale: scale, rounds: repeats))
+        }
         if only.contains("instructions") { report.append("instructions", try instructions()) }
         if only.contains("fanout") { report.append("fanOut", try fanOut(rounds: quick ? 20 : 100)) }
         if only.contains("store") { report.append("store", try store(repeats: repeats)) }
@@ -136,6 +139,87 @@ struct Bench {
             "syncupsdStatus": json(status), "syncupsdPing": json(ping), "mpdStatus": json(mpd),
             "statusP50Ratio": .double(p50Ratio), "pipelinedRatio": .double(throughputRatio),
         ]
+    }
+
+    static func limit(scale: Double, rounds: Int) throws -> JSONValue {
+        let tool = try LimitBench.build()
+        let total = 20_000
+        let probe = try Daemon.syncupsd()
+        let replyBytes = try LimitBench.statusReplyBytes(probe.socketPath)
+        probe.stop()
+        print(
+            "\n== Against the limit: a C epoll server answering each line with a fixed \(replyBytes)-byte line (syncupsd's"
+        )
+        print("   status reply); a C client writes B status requests, then reads the B replies, \(total) requests;")
+        print("   round trips one at a time; medians of \(rounds) interleaved rounds; ×: the ratio to the limit")
+        let names = ["limit", "syncupsd", "syncupsd --busy-poll 0", "MPD"]
+        var rates = [String: [Int: [Double]]]()
+        var p50s = [String: [Double]]()
+        let sequential = Int(20_000 * scale)
+        for _ in 0..<rounds {
+            let daemons = [
+                try LimitBench.server(tool, replyBytes: replyBytes), try Daemon.syncupsd(),
+                try Daemon.syncupsd(["--busy-poll", "0"]), try Daemon.mpd(),
+            ]
+            defer { for daemon in daemons { daemon.stop() } }
+            for (name, daemon) in zip(names, daemons) {
+                let dialect: LineClient.Dialect = name == "MPD" ? .mpd : .syncupsd
+                p50s[name, default: []].append(
+                    try LimitBench.roundTripP50(daemon.socketPath, dialect: dialect, count: sequential))
+            }
+            for batch in LimitBench.batches {
+                for (name, daemon) in zip(names, daemons) {
+                    let dialect: LineClient.Dialect = name == "MPD" ? .mpd : .syncupsd
+                    rates[name, default: [:]][batch, default: []].append(
+                        try LimitBench.throughput(
+                            tool, socketPath: daemon.socketPath, dialect: dialect, batch: batch, total: total))
+                }
+            }
+        }
+        let limitP50 = median(p50s["limit"] ?? [])
+        print("| | p50 | " + LimitBench.batches.map { "B=\($0)" }.joined(separator: " | ") + " |")
+        print("|---|---|" + String(repeating: "---|", count: LimitBench.batches.count))
+        var results = JSONObject()
+        for name in names {
+            let p50 = median(p50s[name] ?? [])
+            var cells = ["\(microseconds(p50)) (×\(String(format2: p50 / limitP50)))"]
+            var object = JSONObject()
+            object.append("p50Microseconds", .double(p50 / 1000))
+            object.append("p50Ratio", .double(p50 / limitP50))
+            for batch in LimitBench.batches {
+                let rate = median(rates[name]?[batch] ?? [])
+                let ratio = rate / median(rates["limit"]?[batch] ?? [])
+                cells.append("\(String(format2: rate / 1e6)) M/s (×\(String(format2: ratio)))")
+                object.append("B\(batch)PerSecond", .double(rate))
+                object.append("B\(batch)Ratio", .double(ratio))
+            }
+            let label = name == "MPD" ? "MPD status (its own, shorter reply)" : name
+            print("| \(label) | " + cells.joined(separator: " | ") + " |")
+            results.append(name, .object(object))
+        }
+        results.append("replyBytes", .int(replyBytes))
+
+        print("\n== The busy poll's cost: a client pinging in a loop for \(String(format1: 5 * scale)) s")
+        print("| syncupsd | pings/s | daemon CPU per ping | daemon CPU |")
+        print("|---|---|---|---|")
+        for (name, key, arguments) in [
+            ("--busy-poll 50 (default)", "pingBusyPoll", [String]()),
+            ("--busy-poll 0", "pingNoBusyPoll", ["--busy-poll", "0"]),
+        ] {
+            let daemon = try Daemon.syncupsd(arguments)
+            let cost = try LimitBench.pingCost(daemon, seconds: 5 * scale)
+            daemon.stop()
+            print(
+                "| \(name) | \(Int(cost.pingsPerSecond)) | \(microseconds(cost.cpuPerPing)) | \(String(format1: cost.cpuPercent)) % |"
+            )
+            results.append(
+                key,
+                [
+                    "pingsPerSecond": .double(cost.pingsPerSecond),
+                    "cpuMicrosecondsPerPing": .double(cost.cpuPerPing / 1000), "cpuPercent": .double(cost.cpuPercent),
+                ])
+        }
+        return .object(results)
     }
 
     static func instructions() throws -> JSONValue {
