@@ -101,7 +101,8 @@ public struct JSONScanner {
         return true
     }
 
-    func describeCurrent() -> String {
+    /// The byte at the position, described for an error message ("character 'x'", "end of input").
+    public func describeCurrent() -> String {
         guard index < bytes.count else { return "end of input" }
         let byte = bytes[index]
         if byte >= 0x20 && byte < 0x7F { return "character '\(Character(Unicode.Scalar(byte)))'" }

@@ -1,8 +1,12 @@
 /// A JSON document held in memory, with numbers kept exact and object members kept in order.
 ///
-/// syncupsd reads and writes JSON itself rather than through `Codable`: `sync-ups.json` needs 64-bit unsigned
-/// integers parsed exactly and the SyncUps app's exact output format, and the socket protocol needs precise
-/// error messages and hard limits on nesting and size.
+/// syncupsd reads and writes JSON itself rather than through `Codable` and Foundation's `JSONDecoder`, for
+/// the socket protocol: a request's `args` are any JSON, checked field by field with errors that name the
+/// field; a bad line must get a message with its byte offset, duplicate keys and invalid UTF-8 must be
+/// refused, and nesting and size have hard limits (a hostile client must not get a stack overflow); and the
+/// request path is what bars poll, so it avoids a tree where it can (`Request.decode`, `status`). The strict
+/// parser is fuzzed (`make fuzz`). `sync-ups.json` has its own reader and writer over the same scanner
+/// (`SyncUpsFile`), tested byte for byte against Foundation's `JSONEncoder`, which is what the app uses.
 public enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)

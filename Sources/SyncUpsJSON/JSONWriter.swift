@@ -1,25 +1,17 @@
-/// Serialises `JSONValue`s: compactly for the wire, or exactly as Apple's `JSONEncoder` does for files.
+/// Serialises `JSONValue`s: compactly for the wire, or indented for files people read (meeting details,
+/// exports). `sync-ups.json` has its own writer, `SyncUpsFileEncoder`, in Apple's exact layout.
 public struct JSONWriter: Sendable {
     /// How the text is laid out.
     public struct Options: Sendable, Equatable {
-        /// Apple's `.prettyPrinted`: two-space indent, `"key" : value`, one array element per line.
+        /// Two-space indent, `"key" : value`, one array element per line (Apple's `.prettyPrinted` layout).
         public var isPretty: Bool
-        /// Apple's `.sortedKeys`: object members in byte order of their keys.
-        public var sortsKeys: Bool
-        /// Apple's default of writing `/` as `\/` (unless `.withoutEscapingSlashes`).
-        public var escapesSlashes: Bool
 
-        public init(isPretty: Bool = false, sortsKeys: Bool = false, escapesSlashes: Bool = false) {
+        public init(isPretty: Bool = false) {
             self.isPretty = isPretty
-            self.sortsKeys = sortsKeys
-            self.escapesSlashes = escapesSlashes
         }
 
-        /// One line, members in insertion order, `/` as is: the socket protocol's form.
+        /// One line, members in insertion order: the socket protocol's form.
         public static let compact = Options()
-
-        /// What the SyncUps app's Debug build writes: `JSONEncoder` with `[.prettyPrinted, .sortedKeys]`.
-        public static let applePrettySorted = Options(isPretty: true, sortsKeys: true, escapesSlashes: true)
     }
 
     public var options: Options
@@ -51,7 +43,7 @@ public struct JSONWriter: Sendable {
         case .null: output.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
         case .bool(let flag): JSONWriter.appendASCII(flag ? "true" : "false", to: &output)
         case .number(let number): JSONWriter.writeNumber(number, into: &output)
-        case .string(let string): JSONWriter.writeString(string, into: &output, escapesSlashes: options.escapesSlashes)
+        case .string(let string): JSONWriter.writeString(string, into: &output)
         case .array(let elements):
             output.append(UInt8(ascii: "["))
             if options.isPretty {
@@ -72,15 +64,13 @@ public struct JSONWriter: Sendable {
             output.append(UInt8(ascii: "]"))
         case .object(let object):
             output.append(UInt8(ascii: "{"))
-            let members =
-                options.sortsKeys
-                ? object.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } : object.members
+            let members = object.members
             if options.isPretty {
                 output.append(0x0A)
                 for (offset, member) in members.enumerated() {
                     if offset > 0 { output.append(contentsOf: [UInt8(ascii: ","), 0x0A]) }
                     appendIndent(indent + 1, to: &output)
-                    JSONWriter.writeString(member.key, into: &output, escapesSlashes: options.escapesSlashes)
+                    JSONWriter.writeString(member.key, into: &output)
                     output.append(contentsOf: [0x20, UInt8(ascii: ":"), 0x20])
                     write(member.value, into: &output, indent: indent + 1)
                 }
@@ -89,7 +79,7 @@ public struct JSONWriter: Sendable {
             } else {
                 for (offset, member) in members.enumerated() {
                     if offset > 0 { output.append(UInt8(ascii: ",")) }
-                    JSONWriter.writeString(member.key, into: &output, escapesSlashes: options.escapesSlashes)
+                    JSONWriter.writeString(member.key, into: &output)
                     output.append(UInt8(ascii: ":"))
                     write(member.value, into: &output, indent: indent)
                 }

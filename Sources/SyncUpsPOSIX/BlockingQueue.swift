@@ -48,7 +48,7 @@ public final class BlockingQueue<Element: Sendable>: Sendable {
     public func pop() -> Element? {
         while true {
             var token: UInt64 = 0
-            if read(available.rawValue, &token, 8) < 0 && Errno.current == .interrupted { continue }
+            _ = retryingInterrupts { read(available.rawValue, &token, 8) }
             let (element, isClosed): (Element?, Bool) = state.withLock { state in
                 guard state.count > 0 else { return (nil, state.isClosed) }
                 let element = state.elements[state.head].take()

@@ -35,7 +35,7 @@ public enum Descendants {
             if orphans.isEmpty { return }
             for pid in orphans {
                 var status: CInt = 0
-                while waitpid(pid, &status, 0) < 0 && Errno.current == .interrupted {}
+                _ = retryingInterrupts { waitpid(pid, &status, 0) }
             }
         }
     }

@@ -43,17 +43,24 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(operation): \(errno)" }
 }
 
+/// Runs a system call again while it fails with `EINTR` (a signal arrived while it waited), and returns
+/// its result: on -1, `errno` is the error. The one place the codebase retries an interrupted call; callers
+/// that want a thrown error use `syscall`, callers that treat some errors as answers (`EAGAIN`) use this.
+@inlinable
+public func retryingInterrupts<Result: FixedWidthInteger>(_ body: () -> Result) -> Result {
+    while true {
+        let result = body()
+        if result != -1 || errno != EINTR { return result }
+    }
+}
+
 /// Runs a system call, retrying while it fails with `EINTR`, and turns a -1 result into a thrown `SystemError`.
 @discardableResult
 public func syscall<Result: FixedWidthInteger>(
     _ operation: @autoclosure () -> String,
     _ body: () -> Result
 ) throws(SystemError) -> Result {
-    while true {
-        let result = body()
-        if result != -1 { return result }
-        let error = Errno.current
-        if error == .interrupted { continue }
-        throw SystemError(operation(), error)
-    }
+    let result = retryingInterrupts(body)
+    if result == -1 { throw SystemError(operation(), .current) }
+    return result
 }

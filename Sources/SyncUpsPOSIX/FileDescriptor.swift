@@ -60,6 +60,15 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         try syscall("read") { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
     }
 
+    /// Reads up to `buffer.count` bytes from a non-blocking descriptor; 0 means end of file, nil that
+    /// nothing is available now (`EAGAIN`).
+    public func readAvailable(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
+        let count = retryingInterrupts { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+        if count >= 0 { return count }
+        if Errno.current == .wouldBlock { return nil }
+        throw SystemError("read", .current)
+    }
+
     /// Writes some of `buffer`, returning how much was written (possibly less than all).
     public func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int {
         try syscall("write") { Glibc.write(rawValue, buffer.baseAddress, buffer.count) }
@@ -91,14 +100,15 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         var written = 0
         while written < bytes.count {
             let result = bytes.withUnsafeBytes { buffer in
-                Glibc.pwrite(
-                    rawValue, buffer.baseAddress! + written, buffer.count - written, off_t(offset) + off_t(written))
+                Result { () throws(SystemError) in
+                    try syscall("pwrite") {
+                        Glibc.pwrite(
+                            rawValue, buffer.baseAddress! + written, buffer.count - written,
+                            off_t(offset) + off_t(written))
+                    }
+                }
             }
-            if result < 0 {
-                if Errno.current == .interrupted { continue }
-                throw SystemError("pwrite", .current)
-            }
-            written += result
+            written += try result.get()
         }
     }
 
@@ -110,14 +120,11 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
             var count = 0
             var error = Errno(rawValue: 0)
             let chunk = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
-                count = Glibc.read(rawValue, buffer.baseAddress, buffer.count)
+                count = retryingInterrupts { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
                 if count < 0 { error = .current }
                 initialized = max(count, 0)
             }
-            if count < 0 {
-                if error == .interrupted { continue }
-                throw SystemError("read", error)
-            }
+            if count < 0 { throw SystemError("read", error) }
             if count == 0 { return result }
             if result.isEmpty { result = chunk } else { result.append(contentsOf: chunk) }
             capacity = min(capacity * 2, 16 * 1024 * 1024)

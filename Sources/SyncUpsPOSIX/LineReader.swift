@@ -64,17 +64,24 @@ public struct LineReader {
             }
             if let deadline {
                 // A zero timeout still looks once: "is a line available right now?"
-                let remaining = max(.zero, deadline - .now())
                 var poller = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&poller, 1, CInt(remaining.nanoseconds / 1_000_000))
+                let ready: CInt
+                do {
+                    ready = try syscall("poll") {
+                        poll(&poller, 1, CInt(max(.zero, deadline - .now()).nanoseconds / 1_000_000))
+                    }
+                } catch {
+                    throw .system(error)
+                }
                 if ready == 0 { throw .timedOut }
-                if ready < 0 && Errno.current != .interrupted { throw .system(SystemError("poll", .current)) }
-                if ready <= 0 { continue }
             }
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd.rawValue, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if Errno.current == .interrupted { continue }
-                throw .system(SystemError("read", .current))
+            let read = chunk.withUnsafeMutableBytes { bytes in
+                Result { () throws(SystemError) in try fd.read(into: bytes) }
+            }
+            let count: Int
+            switch read {
+            case .success(let value): count = value
+            case .failure(let error): throw .system(error)
             }
             if count == 0 {
                 isAtEnd = true

@@ -17,7 +17,7 @@ public struct RuntimeDirectory: Sendable, Equatable {
     public var owner: uid_t
 
     /// The socket the daemon listens on by default and clients connect to.
-    public var socketPath: String { path + "/socket" }
+    public var socketPath: String { FilePath.join(path, "socket") }
 
     /// Why the directory cannot be used.
     public struct Refusal: Error, Sendable, CustomStringConvertible {
@@ -28,7 +28,7 @@ public struct RuntimeDirectory: Sendable, Equatable {
     /// the spec says).
     public static func locate(environment: [String: String], uid: uid_t = getuid()) -> RuntimeDirectory {
         if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
-            return RuntimeDirectory(path: runtime + "/syncupsd", isReplacement: false, owner: uid)
+            return RuntimeDirectory(path: FilePath.join(runtime, "syncupsd"), isReplacement: false, owner: uid)
         }
         return RuntimeDirectory(path: "/tmp/syncupsd-\(uid)", isReplacement: true, owner: uid)
     }

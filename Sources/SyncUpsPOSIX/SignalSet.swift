@@ -27,7 +27,7 @@ public final class SignalReader {
     public func drain() -> [CInt] {
         var received: [CInt] = []
         var info = signalfd_siginfo()
-        while Glibc.read(descriptor.rawValue, &info, MemoryLayout<signalfd_siginfo>.size)
+        while retryingInterrupts({ Glibc.read(descriptor.rawValue, &info, MemoryLayout<signalfd_siginfo>.size) })
             == MemoryLayout<signalfd_siginfo>.size
         {
             received.append(CInt(info.ssi_signo))

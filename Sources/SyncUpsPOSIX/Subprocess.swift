@@ -118,7 +118,7 @@ public final class Subprocess: Sendable {
     /// Waits for the child to end and reaps it.
     public func wait() -> Termination {
         var status: CInt = 0
-        while waitpid(pid, &status, 0) < 0 && Errno.current == .interrupted {}
+        _ = retryingInterrupts { waitpid(pid, &status, 0) }
         return Self.termination(status)
     }
 
@@ -160,7 +160,7 @@ public final class Subprocess: Sendable {
     static func search(_ name: String, environment: [String: String]?) -> String {
         let path = (environment ?? currentEnvironment())["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/\(name)"
+            let candidate = FilePath.join(String(directory), name)
             if access(candidate, X_OK) == 0 { return candidate }
         }
         return name

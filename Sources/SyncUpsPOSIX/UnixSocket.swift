@@ -66,12 +66,10 @@ public enum UnixSocket {
     public static func connect(path: String) throws(SystemError) -> FileDescriptor {
         let fd = try makeSocket(nonBlocking: false)
         do throws(SystemError) {
-            while true {
-                let result = try withAddress(path) { address, length in Glibc.connect(fd.rawValue, address, length) }
-                if result == 0 { break }
-                if Errno.current == .interrupted { continue }
-                throw SystemError("connect(\(path))", .current)
+            let result = try withAddress(path) { address, length in
+                retryingInterrupts { Glibc.connect(fd.rawValue, address, length) }
             }
+            if result != 0 { throw SystemError("connect(\(path))", .current) }
         } catch {
             fd.close()
             throw error
@@ -81,14 +79,11 @@ public enum UnixSocket {
 
     /// Accepts one pending connection as a non-blocking descriptor, or nil when none is pending.
     public static func accept(_ listener: FileDescriptor) throws(SystemError) -> FileDescriptor? {
-        while true {
-            let fd = syncups_accept_nonblocking(listener.rawValue)
-            if fd >= 0 { return FileDescriptor(rawValue: fd) }
-            switch Errno.current {
-            case .interrupted: continue
-            case .wouldBlock, Errno(rawValue: ECONNABORTED): return nil
-            case let error: throw SystemError("accept4", error)
-            }
+        let fd = retryingInterrupts { syncups_accept_nonblocking(listener.rawValue) }
+        if fd >= 0 { return FileDescriptor(rawValue: fd) }
+        switch Errno.current {
+        case .wouldBlock, Errno(rawValue: ECONNABORTED): return nil
+        case let error: throw SystemError("accept4", error)
         }
     }
 
@@ -104,15 +99,13 @@ public enum UnixSocket {
     /// Sends what the socket takes without blocking and without `SIGPIPE`; returns the count sent, 0 if it
     /// would block.
     public static func send(_ fd: FileDescriptor, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int {
-        while true {
-            let count = Glibc.send(
-                fd.rawValue, buffer.baseAddress, buffer.count, CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT))
-            if count >= 0 { return count }
-            switch Errno.current {
-            case .interrupted: continue
-            case .wouldBlock: return 0
-            case let error: throw SystemError("send", error)
-            }
+        let count = retryingInterrupts {
+            Glibc.send(fd.rawValue, buffer.baseAddress, buffer.count, CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT))
+        }
+        if count >= 0 { return count }
+        switch Errno.current {
+        case .wouldBlock: return 0
+        case let error: throw SystemError("send", error)
         }
     }
 
@@ -120,14 +113,14 @@ public enum UnixSocket {
     public static func sendAll(_ fd: FileDescriptor, _ bytes: [UInt8]) throws(SystemError) {
         var offset = 0
         while offset < bytes.count {
-            let count = bytes.withUnsafeBytes { buffer in
-                Glibc.send(fd.rawValue, buffer.baseAddress! + offset, buffer.count - offset, CInt(MSG_NOSIGNAL))
+            let result = bytes.withUnsafeBytes { buffer in
+                Result { () throws(SystemError) in
+                    try syscall("send") {
+                        Glibc.send(fd.rawValue, buffer.baseAddress! + offset, buffer.count - offset, CInt(MSG_NOSIGNAL))
+                    }
+                }
             }
-            if count < 0 {
-                if Errno.current == .interrupted { continue }
-                throw SystemError("send", .current)
-            }
-            offset += count
+            offset += try result.get()
         }
     }
 

@@ -23,19 +23,18 @@ public final class WakeSignal: Sendable {
     /// Sleeps until at least one `signal` has arrived since the last `wait` returned.
     public func wait() {
         var count: UInt64 = 0
-        while Glibc.read(eventFD.rawValue, &count, 8) < 0 && Errno.current == .interrupted {}
+        _ = retryingInterrupts { Glibc.read(eventFD.rawValue, &count, 8) }
     }
 
     /// Like `wait`, but gives up after `timeout`; returns whether a signal came.
     public func wait(timeout: Duration) -> Bool {
         var poller = pollfd(fd: eventFD.rawValue, events: Int16(POLLIN), revents: 0)
-        let milliseconds = CInt(clamping: max(0, timeout.nanoseconds / 1_000_000))
-        while true {
-            let ready = poll(&poller, 1, milliseconds)
-            if ready < 0 && Errno.current == .interrupted { continue }
-            guard ready > 0 else { return false }
-            wait()
-            return true
+        let deadline = MonotonicInstant.now() + timeout
+        let ready = retryingInterrupts {
+            poll(&poller, 1, CInt(clamping: max(0, (deadline - .now()).nanoseconds / 1_000_000)))
         }
+        guard ready > 0 else { return false }
+        wait()
+        return true
     }
 }

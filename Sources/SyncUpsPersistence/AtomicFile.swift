@@ -23,15 +23,9 @@ public struct AtomicFile: Sendable {
         self.fileSystem = fileSystem
     }
 
-    var directory: String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
+    var directory: String { FilePath.directory(of: path) }
 
-    var baseName: String {
-        guard let slash = path.lastIndex(of: "/") else { return path }
-        return String(path[path.index(after: slash)...])
-    }
+    var baseName: String { FilePath.name(of: path) }
 
     private static let counter = Atomic<Int>(0)
 
@@ -46,7 +40,7 @@ public struct AtomicFile: Sendable {
     /// A name for a new temporary file next to the file, unique in this process.
     func newTemporaryPath() -> String {
         let number = Self.counter.wrappingAdd(1, ordering: .relaxed).oldValue
-        return directory + "/" + temporaryPrefix + "\(getpid())-\(number)"
+        return FilePath.join(directory, temporaryPrefix + "\(getpid())-\(number)")
     }
 
     /// Writes `bytes` as the new content.

@@ -17,26 +17,26 @@ public struct DataDirectory: Sendable, Equatable {
     public let path: String
 
     public init(path: String) {
-        self.path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        self.path = FilePath.trimmingTrailingSlashes(path)
     }
 
     public static let fileName = "sync-ups.json"
 
-    public var syncUpsFile: String { path + "/" + Self.fileName }
+    public var syncUpsFile: String { FilePath.join(path, Self.fileName) }
     public var previousFile: String { syncUpsFile + ".prev" }
-    public var meetingsDirectory: String { path + "/meetings" }
+    public var meetingsDirectory: String { FilePath.join(path, "meetings") }
     /// Names the pid of the daemon that holds the directory locked (`LockFile`): a second one refuses to start.
-    public var lockFile: String { path + "/syncupsd.lock" }
+    public var lockFile: String { FilePath.join(path, "syncupsd.lock") }
 
     /// `meetings/<meeting-id>.<suffix>`. The id is a parsed UUID, so the name cannot leave the directory.
     public func sidecar(_ meeting: Meeting.ID, _ suffix: String) -> String {
-        meetingsDirectory + "/" + meeting.description + "." + suffix
+        FilePath.join(meetingsDirectory, meeting.description + "." + suffix)
     }
 
     /// `$XDG_DATA_HOME/syncups`, else `$HOME/.local/share/syncups`; nil when neither variable is usable.
     public static func defaultPath(environment: [String: String]) -> String? {
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/syncups" }
-        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/share/syncups" }
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return FilePath.join(data, "syncups") }
+        if let home = environment["HOME"], home.hasPrefix("/") { return FilePath.join(home, ".local/share/syncups") }
         return nil
     }
 
@@ -52,9 +52,7 @@ public struct DataDirectory: Sendable, Equatable {
     }
 
     static func makeDirectories(_ path: String) throws(SystemError) {
-        var prefix = ""
-        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            prefix += "/" + component
+        for prefix in FilePath.ancestors(of: path) {
             if mkdir(prefix, 0o700) != 0 && Errno.current != .fileExists {
                 throw SystemError("mkdir(\(prefix))", .current)
             }
@@ -77,7 +75,7 @@ public struct DataDirectory: Sendable, Equatable {
         for name in (try? DirectoryListing.names(in: meetingsDirectory)) ?? [] where AtomicFile.isTemporaryName(name) {
             // `.<meeting-id>.<suffix>.tmp-<pid>-<n>`
             let id = name.dropFirst().prefix { $0 != "." }
-            if ids.contains(String(id)) { unlink(meetingsDirectory + "/" + name) }
+            if ids.contains(String(id)) { unlink(FilePath.join(meetingsDirectory, name)) }
         }
     }
 
@@ -85,7 +83,7 @@ public struct DataDirectory: Sendable, Equatable {
     /// directory, so none of them is being written).
     func removeStaleMeetingTemporaryFiles(fileSystem: FileSystem) {
         for name in (try? DirectoryListing.names(in: meetingsDirectory)) ?? [] where AtomicFile.isTemporaryName(name) {
-            fileSystem.unlink(meetingsDirectory + "/" + name)
+            fileSystem.unlink(FilePath.join(meetingsDirectory, name))
         }
     }
 }

@@ -101,7 +101,7 @@ public struct MeetingJournal: Sendable, Equatable {
         var unreadable: [String] = []
         let suffix = "." + MeetingFiles.journal
         for name in (try? DirectoryListing.names(in: directory.meetingsDirectory)) ?? [] where name.hasSuffix(suffix) {
-            let path = directory.meetingsDirectory + "/" + name
+            let path = FilePath.join(directory.meetingsDirectory, name)
             if let bytes = try? SyncUpStore.read(path), let json = try? JSONParser().parse(bytes),
                 let journal = MeetingJournal(json: json)
             {

@@ -109,7 +109,7 @@ public final class SyncUpStore {
         let prefix = file.temporaryPrefix
         guard let entries = try? DirectoryListing.names(in: directory.path) else { return }
         for name in entries where name.hasPrefix(prefix) {
-            fileSystem.unlink(directory.path + "/" + name)
+            fileSystem.unlink(FilePath.join(directory.path, name))
         }
         fileSystem.unlink(directory.previousFile + ".tmp")
         file.deleteRetiredVersion()

@@ -162,7 +162,8 @@ public final class VersionedFile: Sendable {
 
     /// Renames `temporary` over the file, keeping `temporary` as a second name of the new version.
     private func replace(with temporary: String) throws(SystemError) {
-        try fileSystem.replace(path, withLinkTo: temporary, via: names.directory + "/" + temporaryPrefix + "link")
+        try fileSystem.replace(
+            path, withLinkTo: temporary, via: FilePath.join(names.directory, temporaryPrefix + "link"))
     }
 
     /// Writes the pieces in `chunkSize` writes: straight from a piece when a whole chunk of it is left,

@@ -17,100 +17,20 @@ public struct Request: Sendable, Equatable {
     public static let maxDepth = 32
 
     /// Reads a request from one line (without its newline). The error carries the id when one could be read.
+    ///
+    /// One pass over the line with the strict JSON scanner, building a `JSONValue` only for the id and the
+    /// arguments (building one for the whole line was most of a status poll's cost). Every byte is checked,
+    /// so a line that is not JSON is a `parse_error` whatever else is wrong with it; otherwise the first
+    /// problem in this order is an `invalid_request`: not an object, an `id` that is not a scalar, an unknown
+    /// field, no `cmd`, a `cmd` that is not a string, `args` that are neither an object nor null.
     public static func decode(_ line: UnsafeRawBufferPointer) -> Result<Request, RequestDecodingError> {
-        if let request = decodeCommonShape(line) { return .success(request) }
-        return decodeGeneral(line)
-    }
-
-    /// `decode` without the fast path: the reference the fuzzer holds `decodeCommonShape` to.
-    public static func decodeGeneral(_ line: UnsafeRawBufferPointer) -> Result<Request, RequestDecodingError> {
-        let value: JSONValue
-        switch JSONParser(maxDepth: maxDepth).parse(buffer: line) {
-        case .success(let parsed): value = parsed
-        case .failure(let error):
+        var reader = RequestReader(scanner: JSONScanner(bytes: line, maxDepth: maxDepth))
+        do throws(JSONParseError) {
+            return try reader.read()
+        } catch {
             return .failure(
                 RequestDecodingError(id: .null, error: ProtocolError(.parseError, "invalid JSON: \(error)")))
         }
-        guard case .object(let object) = value else {
-            return .failure(
-                RequestDecodingError(
-                    id: .null,
-                    error: ProtocolError(.invalidRequest, "a request must be a JSON object, got \(value.typeName)")))
-        }
-        let id = object["id"] ?? .null
-        guard id.isScalar else {
-            return .failure(
-                RequestDecodingError(
-                    id: .null,
-                    error: ProtocolError(
-                        .invalidRequest, "\"id\" must be a string, number, boolean or null, got \(id.typeName)")))
-        }
-        for member in object.members where member.key != "id" && member.key != "cmd" && member.key != "args" {
-            let key = member.key
-            return .failure(
-                RequestDecodingError(
-                    id: id,
-                    error: ProtocolError(
-                        .invalidRequest, "unknown request field \"\(key)\"; a request has \"id\", \"cmd\" and \"args\"")
-                ))
-        }
-        guard let commandValue = object["cmd"] else {
-            return .failure(RequestDecodingError(id: id, error: ProtocolError(.invalidRequest, "missing \"cmd\"")))
-        }
-        guard case .string(let command) = commandValue else {
-            return .failure(
-                RequestDecodingError(
-                    id: id,
-                    error: ProtocolError(.invalidRequest, "\"cmd\" must be a string, got \(commandValue.typeName)")))
-        }
-        var arguments = JSONObject()
-        switch object["args"] {
-        case nil, .null?: break
-        case .object(let given)?: arguments = given
-        case let other?:
-            return .failure(
-                RequestDecodingError(
-                    id: id, error: ProtocolError(.invalidRequest, "\"args\" must be an object, got \(other.typeName)")))
-        }
-        return .success(Request(id: id, command: command, arguments: arguments))
-    }
-
-    /// The usual request, `{"id":…,"cmd":"…","args":{…}}` with keys in any order, read without building a
-    /// JSONValue for the whole line: most of a status poll's cost was that tree. Anything else (an error, an
-    /// escaped key, a duplicate) returns nil and goes through `decode`'s general path, which alone defines
-    /// the errors, so the two can only differ in speed.
-    public static func decodeCommonShape(_ line: UnsafeRawBufferPointer) -> Request? {
-        var scanner = JSONScanner(bytes: line, maxDepth: maxDepth)
-        guard scanner.consume(UInt8(ascii: "{")) else { return nil }
-        var id: JSONValue?
-        var command: String?
-        var arguments: JSONObject?
-        repeat {
-            scanner.skipWhitespace()
-            if scanner.consumeKey("cmd") {
-                guard command == nil, scanner.consume(UInt8(ascii: ":")) else { return nil }
-                scanner.skipWhitespace()
-                guard scanner.current == UInt8(ascii: "\""), let value = try? scanner.parseString() else { return nil }
-                command = value
-            } else if scanner.consumeKey("id") {
-                guard id == nil, scanner.consume(UInt8(ascii: ":")) else { return nil }
-                scanner.skipWhitespace()
-                guard let value = try? scanner.parseValue(depth: 1), value.isScalar else { return nil }
-                id = value
-            } else if scanner.consumeKey("args") {
-                guard arguments == nil, scanner.consume(UInt8(ascii: ":")) else { return nil }
-                scanner.skipWhitespace()
-                guard scanner.current == UInt8(ascii: "{"), case .object(let value)? = try? scanner.parseValue(depth: 1)
-                else { return nil }
-                arguments = value
-            } else {
-                return nil
-            }
-        } while scanner.consume(UInt8(ascii: ","))
-        guard scanner.consume(UInt8(ascii: "}")), let command else { return nil }
-        scanner.skipWhitespace()
-        guard scanner.isAtEnd else { return nil }
-        return Request(id: id ?? .null, command: command, arguments: arguments ?? JSONObject())
     }
 
     /// The request as one line of JSON, without the newline.
@@ -127,4 +47,121 @@ public struct Request: Sendable, Equatable {
 public struct RequestDecodingError: Error, Sendable, Equatable {
     public var id: JSONValue
     public var error: ProtocolError
+}
+
+/// The one pass of `Request.decode`: syntax errors are thrown, request errors noted and reported once the
+/// whole line has proved to be JSON.
+private struct RequestReader {
+    var scanner: JSONScanner
+    var id: JSONValue = .null
+    var command: String?
+    var arguments = JSONObject()
+    /// The known keys seen (a bit each) and the others, for duplicates.
+    var knownKeys: UInt8 = 0
+    var otherKeys: [String] = []
+    /// The first problem found of each kind, reported in `Request.decode`'s order.
+    var notScalarID: JSONValue?
+    var unknownKey: String?
+    var notStringCommand: JSONValue?
+    var notObjectArguments: JSONValue?
+
+    mutating func read() throws(JSONParseError) -> Result<Request, RequestDecodingError> {
+        scanner.skipWhitespace()
+        guard scanner.current == UInt8(ascii: "{") else {
+            let value = try scanner.parseValue(depth: 0)
+            try expectEnd()
+            return failure(id: .null, "a request must be a JSON object, got \(value.typeName)")
+        }
+        scanner.index += 1
+        if !scanner.consume(UInt8(ascii: "}")) {
+            repeat {
+                try member()
+            } while scanner.consume(UInt8(ascii: ","))
+            guard scanner.consume(UInt8(ascii: "}")) else {
+                throw JSONParseError(
+                    scanner.isAtEnd
+                        ? "unterminated object"
+                        : "unexpected \(scanner.describeCurrent()) in object, expected ',' or '}'",
+                    at: scanner.index)
+            }
+        }
+        try expectEnd()
+
+        if let notScalarID {
+            return failure(id: .null, "\"id\" must be a string, number, boolean or null, got \(notScalarID.typeName)")
+        }
+        if let unknownKey {
+            return failure(
+                id: id, "unknown request field \"\(unknownKey)\"; a request has \"id\", \"cmd\" and \"args\"")
+        }
+        if let notStringCommand { return failure(id: id, "\"cmd\" must be a string, got \(notStringCommand.typeName)") }
+        guard let command else { return failure(id: id, "missing \"cmd\"") }
+        if let notObjectArguments {
+            return failure(id: id, "\"args\" must be an object, got \(notObjectArguments.typeName)")
+        }
+        return .success(Request(id: id, command: command, arguments: arguments))
+    }
+
+    /// One `"key": value`; the three known keys are matched without making a String.
+    mutating func member() throws(JSONParseError) {
+        scanner.skipWhitespace()
+        let keyOffset = scanner.index
+        let key: String
+        if scanner.consumeKey("cmd") {
+            key = "cmd"
+        } else if scanner.consumeKey("id") {
+            key = "id"
+        } else if scanner.consumeKey("args") {
+            key = "args"
+        } else if scanner.current == UInt8(ascii: "\"") {
+            key = try scanner.parseString()
+        } else {
+            throw JSONParseError(
+                "unexpected \(scanner.describeCurrent()) in object, expected a string key", at: keyOffset)
+        }
+        let bit: UInt8 =
+            switch key {
+            case "cmd": 1
+            case "id": 2
+            case "args": 4
+            default: 0
+            }
+        let isRepeated = bit == 0 ? otherKeys.contains(key) : knownKeys & bit != 0
+        if isRepeated { throw JSONParseError("duplicate key \"\(key)\"", at: keyOffset) }
+        if bit == 0 { otherKeys.append(key) } else { knownKeys |= bit }
+        guard scanner.consume(UInt8(ascii: ":")) else {
+            throw JSONParseError(
+                "unexpected \(scanner.describeCurrent()) after object key, expected ':'", at: scanner.index)
+        }
+        scanner.skipWhitespace()
+        switch key {
+        case "cmd" where scanner.current == UInt8(ascii: "\""):
+            command = try scanner.parseString()
+        case "cmd":
+            notStringCommand = try scanner.parseValue(depth: 1)
+        case "id":
+            let value = try scanner.parseValue(depth: 1)
+            if value.isScalar { id = value } else { notScalarID = value }
+        case "args":
+            switch try scanner.parseValue(depth: 1) {
+            case .object(let given): arguments = given
+            case .null: break
+            case let other: notObjectArguments = other
+            }
+        default:
+            _ = try scanner.parseValue(depth: 1)
+            if unknownKey == nil { unknownKey = key }
+        }
+    }
+
+    mutating func expectEnd() throws(JSONParseError) {
+        scanner.skipWhitespace()
+        guard scanner.isAtEnd else {
+            throw JSONParseError("unexpected \(scanner.describeCurrent()) after the JSON value", at: scanner.index)
+        }
+    }
+
+    func failure(id: JSONValue, _ message: String) -> Result<Request, RequestDecodingError> {
+        .failure(RequestDecodingError(id: id, error: ProtocolError(.invalidRequest, message)))
+    }
 }

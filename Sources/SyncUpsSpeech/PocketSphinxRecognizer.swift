@@ -30,7 +30,8 @@ public enum PocketSphinxRecognizer {
 
         /// True when every file the model needs exists.
         public var isInstalled: Bool {
-            let files = [acousticModel + "/mdef", dictionary] + [languageModel, grammar].compactMap { $0 }
+            let files =
+                [FilePath.join(acousticModel, "mdef"), dictionary] + [languageModel, grammar].compactMap { $0 }
             return files.allSatisfy { access($0, R_OK) == 0 }
         }
 

@@ -151,7 +151,7 @@ struct Watch {
             ]
             if clicks != nil { pollers.append(pollfd(fd: 0, events: Int16(POLLIN), revents: 0)) }
             if connection.pendingEvents.isEmpty && !connection.hasBufferedLine {
-                if poll(&pollers, nfds_t(pollers.count), -1) < 0 && Errno.current != .interrupted {
+                if retryingInterrupts({ poll(&pollers, nfds_t(pollers.count), -1) }) < 0 {
                     return .disconnected("poll failed: \(Errno.current)")
                 }
             }

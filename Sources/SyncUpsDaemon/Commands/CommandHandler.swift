@@ -180,7 +180,9 @@ final class CommandHandler {
 
     /// `status` is what bars and scripts poll, so it is written straight to bytes: no JSONValue tree for the
     /// daemon's own fields (a running session's object is still built as one), no floating-point formatting,
-    /// literals appended as raw bytes (see `make bench`).
+    /// literals appended as raw bytes. The one fast path beside the general writer, kept for its figure:
+    /// `make bench`'s instructions table gave 7,328 instructions per pipelined `status` this way and 38,669
+    /// with the same object built as a `JSONValue` and written by `JSONWriter` (2026-12, one run each).
     private var statusBuffer: [UInt8] = []
 
     /// Everything the idle daemon's `status` says that can change, to the millisecond of its uptime.

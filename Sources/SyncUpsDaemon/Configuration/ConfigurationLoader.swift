@@ -49,9 +49,11 @@ public enum ConfigurationLoader {
     /// `$XDG_CONFIG_HOME/syncups/syncupsd.conf`, else `~/.config/syncups/syncupsd.conf`.
     public static func defaultConfigFile(environment: [String: String]) -> String? {
         if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
-            return config + "/syncups/syncupsd.conf"
+            return FilePath.join(config, "syncups/syncupsd.conf")
         }
-        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.config/syncups/syncupsd.conf" }
+        if let home = environment["HOME"], home.hasPrefix("/") {
+            return FilePath.join(home, ".config/syncups/syncupsd.conf")
+        }
         return nil
     }
 

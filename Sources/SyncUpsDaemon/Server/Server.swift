@@ -192,11 +192,15 @@ final class Server {
         guard !connection.isReadingPaused, !connection.isYielding, !connection.closesWhenFlushed,
             !connection.isInputClosed
         else { return }
-        let count = readBuffer.withUnsafeMutableBytes { Glibc.read(connection.fd.rawValue, $0.baseAddress, $0.count) }
-        if count < 0 {
-            let error = Errno.current
-            if error == .wouldBlock || error == .interrupted { return }
-            close(connection, reason: "read failed: \(error)")
+        let read = readBuffer.withUnsafeMutableBytes { buffer in
+            Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
+        }
+        let count: Int
+        switch read {
+        case .success(let available?): count = available
+        case .success(nil): return
+        case .failure(let error):
+            close(connection, reason: "read failed: \(error.errno)")
             return
         }
         if count == 0 {
