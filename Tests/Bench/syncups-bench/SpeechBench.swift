@@ -86,15 +86,30 @@ enum SpeechBench {
         return (Double((first ?? 0) * frame) / 16_000, Double(last * frame) / 16_000)
     }
 
-    static func cpuSecondsOfSelfAndChildren() -> Double {
-        var total = 0.0
-        for who in [RUSAGE_SELF, RUSAGE_CHILDREN] {
-            var usage = rusage()
-            getrusage(who.rawValue, &usage)
-            total += Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-            total += Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    /// This process's CPU seconds, and those of its living descendants (an engine and its launcher) from /proc:
+    /// they are counted before they exit, which `RUSAGE_CHILDREN` would not do for a grandchild.
+    static func cpuSecondsOfSelfAndDescendants() -> Double {
+        var parents: [pid_t: pid_t] = [:]
+        for name in (try? DirectoryListing.names(in: "/proc")) ?? [] {
+            guard let pid = pid_t(name), let fd = try? FileDescriptor.open("/proc/\(pid)/stat", O_RDONLY),
+                let bytes = try? fd.readToEnd()
+            else { continue }
+            fd.close()
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard let close = text.lastIndex(of: ")") else { continue }
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            if fields.count > 1, let parent = pid_t(fields[1]) { parents[pid] = parent }
         }
-        return total
+        func descends(_ pid: pid_t) -> Bool {
+            var current = pid
+            while let parent = parents[current], parent > 1 {
+                if parent == getpid() { return true }
+                current = parent
+            }
+            return false
+        }
+        return ProcessSample.cpuSeconds(getpid())
+            + parents.keys.filter(descends).map { ProcessSample.cpuSeconds($0) }.reduce(0, +)
     }
 
     /// Runs in a child process (so its peak RSS and CPU are the engine's): decodes `audio` as fast as possible,
@@ -128,8 +143,9 @@ enum SpeechBench {
             spans.append((base + voiced.onset, base + voiced.end, base, base + Double(clip.count) / 32_000))
             speech += clip + gap
         }
+        speech += SpeechFixture.silence(seconds: 3)  // time for the last clip's final
         let live = try RecognizerHarness(recognizer)
-        let cpuBefore = cpuSecondsOfSelfAndChildren()
+        let cpuBefore = ProcessSample.cpuSeconds(getpid())
         let liveStart = MonotonicInstant.now()
         var arrivals: [(result: RecognitionResult, at: Double)] = []
         var deadline = liveStart
@@ -146,8 +162,8 @@ enum SpeechBench {
             let now = (MonotonicInstant.now() - liveStart).seconds
             for result in results.dropFirst(arrivals.count) { arrivals.append((result, now)) }
         }
+        let cpu = cpuSecondsOfSelfAndDescendants() - cpuBefore
         _ = live.finish(timeout: .seconds(120))
-        let cpu = cpuSecondsOfSelfAndChildren() - cpuBefore
         var partialLatencies: [Double] = []
         var finalLatencies: [Double] = []
         for span in spans {
