@@ -290,7 +290,7 @@ struct Bench {
 
     static func scaling(quick: Bool) throws -> JSONValue {
         let requests = quick ? 200 : 2000
-        print("\n== Lookups as sync-ups grow (\(requests) of each on one connection; syncups.list pages of 100)")
+        print("\n== Lookups as sync-ups grow (\(requests) of each on one connection; syncups.list pages of 10)")
         print("   and start to ready (median of 3) and resident memory once idle, with those sync-ups")
         print(
             "| sync-ups | get by id p50 | p99 | get by prefix p50 | p99 | list page p50 | start to ready | idle RSS |")

@@ -54,8 +54,9 @@ enum ScaleBench {
             result.byPrefix.add(MonotonicInstant.now() - start)
             if round % 10 == 0 {
                 start = MonotonicInstant.now()
-                let offset = (round * 31) % ids.count
-                _ = try connection.request(#"{"cmd":"syncups.list","args":{"offset":\#(offset),"limit":100}}"#)
+                // Always a whole page of 10, so that the reply is the same size at every count.
+                let offset = (round * 31) % max(1, ids.count - 9)
+                _ = try connection.request(#"{"cmd":"syncups.list","args":{"offset":\#(offset),"limit":10}}"#)
                 result.listPage.add(MonotonicInstant.now() - start)
             }
         }
