@@ -128,10 +128,7 @@ struct ConfigurationOption: Sendable {
             defaultDescription: String(Configuration().maxConnections),
             help: "the most clients connected at once (each status bar and watch is one)"
         ) { configuration, value throws(ConfigurationError.Reason) in
-            guard let count = Int(value), (1...100_000).contains(count) else {
-                throw .invalidValue(value, "a number from 1 to 100000")
-            }
-            configuration.maxConnections = count
+            configuration.maxConnections = try integer(value, in: 1...100_000, "a number from 1 to 100000")
         },
         ConfigurationOption(
             name: "busy-poll",
@@ -140,10 +137,8 @@ struct ConfigurationOption: Sendable {
             defaultDescription: String(Configuration().busyPollMicroseconds),
             help: "how long the event loop polls for the next request before sleeping (0: never)"
         ) { configuration, value throws(ConfigurationError.Reason) in
-            guard let microseconds = Int(value), (0...1000).contains(microseconds) else {
-                throw .invalidValue(value, "a number of microseconds from 0 to 1000")
-            }
-            configuration.busyPollMicroseconds = microseconds
+            configuration.busyPollMicroseconds = try integer(
+                value, in: 0...1000, "a number of microseconds from 0 to 1000")
         },
         ConfigurationOption(
             name: "log-level",
@@ -156,6 +151,13 @@ struct ConfigurationOption: Sendable {
             configuration.logLevel = level
         },
     ]
+
+    static func integer(_ value: String, in range: ClosedRange<Int>, _ expected: String)
+        throws(ConfigurationError.Reason) -> Int
+    {
+        guard let number = Int(value), range.contains(number) else { throw .invalidValue(value, expected) }
+        return number
+    }
 
     static func absolutePath(_ value: String) throws(ConfigurationError.Reason) -> String {
         guard value.hasPrefix("/") else { throw .invalidValue(value, "an absolute path") }
