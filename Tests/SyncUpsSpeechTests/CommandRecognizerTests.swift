@@ -1,5 +1,6 @@
 import Foundation
 import SyncUpsCore
+import SyncUpsPOSIX
 import SyncUpsSpeech
 import SyncUpsTestSupport
 import Testing
@@ -96,12 +97,16 @@ import Testing
 
     /// More settled text a second than anyone speaks is dropped, counted, not passed on without end.
     @Test func dropsResultsPastTheTextASecondATranscriptTakes() throws {
+        let started = MonotonicInstant.now()
         let harness = try RecognizerHarness(Self.recognizer("chatty"))
         harness.feed(SpeechFixture.silence(seconds: 1))
         #expect(harness.finish())
         #expect(failure(harness) == nil)
         let kept = harness.finals.filter { $0.text.hasSuffix("w") }.reduce(0) { $0 + $1.text.utf8.count }
-        #expect(kept <= CommandRecognizer.maxTextPerSecond)
+        // The 200 KB come at once, so within one second's window, unless a loaded machine reads them over
+        // more than one: each window that started keeps its own 64 KiB.
+        let windows = Int((MonotonicInstant.now() - started).seconds) + 1
+        #expect(kept <= CommandRecognizer.maxTextPerSecond * windows)
         #expect(kept > CommandRecognizer.maxTextPerSecond / 2)
         #expect(harness.events.contains { if case .log(let line) = $0 { line.hasPrefix("dropped ") } else { false } })
     }
