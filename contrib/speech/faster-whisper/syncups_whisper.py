@@ -429,7 +429,8 @@ class Engine:
         return self.np.frombuffer(raw, dtype="<i2").astype(self.np.float32) / 32768.0
 
     def _decode(self, start, end, words=True):
-        """The text of samples [start, end): {"text", "start", "end", "words"} in meeting seconds, or None."""
+        """The text of samples [start, end): {"text", "start", "end", "words"} in meeting seconds, or None.
+        Without `words` (a partial), also without the Silero VAD and timestamps: the text alone, sooner."""
         args = self.args
         audio = self._samples(start, end)
         t0 = start / RATE
@@ -444,10 +445,11 @@ class Engine:
             language=args.language,
             beam_size=args.beam_size,
             word_timestamps=words,
+            without_timestamps=not words,
             condition_on_previous_text=False,
-            vad_filter=args.vad_filter,
+            vad_filter=args.vad_filter and words,
         )
-        if args.vad_filter:
+        if args.vad_filter and words:
             kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
         segments, _ = self.model.transcribe(audio, **kwargs)
         texts = []
@@ -526,6 +528,8 @@ class Engine:
                 self._partial(result)
                 self.last_partial = time.monotonic()
             return 1.0
+        if self.received - voiced_end > 2 * FRAME:
+            return 0.05  # maybe stopping: keep the engine free for the decode ahead of the final
         if now - self.last_partial >= interval:
             self._partial(self._decode(open_start, self.received, words=False))
             self.last_partial = time.monotonic()
