@@ -20,6 +20,8 @@ let package = Package(
 
         .target(name: "CSyncUpsShims", cSettings: [.define("_GNU_SOURCE")]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // No pkgConfig: libpulse-simple.pc adds -D_REENTRANT and -pthread, which SwiftPM refuses; the modulemap links.
+        .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // No pkgConfig: pocketsphinx.pc would link libsphinxad and its 30 dependencies (see shim.h).
         .systemLibrary(name: "CPocketSphinx", providers: [.apt(["libpocketsphinx-dev"])]),
@@ -39,7 +41,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
-            name: "SyncUpsAudio", dependencies: ["SyncUpsCore", "SyncUpsPOSIX", "CALSA"], swiftSettings: strictSettings),
+            name: "SyncUpsAudio", dependencies: ["SyncUpsCore", "SyncUpsPOSIX", "CALSA", "CPulse"],
+            swiftSettings: strictSettings),
         .target(
             name: "SyncUpsSpeech",
             dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX", "CPocketSphinx"],
@@ -106,8 +109,13 @@ let package = Package(
             path: "Tests/Bench/syncups-bench",
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON"], swiftSettings: strictSettings),
-        .testTarget(name: "SyncUpsPOSIXTests", dependencies: ["SyncUpsPOSIX"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "SyncUpsJSONTests", dependencies: ["SyncUpsJSON", "SyncUpsTestSupport"], swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SyncUpsPOSIXTests", dependencies: ["SyncUpsPOSIX", "SyncUpsTestSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "SyncUpsCoreTests",
             dependencies: ["SyncUpsCore", "SyncUpsJSON", "SyncUpsTestSupport"],

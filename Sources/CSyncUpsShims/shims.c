@@ -72,11 +72,8 @@ int syncups_spawn(pid_t *pid, const char *path, char *const argv[], char *const 
     }
     for (int i = 0; i < dup_count; i++) {
         int from = dups[2 * i], to = dups[2 * i + 1];
-        if (from == to) {
-            // dup2 onto itself keeps FD_CLOEXEC; clear it by moving through a spare number is not possible
-            // with file actions, so the caller never passes equal numbers.
-            continue;
-        }
+        // dup2 onto itself would keep FD_CLOEXEC, and a source that an earlier pair overwrote would be
+        // the wrong file: Subprocess moves every source that is also a target to a spare number first.
         posix_spawn_file_actions_adddup2(&actions, from, to);
     }
     sigset_t empty, defaults;

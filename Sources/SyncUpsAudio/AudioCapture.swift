@@ -15,6 +15,8 @@ public final class AudioCapture: Sendable {
         case disconnected(ALSAError)
         case reconnected(missingSeconds: Double)
         case dropped(frames: Int)
+        /// The name stands for another device now (a new default sink), which the capture records instead.
+        case switched(device: String)
     }
 
     public struct Statistics: Sendable, Equatable {
@@ -24,6 +26,22 @@ public final class AudioCapture: Sendable {
         public var reconnects = 0
         public var droppedFrames = 0
         public var isDeviceOpen = true
+        /// The device being recorded, when its name only chose it (`@call` → `call.monitor`).
+        public var device: String?
+        /// The loudest 100 ms of the last second, RMS in dBFS (nil before any audio or after pure silence).
+        public var level: Double?
+        /// The frame (meeting time) after the last 100 ms that carried sound, nil if none did yet.
+        public var lastSoundFrame: Int64?
+        /// Frames delivered, captured and filler: meeting time.
+        public var deliveredFrames: Int64 { capturedFrames + fillerFrames }
+
+        /// Seconds since the source last carried sound (all of the meeting if it never did).
+        public var silentSeconds: Double {
+            Double(deliveredFrames - (lastSoundFrame ?? 0)) / Double(AudioFormat.sampleRate)
+        }
+
+        /// RMS below this (about -60 dBFS) is silence: a device that delivers it is probably the wrong one.
+        public static let silenceRMS = 32.0
     }
 
     private let device: CaptureDevice
@@ -36,11 +54,13 @@ public final class AudioCapture: Sendable {
     private let statistics = Mutex(Statistics())
     private let thread = Mutex<DedicatedThread?>(nil)
 
-    /// Opens `deviceName` now, so a device that cannot be opened is known before the session starts.
+    /// Opens `deviceName` now, so a device that cannot be opened is known before the session starts. Frame 0
+    /// is `start`: two captures given the same start stay in step (silence fills what either misses).
     public init(
         device: CaptureDevice,
         deviceName: String,
         output: BlockingQueue<AudioChunk>,
+        start: MonotonicInstant = .now(),
         report: @escaping @Sendable (Report) -> Void
     ) throws(ALSAError) {
         self.device = device
@@ -54,7 +74,7 @@ public final class AudioCapture: Sendable {
             throw ALSAError(operation: "eventfd", code: -error.errno.rawValue)
         }
         let stream = try device.open(deviceName)
-        let start = MonotonicInstant.now()
+        statistics.withLock { $0.device = stream.device }
         do {
             let thread = try DedicatedThread(name: "syncups-capture") { [self] in
                 run(stream: stream, start: start)
@@ -86,6 +106,8 @@ public final class AudioCapture: Sendable {
         var stream: CaptureStream? = initial
         var delivered: Int64 = 0
         var samples = [Int16](repeating: 0, count: AudioFormat.framesPerChunk)
+        var recentRMS = [Double](repeating: 0, count: 10)
+        var recentIndex = 0
         let period = Int64(AudioFormat.framesPerChunk)
         func expectedFrames() -> Int64 {
             (MonotonicInstant.now() - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
@@ -122,6 +144,7 @@ public final class AudioCapture: Sendable {
                     statistics.withLock {
                         $0.reconnects += 1
                         $0.isDeviceOpen = true
+                        $0.device = reopened.device
                     }
                     report(
                         .reconnected(
@@ -141,7 +164,30 @@ public final class AudioCapture: Sendable {
             let count = samples.withUnsafeMutableBufferPointer { current.read($0.baseAddress!, Int(period)) }
             if count > 0 {
                 let bytes = samples.withUnsafeBytes { Array($0.prefix(count * AudioFormat.bytesPerFrame)) }
+                let rms = Self.rms(samples.prefix(count))
+                recentRMS[recentIndex] = rms
+                recentIndex = (recentIndex + 1) % recentRMS.count
+                let loudest = recentRMS.max() ?? 0
                 deliver(bytes, isFiller: false)
+                statistics.withLock {
+                    $0.level = loudest > 0 ? ((20 * log10(loudest / 32_768)) * 10).rounded() / 10 : nil
+                    if rms >= Statistics.silenceRMS { $0.lastSoundFrame = $0.deliveredFrames }
+                }
+                continue
+            }
+            if count == CaptureStream.deviceChanged {
+                // Another device is the default now: record that one from here on, without a gap.
+                current.close()
+                stream = try? device.open(deviceName)
+                if let opened = stream {
+                    statistics.withLock { $0.device = opened.device }
+                    report(.switched(device: opened.device ?? deviceName))
+                } else {
+                    statistics.withLock { $0.isDeviceOpen = false }
+                    report(
+                        .disconnected(
+                            ALSAError(operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away")))
+                }
                 continue
             }
             let error = Int32(count)
@@ -164,5 +210,14 @@ public final class AudioCapture: Sendable {
         }
         stream?.close()
         if stream == nil { fillGap(tolerance: 0) }
+    }
+}
+
+extension AudioCapture {
+    /// The root mean square of `samples`, 0 for none.
+    static func rms(_ samples: ArraySlice<Int16>) -> Double {
+        guard !samples.isEmpty else { return 0 }
+        let sum = samples.reduce(0.0) { $0 + Double($1) * Double($1) }
+        return (sum / Double(samples.count)).squareRoot()
     }
 }

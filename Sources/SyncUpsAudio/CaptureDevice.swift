@@ -18,15 +18,23 @@ public struct CaptureStream: Sendable {
     /// `snd_pcm_recover`: 0 if the stream runs again after an overrun or suspend, else the error.
     public var recover: @Sendable (_ error: Int32) -> Int32
     public var close: @Sendable () -> Void
+    /// The device actually opened, when the name only chose it (`@call` → `call.monitor`); nil if the name says.
+    public var device: String?
+
+    /// What `read` returns when the device the name stands for is another one now (a new default sink):
+    /// the capture closes the stream and opens the name again at once.
+    public static let deviceChanged = -Int(ERESTART)
 
     public init(
         read: @escaping @Sendable (UnsafeMutablePointer<Int16>, Int) -> Int,
         recover: @escaping @Sendable (Int32) -> Int32,
-        close: @escaping @Sendable () -> Void
+        close: @escaping @Sendable () -> Void,
+        device: String? = nil
     ) {
         self.read = read
         self.recover = recover
         self.close = close
+        self.device = device
     }
 }
 

@@ -35,10 +35,12 @@ public final class MeetingRecorder: Sendable {
     }
 
     /// Opens the device and creates the WAV; throws if either fails (the session then runs without audio).
+    /// Recorders given the same `start` write files that stay in step, frame for frame.
     public init(
         device: CaptureDevice,
         deviceName: String,
         wavPath: String,
+        start: MonotonicInstant = .now(),
         onTrouble: @escaping @Sendable (Trouble) -> Void,
         onAudio: @escaping @Sendable (AudioChunk) -> Void
     ) throws(RecorderError) {
@@ -52,7 +54,7 @@ public final class MeetingRecorder: Sendable {
             throw .file(error)
         }
         do throws(ALSAError) {
-            capture = try AudioCapture(device: device, deviceName: deviceName, output: chunks) { report in
+            capture = try AudioCapture(device: device, deviceName: deviceName, output: chunks, start: start) { report in
                 onTrouble(.capture(report))
             }
         } catch {

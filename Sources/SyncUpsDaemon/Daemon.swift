@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SyncUpsAudio
 import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
@@ -9,9 +10,14 @@ import SyncUpsSpeech
 import SyncUpsSystemd
 
 /// The daemon: wires the store, the state, the socket server and the signals onto one event loop and runs
-/// it until SIGTERM or SIGINT.
+/// it until SIGTERM or SIGINT. SIGHUP reads the configuration again (`reloadConfiguration`).
 public final class Daemon {
+    /// The configuration the daemon started with; the socket, the data directory and the limits stay so.
     let configuration: Configuration
+    /// The configuration read last (at start or on SIGHUP): what the options that change at run time follow.
+    private var current: Configuration
+    /// The command line (without argv[0]), read again with the config file on SIGHUP: flags still win.
+    let arguments: [String]
     let environment: [String: String]
     let logger: Logger
     let loop: EventLoop
@@ -21,8 +27,12 @@ public final class Daemon {
     private var lastStatus = ""
 
     /// Blocks the signals the daemon handles itself; call on the main thread before any thread starts.
-    public init(configuration: Configuration, environment: [String: String], logger: Logger) throws(StartupError) {
+    public init(
+        configuration: Configuration, arguments: [String], environment: [String: String], logger: Logger
+    ) throws(StartupError) {
         self.configuration = configuration
+        self.current = configuration
+        self.arguments = arguments
         self.environment = environment
         self.logger = logger
         SignalReader.ignoreBrokenPipes()
@@ -62,7 +72,7 @@ public final class Daemon {
             loop: loop,
             server: server,
             directory: directory,
-            sessionSettings: sessionSettings(),
+            sessionSettings: sessionSettings(configuration),
             socketDescription: socket.ownedPath ?? "(from systemd)",
             startedAt: startedAt,
             logger: logger,
@@ -72,7 +82,7 @@ public final class Daemon {
         do {
             try server.start(listener: socket.fd)
             _ = try loop.watch(signals.descriptor, for: .readable) { [unowned self] _ in
-                for signal in signals.drain() { received(signal) }
+                for signal in signals.drain() { received(signal, services: services) }
             }
         } catch {
             throw StartupError("cannot start serving: \(error)")
@@ -96,7 +106,20 @@ public final class Daemon {
 
         logger.notice("stopping (\(stopReason ?? "asked to"))")
         serviceManager.stopping()
-        services.session.shutDown()
+        // A second SIGTERM or SIGINT ends the wait for the meeting's last words; what is saved is saved.
+        services.session.shutDown(
+            interrupt: .init(descriptor: signals.descriptor) { [unowned self] in
+                var isStopRequested = false
+                for signal in signals.drain() {
+                    if signal == SIGTERM || signal == SIGINT {
+                        logger.notice("\(signal == SIGTERM ? "SIGTERM" : "SIGINT") again: not waiting any longer")
+                        isStopRequested = true
+                    } else {
+                        logger.info("ignoring signal \(signal) while stopping")
+                    }
+                }
+                return isStopRequested
+            })
         server.shutDown(reason: stopReason ?? "stopping")
         let failure = services.store.close()
         services.session.close()
@@ -107,10 +130,30 @@ public final class Daemon {
         return 0
     }
 
-    private func sessionSettings() -> SessionController.Settings {
+    /// The session's settings from `configuration`; a reload keeps the sound server's watcher it started
+    /// (`soundServer`), which a running meeting's streams may be using.
+    private func sessionSettings(_ configuration: Configuration, soundServer: PulseMonitor? = nil)
+        -> SessionController.Settings
+    {
         var settings = SessionController.Settings()
         settings.audioDeviceName = configuration.audioDevice
         settings.cueDeviceName = configuration.playsCue ? configuration.cueDevice : nil
+        settings.callAudio = configuration.callAudio
+        if let soundServer {
+            settings.soundServer = soundServer
+            settings.serverCaptureDevice = .pulse(soundServer)
+        } else if configuration.callAudio != .off {
+            do {
+                let monitor = try PulseMonitor()
+                settings.soundServer = monitor
+                settings.serverCaptureDevice = .pulse(monitor)
+                logger.info(
+                    "sound server: \(monitor.snapshot.map { "\($0.server), default output \($0.defaultSink ?? "none")" } ?? "none reachable (\(monitor.error ?? "?")); retrying")"
+                )
+            } catch {
+                logger.warning("cannot watch the sound server: \(error); meetings record the microphone alone")
+            }
+        }
         let model = PocketSphinxRecognizer.Model(
             acousticModel: configuration.speechModel,
             languageModel: configuration.speechLanguageModel,
@@ -176,13 +219,51 @@ public final class Daemon {
         return try ListeningSocket.create(at: directory.socketPath, in: directory)
     }
 
-    private func received(_ signal: CInt) {
+    private func received(_ signal: CInt, services: Services) {
         switch signal {
         case SIGTERM, SIGINT:
             stopReason = signal == SIGTERM ? "SIGTERM" : "SIGINT"
             loop.stop()
+        case SIGHUP:
+            reloadConfiguration(services)
         default:
             logger.info("ignoring signal \(signal)")
+        }
+    }
+
+    /// SIGHUP: reads the config file and the command line again, as at start (flags still win). The log level
+    /// changes at once; the audio, cue and speech options apply from the next meeting; the socket, the data
+    /// directory and the connection limit need a restart, and a `daemon.warning` says so. A file that does
+    /// not load changes nothing, and the warning says why.
+    private func reloadConfiguration(_ services: Services) {
+        let new: Configuration
+        do {
+            // --help and --version ended the process at start: the same arguments always mean run.
+            guard case .run(let loaded) = try ConfigurationLoader.load(arguments: arguments, environment: environment)
+            else { return }
+            new = loaded
+        } catch {
+            let reasons = error.description.split(separator: "\n").joined(separator: "; ")
+            services.state.warn("SIGHUP: the configuration was not reloaded, the running one stays: \(reasons)")
+            return
+        }
+        let reload = ConfigurationReload(started: configuration, current: current, new: new)
+        current = new
+        logger.changeMinimumLevel(to: new.logLevel)
+        if !reload.appliedFromNextMeeting.isEmpty {
+            services.session.settings = sessionSettings(new, soundServer: services.session.settings.soundServer)
+        }
+        if reload.changesAnything {
+            let changes =
+                reload.appliedAtOnce.map(\.description)
+                + reload.appliedFromNextMeeting.map { "\($0) (from the next meeting)" }
+            logger.notice("SIGHUP: reloaded the configuration: \(changes.joined(separator: "; "))")
+        } else if reload.needsRestart.isEmpty {
+            logger.notice("SIGHUP: reloaded the configuration: nothing changed")
+        }
+        for change in reload.needsRestart {
+            services.state.warn(
+                "SIGHUP: \(change) needs a restart of syncupsd; until then it keeps \(change.old ?? "its default")")
         }
     }
 }

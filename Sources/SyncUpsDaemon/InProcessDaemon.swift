@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsProtocol
@@ -15,11 +16,15 @@ public final class InProcessDaemon {
     private var peer: FileDescriptor?
 
     /// A daemon on `dataDirectory` with no audio, no cue and no speech engine. `readPauseThreshold` is the
-    /// unsent output at which a client's reading pauses (smaller in tests, to reach it with little data).
-    public init(dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 256 * 1024) throws {
+    /// unsent output at which a client's reading pauses, and `limits` the server's (smaller in tests, to reach
+    /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests).
+    public init(
+        dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 256 * 1024,
+        limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system
+    ) throws {
         loop = try EventLoop()
         server = Server(
-            loop: loop, limits: Limits(), version: SyncUpsVersion.current, logger: logger,
+            loop: loop, limits: limits, version: SyncUpsVersion.current, logger: logger,
             readPauseThreshold: readPauseThreshold)
         var settings = SessionController.Settings()
         settings.audioDeviceName = "null"
@@ -31,7 +36,9 @@ public final class InProcessDaemon {
             sessionSettings: settings,
             socketDescription: "(in process)",
             startedAt: .now(),
-            logger: logger
+            logger: logger,
+            uuid: uuid,
+            wallClock: wallClock
         )
     }
 

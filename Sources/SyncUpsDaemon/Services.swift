@@ -23,6 +23,8 @@ final class Services {
         socketDescription: String,
         startedAt: MonotonicInstant,
         logger: Logger,
+        uuid: UUIDGenerator = .random,
+        wallClock: WallClock = .system,
         onPublish: @escaping () -> Void = {}
     ) throws(StartupError) {
         let publish: PublishEvent = { topic, name, data in
@@ -32,7 +34,7 @@ final class Services {
         var state: DaemonState?
         let loaded: SyncUpStore.LoadResult
         do {
-            store = try SyncUpStore(directory: directory, loop: loop) { event in
+            store = try SyncUpStore(directory: directory, loop: loop, wallClock: wallClock) { event in
                 Self.handle(event, state: state, server: server, logger: logger)
             }
             loaded = try store.open()
@@ -43,8 +45,8 @@ final class Services {
         let owner = DaemonState(
             syncUps: loaded.syncUps,
             store: store,
-            uuid: .random,
-            now: { Date() },
+            uuid: uuid,
+            now: wallClock,
             logger: logger,
             limits: server.limits,
             publish: publish
@@ -68,7 +70,7 @@ final class Services {
                 version: SyncUpsVersion.current,
                 socketPath: socketDescription,
                 startedAt: startedAt,
-                startDate: Date(),
+                startDate: wallClock(),
                 loadWarnings: loaded.warnings + recovered
             )
         )

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// Where the daemon's log lines go: plain standard error, the systemd journal (SyncUpsSystemd), or a
 /// test's collector. A struct of closures, so every part of the daemon logs the same way.
@@ -46,17 +47,30 @@ public struct Logger: Sendable {
         }
     }
 
-    public var minimumLevel: Level
+    /// The least important level logged. Every copy of a logger shares it, so `changeMinimumLevel` (a
+    /// configuration reloaded on SIGHUP) reaches every part of the daemon and its threads at once.
+    public var minimumLevel: Level { Level(rawValue: level.value.load(ordering: .relaxed)) ?? .info }
+    private let level: SharedLevel
     private let sink: @Sendable (Level, String, [Field]) -> Void
 
     public init(minimumLevel: Level = .info, sink: @escaping @Sendable (Level, String, [Field]) -> Void) {
-        self.minimumLevel = minimumLevel
+        self.level = SharedLevel(minimumLevel.rawValue)
         self.sink = sink
+    }
+
+    /// Logs messages from `level` up, from now on, in this logger and all its copies.
+    public func changeMinimumLevel(to level: Level) {
+        self.level.value.store(level.rawValue, ordering: .relaxed)
     }
 
     public func log(_ level: Level, _ message: String, _ fields: [Field] = []) {
         guard level >= minimumLevel else { return }
         sink(level, message, fields)
+    }
+
+    private final class SharedLevel: Sendable {
+        let value: Atomic<Int>
+        init(_ value: Int) { self.value = Atomic(value) }
     }
 
     public func error(_ message: String, _ fields: Field...) { log(.error, message, fields) }

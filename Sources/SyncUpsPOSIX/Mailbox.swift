@@ -71,8 +71,9 @@ public final class Mailbox<Message: Sendable>: Sendable {
     }
 
     /// Waits up to `timeout` for a message, without taking it; returns whether one is queued. For the loop's
-    /// own thread while the loop is not running (at shutdown, waiting for a helper's last report).
-    public func wait(timeout: Duration) -> Bool {
+    /// own thread while the loop is not running (at shutdown, waiting for a helper's last report). The wait
+    /// also ends, without a message, as soon as `other` is readable (the daemon's signals).
+    public func wait(timeout: Duration, orUntilReadable other: FileDescriptor? = nil) -> Bool {
         let deadline = MonotonicInstant.now() + timeout
         while true {
             var count: UInt64 = 0
@@ -80,9 +81,11 @@ public final class Mailbox<Message: Sendable>: Sendable {
             if queue.withLock({ !$0.isEmpty }) { return true }
             let remaining = deadline - MonotonicInstant.now()
             guard remaining > .zero else { return false }
-            var poller = pollfd(fd: eventFD.rawValue, events: Int16(POLLIN), revents: 0)
+            var pollers = [pollfd(fd: eventFD.rawValue, events: Int16(POLLIN), revents: 0)]
+            if let other { pollers.append(pollfd(fd: other.rawValue, events: Int16(POLLIN), revents: 0)) }
             // Rounded up, so the last fraction of a millisecond is slept rather than spun.
-            _ = poll(&poller, 1, CInt(clamping: (remaining.nanoseconds + 999_999) / 1_000_000))
+            _ = poll(&pollers, nfds_t(pollers.count), CInt(clamping: (remaining.nanoseconds + 999_999) / 1_000_000))
+            if pollers.count > 1 && pollers[1].revents != 0 { return queue.withLock { !$0.isEmpty } }
         }
     }
 

@@ -81,6 +81,19 @@ public final class Subprocess: Sendable {
                 }
             }
             for (parent, child) in extraDescriptors { dups += [parent.rawValue, child] }
+            // The child's descriptors are made by dup2 in order, so a source that is also a target would be
+            // overwritten before it is used, or (dup2 onto itself) keep its close-on-exec flag and vanish in
+            // the child. Such a source moves to a spare number above every target first; `syncups_spawn` relies
+            // on it.
+            let targets = Set(stride(from: 1, to: dups.count, by: 2).map { dups[$0] })
+            for index in stride(from: 0, to: dups.count, by: 2) where targets.contains(dups[index]) {
+                let spare = FileDescriptor(
+                    rawValue: try syscall("fcntl(F_DUPFD_CLOEXEC)") {
+                        fcntl(dups[index], F_DUPFD_CLOEXEC, (targets.max() ?? 2) + 1)
+                    })
+                childEnds.append(spare)
+                dups[index] = spare.rawValue
+            }
 
             let path = executable.contains("/") ? executable : Self.search(executable, environment: environment)
             var pid: pid_t = 0

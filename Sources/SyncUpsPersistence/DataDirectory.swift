@@ -91,8 +91,11 @@ public struct DataDirectory: Sendable, Equatable {
 /// The kinds of sidecar files a meeting can have.
 public enum MeetingFiles {
     public static let audio = "wav"
+    /// The call (`--call-audio`), in step with `audio` frame for frame: a second mono file, so each stays the
+    /// crash-safe WAV `audio` is and a player or recognizer can take either side alone.
+    public static let callAudio = "call.wav"
     public static let details = "json"
     /// Written while a meeting is being recorded; its presence at start-up means the daemon crashed mid-meeting.
     public static let journal = "recording.json"
-    static let suffixes = [audio, details, journal]
+    static let suffixes = [audio, callAudio, details, journal]
 }

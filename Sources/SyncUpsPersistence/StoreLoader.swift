@@ -13,12 +13,14 @@ import SyncUpsPOSIX
 struct StoreLoader {
     let directory: DataDirectory
     let fileSystem: FileSystem
+    let wallClock: WallClock
     /// Set when the state loaded is not what `sync-ups.json` holds (it came from `.prev`): write it back at once.
     private(set) var needsRewrite = false
 
-    init(directory: DataDirectory, fileSystem: FileSystem) {
+    init(directory: DataDirectory, fileSystem: FileSystem, wallClock: WallClock) {
         self.directory = directory
         self.fileSystem = fileSystem
+        self.wallClock = wallClock
     }
 
     mutating func load() -> (syncUps: [SyncUp], warnings: [String]) {
@@ -39,7 +41,7 @@ struct StoreLoader {
             needsRewrite = true
             return (syncUps, warnings)
         case .invalid(let reason):
-            let aside = Self.moveAside(main, fileSystem: fileSystem)
+            let aside = Self.moveAside(main, fileSystem: fileSystem, at: wallClock())
             warnings.append("\(main) does not parse (\(reason)); moved it to \(aside ?? "nowhere (rename failed)")")
         }
         switch Self.parse(directory.previousFile) {
@@ -50,7 +52,7 @@ struct StoreLoader {
         case .missing, .empty:
             warnings.append("no \(directory.previousFile) to fall back on; starting with no sync-ups")
         case .invalid(let reason):
-            let aside = Self.moveAside(directory.previousFile, fileSystem: fileSystem)
+            let aside = Self.moveAside(directory.previousFile, fileSystem: fileSystem, at: wallClock())
             warnings.append(
                 "\(directory.previousFile) does not parse either (\(reason)); moved it to \(aside ?? "nowhere"); "
                     + "starting with no sync-ups"
@@ -92,9 +94,10 @@ struct StoreLoader {
         }
     }
 
-    /// Renames `path` to `<path>.corrupt-<UTC stamp>` (with a counter if that exists); returns the new path.
-    static func moveAside(_ path: String, fileSystem: FileSystem) -> String? {
-        let stamp = UTCTime(Date()).compactStamp
+    /// Renames `path` to `<path>.corrupt-<UTC stamp of date>` (with a counter if that exists); returns the
+    /// new path.
+    static func moveAside(_ path: String, fileSystem: FileSystem, at date: Date) -> String? {
+        let stamp = UTCTime(date).compactStamp
         for attempt in 0..<100 {
             let candidate = path + ".corrupt-" + stamp + (attempt == 0 ? "" : "-\(attempt)")
             guard fileSystem.identity(candidate) == nil else { continue }

@@ -32,6 +32,8 @@ public final class SyncUpStore {
     public let directory: DataDirectory
     private let loop: EventLoop
     private let fileSystem: FileSystem
+    /// Stamps the names of files moved aside.
+    private let wallClock: WallClock
     private let file: VersionedFile
     private let onEvent: (Event) -> Void
     private let recentWrites = RecentWrites()
@@ -68,8 +70,10 @@ public final class SyncUpStore {
         loop: EventLoop,
         fileSystem: FileSystem = .live,
         throttleWindow: Duration = .seconds(1),
+        wallClock: WallClock = .system,
         onEvent: @escaping (Event) -> Void
     ) throws(SystemError) {
+        self.wallClock = wallClock
         self.directory = directory
         self.loop = loop
         self.fileSystem = fileSystem
@@ -87,7 +91,7 @@ public final class SyncUpStore {
     public func open() throws(SystemError) -> LoadResult {
         try directory.create()
         removeStaleTemporaryFiles()
-        var loader = StoreLoader(directory: directory, fileSystem: fileSystem)
+        var loader = StoreLoader(directory: directory, fileSystem: fileSystem, wallClock: wallClock)
         let result = loader.load()
         file.syncFileInPlace()
         latest = result.syncUps
@@ -253,6 +257,8 @@ public final class SyncUpStore {
             markDiskState(identity: identity, overtaking: true)
             isConflictPending = false
             throttle.cancelPending()
+            if let throttleTimer { loop.cancel(throttleTimer) }
+            throttleTimer = nil
             latest = syncUps
             generation += 1
             writtenGeneration = generation
@@ -267,7 +273,7 @@ public final class SyncUpStore {
     /// Moves another program's file aside (never deleting a byte of it) and writes the state back.
     private func rejectOutsideEdit(reason: String) {
         let path = directory.syncUpsFile
-        let aside = StoreLoader.moveAside(path, fileSystem: fileSystem)
+        let aside = StoreLoader.moveAside(path, fileSystem: fileSystem, at: wallClock())
         markDiskState(identity: nil, overtaking: false)
         onEvent(.outsideEditRejected(movedTo: aside ?? path, reason: reason))
         save(latest, urgent: true)

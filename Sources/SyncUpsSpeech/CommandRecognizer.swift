@@ -24,9 +24,12 @@ public enum CommandRecognizer {
     /// After the engine closes its stdout, how long it has to exit before its process group is killed.
     public static let exitGrace = Duration.seconds(1)
 
-    public static func recognizer(command: String, environment: [String: String] = Subprocess.currentEnvironment())
-        -> SpeechRecognizer
-    {
+    /// `textClock` times the windows of `maxTextPerSecond` (a test holds it still, so a loaded machine
+    /// reading a burst slowly cannot spread it over two windows).
+    public static func recognizer(
+        command: String, environment: [String: String] = Subprocess.currentEnvironment(),
+        textClock: @escaping @Sendable () -> MonotonicInstant = { .now() }
+    ) -> SpeechRecognizer {
         SpeechRecognizer(name: "command") { (events) throws(SpeechError) in
             let queue = try RecognizerQueue(events: events)
             let controlRead: FileDescriptor
@@ -62,7 +65,7 @@ public enum CommandRecognizer {
                 throw SpeechError("cannot start the speech command: \(error)")
             }
             controlRead.close()
-            let shared = Shared(process: process, events: events)
+            let shared = Shared(process: process, events: events, textClock: textClock)
             do {
                 _ = try DedicatedThread(name: "syncups-asr-in") {
                     writeInput(queue.items, to: process.standardInput!, control: controlWrite, shared: shared)
@@ -85,11 +88,16 @@ public enum CommandRecognizer {
     final class Shared: Sendable {
         let process: Subprocess
         let events: @Sendable (RecognizerEvent) -> Void
+        let textClock: @Sendable () -> MonotonicInstant
         private let state = Mutex((isFinishing: false, hasFailed: false))
 
-        init(process: Subprocess, events: @escaping @Sendable (RecognizerEvent) -> Void) {
+        init(
+            process: Subprocess, events: @escaping @Sendable (RecognizerEvent) -> Void,
+            textClock: @escaping @Sendable () -> MonotonicInstant
+        ) {
             self.process = process
             self.events = events
+            self.textClock = textClock
         }
 
         /// Held while the engine's process group is signalled or the engine reaped: once reaped, its pid (and
@@ -193,7 +201,7 @@ public enum CommandRecognizer {
         var reader = LineReader(fd: stdout, maxLineBytes: maxLineBytes, keepsUnterminatedLastLine: true)
         var windowStart = MonotonicInstant.now()
         var bytesInWindow = 0
-        var textWindowStart = MonotonicInstant.now()
+        var textWindowStart = shared.textClock()
         var textInWindow = 0
         var droppedFinals = 0
         func reportDropped() {
@@ -256,9 +264,10 @@ public enum CommandRecognizer {
                     pendingPartial = nil
                     // Speech is a few dozen bytes a second: more than `maxTextPerSecond` is not speech, and
                     // is dropped (and counted) rather than grow the transcript and the journal without end.
-                    if now - textWindowStart >= .seconds(1) {
+                    let textNow = shared.textClock()
+                    if textNow - textWindowStart >= .seconds(1) {
                         if droppedFinals > 0 { reportDropped() }
-                        textWindowStart = now
+                        textWindowStart = textNow
                         textInWindow = 0
                         droppedFinals = 0
                     }

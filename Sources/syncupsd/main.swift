@@ -7,9 +7,10 @@ import SyncUpsProtocol
 import SyncUpsSystemd
 
 let environment = Subprocess.currentEnvironment()
+let arguments = Array(CommandLine.arguments.dropFirst())
 let configuration: Configuration
 do {
-    switch try ConfigurationLoader.load(arguments: Array(CommandLine.arguments.dropFirst()), environment: environment) {
+    switch try ConfigurationLoader.load(arguments: arguments, environment: environment) {
     case .help:
         Console.out(ConfigurationLoader.helpText)
         exit(0)
@@ -30,7 +31,8 @@ let logger =
     ? Journal.logger(minimumLevel: configuration.logLevel)
     : Logger.standardError(minimumLevel: configuration.logLevel)
 do throws(StartupError) {
-    let daemon = try Daemon(configuration: configuration, environment: environment, logger: logger)
+    let daemon = try Daemon(
+        configuration: configuration, arguments: arguments, environment: environment, logger: logger)
     exit(try daemon.run())
 } catch {
     logger.error(error.description)

@@ -38,8 +38,9 @@ import Testing
 
     @Test func startDuringASaveSaysTheLastMeetingIsStillBeingSaved() throws {
         let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
-            // The recognizer finishes only when the test says so.
-            "cat > /dev/null\nwhile [ ! -e '\(directory.appending("release"))' ]; do sleep 0.05; done\n"
+            // The recognizer finishes only when the test says so: it waits for a line on a FIFO.
+            mkfifo(directory.appending("release"), 0o600)
+            return "cat > /dev/null\nread line < '\(directory.appending("release"))'\n"
         }
         let syncUp = try #require(meeting.started["syncup"]?.stringValue)
         let ended = try meeting.daemon.ctl(["end", "--no-wait"])
@@ -51,7 +52,7 @@ import Testing
             refused.standardError.contains("the last meeting of \"Solo\" is still being saved"),
             "\(refused.standardError)")
         #expect(!refused.standardError.contains("end it first"))
-        Files.write(meeting.alsa.directory.appending("release"), "")
+        Files.write(meeting.alsa.directory.appending("release"), "go\n")  // waits for the engine to open it
         _ = try meeting.client.nextEvent("session.ended", timeout: .seconds(30))
         #expect(try meeting.daemon.ctl(["start", syncUp]).exitCode == 0)
     }

@@ -106,7 +106,7 @@ import Testing
         let client = try daemon.client()
         let watcher = try daemon.client()
         _ = try watcher.result("subscribe", ["snapshot": false])
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64.forTest()
         let seeds = Self.commands.map { command, arguments -> [UInt8] in
             Array(
                 JSONWriter().string([
@@ -138,12 +138,12 @@ import Testing
             while lines > 0 {
                 let reply = try client.readJSON()
                 if reply["event"] != nil { continue }
-                #expect(reply["ok"] == true || reply["error"]?["code"] != nil)
+                #expect(reply["ok"] == true || reply["error"]?["code"] != nil, "\(generator)")
                 lines -= 1
             }
             _ = round
             // The watcher and the daemon are fine.
-            #expect(try daemon.client().result("ping") == "pong")
+            #expect(try daemon.client().result("ping") == "pong", "\(generator)")
         }
     }
 

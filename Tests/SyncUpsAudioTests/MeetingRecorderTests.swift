@@ -5,22 +5,26 @@ import SyncUpsTestSupport
 import Synchronization
 import Testing
 
-/// Collects what a recorder reports, from its threads.
+/// Collects what a recorder reports, from its threads, and lets the test wait for it: each report and each
+/// chunk of audio (`audio`, the recorder's `onAudio`) is a change to check a condition again.
 final class TroubleLog: Sendable {
     private let entries = Mutex<[MeetingRecorder.Trouble]>([])
-    func add(_ trouble: MeetingRecorder.Trouble) { entries.withLock { $0.append(trouble) } }
-    var all: [MeetingRecorder.Trouble] { entries.withLock { $0 } }
-}
-
-/// Waits, with a deadline, until the recorder has written `seconds` of audio.
-func waitForAudio(_ recorder: MeetingRecorder, seconds: Double, timeout: Duration = .seconds(20)) -> Bool {
-    let deadline = MonotonicInstant.now() + timeout
-    while MonotonicInstant.now() < deadline {
-        if recorder.statistics.writtenSeconds >= seconds { return true }
-        var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
-        nanosleep(&pause, nil)
+    let changes = try! ChangeSignal()
+    func add(_ trouble: MeetingRecorder.Trouble) {
+        entries.withLock { $0.append(trouble) }
+        changes.changed()
     }
-    return false
+    func audio(_ chunk: AudioChunk) { changes.changed() }
+    var all: [MeetingRecorder.Trouble] { entries.withLock { $0 } }
+
+    /// Whether `condition` came true within ten seconds.
+    func waitUntil(_ condition: () -> Bool) -> Bool { changes.wait(until: condition) }
+
+    /// Waits, with a deadline, until the recorder has written `seconds` of audio. The writer counts a chunk
+    /// just after reporting it: the next chunk's report finds it counted.
+    func waitForAudio(_ recorder: MeetingRecorder, seconds: Double) -> Bool {
+        changes.wait(timeout: .seconds(20)) { recorder.statistics.writtenSeconds >= seconds }
+    }
 }
 
 /// The samples of a WAV file, after checking its header describes exactly the bytes that follow it.
@@ -45,16 +49,20 @@ func wavData(_ path: String) throws -> [UInt8] {
             deviceName: "usb-mic",
             wavPath: output.appending("meeting.wav"),
             onTrouble: troubles.add,
-            onAudio: { _ in }
+            onAudio: troubles.audio
         )
-        #expect(waitForAudio(recorder, seconds: 0.5))
+        #expect(troubles.waitForAudio(recorder, seconds: 0.5))
         microphone.unplug()
         #expect(
-            try waitUntil { troubles.all.contains { if case .capture(.disconnected) = $0 { true } else { false } } })
-        #expect(waitForAudio(recorder, seconds: 1.8))  // time goes on in silence while it is away
+            troubles.waitUntil {
+                troubles.all.contains { if case .capture(.disconnected) = $0 { true } else { false } }
+            })
+        #expect(troubles.waitForAudio(recorder, seconds: 1.8))  // time goes on in silence while it is away
         microphone.plugIn()
-        #expect(try waitUntil { troubles.all.contains { if case .capture(.reconnected) = $0 { true } else { false } } })
-        #expect(waitForAudio(recorder, seconds: 3))
+        #expect(
+            troubles.waitUntil { troubles.all.contains { if case .capture(.reconnected) = $0 { true } else { false } } }
+        )
+        #expect(troubles.waitForAudio(recorder, seconds: 3))
         recorder.stop(keepsFile: true)
         let statistics = recorder.statistics
         #expect(statistics.capture.reconnects == 1)
@@ -77,11 +85,11 @@ func wavData(_ path: String) throws -> [UInt8] {
             deviceName: "busy-mic",
             wavPath: output.appending("meeting.wav"),
             onTrouble: troubles.add,
-            onAudio: { _ in }
+            onAudio: troubles.audio
         )
-        #expect(waitForAudio(recorder, seconds: 0.3))
+        #expect(troubles.waitForAudio(recorder, seconds: 0.3))
         microphone.fail(next: -EPIPE)
-        #expect(try waitUntil { troubles.all.contains(.capture(.overrun(count: 1))) })
+        #expect(troubles.waitUntil { troubles.all.contains(.capture(.overrun(count: 1))) })
         recorder.stop(keepsFile: true)
         #expect(microphone.recoveries == [-EPIPE])
         #expect(recorder.statistics.capture.overruns == 1)
@@ -90,14 +98,15 @@ func wavData(_ path: String) throws -> [UInt8] {
     @Test func deletesTheAudioWhenTheMeetingIsDiscarded() throws {
         let microphone = FakeMicrophone()
         let output = TemporaryDirectory("recorder")
+        let troubles = TroubleLog()
         let recorder = try MeetingRecorder(
             device: microphone.device,
             deviceName: "mic",
             wavPath: output.appending("meeting.wav"),
-            onTrouble: { _ in },
-            onAudio: { _ in }
+            onTrouble: troubles.add,
+            onAudio: troubles.audio
         )
-        #expect(waitForAudio(recorder, seconds: 0.2))
+        #expect(troubles.waitForAudio(recorder, seconds: 0.2))
         recorder.stop(keepsFile: false)
         #expect(!Files.exists(output.appending("meeting.wav")))
     }
@@ -117,9 +126,9 @@ func wavData(_ path: String) throws -> [UInt8] {
             deviceName: "virtmic",
             wavPath: output.appending("meeting.wav"),
             onTrouble: troubles.add,
-            onAudio: { _ in }
+            onAudio: troubles.audio
         )
-        #expect(waitForAudio(recorder, seconds: 1.5))
+        #expect(troubles.waitForAudio(recorder, seconds: 1.5))
         recorder.stop(keepsFile: true)
         let data = try wavData(output.appending("meeting.wav"))
         #expect(data.count >= 3200 * 15)
@@ -143,9 +152,9 @@ func wavData(_ path: String) throws -> [UInt8] {
             deviceName: "virtmic",
             wavPath: output.appending("meeting.wav"),
             onTrouble: troubles.add,
-            onAudio: { _ in }
+            onAudio: troubles.audio
         )
-        #expect(waitForAudio(recorder, seconds: 2))
+        #expect(troubles.waitForAudio(recorder, seconds: 2))
         recorder.stop(keepsFile: true)
         feeder.stop()
         let data = try wavData(output.appending("meeting.wav"))
@@ -178,13 +187,15 @@ func wavData(_ path: String) throws -> [UInt8] {
         alsa.install()
         let failures = TroubleLog()
         let player = try CuePlayer(deviceName: "sink") { error in failures.add(.capture(.disconnected(error))) }
-        player.play()
-        player.play()
-        #expect(try waitUntil { player.playedCount == 2 })
-        player.stop()
         let cue = CuePlayer.samples.withUnsafeBytes { Array($0) }
-        // The `file` plugin's shell pipe may still be flushing: wait for both cues to land.
-        #expect(try waitUntil { Files.read(alsa.playedPath)?.count == 2 * cue.count })
+        player.play()
+        player.play()
+        // Both cues land in the `file` plugin's file (through a shell pipe); the second one has then been
+        // played, and `stop` lets the cue playing now finish.
+        #expect(
+            try Files.wait(forChangesIn: alsa.directory.path) { Files.read(alsa.playedPath)?.count == 2 * cue.count })
+        player.stop()
+        #expect(player.playedCount == 2)
         #expect(Files.read(alsa.playedPath) == cue + cue)
         #expect(failures.all.isEmpty)
     }
@@ -194,19 +205,8 @@ func wavData(_ path: String) throws -> [UInt8] {
         let player = try CuePlayer(deviceName: "no_such_device") { error in failures.add(.capture(.disconnected(error)))
         }
         player.play()
-        #expect(try waitUntil { !failures.all.isEmpty })
+        #expect(failures.waitUntil { !failures.all.isEmpty })
         player.stop()
         #expect(player.playedCount == 0)
     }
-}
-
-/// Polls `condition` every 10 ms until it holds or ten seconds pass (for reports from other threads).
-func waitUntil(_ condition: () throws -> Bool) throws -> Bool {
-    let deadline = MonotonicInstant.now() + .seconds(10)
-    while MonotonicInstant.now() < deadline {
-        if try condition() { return true }
-        var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-        nanosleep(&pause, nil)
-    }
-    return false
 }

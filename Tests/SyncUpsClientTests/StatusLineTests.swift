@@ -23,6 +23,17 @@ import Testing
                 == "{literal} {unknown} running #FF8B42 on #000000 orange")
     }
 
+    @Test func saysCallAudioSilentOnlyWhenTheDaemonSaysTheCallSourceIsSilent() throws {
+        guard case .object(var object) = session else { return }
+        #expect(StatusLine.values(session)["callAudio"] == "")
+        object["callAudio"] = ["state": "recording", "silent": false, "silentSeconds": 4]
+        #expect(StatusLine.values(.object(object))["callAudio"] == "")
+        object["callAudio"] = ["state": "recording", "silent": true, "silentSeconds": 12]
+        #expect(
+            StatusLine.fill("{speaker} {callAudio}", StatusLine.values(.object(object)))
+                == "Ann & Bob call audio: silent")
+    }
+
     @Test func escapesPangoMarkupForWaybar() {
         let line = StatusLine().render(.meeting(session), format: .waybar)
         let object = try? JSONParser().parse(line)

@@ -77,22 +77,40 @@ import Testing
     }
 
     @Test func readsWhatTheAppsEncoderWritesForManyRandomSyncUps() throws {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64.forTest()
         let alphabet = Array("abc XYZ/\\\"\n\t\u{1}é❌日本😀")
         func text() -> String {
-            String((0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet.randomElement()! })
+            String(
+                (0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+        }
+        func uuid() -> UUID {
+            let hex = [generator.next(), generator.next()].map {
+                let digits = String($0, radix: 16, uppercase: true)
+                return String(repeating: "0", count: 16 - digits.count) + digits
+            }.joined()
+            var text = ""
+            for (index, digit) in hex.enumerated() {
+                if [8, 12, 16, 20].contains(index) { text.append("-") }
+                text.append(digit)
+            }
+            return UUID(uuidString: text)!
         }
         let appSyncUps = (0..<50).map { _ in
             App.SyncUp(
-                id: UUID(),
-                attendees: (0..<Int.random(in: 0...5)).map { _ in App.Attendee(id: UUID(), name: text()) },
-                duration: .seconds(Int.random(in: 1...86_400)) + .milliseconds(Int.random(in: 0...999)),
-                meetings: (0..<Int.random(in: 0...3)).map { _ in
+                id: uuid(),
+                attendees: (0..<Int.random(in: 0...5, using: &generator)).map { _ in
+                    App.Attendee(id: uuid(), name: text())
+                },
+                duration: .seconds(Int.random(in: 1...86_400, using: &generator))
+                    + .milliseconds(Int.random(in: 0...999, using: &generator)),
+                meetings: (0..<Int.random(in: 0...3, using: &generator)).map { _ in
                     App.Meeting(
-                        id: UUID(), date: Date(timeIntervalSinceReferenceDate: .random(in: 0...1e9)), transcript: text()
+                        id: uuid(),
+                        date: Date(timeIntervalSinceReferenceDate: .random(in: 0...1e9, using: &generator)),
+                        transcript: text()
                     )
                 },
-                theme: Theme.allCases.randomElement()!.rawValue,
+                theme: Theme.allCases.randomElement(using: &generator)!.rawValue,
                 title: text()
             )
         }
@@ -101,13 +119,14 @@ import Testing
             encoder.outputFormatting = formatting
             let appBytes = [UInt8](try encoder.encode(appSyncUps))
             let ours = try SyncUpsFile.decode(appBytes)
-            #expect(ours.map(\.title) == appSyncUps.map(\.title))
-            #expect(ours.map(\.duration) == appSyncUps.map(\.duration))
-            #expect(ours.map { $0.meetings.map(\.date) } == appSyncUps.map { $0.meetings.map(\.date) })
+            #expect(ours.map(\.title) == appSyncUps.map(\.title), "\(generator)")
+            #expect(ours.map(\.duration) == appSyncUps.map(\.duration), "\(generator)")
+            #expect(
+                ours.map { $0.meetings.map(\.date) } == appSyncUps.map { $0.meetings.map(\.date) }, "\(generator)")
             let back = try JSONDecoder().decode([App.SyncUp].self, from: Data(SyncUpsFile.encode(ours)))
-            #expect(back == appSyncUps)
+            #expect(back == appSyncUps, "\(generator)")
             if formatting == [.prettyPrinted, .sortedKeys] {
-                #expect(SyncUpsFile.encode(ours) == appBytes)
+                #expect(SyncUpsFile.encode(ours) == appBytes, "\(generator)")
             }
         }
     }

@@ -2,6 +2,7 @@ import Glibc
 import SyncUpsDaemon
 import SyncUpsPOSIX
 import SyncUpsTestSupport
+import Synchronization
 import Testing
 
 @Suite struct ConfigurationTests {
@@ -21,12 +22,51 @@ import Testing
         return configuration
     }
 
+    // MARK: - Reloading (SIGHUP)
+
+    @Test func aReloadSortsWhatChangedByWhenItApplies() throws {
+        let started = try load([], file: "log-level = info\ncue = true\n")
+        let new = try load([], file: "log-level = debug\ncue = false\nmax-connections = 9\n")
+        let reload = ConfigurationReload(started: started, current: started, new: new)
+        #expect(reload.appliedAtOnce.map(\.description) == ["log-level: info -> debug"])
+        #expect(reload.appliedFromNextMeeting.map(\.description) == ["cue: true -> false"])
+        #expect(reload.needsRestart.map(\.description) == ["max-connections: 256 -> 9"])
+        #expect(reload.changesAnything)
+        // What needs a restart is compared with the start, so every reload says it again; the rest with the
+        // last reload, so a value is reported once.
+        let again = ConfigurationReload(started: started, current: new, new: new)
+        #expect(!again.changesAnything)
+        #expect(again.needsRestart.map(\.option) == ["max-connections"])
+        // A flag wins over the file on a reload as at start.
+        let flagged = try load(["--log-level", "info"], file: "log-level = debug\n")
+        #expect(!ConfigurationReload(started: started, current: started, new: flagged).changesAnything)
+    }
+
+    @Test func everyCopyOfALoggerFollowsANewLevel() {
+        let lines = Mutex<[String]>([])
+        let logger = Logger(minimumLevel: .notice) { _, message, _ in lines.withLock { $0.append(message) } }
+        let copy = logger
+        copy.debug("dropped")
+        logger.changeMinimumLevel(to: .debug)
+        copy.debug("logged")
+        #expect(lines.withLock { $0 } == ["logged"])
+        #expect(copy.minimumLevel == .debug)
+    }
+
     @Test func needsNoFileForTheDefaults() throws {
         let configuration = try load([])
         #expect(configuration == Configuration())
         #expect(configuration.audioDevice == "default")
         #expect(configuration.playsCue)
         #expect(configuration.speechEngine.rawValue == "auto")
+    }
+
+    @Test func callAudioIsAutoOffOrASourceByNameFromTheFileOrAFlag() throws {
+        #expect(try load([]).callAudio == .auto)
+        #expect(try load(["--call-audio", "off"]).callAudio == .off)
+        #expect(try load([], file: "call-audio = headset.monitor\n").callAudio == .source("headset.monitor"))
+        #expect(try load(["--call-audio", "auto"], file: "call-audio = off\n").callAudio == .auto)
+        #expect(throws: ConfigurationError.self) { try load(["--call-audio", ""]) }
     }
 
     @Test func readsTheFileThenLetsFlagsWin() throws {

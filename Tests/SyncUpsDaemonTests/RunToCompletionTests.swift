@@ -207,3 +207,17 @@ final class LoopClient {
         return result
     }
 }
+
+@Suite struct StatusReplyTests {
+    /// `status` counts under `syncups`, the name every other reply uses, and still under protocol 1's
+    /// `syncUps`; the reply is valid JSON with each key once (it is written by hand, not by the writer).
+    @Test func countsSyncUpsUnderBothNames() throws {
+        let directory = TemporaryDirectory("status")
+        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        let client = LoopClient(try daemon.connect(), daemon)
+        for title in ["A", "B"] { _ = try client.result("syncups.create", ["title": .string(title)]) }
+        let status = try client.result("status", [:])
+        #expect(status["syncups"] == 2 && status["syncUps"] == 2)
+        #expect(status["persistence"]?["warnings"] == [])
+    }
+}

@@ -50,9 +50,31 @@ import Testing
         #expect(added < 100, "200 forgotten threads left \(added) more stacks mapped")
     }
 
-    @Test func joiningTwiceIsHarmless() throws {
-        let thread = try DedicatedThread(name: "test-join") {}
+    /// `join` returns only once the body has returned (everything it did is visible), and a second `join`
+    /// returns at once instead of joining a thread that no longer exists (undefined behaviour in glibc).
+    @Test func joinWaitsForTheBodyAndASecondJoinReturnsAtOnce() throws {
+        let release = try BlockingQueue<Int>(capacity: 1)
+        let written = try BlockingQueue<Int>(capacity: 1000)
+        let thread = try DedicatedThread(name: "test-join") {
+            _ = release.pop()
+            for value in 0..<1000 { _ = written.push(value) }
+        }
+        _ = release.push(0)
         thread.join()
-        thread.join()
+        #expect(written.count == 1000, "join returned before the body did")
+        // glibc gives the next thread the joined one's cached stack and descriptor: a second pthread_join of
+        // the first would wait for that one, which waits here until the second join has returned.
+        let hold = try BlockingQueue<Int>(capacity: 1)
+        let next = try DedicatedThread(name: "test-next") { _ = hold.pop() }
+        let joinedAgain = try WakeSignal()
+        let joiner = try DedicatedThread(name: "test-rejoin") {
+            thread.join()
+            joinedAgain.signal()
+        }
+        let returned = joinedAgain.wait(timeout: .seconds(10))
+        #expect(returned, "the second join waited for another thread")
+        _ = hold.push(0)
+        next.join()
+        if returned { joiner.join() }  // else it may wait forever: left to itself
     }
 }

@@ -86,6 +86,18 @@ public final class RawClient {
         }
     }
 
+    /// Reads events until one's session (a `session` subscriber's) is `seconds` into the meeting.
+    public func waitUntilElapsed(_ seconds: Int) throws {
+        let deadline = MonotonicInstant.now() + .seconds(seconds + 10)
+        while MonotonicInstant.now() < deadline {
+            let event = try readJSON(timeout: .seconds(5))
+            if let elapsed = event["data"]?["session"]?["secondsElapsed"]?.numberValue?.int64, elapsed >= seconds {
+                return
+            }
+        }
+        throw TestFailure("the meeting did not reach \(seconds) s")
+    }
+
     /// Reads (and drops) lines until the daemon closes the connection; false if it is still open at `timeout`.
     public func waitUntilClosed(timeout: Duration = .seconds(10)) -> Bool {
         let deadline = MonotonicInstant.now() + timeout

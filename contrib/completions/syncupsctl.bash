@@ -7,13 +7,13 @@
 # Sync-up and meeting ids are asked from the running daemon (`syncupsctl ids`,
 # `syncupsctl ids ID`); when it does not answer, nothing is offered. Needs bash 4.
 
-_syncupsctl_commands=(status ping themes list ids show add edit rm meeting rm-meeting export start next
+_syncupsctl_commands=(status ping devices themes list ids show add edit rm meeting rm-meeting export start next
     pause resume toggle end session call watch help)
 _syncupsctl_themes=(bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple
     seafoam sky tan teal yellow)
 _syncupsctl_requests=(ping status themes.list syncups.list syncups.get syncups.create syncups.update
     syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause
-    session.resume session.end subscribe unsubscribe)
+    session.resume session.end devices subscribe unsubscribe)
 
 # Options that take a value, global or of a command.
 _syncupsctl_value_options=' --socket --timeout --duration --theme --attendee --title --add-attendee --remove-attendee --rename-attendee --format --output --text --idle-text --offline-text --topic '
@@ -153,7 +153,7 @@ _syncupsctl() {
             add | create) options+=(--duration --theme --attendee) ;;
             edit) options+=(--title --duration --theme --attendee --add-attendee --remove-attendee --rename-attendee) ;;
             export) options=(--format --output --help) ;;
-            start) options+=(--no-audio --no-transcribe) ;;
+            start) options+=(--no-audio --no-transcribe --no-call) ;;
             end) options+=(--save --discard --no-wait) ;;
             rm | delete) options+=(--yes) ;;
             watch) options=(--format --topic --once --text --idle-text --offline-text --clicks --no-clicks --help) ;;
@@ -203,7 +203,7 @@ _syncupsd() {
         option=${cur%%=*}
         value=${cur#*=}
     elif [[ $cur == -* ]]; then
-        _syncupsctl_reply "$cur" exact --socket --data-dir --audio-device --cue-device --cue --no-cue \
+        _syncupsctl_reply "$cur" exact --socket --data-dir --audio-device --call-audio --cue-device --cue --no-cue \
             --speech-engine --speech-command --speech-model --speech-dictionary --speech-language-model \
             --speech-grammar --max-connections --busy-poll --log-level --config --no-config --help --version
         return 0
@@ -226,6 +226,7 @@ _syncupsd() {
             _syncupsctl_reply "$value" exact "${devices[@]}"
             ;;
         --speech-engine) _syncupsctl_reply "$value" exact auto pocketsphinx command none ;;
+        --call-audio) _syncupsctl_reply "$value" exact auto off ;;
         --speech-command) mapfile -t COMPREPLY < <(compgen -c -- "$value") ;;
         --log-level) _syncupsctl_reply "$value" exact debug info notice warning error ;;
         *) COMPREPLY=() ;;

@@ -88,6 +88,7 @@ complete -c syncupsctl -s h -l help -d 'Show help'
 # Commands.
 complete -c syncupsctl -n __syncupsctl_needs_command -a status -d "Show the daemon's state"
 complete -c syncupsctl -n __syncupsctl_needs_command -a ping -d 'Check that the daemon answers'
+complete -c syncupsctl -n __syncupsctl_needs_command -a devices -d "List the sound server's capture sources"
 complete -c syncupsctl -n __syncupsctl_needs_command -a themes -d 'List the themes'
 complete -c syncupsctl -n __syncupsctl_needs_command -a list -d 'List the sync-ups'
 complete -c syncupsctl -n __syncupsctl_needs_command -a ids -d 'Print ids and a label, tab-separated'
@@ -114,9 +115,9 @@ complete -c syncupsctl -n '__syncupsctl_at 0 ids show edit rm delete start meeti
     -a '(__syncupsctl_syncups)'
 complete -c syncupsctl -n '__syncupsctl_at 1 meeting rm-meeting export' -a '(__syncupsctl_meetings)'
 complete -c syncupsctl -n '__syncupsctl_at 0 help' \
-    -a 'status ping themes list ids show add edit rm meeting rm-meeting export start next pause resume toggle end session call watch'
+    -a 'status ping devices themes list ids show add edit rm meeting rm-meeting export start next pause resume toggle end session call watch'
 complete -c syncupsctl -n '__syncupsctl_at 0 call' \
-    -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.end subscribe unsubscribe'
+    -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.end devices subscribe unsubscribe'
 
 # Options of the commands.
 set -l __syncupsctl_themes bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple seafoam sky tan teal yellow
@@ -132,6 +133,7 @@ complete -c syncupsctl -n '__syncupsctl_using export' -l format -x -a 'md\tMarkd
 complete -c syncupsctl -n '__syncupsctl_using export' -l output -r -F -d 'Write to this file'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-audio -d 'Run the timer only, recording nothing'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-transcribe -d 'Record audio but make no transcript'
+complete -c syncupsctl -n '__syncupsctl_using start' -l no-call -d 'Record the microphone only, not the call'
 complete -c syncupsctl -n '__syncupsctl_using end' -l save -d 'Save the meeting (the default)'
 complete -c syncupsctl -n '__syncupsctl_using end' -l discard -d 'Discard the meeting and its audio'
 complete -c syncupsctl -n '__syncupsctl_using end' -l no-wait -d 'Return before the save is done'
@@ -158,6 +160,7 @@ complete -c syncupsd -s V -l version -d 'Show the version'
 complete -c syncupsd -l socket -r -F -d 'The Unix socket to listen on'
 complete -c syncupsd -l data-dir -x -a '(__fish_complete_directories)' -d 'Where sync-ups.json and meeting audio live'
 complete -c syncupsd -l audio-device -x -a '(__syncupsd_alsa_devices arecord)' -d 'ALSA capture device'
+complete -c syncupsd -l call-audio -x -a 'auto\t"The default output\'s monitor, with a sound server" off' -d 'Record the call too'
 complete -c syncupsd -l cue-device -x -a '(__syncupsd_alsa_devices aplay)' -d 'ALSA playback device for the cue'
 complete -c syncupsd -l cue -d 'Play a cue when the speaker changes'
 complete -c syncupsd -l no-cue -d 'Play no cue when the speaker changes'

@@ -22,6 +22,19 @@ extension Syncupsctl {
             context.show(result) { "pong\n" }
         },
         Subcommand(
+            name: "devices",
+            usage: "devices",
+            summary: "List the sound server's capture sources (microphones and monitors), the defaults marked.",
+            details: """
+                The default microphone is marked mic, the default output's monitor (what call-audio auto
+                records) call. Name a source as the daemon's call-audio setting to record it instead.
+                """,
+            spec: ArgumentSpec()
+        ) { context, _ throws(CLIError) in
+            let devices = try context.call("devices")
+            context.show(devices) { Format.devices(devices) }
+        },
+        Subcommand(
             name: "themes",
             usage: "themes",
             summary: "List the sixteen themes with their colours.",
@@ -53,12 +66,13 @@ enum Format {
             "syncupsd \(string(status["version"])), up \(DurationText.units(uptime)) (pid \(int(status["pid"])))\n"
         text += "socket:    \(string(status["socket"]))\n"
         text += "data:      \(string(status["dataFile"]))\n"
-        text += "sync-ups:  \(int(status["syncUps"])) (\(int(status["meetings"])) meetings)\n"
+        text += "sync-ups:  \(int(status["syncups"] ?? status["syncUps"])) (\(int(status["meetings"])) meetings)\n"
         text += "clients:   \(int(status["connections"])) (\(int(status["subscribers"])) subscribed)\n"
         let engine = status["speechEngine"]?.stringValue ?? "none"
         if let session = status["session"], session != .null {
             text += "session:   \(Format.sessionLine(session))\n"
             text += "audio:     \(audioState(session))\n"
+            if let call = callAudioState(session) { text += "call:      \(call)\n" }
             let transcription = session["transcription"]?["error"]?.stringValue.map { ", stopped: \($0)" } ?? ""
             text += "speech:    \(engine)\(transcription)\n"
         } else {
@@ -70,6 +84,29 @@ enum Format {
             for warning in persistence["warnings"]?.arrayValue ?? [] { text += "warning:   \(string(warning))\n" }
         }
         return text
+    }
+
+    /// The sound server and its sources as a table, or why there is none.
+    static func devices(_ devices: JSONValue) -> String {
+        var text = "call audio: \(string(devices["callAudio"]))\n"
+        guard let server = devices["server"]?.stringValue else {
+            text += "sound server: none (\(string(devices["serverError"])))\n"
+            text += "microphone: ALSA \(string(devices["alsaDevice"]))\n"
+            return text
+        }
+        text += "sound server: \(server)\n"
+        var table = Table(headers: ["DEFAULT", "SOURCE", "KIND", "DESCRIPTION"])
+        for source in devices["sources"]?.arrayValue ?? [] {
+            let marks = [
+                source["isDefaultMicrophone"] == true ? "mic" : nil, source["isDefaultCall"] == true ? "call" : nil,
+            ].compactMap { $0 }
+            let kind = source["monitorOf"]?.stringValue.map { "monitor of \($0)" } ?? "microphone"
+            table.rows.append([
+                marks.isEmpty ? "-" : marks.joined(separator: ","), string(source["name"]), kind,
+                oneLine(string(source["description"])),
+            ])
+        }
+        return text + table.text
     }
 
     /// `recording "Design" 03:12 · Blob Jr 2/6` (or paused, ending).

@@ -7,19 +7,21 @@ extension Syncupsctl {
     static let sessionCommands: [Subcommand] = [
         Subcommand(
             name: "start",
-            usage: "start ID [--no-audio] [--no-transcribe]",
+            usage: "start ID [--no-audio] [--no-transcribe] [--no-call]",
             summary: "Start recording a meeting of a sync-up: the timer, the speaker rotation, audio and a transcript.",
             details: """
                 --no-audio        run the timer only, recording nothing (implies --no-transcribe)
                 --no-transcribe   record audio but make no transcript
+                --no-call         record the microphone only, not the call (see call-audio in syncupsd(8))
                 """,
-            spec: ArgumentSpec(flagOptions: ["no-audio", "no-transcribe"], positionals: 1...1)
+            spec: ArgumentSpec(flagOptions: ["no-audio", "no-transcribe", "no-call"], positionals: 1...1)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             var request: JSONObject = [
                 "syncup": .string(try context.syncUpID(arguments.positionals[0], on: connection))
             ]
             if arguments.has("no-audio") { request.append("audio", false) }
+            if arguments.has("no-call") { request.append("call", false) }
             if arguments.has("no-transcribe") || arguments.has("no-audio") { request.append("transcribe", false) }
             let session = try context.call(on: connection, "session.start", request)
             for warning in session["warnings"]?.arrayValue ?? [] {
@@ -160,6 +162,19 @@ extension Format {
         return "\(device), not recording\(audio?["error"]?.stringValue.map { " (\($0))" } ?? "")"
     }
 
+    /// `call.monitor, recording`, `call.monitor, recording, silent for 12 s`, or `off (why)`.
+    static func callAudioState(_ session: JSONValue) -> String? {
+        guard let call = session["callAudio"], call != .null else { return nil }
+        guard call["state"] == "recording" else {
+            return "\(string(call["state"]))\(call["reason"]?.stringValue.map { " (\($0))" } ?? "")"
+        }
+        var text = "\(string(call["device"])), \(call["recording"] == true ? "recording" : "not recording")"
+        if call["silent"] == true {
+            text += ", silent for \(Int(call["silentSeconds"]?.numberValue?.double ?? 0)) s (the wrong device?)"
+        }
+        return text
+    }
+
     static func session(_ session: JSONValue) -> String {
         var text = Format.sessionLine(session) + "\n"
         text +=
@@ -172,6 +187,7 @@ extension Format {
         } else {
             text += "audio:      not recording\(audio?["error"]?.stringValue.map { " (\($0))" } ?? "")\n"
         }
+        if let call = callAudioState(session) { text += "call:       \(call)\n" }
         text += "transcript: \(transcriptionState(session))\n"
         let transcript = string(session["transcript"])
         // A long meeting's session object holds only the transcript's end.

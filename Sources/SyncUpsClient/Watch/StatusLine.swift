@@ -43,7 +43,7 @@ public struct StatusLine: Sendable, Equatable {
     /// Every placeholder a template may use.
     public static let placeholders = [
         "title", "speaker", "speakerNumber", "speakerCount", "elapsed", "remaining", "duration", "progress",
-        "state", "stateSuffix", "theme", "main", "accent", "transcript",
+        "state", "stateSuffix", "theme", "main", "accent", "transcript", "callAudio",
     ]
 
     /// The values of the placeholders for a session object.
@@ -66,6 +66,8 @@ public struct StatusLine: Sendable, Equatable {
             "main": session["theme"]?["main"]?.stringValue ?? "",
             "accent": session["theme"]?["accent"]?.stringValue ?? "",
             "transcript": session["transcript"]?.stringValue ?? "",
+            // Empty unless the call source has carried nothing for 10 s: the usual sign of a wrong device.
+            "callAudio": session["callAudio"]?["silent"] == true ? "call audio: silent" : "",
         ]
     }
 

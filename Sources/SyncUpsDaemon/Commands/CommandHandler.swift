@@ -106,7 +106,7 @@ final class CommandHandler {
                 (handler, arguments, _) throws(ProtocolError) in try handler.getTranscript(arguments)
             }),
         Command(
-            "session.start", ["syncup", "audio", "transcribe"],
+            "session.start", ["syncup", "audio", "transcribe", "call"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.startSession(arguments)
             }),
@@ -131,6 +131,7 @@ final class CommandHandler {
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.endSession(arguments)
             }),
+        Command("devices", value: { handler, _, _ in handler.session.devicesJSON }),
         Command(
             "subscribe", ["topics", "snapshot"],
             value: { (handler, arguments, connection) throws(ProtocolError) in
@@ -269,6 +270,8 @@ final class CommandHandler {
             bytes.append(UInt8(ascii: "."))
             for power in [100, 10, 1].suffix(digits) { bytes.append(UInt8(ascii: "0") + UInt8(fraction / power % 10)) }
         }
+        // `syncups`, as everywhere else; `syncUps`, protocol 1's first name for it, stays for its clients.
+        field(#","syncups":"#, state.syncUps.count)
         field(#","syncUps":"#, state.syncUps.count)
         field(#","meetings":"#, state.meetingCount)
         field(#","connections":"#, server.connections.count)
@@ -481,7 +484,8 @@ final class CommandHandler {
         return try session.start(
             syncUp: try arguments.string("syncup"),
             audio: try arguments.optionalBool("audio"),
-            transcribe: try arguments.optionalBool("transcribe")
+            transcribe: try arguments.optionalBool("transcribe"),
+            call: try arguments.optionalBool("call")
         )
     }
 

@@ -15,6 +15,8 @@ public struct Configuration: Sendable, Equatable {
     public var busyPollMicroseconds = 50
     /// The ALSA capture device meetings record from.
     public var audioDevice = "default"
+    /// Whether (and from where) meetings record the call beside the microphone.
+    public var callAudio = CallAudio.auto
     /// The ALSA playback device for the speaker-change cue.
     public var cueDevice = "default"
     public var playsCue = true
@@ -25,9 +27,35 @@ public struct Configuration: Sendable, Equatable {
     public var speechLanguageModel = PocketSphinxRecognizer.Model.debian.languageModel ?? ""
     /// A JSGF grammar used instead of the language model (small vocabularies, exact results).
     public var speechGrammar: String?
-    /// The config file to read; nil means the default place, `false` for `--no-config`.
+    /// The config file given with `--config`; nil means the default place (`ConfigurationLoader`).
     public var configFile: String?
+    /// False after `--no-config`: no file is read, not even the default one.
     public var readsConfigFile = true
 
     public init() {}
+}
+
+/// `--call-audio`: the other attendees of a call, as the sound server plays them.
+public enum CallAudio: Sendable, Equatable {
+    /// The monitor of the default output sink, when a sound server is reachable.
+    case auto
+    case off
+    /// This capture source of the sound server (a monitor or an input), by name.
+    case source(String)
+
+    public init(_ text: String) {
+        switch text {
+        case "auto": self = .auto
+        case "off": self = .off
+        default: self = .source(text)
+        }
+    }
+
+    public var text: String {
+        switch self {
+        case .auto: "auto"
+        case .off: "off"
+        case .source(let name): name
+        }
+    }
 }

@@ -13,11 +13,25 @@ struct ConfigurationOption: Sendable {
         case choice([String])
     }
 
+    /// When a changed value takes effect on a configuration reloaded on SIGHUP.
+    enum Reload: Sendable {
+        /// Only at the next start (the socket, the data directory, limits set up once).
+        case never
+        /// At once.
+        case atOnce
+        /// From the next meeting on; the running one keeps what it started with.
+        case nextMeeting
+    }
+
     let name: String
     let kind: Kind
     let placeholder: String
     let defaultDescription: String
     let help: String
+    let reload: Reload
+    /// The option's value in a configuration, as the config file writes it (nil when unset), to tell what a
+    /// reload changed.
+    let value: @Sendable (Configuration) -> String?
     let apply: @Sendable (inout Configuration, String) throws(ConfigurationError.Reason) -> Void
 
     static let all: [ConfigurationOption] = [
@@ -26,130 +40,186 @@ struct ConfigurationOption: Sendable {
             kind: .path,
             placeholder: "PATH",
             defaultDescription: "$XDG_RUNTIME_DIR/syncupsd/socket, else /tmp/syncupsd-UID/socket",
-            help: "the Unix socket to listen on"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.socketPath = try absolutePath(value)
-        },
+            help: "the Unix socket to listen on",
+            reload: .never,
+            value: { $0.socketPath },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.socketPath = try absolutePath(value)
+            }
+        ),
         ConfigurationOption(
             name: "data-dir",
             kind: .path,
             placeholder: "DIR",
             defaultDescription: "$XDG_DATA_HOME/syncups",
-            help: "where sync-ups.json and meeting audio live"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.dataDirectory = try absolutePath(value)
-        },
+            help: "where sync-ups.json and meeting audio live",
+            reload: .never,
+            value: { $0.dataDirectory },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.dataDirectory = try absolutePath(value)
+            }
+        ),
         ConfigurationOption(
             name: "audio-device",
             kind: .text,
             placeholder: "NAME",
             defaultDescription: "default",
-            help: "the ALSA capture device meetings are recorded from"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.audioDevice = value
-        },
+            help: "the ALSA capture device meetings are recorded from",
+            reload: .nextMeeting,
+            value: { $0.audioDevice },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.audioDevice = value
+            }
+        ),
+        ConfigurationOption(
+            name: "call-audio",
+            kind: .text,
+            placeholder: "auto|off|SOURCE",
+            defaultDescription: "auto",
+            help:
+                "record the call too: auto (the default sink's monitor, when a sound server is reachable), off, or a source named by syncupsctl devices",
+            reload: .nextMeeting,
+            value: { $0.callAudio.text },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                guard !value.isEmpty else { throw .invalidValue(value, "auto, off or a source name") }
+                configuration.callAudio = CallAudio(value)
+            }
+        ),
         ConfigurationOption(
             name: "cue-device",
             kind: .text,
             placeholder: "NAME",
             defaultDescription: "default",
-            help: "the ALSA playback device for the speaker-change cue"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.cueDevice = value
-        },
+            help: "the ALSA playback device for the speaker-change cue",
+            reload: .nextMeeting,
+            value: { $0.cueDevice },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.cueDevice = value
+            }
+        ),
         ConfigurationOption(
             name: "cue",
             kind: .flag,
             placeholder: "",
             defaultDescription: "true",
-            help: "play a cue when the speaker changes"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.playsCue = value == "true"
-        },
+            help: "play a cue when the speaker changes",
+            reload: .nextMeeting,
+            value: { String($0.playsCue) },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.playsCue = value == "true"
+            }
+        ),
         ConfigurationOption(
             name: "speech-engine",
             kind: .choice(SpeechEngine.allCases.map(\.rawValue)),
             placeholder: "ENGINE",
             defaultDescription: Configuration().speechEngine.rawValue,
-            help: "auto (command if set, else PocketSphinx if installed), pocketsphinx, command or none"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            guard let engine = SpeechEngine(rawValue: value) else { throw .invalidValue(value, "a speech engine") }
-            configuration.speechEngine = engine
-        },
+            help: "auto (command if set, else PocketSphinx if installed), pocketsphinx, command or none",
+            reload: .nextMeeting,
+            value: { $0.speechEngine.rawValue },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                guard let engine = SpeechEngine(rawValue: value) else { throw .invalidValue(value, "a speech engine") }
+                configuration.speechEngine = engine
+            }
+        ),
         ConfigurationOption(
             name: "speech-command",
             kind: .text,
             placeholder: "COMMAND",
             defaultDescription: "none",
-            help: "an external recognizer run with /bin/sh -c per meeting (protocol.md)"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.speechCommand = value
-        },
+            help: "an external recognizer run with /bin/sh -c per meeting (protocol.md)",
+            reload: .nextMeeting,
+            value: { $0.speechCommand },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.speechCommand = value
+            }
+        ),
         ConfigurationOption(
             name: "speech-model",
             kind: .path,
             placeholder: "DIR",
             defaultDescription: Configuration().speechModel,
-            help: "PocketSphinx's acoustic model"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.speechModel = try absolutePath(value)
-        },
+            help: "PocketSphinx's acoustic model",
+            reload: .nextMeeting,
+            value: { $0.speechModel },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.speechModel = try absolutePath(value)
+            }
+        ),
         ConfigurationOption(
             name: "speech-dictionary",
             kind: .path,
             placeholder: "FILE",
             defaultDescription: Configuration().speechDictionary,
-            help: "PocketSphinx's pronunciation dictionary"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.speechDictionary = try absolutePath(value)
-        },
+            help: "PocketSphinx's pronunciation dictionary",
+            reload: .nextMeeting,
+            value: { $0.speechDictionary },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.speechDictionary = try absolutePath(value)
+            }
+        ),
         ConfigurationOption(
             name: "speech-language-model",
             kind: .path,
             placeholder: "FILE",
             defaultDescription: Configuration().speechLanguageModel,
-            help: "PocketSphinx's language model"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.speechLanguageModel = try absolutePath(value)
-        },
+            help: "PocketSphinx's language model",
+            reload: .nextMeeting,
+            value: { $0.speechLanguageModel },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.speechLanguageModel = try absolutePath(value)
+            }
+        ),
         ConfigurationOption(
             name: "speech-grammar",
             kind: .path,
             placeholder: "FILE",
             defaultDescription: "none",
-            help: "a JSGF grammar for PocketSphinx instead of the language model"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.speechGrammar = try absolutePath(value)
-        },
+            help: "a JSGF grammar for PocketSphinx instead of the language model",
+            reload: .nextMeeting,
+            value: { $0.speechGrammar },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.speechGrammar = try absolutePath(value)
+            }
+        ),
         ConfigurationOption(
             name: "max-connections",
             kind: .text,
             placeholder: "N",
             defaultDescription: String(Configuration().maxConnections),
-            help: "the most clients connected at once (each status bar and watch is one)"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.maxConnections = try integer(value, in: 1...100_000, "a number from 1 to 100000")
-        },
+            help: "the most clients connected at once (each status bar and watch is one)",
+            reload: .never,
+            value: { String($0.maxConnections) },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.maxConnections = try integer(value, in: 1...100_000, "a number from 1 to 100000")
+            }
+        ),
         ConfigurationOption(
             name: "busy-poll",
             kind: .text,
             placeholder: "MICROSECONDS",
             defaultDescription: String(Configuration().busyPollMicroseconds),
-            help: "how long the event loop polls for the next request before sleeping (0: never)"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            configuration.busyPollMicroseconds = try integer(
-                value, in: 0...1000, "a number of microseconds from 0 to 1000")
-        },
+            help: "how long the event loop polls for the next request before sleeping (0: never)",
+            reload: .never,
+            value: { String($0.busyPollMicroseconds) },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.busyPollMicroseconds = try integer(
+                    value, in: 0...1000, "a number of microseconds from 0 to 1000")
+            }
+        ),
         ConfigurationOption(
             name: "log-level",
             kind: .choice(Logger.Level.allCases.reversed().map(\.name)),
             placeholder: "LEVEL",
             defaultDescription: "info",
-            help: "the least important messages logged"
-        ) { configuration, value throws(ConfigurationError.Reason) in
-            guard let level = Logger.Level(name: value) else { throw .invalidValue(value, "a log level") }
-            configuration.logLevel = level
-        },
+            help: "the least important messages logged",
+            reload: .atOnce,
+            value: { $0.logLevel.name },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                guard let level = Logger.Level(name: value) else { throw .invalidValue(value, "a log level") }
+                configuration.logLevel = level
+            }
+        ),
     ]
 
     static func integer(_ value: String, in range: ClosedRange<Int>, _ expected: String)

@@ -17,6 +17,15 @@ final class ActiveSession {
     var settleDeadline: (instant: MonotonicInstant, timeout: Duration)?
     var recorder: MeetingRecorder?
     var audioError: String?
+    /// The microphone `default` is recorded through the sound server (its default source), not ALSA.
+    var microphoneThroughServer = false
+    /// The call's recorder (`<meeting>.call.wav`), if the call is recorded.
+    var callRecorder: MeetingRecorder?
+    var callAudio = CallAudioState.off("--call-audio off")
+    /// Mixes the microphone and the call for the recognizer, while both are recorded.
+    var mixer: AudioMixer?
+    /// The speech engine the meeting transcribes with (the settings may change for the next one).
+    var engineName: String?
     /// Why the recognizer stopped mid-meeting, for the session object (`transcription.error`).
     var speechError: String?
     /// The recognizer's input, until the machine says to finish it (it then still reports its last words)
@@ -45,6 +54,17 @@ final class ActiveSession {
 
     /// Seconds of meeting (and audio) time since the session started.
     func elapsedSeconds(now: MonotonicInstant) -> Double { (now - start).seconds }
+}
+
+/// Why the call is or is not recorded.
+enum CallAudioState {
+    case recording
+    /// Not asked for: `--call-audio off`, `--no-call`, a meeting without audio.
+    case off(String)
+    /// Asked for, but there is no sound server to record it from.
+    case unavailable(String)
+    /// The source could not be opened.
+    case failed(String)
 }
 
 /// Hands captured audio from the recorder's writer thread to the current recognizer, if any.

@@ -122,5 +122,6 @@ extension SessionController {
     /// after the store is closed.
     func close() {
         journals.finish()
+        settings.soundServer?.stop()
     }
 }

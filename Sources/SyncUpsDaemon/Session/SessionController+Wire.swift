@@ -78,6 +78,10 @@ extension SessionController {
         audio.append("device", .string(settings.audioDeviceName))
         if let recorder = session.recorder {
             let statistics = recorder.statistics
+            // Where `default` went: the sound server's default source, or ALSA's `default`.
+            audio.append("through", .string(session.microphoneThroughServer ? "sound server" : "ALSA"))
+            audio.append("source", .optional(statistics.capture.device))
+            Self.levelFields(statistics.capture, into: &audio)
             audio.append("recording", .bool(statistics.capture.isDeviceOpen))
             audio.append("seconds", .double((statistics.writtenSeconds * 10).rounded() / 10))
             audio.append("overruns", .int(statistics.capture.overruns))
@@ -88,9 +92,14 @@ extension SessionController {
             audio.append("error", .optional(session.audioError))
         }
         var transcription = JSONObject()
-        transcription.append("engine", .optional(session.machine.isTranscribing ? settings.recognizer?.name : nil))
+        transcription.append("engine", .optional(session.machine.isTranscribing ? session.engineName : nil))
         transcription.append("partial", .string(session.machine.record.partial))
         transcription.append("error", .optional(session.speechError))
-        return WireFormat.session(session.machine, audio: .object(audio), transcription: .object(transcription))
+        guard
+            case .object(var object) = WireFormat.session(
+                session.machine, audio: .object(audio), transcription: .object(transcription))
+        else { return .null }
+        object.append("callAudio", callAudioJSON(session))
+        return .object(object)
     }
 }

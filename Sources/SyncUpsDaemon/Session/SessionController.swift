@@ -13,10 +13,18 @@ import Synchronization
 /// recognised speech, audio trouble) and performs the effects it returns (timer, recording, cue, speech,
 /// saving, publishing). Lives on the event loop; its helpers' threads report through a mailbox.
 final class SessionController {
-    /// How sessions record and transcribe; fixed at start-up from the configuration.
+    /// How sessions record and transcribe: from the configuration at start-up, and again when it is reloaded
+    /// (a meeting uses what was set when it started).
     struct Settings {
         var captureDevice: CaptureDevice = .alsa
         var audioDeviceName = "default"
+        /// Whether meetings record the call too; `off` unless the configuration says (tests, the fuzzer).
+        var callAudio = CallAudio.off
+        /// The sound server's watcher, running unless `callAudio` is off; with a server connected, the
+        /// microphone `default` is recorded through it as well (its default source), so both sides follow it.
+        var soundServer: PulseMonitor?
+        /// How streams of the sound server are opened (`CaptureDevice.pulse` of `soundServer`).
+        var serverCaptureDevice: CaptureDevice?
         /// Nil plays no cue (`--no-cue`).
         var cueDeviceName: String? = "default"
         /// Nil when no speech engine is available.
@@ -30,6 +38,7 @@ final class SessionController {
     /// What the helper threads report.
     enum Message: Sendable {
         case recorder(MeetingRecorder.Trouble, Meeting.ID)
+        case callRecorder(MeetingRecorder.Trouble, Meeting.ID)
         case recorderStopped(Meeting.ID)
         case recognizer(RecognizerEvent, Meeting.ID)
         case cueFailed(ALSAError, Meeting.ID)
@@ -43,9 +52,12 @@ final class SessionController {
     let state: DaemonState
     let publishEvent: PublishEvent
     let logger: Logger
-    let settings: Settings
+    var settings: Settings
     let mailbox: Mailbox<Message>
-    /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details) off the loop.
+    /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details), off the loop while
+    /// its queue has room: a meeting queues two or three jobs and there is one meeting at a time, so its 256
+    /// places do not fill; if they ever did, `SerialWorker.run` would do the job on the loop rather than lose
+    /// a meeting's files.
     let cleanup: SerialWorker
     /// The running meeting's journal, written off the loop.
     let journals: JournalWriter
@@ -108,7 +120,9 @@ final class SessionController {
 
     // MARK: - Requests
 
-    func start(syncUp text: String, audio: Bool?, transcribe: Bool?) throws(ProtocolError) -> JSONValue {
+    func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil) throws(ProtocolError)
+        -> JSONValue
+    {
         if let active {
             // Not waiting for a save in progress: see protocol.md, session.start.
             let title = active.machine.syncUp.title
@@ -135,18 +149,38 @@ final class SessionController {
         let session = ActiveSession(machine: nil, meetingID: meetingID, start: loop.now())
         var warnings: [String] = []
         if recordsAudio {
+            startCallRecorder(session, wanted: call ?? true, warnings: &warnings)
+            let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
+            session.microphoneThroughServer =
+                settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
+            let relay = session.relay
+            let mixer = session.mixer
             do {
                 session.recorder = try MeetingRecorder(
-                    device: settings.captureDevice,
-                    deviceName: settings.audioDeviceName,
+                    device: session.microphoneThroughServer ? server! : settings.captureDevice,
+                    deviceName: session.microphoneThroughServer
+                        ? CaptureDevice.defaultSource : settings.audioDeviceName,
                     wavPath: state.dataDirectory.sidecar(meetingID, MeetingFiles.audio),
+                    start: session.start,
                     onTrouble: { [mailbox] trouble in mailbox.post(.recorder(trouble, meetingID)) },
-                    onAudio: { [relay = session.relay] chunk in relay.feed(chunk.bytes, chunk.startFrame) }
+                    onAudio: { chunk in
+                        if let mixer {
+                            mixer.feed(0, chunk.bytes, startFrame: chunk.startFrame)
+                        } else {
+                            relay.feed(chunk.bytes, chunk.startFrame)
+                        }
+                    }
                 )
             } catch {
                 warnings.append("recording without audio: \(error)")
                 session.audioError = error.description
+                // The call alone is not a meeting's recording.
+                session.callRecorder?.stop(keepsFile: false)
+                session.callRecorder = nil
+                session.mixer = nil
             }
+        } else {
+            session.callAudio = .off("the meeting records no audio")
         }
         var transcribes = false
         if wantsTranscript, session.recorder != nil, let recognizer = settings.recognizer {
@@ -155,6 +189,7 @@ final class SessionController {
                     mailbox.post(.recognizer(event, meetingID))
                 }
                 transcribes = true
+                session.engineName = recognizer.name
             } catch {
                 warnings.append("recording without a transcript: \(recognizer.name) did not start: \(error)")
             }
@@ -237,10 +272,18 @@ final class SessionController {
         handle(.syncUpDeleted, in: session)
     }
 
+    /// What ends the wait at shutdown early: a descriptor that becomes readable when it may have happened
+    /// (the daemon's signalfd), and the check (a second SIGTERM or SIGINT, as swift-service-lifecycle does).
+    struct ShutdownInterrupt {
+        var descriptor: FileDescriptor
+        var hasHappened: () -> Bool
+    }
+
     /// The daemon is stopping: the machine saves the meeting so far, flagged as interrupted. The loop no
     /// longer runs, so this waits here for the helpers' reports (the recording's end, the recognizer's last
-    /// words) until the machine is done or its shorter settle timeout passes.
-    func shutDown() {
+    /// words) until the machine is done or its shorter settle timeout passes, or until `interrupt` happens:
+    /// then the meeting is saved at once with what the recognizer gave so far.
+    func shutDown(interrupt: ShutdownInterrupt? = nil) {
         defer {
             // What is still being cleaned up (a meeting saved just before, its details being written) ends
             // before the process does, and its report is handled (removing that meeting's journal).
@@ -251,12 +294,19 @@ final class SessionController {
         logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
         handle(.daemonStopping, in: session)
         while active === session {
+            if let interrupt, interrupt.hasHappened() {
+                logger.warning(
+                    "asked again to stop: saving the meeting now, without waiting for the recognizer's last words",
+                    .meeting(session.meetingID))
+                handle(.settleTimedOut, in: session)
+                break
+            }
             let remaining = (session.settleDeadline?.instant ?? loop.now()) - loop.now()
-            guard remaining > .zero, mailbox.wait(timeout: remaining) else {
+            guard remaining > .zero else {
                 settleTimedOut(session)
                 break
             }
-            drainMailboxNow()
+            if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
         }
     }
 
@@ -286,9 +336,14 @@ final class SessionController {
                 writeJournal(session)
             case .stopRecorder:
                 let recorder = session.recorder
+                let callRecorder = session.callRecorder
+                let mixer = session.mixer
                 let meetingID = session.meetingID
                 cleanup.run { [mailbox] in
                     recorder?.stop(keepsFile: true)
+                    callRecorder?.stop(keepsFile: true)
+                    // The recognizer hears the last of both before it is told to finish.
+                    mixer?.flush()
                     mailbox.post(.recorderStopped(meetingID))
                 }
             case .finishRecognizer:
@@ -371,6 +426,7 @@ final class SessionController {
         session.settleTimer.map(loop.cancel)
         session.journalTimer.map(loop.cancel)
         let recorder = session.recorder
+        let callRecorder = session.callRecorder
         let recognition = session.recognition
         let cue = session.cue
         let keepsAudio = !session.discardsAudio
@@ -381,6 +437,7 @@ final class SessionController {
         recognition?.cancel()
         cleanup.run {
             recorder?.stop(keepsFile: keepsAudio)
+            callRecorder?.stop(keepsFile: keepsAudio)
             cue?.stop()
         }
         if active === session { active = nil }
@@ -397,10 +454,26 @@ final class SessionController {
             case .capture(.overrun(let count)): text = "audio overrun (\(count) so far): some audio was lost"
             case .capture(.disconnected(let error)): text = "the microphone went away (\(error)); retrying every second"
             case .capture(.reconnected): text = "the microphone is back"
+            case .capture(.switched(let device)): text = "the microphone is now \(device), the new default"
             case .capture(.dropped(let frames)): text = "the audio writer fell behind: \(frames) frames dropped"
             case .writeFailed(let error): text = "writing the meeting's audio failed: \(error); recording goes on"
             case .writeRecovered: text = "writing the meeting's audio works again"
             }
+            logger.warning(text, .meeting(meeting))
+            handle(.audioTrouble(text), in: session)
+        case .callRecorder(let trouble, let meeting):
+            guard let session = active, session.meetingID == meeting else { return }
+            let text =
+                switch trouble {
+                case .capture(.overrun(let count)): "call audio overrun (\(count) so far): some audio was lost"
+                case .capture(.disconnected(let error)):
+                    "the call audio went away (\(error)); retrying every second, silence meanwhile"
+                case .capture(.reconnected): "the call audio is back"
+                case .capture(.switched(let device)): "the call audio follows the new default output: \(device)"
+                case .capture(.dropped(let frames)): "the call audio writer fell behind: \(frames) frames dropped"
+                case .writeFailed(let error): "writing the call audio failed: \(error); recording goes on"
+                case .writeRecovered: "writing the call audio works again"
+                }
             logger.warning(text, .meeting(meeting))
             handle(.audioTrouble(text), in: session)
         case .recorderStopped(let meeting):

@@ -19,7 +19,7 @@ final class DaemonState {
     private let store: SyncUpStore
     private let publishEvent: PublishEvent
     let uuid: UUIDGenerator
-    let now: @Sendable () -> Date
+    let now: WallClock
     let logger: Logger
     /// Page sizes and reply budgets.
     let limits: Limits
@@ -32,7 +32,7 @@ final class DaemonState {
         syncUps: [SyncUp],
         store: SyncUpStore,
         uuid: UUIDGenerator,
-        now: @escaping @Sendable () -> Date,
+        now: WallClock,
         logger: Logger,
         limits: Limits,
         publish: @escaping PublishEvent

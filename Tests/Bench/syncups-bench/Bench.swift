@@ -1,7 +1,7 @@
 // syncups-bench: the figures of `make bench`, printed as a table and written as JSON.
 //
 //   syncups-bench [--quick] [--json FILE]
-//       [--only roundtrip,limit,instructions,fanout,store,scale,flood,startup,idle,speech]
+//       [--only roundtrip,limit,instructions,fanout,store,scale,flood,startup,idle,speech,callaudio]
 //       [--speech-command COMMAND]
 //   syncups-bench soak [--seconds N] [--json FILE] [--language-model]      (make soak; see Soak.swift)
 //
@@ -38,7 +38,7 @@ struct Bench {
         var quick = false
         var jsonPath = ".build/bench/results.json"
         var only: Set<String> = [
-            "roundtrip", "instructions", "fanout", "store", "scale", "flood", "startup", "idle", "speech",
+            "roundtrip", "instructions", "fanout", "store", "scale", "flood", "startup", "idle", "speech", "callaudio",
         ]
         var speechCommand: String?
         while !arguments.isEmpty {
@@ -72,6 +72,7 @@ struct Bench {
         if only.contains("startup") { report.append("startToReady", try startup(repeats: quick ? 3 : 7)) }
         if only.contains("idle") { report.append("activity", try activity(seconds: quick ? 3 : 10)) }
         if only.contains("speech") { report.append("speech", try speech(command: speechCommand)) }
+        if only.contains("callaudio") { report.append("callAudio", try CallAudioBench.run()) }
 
         mkdir(".build", 0o755)
         mkdir(".build/bench", 0o755)

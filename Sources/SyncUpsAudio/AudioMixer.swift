@@ -1,0 +1,94 @@
+import Synchronization
+
+/// Mixes the microphone and the call into one mono stream for the recognizer, frame by frame on the meeting's
+/// timeline, from the two recorders' writer threads.
+///
+/// One recognizer hears what the local attendee hears: a remote voice that also leaks into the microphone
+/// (speakers, no headset) is the same voice twice, so its words come out once, not twice as two recognizers
+/// would say them. The two copies arrive a little apart (the paths through the sound server differ), which
+/// blurs them: while the call carries sound, the microphone is mixed in 12 dB down (`duckedGain`), so the
+/// call's clean copy dominates; in a stand-up the floor is one person's at a time.
+/// The output runs as far as both inputs have come; when one input is more
+/// than `maxLag` frames behind the other (a stalled device), the other goes on alone and the late frames of
+/// the first are dropped from the mix (they are still in its file).
+public final class AudioMixer: Sendable {
+    public static let maxLag: Int64 = 2 * Int64(AudioFormat.sampleRate)
+    /// The microphone's gain for 10 ms in which the call carries sound (RMS of at least `callSoundRMS`).
+    public static let duckedGain: Int32 = 4  // a divisor: 1/4, -12 dB
+    /// About -50 dBFS: the call is quiet below this.
+    public static let callSoundRMS = 100.0
+    static let duckingWindow = AudioFormat.sampleRate / 100
+
+    private struct State {
+        /// Frames not mixed yet, per input, both starting at `mixedFrames`.
+        var pending: [[Int16]] = [[], []]
+        var mixedFrames: Int64 = 0
+    }
+
+    private let state = Mutex(State())
+    private let output: @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void
+
+    /// `output` gets the mixed S16_LE samples in order, from whichever thread fed the input that completed
+    /// them (under the mixer's lock, so it must not block: `RecognitionStream.feed` does not).
+    public init(output: @escaping @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void) {
+        self.output = output
+    }
+
+    /// Input 0 (the microphone) or 1 (the call): S16_LE samples from `startFrame` on.
+    public func feed(_ input: Int, _ bytes: [UInt8], startFrame: Int64) {
+        let samples = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        state.withLock { state in
+            var samples = samples[...]
+            let expected = state.mixedFrames + Int64(state.pending[input].count)
+            if startFrame < expected {
+                samples = samples.dropFirst(Int(min(expected - startFrame, Int64(samples.count))))
+            } else if startFrame > expected {
+                state.pending[input] += [Int16](repeating: 0, count: Int(startFrame - expected))
+            }
+            state.pending[input] += samples
+            let counts = state.pending.map { Int64($0.count) }
+            var ready = counts.min()!
+            if counts.max()! - ready > Self.maxLag {
+                ready = counts.max()! - Self.maxLag
+                for index in state.pending.indices where Int64(state.pending[index].count) < ready {
+                    state.pending[index] += [Int16](repeating: 0, count: Int(ready) - state.pending[index].count)
+                }
+            }
+            emit(Int(ready), &state)
+        }
+    }
+
+    /// Mixes what is left, the shorter input padded with silence (the recorders have stopped).
+    public func flush() {
+        state.withLock { state in
+            let longest = state.pending.map(\.count).max()!
+            for index in state.pending.indices {
+                state.pending[index] += [Int16](repeating: 0, count: longest - state.pending[index].count)
+            }
+            emit(longest, &state)
+        }
+    }
+
+    private func emit(_ frames: Int, _ state: inout State) {
+        guard frames > 0 else { return }
+        var mixed = [UInt8]()
+        mixed.reserveCapacity(frames * AudioFormat.bytesPerFrame)
+        var windowStart = 0
+        while windowStart < frames {
+            let windowEnd = min(frames, windowStart + Self.duckingWindow)
+            let call = state.pending[1][windowStart..<windowEnd]
+            let energy = call.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(call.count)
+            let divisor: Int32 = energy >= Self.callSoundRMS * Self.callSoundRMS ? Self.duckedGain : 1
+            for index in windowStart..<windowEnd {
+                let sum = Int32(state.pending[0][index]) / divisor + Int32(state.pending[1][index])
+                let sample = UInt16(bitPattern: Int16(clamping: sum))
+                mixed.append(UInt8(sample & 0xFF))
+                mixed.append(UInt8(sample >> 8))
+            }
+            windowStart = windowEnd
+        }
+        for index in state.pending.indices { state.pending[index].removeFirst(frames) }
+        output(mixed, state.mixedFrames)
+        state.mixedFrames += Int64(frames)
+    }
+}

@@ -1,0 +1,121 @@
+import SyncUpsAudio
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsPersistence
+
+/// The call's side of a meeting: its recorder beside the microphone's, and what clients see of both sources.
+extension SessionController {
+    /// Starts recording the call (before the microphone, which then feeds the mixer) if it is wanted and
+    /// there is a sound server; otherwise records why not in `session.callAudio`.
+    func startCallRecorder(_ session: ActiveSession, wanted: Bool, warnings: inout [String]) {
+        let name: String
+        switch settings.callAudio {
+        case .off:
+            session.callAudio = .off("--call-audio off")
+            return
+        case _ where !wanted:
+            session.callAudio = .off("--no-call")
+            return
+        case .auto:
+            name = CaptureDevice.defaultMonitor
+        case .source(let source):
+            name = source
+        }
+        guard let server = settings.soundServer, server.snapshot != nil, let device = settings.serverCaptureDevice
+        else {
+            let reason =
+                "no sound server (\(settings.soundServer?.error ?? "none")): recording the microphone through ALSA alone"
+            session.callAudio = .unavailable(reason)
+            logger.info("call audio: \(reason)", .meeting(session.meetingID))
+            // Asked for by name, its absence is news; `auto` just says so in the session object.
+            if case .source = settings.callAudio { warnings.append("recording without the call: \(reason)") }
+            return
+        }
+        let meetingID = session.meetingID
+        let mixer = AudioMixer { [relay = session.relay] bytes, frame in relay.feed(bytes, frame) }
+        do {
+            session.callRecorder = try MeetingRecorder(
+                device: device,
+                deviceName: name,
+                wavPath: state.dataDirectory.sidecar(meetingID, MeetingFiles.callAudio),
+                start: session.start,
+                onTrouble: { [mailbox] trouble in mailbox.post(.callRecorder(trouble, meetingID)) },
+                onAudio: { chunk in mixer.feed(1, chunk.bytes, startFrame: chunk.startFrame) }
+            )
+            session.mixer = mixer
+            session.callAudio = .recording
+        } catch {
+            session.callAudio = .failed(error.description)
+            warnings.append("recording without the call: \(error)")
+        }
+    }
+
+    /// `session.audio`'s fields about the level of a source: its loudness lately and how long it was silent.
+    static func levelFields(_ capture: AudioCapture.Statistics, into object: inout JSONObject) {
+        object.append("level", capture.level.map(JSONValue.double) ?? .null)
+        object.append("silentSeconds", .double((capture.silentSeconds * 10).rounded() / 10))
+    }
+
+    /// The session object's `callAudio`.
+    func callAudioJSON(_ session: ActiveSession) -> JSONValue {
+        var object = JSONObject()
+        let state: String
+        var reason: String?
+        switch session.callAudio {
+        case .recording: state = "recording"
+        case .off(let why): (state, reason) = ("off", why)
+        case .unavailable(let why): (state, reason) = ("unavailable", why)
+        case .failed(let why): (state, reason) = ("failed", why)
+        }
+        object.append("state", .string(state))
+        object.append("reason", .optional(reason))
+        if let recorder = session.callRecorder {
+            let statistics = recorder.statistics
+            object.append("device", .optional(statistics.capture.device))
+            object.append("recording", .bool(statistics.capture.isDeviceOpen))
+            object.append("seconds", .double((statistics.writtenSeconds * 10).rounded() / 10))
+            object.append("reconnects", .int(statistics.capture.reconnects))
+            Self.levelFields(statistics.capture, into: &object)
+            // A call source that carries nothing for this long is probably the wrong device.
+            object.append("silent", .bool(statistics.capture.silentSeconds >= Self.silentCallSeconds))
+            object.append("error", .optional(statistics.writeError))
+        } else {
+            object.append("device", .null)
+            object.append("recording", false)
+        }
+        return .object(object)
+    }
+
+    /// Seconds of nothing on the call source before the session says `silent`.
+    static let silentCallSeconds = 10.0
+
+    /// `devices`: the sound server's capture sources with the defaults marked, and the ALSA device.
+    var devicesJSON: JSONValue {
+        var object = JSONObject()
+        let snapshot = settings.soundServer?.snapshot
+        object.append("callAudio", .string(settings.callAudio.text))
+        object.append("server", .optional(snapshot?.server))
+        object.append(
+            "serverError",
+            .optional(
+                settings.soundServer == nil
+                    ? "not watched (--call-audio off)"
+                    : snapshot == nil
+                        ? settings.soundServer?.error : nil))
+        object.append("defaultSink", .optional(snapshot?.defaultSink))
+        object.append("defaultSource", .optional(snapshot?.defaultSource))
+        let sources = (snapshot?.sources ?? []).map { source -> JSONValue in
+            var item = JSONObject()
+            item.append("name", .string(source.name))
+            item.append("description", .string(source.description))
+            item.append("kind", .string(source.monitorOfSink == nil ? "microphone" : "monitor"))
+            item.append("monitorOf", .optional(source.monitorOfSink))
+            item.append("isDefaultMicrophone", .bool(source.name == snapshot?.defaultSource))
+            item.append("isDefaultCall", .bool(source.name == snapshot?.defaultMonitor))
+            return .object(item)
+        }
+        object.append("sources", .array(sources))
+        object.append("alsaDevice", .string(settings.audioDeviceName))
+        return .object(object)
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+/// Remote stand-ups against a real PipeWire (`scripts/pipewire-graph`): the local attendee speaks into the
+/// virtual microphone (`micfeed` → `mic`), the remote one out of the meeting app into the `call` sink; the
+/// built daemon records both through libpulse and transcribes them, attributed to whoever holds the floor.
+/// One at a time: two recognizers and sound servers at once on two shared cores make each other late.
+@Suite(.serialized, .enabled(if: PipeWireGraph.unavailableReason == nil, "\(PipeWireGraph.unavailableReason ?? "")"))
+struct CallAudioTests {
+    static let local = "yesterday i finished the review"
+    static let remote = "today i will deploy the service"
+    static let hasSpeechModel = FileManager.default.fileExists(
+        atPath: "/usr/share/pocketsphinx/model/en-us/en-us/mdef")
+
+    /// A daemon on the graph's sound server, transcribing with the stand-up grammar (or not at all).
+    static func daemon(on graph: PipeWireGraph, transcribes: Bool = true) throws -> DaemonProcess {
+        var arguments = ["--no-cue"]
+        if transcribes {
+            arguments += [
+                "--speech-engine", "pocketsphinx", "--speech-grammar", SpeechFixture.writeGrammar(in: graph.directory),
+            ]
+        } else {
+            arguments += ["--speech-engine", "none"]
+        }
+        return try DaemonProcess(arguments: arguments, environment: graph.environment)
+    }
+
+    /// A two-attendee stand-up of `seconds` (half each), started; returns the sync-up's id and the reply.
+    static func startMeeting(_ client: RawClient, seconds: Int, transcribes: Bool = true) throws -> (
+        String, JSONValue
+    ) {
+        let created = try client.result(
+            "syncups.create", ["title": "Remote", "duration": .int(seconds), "attendees": ["Ann", "Bob"]])
+        let id = try #require(created["id"]?.stringValue)
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        var arguments: JSONObject = ["syncup": .string(id)]
+        if !transcribes { arguments.append("transcribe", false) }
+        return (id, try client.result("session.start", .object(arguments)))
+    }
+
+    /// Asks `session.get` until `condition` holds for its session object (10 s at most).
+    static func waitForSession(_ client: RawClient, _ what: String, _ condition: (JSONValue) -> Bool) throws
+        -> JSONValue
+    {
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while MonotonicInstant.now() < deadline {
+            let session = try client.result("session.get")
+            if condition(session) { return session }
+            _ = try? client.readJSON(timeout: .milliseconds(200))  // the next event, or 200 ms
+        }
+        throw TestFailure("the session never showed \(what): \(JSONWriter().string(try client.result("session.get")))")
+    }
+
+    static func samples(ofWAV path: String) throws -> [Int16] {
+        let bytes = try #require(Files.read(path), "\(path) exists")
+        return bytes.dropFirst(44).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// RMS of `samples` between `from` and `to` seconds, as a fraction of full scale.
+    static func rms(_ samples: [Int16], from: Double, to: Double) -> Double {
+        let lower = max(0, Int(from * 16_000))
+        let upper = min(samples.count, Int(to * 16_000))
+        guard lower < upper else { return 0 }
+        let range = lower..<upper
+        let sum = samples[range].reduce(0.0) { $0 + Double($1) * Double($1) }
+        return (sum / Double(range.count)).squareRoot() / 32_768
+    }
+
+    /// The loudest 100 ms between `from` and `to` seconds.
+    static func loudest(_ samples: [Int16], from: Double, to: Double) -> Double {
+        stride(from: from, to: to, by: 0.1).map { rms(samples, from: $0, to: $0 + 0.1) }.max() ?? 0
+    }
+
+    /// Plays the local attendee at once and the remote one in the second half (the floor is Bob's then),
+    /// optionally leaking the remote voice into the microphone at -3 dB; returns the saved meeting.
+    static func remoteStandUp(leaks: Bool) throws -> (
+        meeting: JSONValue, segments: [JSONValue], microphone: [Int16], call: [Int16]
+    ) {
+        let graph = try PipeWireGraph()
+        let daemon = try daemon(on: graph)
+        let client = try daemon.client()
+        let (id, started) = try startMeeting(client, seconds: 10)
+        #expect(started["callAudio"]?["state"] == "recording")
+        #expect(started["callAudio"]?["device"] == "call.monitor")
+        #expect(started["audio"]?["through"] == "sound server")
+        #expect(started["audio"]?["source"] == "mic")
+
+        try graph.play(SpeechFixture.silence(seconds: 0.3) + SpeechFixture.say(local, voice: "en-gb"), into: "micfeed")
+        try client.waitUntilElapsed(5)
+        let remoteVoice = SpeechFixture.silence(seconds: 0.3) + (try SpeechFixture.say(remote, voice: "en-us"))
+        try graph.playRemote(remoteVoice, leaks: leaks)
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(30))
+        let meeting = try #require(ended["data"]?["meeting"])
+        let meetingID = try #require(meeting["id"]?.stringValue)
+        let details = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meetingID)])
+        let directory = daemon.dataPath + "/meetings/" + meetingID
+        return (
+            meeting, details["segments"]?.arrayValue ?? [], try samples(ofWAV: directory + ".wav"),
+            try samples(ofWAV: directory + ".call.wav")
+        )
+    }
+
+    @Test(.enabled(if: hasSpeechModel))
+    func recordsEachSideInItsOwnFileAndTranscribesBothToTheFloorHolder() throws {
+        let (meeting, segments, microphone, call) = try Self.remoteStandUp(leaks: false)
+        #expect(meeting["transcript"]?.stringValue == "\(Self.local) \(Self.remote)")
+        #expect(segments.map { $0["speaker"]?["name"]?.stringValue } == ["Ann", "Bob"])
+        #expect(segments.map { $0["text"]?.stringValue } == [Self.local, Self.remote])
+
+        // Each voice is in its own file, in step: Ann in the first half of the microphone's, Bob in the
+        // second half of the call's, and nothing crossed over.
+        #expect(abs(microphone.count - call.count) <= 16_000 / 2, "the two files are as long (±0.5 s)")
+        #expect(Self.loudest(microphone, from: 0, to: 4.5) > 0.05)
+        #expect(Self.loudest(call, from: 5, to: 10) > 0.05)
+        #expect(Self.loudest(microphone, from: 5, to: 10) < 0.001)
+        #expect(Self.loudest(call, from: 0, to: 4.5) < 0.001)
+    }
+
+    @Test(.enabled(if: hasSpeechModel))
+    func aRemoteVoiceLeakingIntoTheMicrophoneIsTranscribedOnce() throws {
+        let (meeting, segments, microphone, _) = try Self.remoteStandUp(leaks: true)
+        let transcript = meeting["transcript"]?.stringValue ?? ""
+        #expect(transcript == "\(Self.local) \(Self.remote)", "no word twice: \(transcript)")
+        #expect(segments.map { $0["speaker"]?["name"]?.stringValue } == ["Ann", "Bob"])
+        // The leak is real: the microphone's file holds the remote voice too.
+        #expect(Self.loudest(microphone, from: 5, to: 10) > 0.03)
+    }
+
+    @Test func followsANewDefaultOutputAndGoesOnThroughASoundServerRestart() throws {
+        let graph = try PipeWireGraph()
+        try graph.pactl(["load-module", "module-null-sink", "sink_name=headphones"])
+        let daemon = try Self.daemon(on: graph, transcribes: false)
+        let client = try daemon.client()
+        let began = MonotonicInstant.now()
+        _ = try Self.startMeeting(client, seconds: 120, transcribes: false)
+        let tone = try SpeechFixture.say("no blockers for me")
+
+        // Headphones plugged in: the call plays there now, and the recording follows.
+        try graph.pactl(["set-default-sink", "headphones"])
+        _ = try Self.waitForSession(client, "the headphones' monitor") {
+            $0["callAudio"]?["device"] == "headphones.monitor"
+        }
+        let devices = try daemon.ctl(["devices"]).standardOutput
+        #expect(devices.contains("sound server: PulseAudio (on PipeWire"), "\(devices)")
+        #expect(
+            devices.split(separator: "\n").contains { $0.hasPrefix("call") && $0.contains("headphones.monitor") },
+            "the new default output's monitor is marked call: \(devices)")
+        #expect(devices.split(separator: "\n").contains { $0.hasPrefix("mic ") && $0.contains(" mic ") }, "\(devices)")
+        let headphonesAt = (MonotonicInstant.now() - began).seconds
+        try graph.play(tone, into: "headphones")
+
+        // The sound server crashes and comes back: the meeting goes on, silence fills the gap.
+        try graph.kill()
+        _ = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
+        try client.waitUntilElapsed(Int(headphonesAt) + 4)
+        try graph.restart()
+        let back = try Self.waitForSession(client, "the call recorded again") {
+            $0["callAudio"]?["recording"] == true && $0["callAudio"]?["device"] == "call.monitor"
+                && $0["audio"]?["recording"] == true
+        }
+        #expect(back["callAudio"]?["reconnects"]?.numberValue?.int64 ?? 0 >= 1)
+        #expect(back["state"] == "running")
+        let callAt = (MonotonicInstant.now() - began).seconds
+        try graph.play(tone, into: "call")
+        let ending = try client.result("session.end")
+        let endedAt = (MonotonicInstant.now() - began).seconds
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(15))
+        let meetingID = try #require(ended["data"]?["meeting"]?["id"]?.stringValue)
+        _ = ending
+
+        let base = daemon.dataPath + "/meetings/" + meetingID
+        let microphone = try Self.samples(ofWAV: base + ".wav")
+        let call = try Self.samples(ofWAV: base + ".call.wav")
+        // Audio time stayed meeting time in both files, through the gap.
+        let seconds = Double(call.count) / 16_000
+        #expect(abs(microphone.count - call.count) <= 16_000 / 2, "\(microphone.count) vs \(call.count) frames")
+        #expect(seconds > endedAt - 1.5 && seconds <= endedAt + 0.5, "\(seconds) s of call audio in \(endedAt) s")
+        #expect(Self.loudest(call, from: headphonesAt - 0.5, to: headphonesAt + 2) > 0.01, "the headphones' sound")
+        #expect(Self.loudest(call, from: callAt - 0.5, to: callAt + 2) > 0.01, "the call's sound after the restart")
+        #expect(Self.loudest(microphone, from: 0, to: seconds) < 0.001, "nothing played into the microphone")
+    }
+
+    @Test func withoutASoundServerRecordsTheMicrophoneThroughALSAAloneAndSaysSo() throws {
+        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 30))
+        let runtime = TemporaryDirectory("no-server")
+        let daemon = try DaemonProcess(
+            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-engine", "none"],
+            environment: alsa.environment.merging(["XDG_RUNTIME_DIR": runtime.path]) { $1 })
+        let client = try daemon.client()
+        let (_, started) = try Self.startMeeting(client, seconds: 60, transcribes: false)
+        #expect(started["warnings"] == [], "auto without a server is not a warning")
+        #expect(started["audio"]?["recording"] == true)
+        #expect(started["audio"]?["through"] == "ALSA")
+        #expect(started["callAudio"]?["state"] == "unavailable")
+        #expect(started["callAudio"]?["reason"]?.stringValue?.contains("no sound server") == true)
+        let status = try daemon.ctl(["status"]).standardOutput
+        #expect(status.contains("call:      unavailable (no sound server"), "\(status)")
+        let devices = try daemon.ctl(["devices"]).standardOutput
+        #expect(devices.contains("sound server: none"), "\(devices)")
+        let ended = try client.result("session.end")
+        _ = ended
+        let meetingID = try #require(
+            try client.nextEvent("session.ended")["data"]?["meeting"]?["id"]?.stringValue)
+        let base = daemon.dataPath + "/meetings/" + meetingID
+        #expect(access(base + ".wav", F_OK) == 0)
+        #expect(access(base + ".call.wav", F_OK) != 0, "no call file without a call")
+
+        // --no-call says why the call is not recorded.
+        let noCall = try client.result(
+            "session.start", ["syncup": try #require(started["syncup"]), "transcribe": false, "call": false])
+        #expect(noCall["callAudio"]?["state"] == "off")
+        #expect(noCall["callAudio"]?["reason"] == "--no-call")
+    }
+}

@@ -1,0 +1,81 @@
+import SyncUpsAudio
+import Synchronization
+import Testing
+
+/// What a mixer put out, in order.
+final class MixedOutput: Sendable {
+    private let chunks = Mutex<[(samples: [Int16], startFrame: Int64)]>([])
+    func add(_ bytes: [UInt8], _ startFrame: Int64) {
+        let samples = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        chunks.withLock { $0.append((samples, startFrame)) }
+    }
+    var samples: [Int16] { chunks.withLock { $0.flatMap(\.samples) } }
+    /// Whether every chunk starts where the one before ended, from frame 0.
+    var isContiguous: Bool {
+        chunks.withLock { chunks in
+            var next: Int64 = 0
+            for chunk in chunks {
+                guard chunk.startFrame == next else { return false }
+                next += Int64(chunk.samples.count)
+            }
+            return true
+        }
+    }
+}
+
+func bytes(_ samples: [Int16]) -> [UInt8] { samples.withUnsafeBytes { Array($0) } }
+
+@Suite struct AudioMixerTests {
+    @Test func sumsTheTwoInputsFrameByFrameOnlyAsFarAsBothHaveCome() {
+        let output = MixedOutput()
+        let mixer = AudioMixer(output: output.add)
+        mixer.feed(0, bytes([1, 2, 3, 4]), startFrame: 0)
+        #expect(output.samples == [], "nothing until the call has come as far")
+        mixer.feed(1, bytes([10, 20]), startFrame: 0)
+        #expect(output.samples == [11, 22])
+        mixer.feed(1, bytes([30, 40, 50]), startFrame: 2)
+        #expect(output.samples == [11, 22, 33, 44])
+        mixer.flush()
+        #expect(output.samples == [11, 22, 33, 44, 50], "the rest, the microphone padded with silence")
+        #expect(output.isContiguous)
+    }
+
+    @Test func mixesTheMicrophoneTwelveDecibelsDownWhileTheCallCarriesSound() {
+        let output = MixedOutput()
+        let mixer = AudioMixer(output: output.add)
+        // 10 ms of a quiet call (RMS 50), then 10 ms of a loud one (RMS 1000), the microphone at 400 throughout.
+        mixer.feed(0, bytes([Int16](repeating: 400, count: 320)), startFrame: 0)
+        mixer.feed(1, bytes([Int16](repeating: 50, count: 160) + [Int16](repeating: 1_000, count: 160)), startFrame: 0)
+        #expect(output.samples == [Int16](repeating: 450, count: 160) + [Int16](repeating: 1_100, count: 160))
+    }
+
+    @Test func clipsInsteadOfWrappingAround() {
+        let output = MixedOutput()
+        let mixer = AudioMixer(output: output.add)
+        mixer.feed(0, bytes([30_000, -30_000]), startFrame: 0)
+        mixer.feed(1, bytes([30_000, -30_000]), startFrame: 0)
+        #expect(output.samples == [Int16.max, Int16.min])
+    }
+
+    @Test func aGapInOneInputIsSilenceAndAStalledInputStopsHoldingTheOtherBackAfterTwoSeconds() {
+        let output = MixedOutput()
+        let mixer = AudioMixer(output: output.add)
+        mixer.feed(0, bytes([1, 1]), startFrame: 0)
+        mixer.feed(1, bytes([5]), startFrame: 1)  // frame 0 of the call is missing: silence
+        #expect(output.samples == [1, 6])
+        // The call stalls; the microphone runs on: after two seconds of lag the microphone goes alone.
+        let second = [Int16](repeating: 1, count: 16_000)
+        mixer.feed(0, bytes(second), startFrame: 2)
+        mixer.feed(0, bytes(second), startFrame: 16_002)
+        #expect(output.samples.count == 2, "two seconds of lag are waited for")
+        mixer.feed(0, bytes(second), startFrame: 32_002)
+        #expect(output.samples.count == 2 + 16_000)
+        // The call's late frames for what was mixed already are dropped; the rest is mixed in step.
+        mixer.feed(1, bytes([Int16](repeating: 2, count: 16_010)), startFrame: 2)
+        mixer.flush()
+        #expect(output.samples.count == 48_002)
+        #expect(output.samples[16_002...16_011].allSatisfy { $0 == 3 })
+        #expect(output.samples[16_012] == 1)
+        #expect(output.isContiguous)
+    }
+}

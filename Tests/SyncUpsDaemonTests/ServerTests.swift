@@ -1,0 +1,77 @@
+import Glibc
+import SyncUpsDaemon
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsProtocol
+import SyncUpsTestSupport
+import Testing
+
+/// The server's framing, turn by turn: lines are whatever reached a newline, however the bytes were split;
+/// a line over the limit is refused and the connection closed; a client that closes its side still gets
+/// its answers.
+@Suite struct ServerTests {
+    static func daemon(maxLineBytes: Int = Limits().maxLineBytes) throws -> (TemporaryDirectory, InProcessDaemon) {
+        let directory = TemporaryDirectory("server")
+        var limits = Limits()
+        limits.maxLineBytes = maxLineBytes
+        return (directory, try InProcessDaemon(dataDirectory: directory.path, limits: limits))
+    }
+
+    /// Turns the loop until the daemon has closed `fd` (a read returns 0); false if it stays open.
+    static func waitForClose(_ fd: FileDescriptor, _ daemon: InProcessDaemon) -> Bool {
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while MonotonicInstant.now() < deadline {
+            daemon.turn(waitingUpTo: 10)
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd.rawValue, $0.baseAddress, $0.count) }
+            if count == 0 { return true }
+        }
+        return false
+    }
+
+    @Test(arguments: [1, 7, 12, 23])
+    func answersALineSplitAcrossReadsOnceItsNewlineComes(splitAt: Int) throws {
+        let (directory, daemon) = try Self.daemon()
+        _ = directory
+        let client = LoopClient(try daemon.connect(), daemon)
+        let line = Array(#"{"id":"split","cmd":"ping"}"#.utf8)
+        try client.send(String(decoding: line[..<splitAt], as: UTF8.self))
+        for _ in 0..<5 { daemon.turn() }
+        try client.send(String(decoding: line[splitAt...], as: UTF8.self))
+        for _ in 0..<5 { daemon.turn() }
+        client.drainSocket()
+        #expect(!client.hasLine { _ in true }, "answered before the newline")
+        try client.send("\r\n")
+        let reply = try client.reply(to: "split")
+        #expect(reply["result"] == "pong", "\(reply)")
+    }
+
+    @Test func refusesALineOverTheLimitAndClosesTheConnection() throws {
+        let (directory, daemon) = try Self.daemon(maxLineBytes: 64)
+        _ = directory
+        let fd = try daemon.connect()
+        let client = LoopClient(fd, daemon)
+        _ = try client.result("ping")  // a line under the limit is fine
+        // No newline yet: the limit holds for what is still coming too.
+        try client.send(#"{"id":"long","cmd":"ping","args":{"padding":""# + String(repeating: "x", count: 100))
+        let refused = try client.take { $0["error"] != nil }.last
+        #expect(refused?["id"] == .null)
+        #expect(refused?["error"]?["code"] == "line_too_long", "\(String(describing: refused))")
+        #expect(Self.waitForClose(fd, daemon))
+        // Others go on being answered.
+        #expect(try LoopClient(try daemon.connect(), daemon).result("ping") == "pong")
+    }
+
+    @Test func answersWhatAClientSentBeforeClosingItsSideThenCloses() throws {
+        let (directory, daemon) = try Self.daemon()
+        _ = directory
+        let fd = try daemon.connect()
+        let client = LoopClient(fd, daemon)
+        // The last line has no newline: the end of input ends it.
+        try client.send(#"{"id":"one","cmd":"ping"}"# + "\n" + #"{"id":"two","cmd":"ping"}"#)
+        #expect(shutdown(fd.rawValue, CInt(SHUT_WR)) == 0)
+        #expect(try client.reply(to: "one")["result"] == "pong")
+        #expect(try client.reply(to: "two")["result"] == "pong")
+        #expect(Self.waitForClose(fd, daemon))
+    }
+}

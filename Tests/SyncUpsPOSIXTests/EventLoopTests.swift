@@ -1,0 +1,106 @@
+import Glibc
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+/// The loop's contract, one turn (`runOnce`) at a time: deferred work after the batch, in order; work given
+/// way (`executeAfterPolling`) after the next poll's input; timers in deadline order, once, cancellable.
+@Suite struct EventLoopTests {
+    /// A pipe whose read end the loop watches; `poke` makes it readable.
+    final class Pipe {
+        let read: FileDescriptor
+        let write: FileDescriptor
+
+        init() throws {
+            (read, write) = try FileDescriptor.pipe()
+            try read.setNonBlocking()
+        }
+
+        deinit {
+            read.close()
+            write.close()
+        }
+
+        func poke() throws { try write.writeAll([1]) }
+
+        /// Calls `handler` on `loop` each time the pipe has been poked (and empties it first).
+        func watch(on loop: EventLoop, _ handler: @escaping () -> Void) throws {
+            _ = try loop.watch(read, for: .readable) { [self] _ in
+                var buffer = [UInt8](repeating: 0, count: 64)
+                _ = try? buffer.withUnsafeMutableBytes { try read.readAvailable(into: $0) }
+                handler()
+            }
+        }
+    }
+
+    @Test func runsExecutedTasksInOrderAfterTheBatchAndTheirOwnOnTheNextTurn() throws {
+        let loop = try EventLoop()
+        let pipe = try Pipe()
+        var order: [String] = []
+        try pipe.watch(on: loop) {
+            order.append("input")
+            loop.execute { order.append("first") }
+            loop.execute {
+                order.append("second")
+                loop.execute { order.append("queued by second") }
+            }
+            order.append("input done")
+        }
+        try pipe.poke()
+        loop.runOnce(timeoutMilliseconds: 1000)
+        #expect(order == ["input", "input done", "first", "second"])
+        #expect(loop.hasDeferredWork)
+        loop.runOnce(timeoutMilliseconds: 1000)  // does not wait: work is queued
+        #expect(order == ["input", "input done", "first", "second", "queued by second"])
+        #expect(!loop.hasDeferredWork)
+    }
+
+    @Test func runsWorkGivenWayOnlyAfterTheNextPollsInput() throws {
+        let loop = try EventLoop()
+        let pipe = try Pipe()
+        var order: [String] = []
+        try pipe.watch(on: loop) { order.append("input") }
+        loop.executeAfterPolling { order.append("yielded") }
+        try pipe.poke()  // ready when the loop polls: handled before the work that gave way
+        loop.runOnce(timeoutMilliseconds: 1000)
+        #expect(order == ["input", "yielded"])
+        // With nothing ready, the poll does not wait for input that is not coming.
+        loop.executeAfterPolling { order.append("alone") }
+        loop.runOnce(timeoutMilliseconds: 10_000)
+        #expect(order == ["input", "yielded", "alone"])
+    }
+
+    @Test func firesTimersOnceInDeadlineOrderAndNotWhenCancelled() throws {
+        let loop = try EventLoop()
+        let base = loop.now()
+        var fired: [Int] = []
+        loop.schedule(at: base + .milliseconds(30)) { fired.append(3) }
+        let cancelled = loop.schedule(at: base + .milliseconds(20)) { fired.append(2) }
+        loop.schedule(at: base + .milliseconds(10)) { fired.append(1) }
+        loop.schedule(at: MonotonicInstant(nanoseconds: 1)) { fired.append(0) }  // long due
+        #expect(loop.scheduledTimerCount == 4)
+        loop.cancel(cancelled)
+        #expect(loop.scheduledTimerCount == 3)
+        #expect(loop.run(until: { fired.count == 3 }))
+        #expect(fired == [0, 1, 3])
+        #expect(loop.now() - base >= .milliseconds(30), "fired before its deadline")
+        #expect(loop.scheduledTimerCount == 0)
+        loop.cancel(cancelled)  // cancelling again does nothing
+        #expect(loop.scheduledTimerCount == 0)
+    }
+
+    @Test func reportsAHangupWithoutBeingAskedAndStopsReportingOnceUnwatched() throws {
+        let loop = try EventLoop()
+        let (read, write) = try FileDescriptor.pipe()
+        defer { read.close() }
+        var events: [IOEvents] = []
+        let watch = try loop.watch(read, for: []) { events.append($0) }
+        write.close()
+        #expect(loop.run(until: { !events.isEmpty }))
+        #expect(events.first.map { !$0.isDisjoint(with: .hangup) } == true)
+        loop.unwatch(watch)
+        let count = events.count
+        loop.runOnce(timeoutMilliseconds: 0)
+        #expect(events.count == count)
+    }
+}
