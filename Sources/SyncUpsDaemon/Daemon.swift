@@ -40,7 +40,7 @@ public final class Daemon {
         Descendants.becomeSubreaper()
         do {
             signals = try SignalReader([SIGTERM, SIGINT, SIGHUP])
-            loop = try EventLoop()
+            loop = try EventLoop(busyPollWindow: .microseconds(configuration.busyPollMicroseconds))
         } catch {
             throw StartupError("cannot set up the event loop: \(error)")
         }

@@ -75,6 +75,7 @@ final class Services {
             )
         )
         server.handler = handler.handle
+        server.replayGeneration = handler.replayGeneration
     }
 
     /// `idle · 3 sync-ups` or `recording "Design" 03:12 · Blob Jr 2/6`: systemd's status line.

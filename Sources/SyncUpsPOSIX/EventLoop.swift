@@ -56,7 +56,9 @@ public final class EventLoop {
     private static let eventCapacity: CInt = 128
     private static let timerToken = UInt64.max
 
-    public init() throws(SystemError) {
+    /// `busyPollWindow`: see `run()`; zero never polls.
+    public init(busyPollWindow: Duration = .microseconds(50)) throws(SystemError) {
+        self.busyPollWindow = busyPollWindow
         epoll = FileDescriptor(rawValue: try syscall("epoll_create1") { epoll_create1(CInt(EPOLL_CLOEXEC)) })
         timerFD = FileDescriptor(
             rawValue: try syscall("timerfd_create") {
@@ -222,7 +224,8 @@ public final class EventLoop {
     /// How long `run()` keeps polling after a batch that came hard on the heels of the previous one. It buys
     /// the request round trip's lead over MPD (without it the p50 was on par with MPD's, the kernel's wake-up
     /// dominating) and costs nothing when idle.
-    public let busyPollWindow: Duration = .microseconds(50)
+    /// The daemon's `busy-poll` option sets it.
+    public let busyPollWindow: Duration
 
     /// Waits for and handles one batch of events, then runs the deferred work (`execute`): one turn.
     /// `timeoutMilliseconds` -1 waits indefinitely; with deferred work queued it does not wait at all.

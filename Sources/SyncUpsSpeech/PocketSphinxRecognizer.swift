@@ -144,8 +144,9 @@ private struct Decoder {
         let inSpeech = ps_get_in_speech(decoder) != 0
         if inSpeech {
             isInSpeech = true
-            // A provisional result twice a second while someone speaks.
-            if fedFrames - lastPartialAt >= 8_000 { publishPartial() }
+            // A provisional result up to four times a second while someone speaks; asked for at every chunk
+            // until the first one has words, so the first comes as soon as the search has any.
+            if fedFrames - lastPartialAt >= 4_000 { publishPartial() }
         } else if isInSpeech {
             // Voice activity ended: the utterance is over.
             endUtterance()
@@ -162,11 +163,12 @@ private struct Decoder {
     }
 
     mutating func publishPartial() {
-        lastPartialAt = fedFrames
         var score: Int32 = 0
         guard let hypothesis = ps_get_hyp(decoder, &score) else { return }
         let text = String(cString: hypothesis)
-        guard !text.isEmpty, text != lastPartial else { return }
+        guard !text.isEmpty else { return }
+        lastPartialAt = fedFrames
+        guard text != lastPartial else { return }
         lastPartial = text
         let start = Double(utteranceStart) / 16_000
         events(

@@ -80,8 +80,10 @@ import Testing
                 data-dir = /srv/syncups
 
                 log-level=debug
+                busy-poll = 0
                 """
         )
+        #expect(configuration.busyPollMicroseconds == 0)
         #expect(configuration.audioDevice == "hw:2")
         #expect(configuration.cueDevice == "plughw:0")
         #expect(configuration.speechCommand == "/opt/whisper --model tiny")
@@ -104,6 +106,7 @@ import Testing
         ("audio-device = 'hw:1' hw:2\n", "syncupsd.conf:1: unexpected \"hw:2\" after the quoted value of audio-device"),
         ("max-connections = lots\n", "syncupsd.conf:1: \"lots\" is not a number from 1 to 100000"),
         ("max-connections = 0\n", "syncupsd.conf:1: \"0\" is not a number from 1 to 100000"),
+        ("busy-poll = 2000\n", "syncupsd.conf:1: \"2000\" is not a number of microseconds from 0 to 1000"),
     ])
     func rejectsBadLinesNamingFileAndLine(text: String, message: String) {
         do {

@@ -206,7 +206,7 @@ _syncupsd() {
     elif [[ $cur == -* ]]; then
         _syncupsctl_reply "$cur" exact --socket --data-dir --audio-device --call-audio --cue-device --cue --no-cue \
             --speech-engine --speech-command --speech-model --speech-dictionary --speech-language-model \
-            --speech-grammar --max-connections --log-level --config --no-config --help --version
+            --speech-grammar --max-connections --busy-poll --log-level --config --no-config --help --version
         return 0
     fi
     local devices=()

@@ -173,6 +173,7 @@ complete -c syncupsd -l speech-dictionary -r -F -d "PocketSphinx's pronunciation
 complete -c syncupsd -l speech-language-model -r -F -d "PocketSphinx's language model"
 complete -c syncupsd -l speech-grammar -r -F -d 'A JSGF grammar for PocketSphinx'
 complete -c syncupsd -l max-connections -x -d 'The most clients connected at once'
+complete -c syncupsd -l busy-poll -x -d 'How long the event loop polls before sleeping'
 complete -c syncupsd -l log-level -x -a 'debug info notice warning error' -d 'The least important messages logged'
 complete -c syncupsd -l config -r -F -d 'Read this config file instead of the default one'
 complete -c syncupsd -l no-config -d 'Read no config file'

@@ -186,7 +186,67 @@ final class CommandHandler {
     /// with the same object built as a `JSONValue` and written by `JSONWriter` (2026-12, one run each).
     private var statusBuffer: [UInt8] = []
 
+    /// Everything the idle daemon's `status` says that can change, to the millisecond of its uptime.
+    private struct StatusStamp: Equatable {
+        var uptimeMilliseconds: Int64
+        var syncUps: Int
+        var meetings: Int
+        var connections: Int
+        var subscribers: Int
+        var seq: Int
+        var timers: Int
+        var hasUnsavedChanges: Bool
+        var isSynced: Bool
+    }
+
+    /// What `status` says now, unless a session runs (its object changes without any of the other fields
+    /// changing) or a write failed (rare; its message is not in the stamp); the generation counts the changes
+    /// of that, and `statusBuffer` holds the reply to the last. The speech engine is fixed at start-up.
+    private var statusStamp: StatusStamp?
+    private var statusGeneration = 0
+
+    /// The generation of the idle daemon's `status` (nil while a session runs), to the millisecond of its
+    /// uptime: a status bar, or a client asking many times within a millisecond, gets the same reply again
+    /// (`Server.replayGeneration`) without its being encoded again.
+    private func currentStatusGeneration(uptimeMilliseconds: Int64) -> Int? {
+        guard session.active == nil, persistenceError == nil else {
+            statusStamp = nil
+            return nil
+        }
+        let stamp = StatusStamp(
+            uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
+            connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
+            timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
+            isSynced: store.isDurable)
+        if stamp != statusStamp {
+            statusStamp = stamp
+            statusGeneration += 1
+            isStatusBufferCurrent = false
+        }
+        return statusGeneration
+    }
+
+    private var isStatusBufferCurrent = false
+
+    /// As of the request line being handled.
+    private var uptimeMilliseconds: Int64 { (server.lineTime.nanoseconds - status.startedAt.nanoseconds) / 1_000_000 }
+
+    /// `Server.replayGeneration`: only `status` (without arguments) is replayed.
+    func replayGeneration(for request: Request) -> Int? {
+        guard request.command == "status", request.arguments.isEmpty else { return nil }
+        return currentStatusGeneration(uptimeMilliseconds: uptimeMilliseconds)
+    }
+
     private func statusReply() -> [UInt8] {
+        let milliseconds = uptimeMilliseconds
+        if currentStatusGeneration(uptimeMilliseconds: milliseconds) != nil {
+            if isStatusBufferCurrent { return statusBuffer }
+            isStatusBufferCurrent = true
+        }
+        return encodeStatus(uptimeMilliseconds: milliseconds)
+    }
+
+    private func encodeStatus(uptimeMilliseconds milliseconds: Int64) -> [UInt8] {
         // Reused: the server drops the previous reply's reference before the next request, so this
         // buffer is uniquely held again and refilling it allocates nothing.
         var bytes = statusBuffer
@@ -199,7 +259,6 @@ final class CommandHandler {
             JSONWriter.appendInteger(Int64(value), to: &bytes)
         }
         // Seconds with millisecond precision, as the shortest decimal ("12.3", not "12.300").
-        let milliseconds = (MonotonicInstant.now() - status.startedAt).nanoseconds / 1_000_000
         field(#","uptime":"#, Int(milliseconds / 1000))
         var fraction = Int(milliseconds % 1000)
         if fraction > 0 {

@@ -11,6 +11,8 @@ public struct Configuration: Sendable, Equatable {
     public var logLevel: Logger.Level = .info
     /// Simultaneous client connections.
     public var maxConnections = Limits().maxConnections
+    /// How long the event loop keeps polling after a burst of events before it sleeps (`EventLoop`); 0 never.
+    public var busyPollMicroseconds = 50
     /// The ALSA capture device meetings record from.
     public var audioDevice = "default"
     /// Whether (and from where) meetings record the call beside the microphone.

@@ -191,10 +191,20 @@ struct ConfigurationOption: Sendable {
             reload: .never,
             value: { String($0.maxConnections) },
             apply: { configuration, value throws(ConfigurationError.Reason) in
-                guard let count = Int(value), (1...100_000).contains(count) else {
-                    throw .invalidValue(value, "a number from 1 to 100000")
-                }
-                configuration.maxConnections = count
+                configuration.maxConnections = try integer(value, in: 1...100_000, "a number from 1 to 100000")
+            }
+        ),
+        ConfigurationOption(
+            name: "busy-poll",
+            kind: .text,
+            placeholder: "MICROSECONDS",
+            defaultDescription: String(Configuration().busyPollMicroseconds),
+            help: "how long the event loop polls for the next request before sleeping (0: never)",
+            reload: .never,
+            value: { String($0.busyPollMicroseconds) },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.busyPollMicroseconds = try integer(
+                    value, in: 0...1000, "a number of microseconds from 0 to 1000")
             }
         ),
         ConfigurationOption(
@@ -211,6 +221,13 @@ struct ConfigurationOption: Sendable {
             }
         ),
     ]
+
+    static func integer(_ value: String, in range: ClosedRange<Int>, _ expected: String)
+        throws(ConfigurationError.Reason) -> Int
+    {
+        guard let number = Int(value), range.contains(number) else { throw .invalidValue(value, expected) }
+        return number
+    }
 
     static func absolutePath(_ value: String) throws(ConfigurationError.Reason) -> String {
         guard value.hasPrefix("/") else { throw .invalidValue(value, "an absolute path") }

@@ -24,7 +24,7 @@ final class Connection {
     var partialLineSince: MonotonicInstant?
     var partialLineTimer: EventLoop.Timer?
     var isReadingPaused = false
-    /// Its backlog gave way to other clients for a turn (`Server.turnBudget`); it goes on after the next poll.
+    /// Its backlog gave way to other clients for a turn (`Server.turnBudgetNanoseconds`); it goes on after the next poll.
     var isYielding = false
     /// Queued in the server's list of connections to send to on the loop's next turn.
     var isFlushPending = false

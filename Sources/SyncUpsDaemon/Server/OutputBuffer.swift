@@ -5,6 +5,9 @@ struct OutputBuffer {
     private var bytes: [UInt8] = []
     private var start = 0
 
+    /// The most capacity an emptied buffer keeps.
+    static let keptCapacity = 512 * 1024
+
     var count: Int { bytes.count - start }
     var isEmpty: Bool { start == bytes.count }
 
@@ -21,6 +24,9 @@ struct OutputBuffer {
         body(&bytes)
     }
 
+    /// The unsent bytes from the `offset`-th on (offsets as `count` counts them).
+    func suffix(from offset: Int) -> [UInt8] { Array(bytes[(start + offset)...]) }
+
     /// Sends as much as the non-blocking socket takes; returns the count sent (0 if it would block).
     mutating func send(to fd: FileDescriptor) throws(SystemError) -> Int {
         guard !isEmpty else { return 0 }
@@ -32,7 +38,9 @@ struct OutputBuffer {
         let sent = try result.get()
         self.start += sent
         if self.start == bytes.count {
-            bytes.removeAll(keepingCapacity: bytes.capacity <= 64 * 1024)
+            // A client pipelining deep batches fills the buffer to about the read-pause threshold (256 KiB)
+            // over and over: keeping that much saves an mmap, its page faults and a munmap each time.
+            bytes.removeAll(keepingCapacity: bytes.capacity <= Self.keptCapacity)
             self.start = 0
         } else if self.start >= 64 * 1024 && self.start * 2 >= bytes.count {
             bytes.removeFirst(self.start)

@@ -1,7 +1,7 @@
 // syncups-bench: the figures of `make bench`, printed as a table and written as JSON.
 //
 //   syncups-bench [--quick] [--json FILE]
-//       [--only roundtrip,instructions,fanout,store,scale,flood,startup,idle,speech,callaudio]
+//       [--only roundtrip,limit,instructions,fanout,store,scale,flood,startup,idle,speech,callaudio]
 //       [--speech-command COMMAND]
 //   syncups-bench soak [--seconds N] [--json FILE] [--language-model]      (make soak; see Soak.swift)
 //
@@ -61,6 +61,9 @@ struct Bench {
         let repeats = quick ? 1 : 3
 
         if only.contains("roundtrip") { report.append("roundTrip", try roundTrips(scale: scale, rounds: repeats)) }
+        if only.contains("roundtrip") || only.contains("limit") {
+            report.append("limit", try limit(scale: scale, rounds: repeats))
+        }
         if only.contains("instructions") { report.append("instructions", try instructions()) }
         if only.contains("fanout") { report.append("fanOut", try fanOut(rounds: quick ? 20 : 100)) }
         if only.contains("store") { report.append("store", try store(repeats: repeats)) }
@@ -139,6 +142,87 @@ struct Bench {
         ]
     }
 
+    static func limit(scale: Double, rounds: Int) throws -> JSONValue {
+        let tool = try LimitBench.build()
+        let total = 20_000
+        let probe = try Daemon.syncupsd()
+        let replyBytes = try LimitBench.statusReplyBytes(probe.socketPath)
+        probe.stop()
+        print(
+            "\n== Against the limit: a C epoll server answering each line with a fixed \(replyBytes)-byte line (syncupsd's"
+        )
+        print("   status reply); a C client writes B status requests, then reads the B replies, \(total) requests;")
+        print("   round trips one at a time; medians of \(rounds) interleaved rounds; ×: the ratio to the limit")
+        let names = ["limit", "syncupsd", "syncupsd --busy-poll 0", "MPD"]
+        var rates = [String: [Int: [Double]]]()
+        var p50s = [String: [Double]]()
+        let sequential = Int(20_000 * scale)
+        for _ in 0..<rounds {
+            let daemons = [
+                try LimitBench.server(tool, replyBytes: replyBytes), try Daemon.syncupsd(),
+                try Daemon.syncupsd(["--busy-poll", "0"]), try Daemon.mpd(),
+            ]
+            defer { for daemon in daemons { daemon.stop() } }
+            for (name, daemon) in zip(names, daemons) {
+                let dialect: LineClient.Dialect = name == "MPD" ? .mpd : .syncupsd
+                p50s[name, default: []].append(
+                    try LimitBench.roundTripP50(daemon.socketPath, dialect: dialect, count: sequential))
+            }
+            for batch in LimitBench.batches {
+                for (name, daemon) in zip(names, daemons) {
+                    let dialect: LineClient.Dialect = name == "MPD" ? .mpd : .syncupsd
+                    rates[name, default: [:]][batch, default: []].append(
+                        try LimitBench.throughput(
+                            tool, socketPath: daemon.socketPath, dialect: dialect, batch: batch, total: total))
+                }
+            }
+        }
+        let limitP50 = median(p50s["limit"] ?? [])
+        print("| | p50 | " + LimitBench.batches.map { "B=\($0)" }.joined(separator: " | ") + " |")
+        print("|---|---|" + String(repeating: "---|", count: LimitBench.batches.count))
+        var results = JSONObject()
+        for name in names {
+            let p50 = median(p50s[name] ?? [])
+            var cells = ["\(microseconds(p50)) (×\(String(format2: p50 / limitP50)))"]
+            var object = JSONObject()
+            object.append("p50Microseconds", .double(p50 / 1000))
+            object.append("p50Ratio", .double(p50 / limitP50))
+            for batch in LimitBench.batches {
+                let rate = median(rates[name]?[batch] ?? [])
+                let ratio = rate / median(rates["limit"]?[batch] ?? [])
+                cells.append("\(String(format2: rate / 1e6)) M/s (×\(String(format2: ratio)))")
+                object.append("B\(batch)PerSecond", .double(rate))
+                object.append("B\(batch)Ratio", .double(ratio))
+            }
+            let label = name == "MPD" ? "MPD status (its own, shorter reply)" : name
+            print("| \(label) | " + cells.joined(separator: " | ") + " |")
+            results.append(name, .object(object))
+        }
+        results.append("replyBytes", .int(replyBytes))
+
+        print("\n== The busy poll's cost: a client pinging in a loop for \(String(format1: 5 * scale)) s")
+        print("| syncupsd | pings/s | daemon CPU per ping | daemon CPU |")
+        print("|---|---|---|---|")
+        for (name, key, arguments) in [
+            ("--busy-poll 50 (default)", "pingBusyPoll", [String]()),
+            ("--busy-poll 0", "pingNoBusyPoll", ["--busy-poll", "0"]),
+        ] {
+            let daemon = try Daemon.syncupsd(arguments)
+            let cost = try LimitBench.pingCost(daemon, seconds: 5 * scale)
+            daemon.stop()
+            print(
+                "| \(name) | \(Int(cost.pingsPerSecond)) | \(microseconds(cost.cpuPerPing)) | \(String(format1: cost.cpuPercent)) % |"
+            )
+            results.append(
+                key,
+                [
+                    "pingsPerSecond": .double(cost.pingsPerSecond),
+                    "cpuMicrosecondsPerPing": .double(cost.cpuPerPing / 1000), "cpuPercent": .double(cost.cpuPercent),
+                ])
+        }
+        return .object(results)
+    }
+
     static func instructions() throws -> JSONValue {
         print(
             "\n== Instructions per status request (valgrind callgrind, \(Instructions.requests) pipelined; repeatable)")
@@ -207,14 +291,18 @@ struct Bench {
 
     static func scaling(quick: Bool) throws -> JSONValue {
         let requests = quick ? 200 : 2000
-        print("\n== Lookups as sync-ups grow (\(requests) of each on one connection; syncups.list pages of 100)")
-        print("| sync-ups | get by id p50 | p99 | get by prefix p50 | p99 | list page p50 |")
-        print("|---|---|---|---|---|---|")
+        print("\n== Lookups as sync-ups grow (\(requests) of each on one connection; syncups.list pages of 10)")
+        print("   and start to ready (median of 3) and resident memory once idle, with those sync-ups")
+        print(
+            "| sync-ups | get by id p50 | p99 | get by prefix p50 | p99 | list page p50 | start to ready | idle RSS |")
+        print("|---|---|---|---|---|---|---|---|")
         var results = JSONObject()
+        var lookups: [ScaleBench.Lookups] = []
         for count in [10, 1_000, 30_000] {
             let result = try ScaleBench.lookups(count: count, requests: requests)
+            lookups.append(result)
             print(
-                "| \(count) | \(microseconds(result.byID.p50)) | \(microseconds(result.byID.p99)) | \(microseconds(result.byPrefix.p50)) | \(microseconds(result.byPrefix.p99)) | \(microseconds(result.listPage.p50)) |"
+                "| \(count) | \(microseconds(result.byID.p50)) | \(microseconds(result.byID.p99)) | \(microseconds(result.byPrefix.p50)) | \(microseconds(result.byPrefix.p99)) | \(microseconds(result.listPage.p50)) | \(milliseconds(result.startToReady)) | \(result.idleResidentKiB / 1024) MB |"
             )
             results.append(
                 String(count),
@@ -224,7 +312,21 @@ struct Bench {
                     "getByPrefixp50Microseconds": .double(result.byPrefix.p50 / 1e3),
                     "getByPrefixp99Microseconds": .double(result.byPrefix.p99 / 1e3),
                     "listPagep50Microseconds": .double(result.listPage.p50 / 1e3),
+                    "startToReadyMilliseconds": .double(result.startToReady / 1e6),
+                    "idleResidentKiB": .int(result.idleResidentKiB),
                 ])
+        }
+        if let small = lookups.first, let large = lookups.last {
+            let ratios = [
+                large.byID.p50 / small.byID.p50, large.byPrefix.p50 / small.byPrefix.p50,
+                large.listPage.p50 / small.listPage.p50,
+            ]
+            print(
+                "30,000/10 p50: get by id ×\(String(format2: ratios[0])), by prefix ×\(String(format2: ratios[1])), list page ×\(String(format2: ratios[2])) (target ≤ 2)"
+            )
+            results.append(
+                "ratios",
+                ["getByID": .double(ratios[0]), "getByPrefix": .double(ratios[1]), "listPage": .double(ratios[2])])
         }
         let megabytes = quick ? 20 : 100
         print("\n== An outside edit of a \(megabytes) MB sync-ups.json while a client pings in a loop, 10 subscribers")
@@ -318,9 +420,12 @@ struct Bench {
     static func speech(command: String?) throws -> JSONValue {
         print("\n== Speech on recorded speech (pocketsphinx-testdata's LibriVox clips); each engine in its own process")
         print(
-            "| engine | audio | real-time factor | first partial after speech starts | final after speech ends | peak RSS | words | WER |"
+            "   Batch: the clips fed at once. Live: fed in real time, 100 ms every 100 ms, 2 s of silence around each;")
+        print("   latencies per clip (median and worst), from the onset and from the end of its speech (by level)")
+        print(
+            "| engine | audio | batch RTF | batch WER | first partial after speech starts | final after speech ends | live WER | CPU per meeting-second | peak RSS |"
         )
-        print("|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|")
         var results = JSONObject()
         var engines = [("pocketsphinx", nil as String?)]
         if let command { engines.append(("command", command)) }
@@ -332,10 +437,18 @@ struct Bench {
                 print("| \(engine) | failed: \(output.prefix(200)) |")
                 continue
             }
-            let rtf = object["realTimeFactor"]?.numberValue?.double ?? 0
-            let latency = object["partialLatencySeconds"]?.numberValue?.double
+            func number(_ key: String) -> Double { object[key]?.numberValue?.double ?? 0 }
+            func latencies(_ key: String) -> String {
+                let values = (object[key]?.arrayValue ?? []).compactMap { $0.numberValue?.double }
+                guard !values.isEmpty else { return "none" }
+                let count = Int(number("clips"))
+                return
+                    "\(String(format2: median(values))) s, worst \(String(format2: values.max() ?? 0)) s\(values.count < count ? " (\(values.count) of \(count) clips)" : "")"
+            }
+            func percent(_ key: String) -> String { "\(String(format1: number(key) * 100)) %" }
+            let name = command.map { "command (\(($0.split(separator: "/").last).map(String.init) ?? $0))" } ?? engine
             print(
-                "| \(engine)\(command.map { " (\($0))" } ?? "") | \(String(format1: object["audioSeconds"]?.numberValue?.double ?? 0)) s | \(String(format2: rtf)) | \(latency.map { "\(String(format2: $0)) s" } ?? "none") | \(object["finalLatencySeconds"]?.numberValue.map(\.double).map { "\(String(format2: $0)) s" } ?? "none") | \((object["peakResidentKiB"]?.numberValue?.int64 ?? 0) / 1024) MB | \(object["words"]?.numberValue?.int64 ?? 0) | \(Int(((object["wordErrorRate"]?.numberValue?.double ?? 0) * 100).rounded())) % |"
+                "| \(name) | \(String(format1: number("audioSeconds"))) s | \(String(format2: number("realTimeFactor"))) | \(percent("wordErrorRate")) | \(latencies("partialLatencySeconds")) | \(latencies("finalLatencySeconds")) | \(percent("liveWordErrorRate")) | \(Int((number("cpuSecondsPerMeetingSecond") * 1000).rounded())) ms | \(Int(number("peakResidentKiB")) / 1024) MB |"
             )
             results.append(engine, value)
         }
@@ -348,8 +461,11 @@ struct Bench {
         var object = JSONObject()
         object.append("audioSeconds", .double(result.audioSeconds))
         object.append("realTimeFactor", .double(result.realTimeFactor))
-        object.append("partialLatencySeconds", result.partialLatency.map(JSONValue.double) ?? .null)
-        object.append("finalLatencySeconds", result.finalLatency.map(JSONValue.double) ?? .null)
+        object.append("partialLatencySeconds", .array(result.partialLatencies.map(JSONValue.double)))
+        object.append("finalLatencySeconds", .array(result.finalLatencies.map(JSONValue.double)))
+        object.append("clips", .int(result.clips))
+        object.append("liveWordErrorRate", .double(result.liveWordErrorRate))
+        object.append("cpuSecondsPerMeetingSecond", .double(result.cpuSecondsPerMeetingSecond))
         object.append("peakResidentKiB", .int(result.peakResidentKiB))
         object.append("words", .int(result.words))
         object.append("wordErrorRate", .double(result.wordErrorRate))

@@ -14,6 +14,10 @@ enum ScaleBench {
         var byID: Samples
         var byPrefix: Samples
         var listPage: Samples
+        /// Milliseconds from exec to the greeting with these sync-ups, median of three.
+        var startToReady: Double
+        /// The daemon's resident memory once the lookups are done and it has been idle for a second.
+        var idleResidentKiB: Int
     }
 
     /// `count` small sync-ups (three attendees, no meetings) with random ids, as the daemon makes them: what
@@ -32,10 +36,13 @@ enum ScaleBench {
 
     static func lookups(count: Int, requests: Int) throws -> Lookups {
         let (directory, ids) = try dataDirectory(count: count)
+        let startToReady = try DaemonBench.startToReady(dataDirectory: directory, repeats: 3)
         let daemon = try Daemon.syncupsd(dataDirectory: directory)
         defer { daemon.stop() }
         let connection = try LineConnection(path: daemon.socketPath)
-        var result = Lookups(count: count, byID: Samples(), byPrefix: Samples(), listPage: Samples())
+        var result = Lookups(
+            count: count, byID: Samples(), byPrefix: Samples(), listPage: Samples(), startToReady: startToReady,
+            idleResidentKiB: 0)
         for round in 0..<requests {
             let id = ids[(round * 7919) % ids.count]
             var start = MonotonicInstant.now()
@@ -47,11 +54,15 @@ enum ScaleBench {
             result.byPrefix.add(MonotonicInstant.now() - start)
             if round % 10 == 0 {
                 start = MonotonicInstant.now()
-                let offset = (round * 31) % ids.count
+                // Always a whole page of 10, so that the reply is the same size at every count.
+                let offset = (round * 31) % max(1, ids.count - 9)
                 _ = try connection.request(#"{"cmd":"syncups.list","args":{"offset":\#(offset),"limit":10}}"#)
                 result.listPage.add(MonotonicInstant.now() - start)
             }
         }
+        var pause = timespec(tv_sec: 1, tv_nsec: 0)
+        nanosleep(&pause, nil)
+        result.idleResidentKiB = ProcessSample(pid: daemon.pid).residentKiB
         return result
     }
 

