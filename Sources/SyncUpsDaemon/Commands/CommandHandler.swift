@@ -197,11 +197,14 @@ final class CommandHandler {
         var timers: Int
         var hasUnsavedChanges: Bool
         var isSynced: Bool
+        /// Both change on SIGHUP, from the next meeting on.
+        var speechEngine: String?
+        var audioDevice: String
     }
 
     /// What `status` says now, unless a session runs (its object changes without any of the other fields
     /// changing) or a write failed (rare; its message is not in the stamp); the generation counts the changes
-    /// of that, and `statusBuffer` holds the reply to the last. The speech engine is fixed at start-up.
+    /// of that, and `statusBuffer` holds the reply to the last.
     private var statusStamp: StatusStamp?
     private var statusGeneration = 0
 
@@ -217,7 +220,7 @@ final class CommandHandler {
             uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
             connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
             timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
-            isSynced: store.isDurable)
+            isSynced: store.isDurable, speechEngine: session.engineName, audioDevice: session.settings.audioDeviceName)
         if stamp != statusStamp {
             statusStamp = stamp
             statusGeneration += 1
