@@ -581,8 +581,9 @@ class Engine:
             # slow engine's backlog shows as progress falling behind what syncupsd has written.
             taken = self.received / RATE
             if self.eof and not segments and open_start is None:
-                if taken > told or taken == 0:
-                    self.out.progress(taken)  # the last line: all the audio, after the last final
+                # The last line: all the audio, after the last final, even if the same time was told before
+                # that final was decoded (a repeated progress is harmless; a missing one leaves the end unsaid).
+                self.out.progress(taken)
                 return 0
             if taken - told >= 1.0:
                 self.out.progress(taken)
