@@ -208,6 +208,10 @@ import Testing
         let tooFar = try daemon.ctl(["meeting", "Design", "latest~2"])
         #expect(tooFar.exitCode == 65)
         #expect(tooFar.standardError.contains("has 2 meetings"), "\(tooFar.standardError)")
+        // The largest N is an unknown meeting, not an overflow.
+        let farthest = try daemon.ctl(["--json", "meeting", "Design", "latest~\(Int.max)"])
+        #expect(farthest.exitCode == 65, "\(farthest.standardError)")
+        #expect(try JSONParser().parse(farthest.standardOutput)["error"]?["code"] == "not_found")
         // Ambiguous: both titles start with D; the message lists them.
         let ambiguous = try daemon.ctl(["show", "D"])
         #expect(ambiguous.exitCode == 65)

@@ -47,17 +47,20 @@ extension Context {
         } else {
             return text
         }
+        // The one meeting asked for, by offset: a page holds at most `maxPageSize`, so `latest~N` past the
+        // first page must not be read from it (and `back + 1` would overflow for the largest N).
         let syncUp = try call(
-            on: connection, "syncups.get", ["id": .string(syncUpID), "meetingsLimit": .int(back + 1)])
+            on: connection, "syncups.get",
+            ["id": .string(syncUpID), "meetingsOffset": .int(back), "meetingsLimit": .int(1)])
         let meetings = syncUp["meetings"]?.arrayValue ?? []
-        guard back < meetings.count else {
+        guard let meeting = meetings.first else {
             let total = Format.int(syncUp["meetingsTotal"])
             throw .rejected(
                 code: "not_found",
                 message:
                     "\"\(Format.string(syncUp["title"]))\" has \(total) meeting\(total == 1 ? "" : "s"), so no \(text)")
         }
-        return Format.string(meetings[back]["id"])
+        return Format.string(meeting["id"])
     }
 
     /// Both ids of a `SYNCUP MEETING` pair of arguments.
