@@ -131,6 +131,34 @@ import Testing
     }
 }
 
+extension FairnessTests {
+    /// Replayed `status` lines cost almost nothing, so the clock is read between them rarely; a run of
+    /// expensive lines after them must still be cut at the slice's budget, not run 31 at a time unseen.
+    @Test func expensiveLinesAfterCheapReplaysStillEndTheSlice() throws {
+        let directory = TemporaryDirectory("fair-replay")
+        let daemon = try InProcessDaemon(dataDirectory: directory.path, readPauseThreshold: 64 << 20)
+        let flooder = LoopClient(try daemon.connect(), daemon)
+        // Each update of this sync-up encodes and publishes a thousand long names: well over 100 µs.
+        let names = (0..<1000).map { JSONValue.string("Attendee \($0) " + String(repeating: "x", count: 45)) }
+        let created = try flooder.result(
+            "syncups.create", ["title": "Big", "duration": 3600, "attendees": .array(names)])
+        let id = try #require(created["id"]?.stringValue)
+        var lines = String(repeating: #"{"id":"s","cmd":"status"}"# + "\n", count: 31)
+        for round in 0..<40 {
+            lines += #"{"id":\#(round),"cmd":"syncups.update","args":{"id":"\#(id)","title":"Round \#(round)"}}"# + "\n"
+        }
+        try flooder.send(lines)
+        daemon.turn()  // the first slice
+        flooder.drainSocket()
+        let updates = (0..<40).filter { round in flooder.hasLine { $0["id"] == .int(round) } }.count
+        // A slice of 1 ms holds a few of them. (In a release build, before the fix, the 31 after the last clock
+        // read all ran; a debug build replays too slowly for the reads to spread that far.)
+        #expect(updates < 20, "\(updates) updates in the first slice")
+        let last = try flooder.take(timeout: .seconds(60)) { $0["id"] == 39 }
+        #expect(last.last?["ok"] == true)
+    }
+}
+
 /// A client of an in-process daemon: it sends lines and, while it waits for a reply or an event, turns the
 /// daemon's loop (there is no other thread to do it), up to a deadline.
 final class LoopClient {

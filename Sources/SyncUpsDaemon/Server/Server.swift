@@ -253,10 +253,11 @@ final class Server {
     /// at most: a backlog of expensive requests (thousands of deletes) continues after the loop has polled
     /// again, so another client's `ping` waits for one slice, not for the whole backlog.
     ///
-    /// The clock is read after the first line, then at lines further and further apart (up to every 32nd)
-    /// while the slice is under a sixteenth of its budget, after every line past that: at a few hundred
-    /// nanoseconds a line, reading it for each was a tenth of the work. So a slice overruns by at most the 31
-    /// lines after a read in its first 62 µs.
+    /// The clock is read after every line that did work, and between replayed `status` lines (a few hundred
+    /// nanoseconds each, where reading it each time was a tenth of the work) at lines further and further
+    /// apart, up to every 32nd, while the slice is under a sixteenth of its budget. So a slice overruns by
+    /// at most one line that did work plus 31 replays: a run of cheap replays cannot be followed by a run of
+    /// expensive lines that no clock read sees (the attack on issue 18 found one of 31 creates).
     private func processInput(_ connection: Connection) {
         let start = loop.now()
         lineTime = start
@@ -305,8 +306,12 @@ final class Server {
                 return
             }
             if length > 0 {
-                connection.input.withUnsafeBytes { bytes in
+                let wasReplayed = connection.input.withUnsafeBytes { bytes in
                     handleLine(UnsafeRawBufferPointer(rebasing: bytes[searchStart..<end]), from: connection)
+                }
+                if !wasReplayed {
+                    nextClockRead = handled
+                    clockStride = 1
                 }
             }
         }
@@ -319,6 +324,11 @@ final class Server {
         if connection.inputStart > 0 {
             connection.input.removeFirst(connection.inputStart)
             connection.inputStart = 0
+            // A long line read once must not hold its megabyte for the connection's life: an idle
+            // connection keeps at most 64 KiB (1,000 connections that each sent a 900 KiB line held 1.2 GB).
+            if connection.input.capacity > 64 * 1024 && connection.input.count < 16 * 1024 {
+                connection.input = Array(connection.input[...])
+            }
         }
         pauseReading(connection, false)
     }
@@ -340,12 +350,14 @@ final class Server {
         flush(connection)
     }
 
-    private func handleLine(_ line: UnsafeRawBufferPointer, from connection: Connection) {
+    /// Answers one line; returns whether it was a replay (no work done).
+    @discardableResult
+    private func handleLine(_ line: UnsafeRawBufferPointer, from connection: Connection) -> Bool {
         if let replay, replay.matches(line), replayGeneration(replay.request) == replay.generation {
             if connection.output.isEmpty { connection.lastProgress = loop.now() }
             connection.output.append(replay.reply)
             checkOutputLimit(connection)
-            return
+            return true
         }
         // The handler runs first: it may queue events to this very connection (the change it made, when the
         // client is subscribed) before its reply. Then the reply is encoded straight into the output buffer, with no copy.
@@ -356,7 +368,7 @@ final class Server {
         case .failure(let failure): (request, id, outcome) = (nil, failure.id, .failure(failure.error))
         case .success(let decoded): (request, id, outcome) = (decoded, decoded.id, handler(decoded, connection))
         }
-        guard !connection.isClosed else { return }
+        guard !connection.isClosed else { return false }
         if connection.output.isEmpty { connection.lastProgress = loop.now() }
         let replyStart = connection.output.count
         connection.output.withAppendableBytes { bytes in appendReply(id: id, outcome: outcome, to: &bytes) }
@@ -366,6 +378,7 @@ final class Server {
                 reply: connection.output.suffix(from: replyStart))
         }
         checkOutputLimit(connection)
+        return false
     }
 
     private func checkOutputLimit(_ connection: Connection) {
