@@ -144,4 +144,33 @@ import Testing
         let json = try JSONParser().parse(Array(#"{"duration":1e30,"turns":[],"pauses":[]}"#.utf8))
         #expect(MeetingTimeline(json: json)?.durationSeconds == Int(TranscriptWord.maximumTime))
     }
+
+    /// A hand-edited timeline: pauses out of order and overlapping count once, and a file of many turns and
+    /// many pauses is computed in n log n (the naive sum over every pause for every turn held the daemon's
+    /// loop for tens of seconds at 100,000 of each), with the same numbers.
+    @Test func overlappingPausesCountOnceAndManyOfThemStayCheap() {
+        let syncUp = SyncUp.fixture(attendees: 2, seconds: 20)
+        let (ann, bob) = (syncUp.attendees[0], syncUp.attendees[1])
+        // Ann 0–10 with pauses 2–4, 3–5 (overlapping) and 8–9 given first: 10 − 3 − 1 = 6 s of floor.
+        let timeline = MeetingTimeline(
+            durationSeconds: 20,
+            turns: [SpeakerTurn(speaker: ann, start: 0, end: 10), SpeakerTurn(speaker: bob, start: 10, end: 20)],
+            pauses: [TimerPause(start: 8, end: 9), TimerPause(start: 3, end: 5), TimerPause(start: 2, end: 4)])
+        let insights = MeetingInsights(timeline: timeline, attendees: syncUp.attendees, segments: [])
+        #expect(insights.attendees.map(\.floor) == [6, 10])
+        #expect(insights.pausedSeconds == 4)
+
+        let count = 100_000
+        var turns: [SpeakerTurn] = []
+        var pauses: [TimerPause] = []
+        for index in 0..<count {
+            let start = Double(2 * index)
+            turns.append(SpeakerTurn(speaker: index % 2 == 0 ? ann : bob, start: start, end: start + 2))
+            pauses.append(TimerPause(start: start + 0.5, end: start + 1))
+        }
+        let many = MeetingTimeline(durationSeconds: 2 * count, turns: turns, pauses: pauses)
+        let big = MeetingInsights(timeline: many, attendees: syncUp.attendees, segments: [])
+        let expected = Double(count) * 0.75
+        #expect(big.attendees.map(\.floor) == [expected, expected])
+    }
 }
