@@ -151,7 +151,7 @@ private struct FileDecoder {
     /// Calls `body` with each member's key; `body` reads the value. A key given twice is an error, as the
     /// parser makes it everywhere else.
     mutating func object(
-        at place: Place, _ body: (inout FileDecoder, Key, String) throws(FileDecodingError) -> Void
+        at place: Place, _ body: (inout FileDecoder, Key) throws(FileDecodingError) -> Void
     ) throws(FileDecodingError) {
         guard scanner.consume(UInt8(ascii: "{")) else {
             throw schema(place, nil, "expected an object, got \(try typeName())")
@@ -177,7 +177,7 @@ private struct FileDecoder {
             guard scanner.consume(UInt8(ascii: ":")) else {
                 throw syntax("unexpected \(scanner.describeCurrent()) after object key, expected ':'")
             }
-            try body(&self, key, name)
+            try body(&self, key)
             if scanner.consume(UInt8(ascii: ",")) { continue }
             if scanner.consume(UInt8(ascii: "}")) { return }
             throw syntax(
@@ -285,7 +285,7 @@ private struct FileDecoder {
         var meetings: [Meeting]?
         var theme: Theme?
         var title: String?
-        try object(at: place) { (decoder, key, _) throws(FileDecodingError) in
+        try object(at: place) { (decoder, key) throws(FileDecodingError) in
             switch key {
             case .id: id = try decoder.uuid(at: place)
             case .attendees: attendees = try decoder.attendees(of: index)
@@ -319,7 +319,7 @@ private struct FileDecoder {
             let place = Place.attendee(syncUp, index)
             var id: UUID?
             var name: String?
-            try decoder.object(at: place) { (decoder, key, _) throws(FileDecodingError) in
+            try decoder.object(at: place) { (decoder, key) throws(FileDecodingError) in
                 switch key {
                 case .id: id = try decoder.uuid(at: place)
                 case .name: name = try decoder.string(at: place, "name")
@@ -344,7 +344,7 @@ private struct FileDecoder {
             var id: UUID?
             var date: Double?
             var transcript: String?
-            try decoder.object(at: place) { (decoder, key, _) throws(FileDecodingError) in
+            try decoder.object(at: place) { (decoder, key) throws(FileDecodingError) in
                 switch key {
                 case .id: id = try decoder.uuid(at: place)
                 case .date: date = try decoder.number(at: place, "date").double
