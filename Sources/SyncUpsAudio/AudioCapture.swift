@@ -50,6 +50,7 @@ public final class AudioCapture: Sendable {
 
     private let device: CaptureDevice
     private let deviceName: String
+    private let start: MonotonicInstant
     private let output: BlockingQueue<AudioChunk>
     private let report: @Sendable (Report) -> Void
     private let isStopping = Atomic(false)
@@ -69,6 +70,7 @@ public final class AudioCapture: Sendable {
     ) throws(ALSAError) {
         self.device = device
         self.deviceName = deviceName
+        self.start = start
         self.output = output
         self.report = report
         do {
@@ -92,6 +94,13 @@ public final class AudioCapture: Sendable {
     }
 
     public var currentStatistics: Statistics { statistics.withLock { $0 } }
+
+    /// The frames of meeting time up to `instant` that the thread has not delivered: what a capture stuck in
+    /// a read (a hung sound server) owes its file when `stop` gives up on it.
+    public func undeliveredFrames(until instant: MonotonicInstant) -> Int {
+        let expected = (instant - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
+        return Int(max(0, expected - currentStatistics.deliveredFrames))
+    }
 
     /// Asks the thread to stop and waits up to `timeout` for it; returns whether it ended. (A read blocked
     /// on a stalled test FIFO can outlive the wait; the thread then ends on its own.)

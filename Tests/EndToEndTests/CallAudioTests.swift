@@ -223,9 +223,24 @@ struct CallAudioTests {
         #expect(started["ok"] == true, "\(started)")
         #expect(started["result"]?["callAudio"]?["state"] == "recording")
         try graph.resume()
-        _ = try Self.waitForSession(other, "the call recorded once the server answers") {
+        let recorded = try Self.waitForSession(other, "the call recorded once the server answers") {
             $0["callAudio"]?["recording"] == true && $0["callAudio"]?["seconds"]?.numberValue?.double ?? 0 >= 1
         }
+
+        // Hung when the meeting ends: the call's capture never comes back from its read, and its file still
+        // ends with the meeting, as the microphone's does.
+        try graph.pause()
+        try client.waitUntilElapsed(Int(recorded["secondsElapsed"]?.numberValue?.double ?? 0) + 3)
+        _ = try client.result("session.end")
+        let second = try client.nextEvent("session.ended")
+        let secondBase =
+            daemon.dataPath + "/meetings/" + (try #require(second["data"]?["meeting"]?["id"]?.stringValue))
+        let secondMicrophone = try Self.samples(ofWAV: secondBase + ".wav")
+        let secondCall = try Self.samples(ofWAV: secondBase + ".call.wav")
+        #expect(
+            abs(secondMicrophone.count - secondCall.count) <= 16_000 / 2,
+            "\(secondMicrophone.count) vs \(secondCall.count) frames")
+        try graph.resume()
     }
 
     @Test func aCallSourceThatDoesNotExistIsAWarningAndOneThatVanishesIsWaitedFor() throws {
