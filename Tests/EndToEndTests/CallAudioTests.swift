@@ -278,6 +278,18 @@ struct CallAudioTests {
         #expect(abs(microphone.count - call.count) <= 16_000 / 2, "\(microphone.count) vs \(call.count) frames")
     }
 
+    @Test func theMicrophoneNamedAsTheCallIsAWarning() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try DaemonProcess(
+            arguments: ["--no-cue", "--speech-engine", "none", "--call-audio", "mic"], environment: graph.environment)
+        let (_, started) = try Self.startMeeting(try daemon.client(), seconds: 60, transcribes: false)
+        #expect(started["audio"]?["source"] == "mic")
+        #expect(started["callAudio"]?["device"] == "mic")
+        #expect(
+            started["warnings"]?[0]?.stringValue?.hasPrefix("the call's source mic is the microphone itself") == true,
+            "\(started)")
+    }
+
     @Test func aCrashLeavesTheCallFileWithItsHeaderRepairedAtTheNextStart() throws {
         let graph = try PipeWireGraph()
         let first = try Self.daemonWithALSAMicrophone(on: graph)
