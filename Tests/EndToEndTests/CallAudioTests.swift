@@ -278,6 +278,20 @@ struct CallAudioTests {
         #expect(abs(microphone.count - call.count) <= 16_000 / 2, "\(microphone.count) vs \(call.count) frames")
     }
 
+    @Test func aSoundServerBackAfterALongAbsenceIsRecordedAgainAtOnce() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try Self.daemonWithALSAMicrophone(on: graph)
+        let client = try daemon.client()
+        _ = try Self.startMeeting(client, seconds: 120, transcribes: false)
+        try graph.kill()
+        _ = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
+        // 16 s away: the sound server's watcher, retrying after 1, 2, 4, 8 s… on its own, would next try at
+        // 31 s, long after the server is back; the capture's retries every second ask it to try at once.
+        try client.waitUntilElapsed(16)
+        try graph.restart()
+        _ = try Self.waitForSession(client, "the call recorded again") { $0["callAudio"]?["recording"] == true }
+    }
+
     @Test func theMicrophoneNamedAsTheCallIsAWarning() throws {
         let graph = try PipeWireGraph()
         let daemon = try DaemonProcess(
