@@ -44,8 +44,13 @@ public final class AudioCapture: Sendable {
         public static let silenceRMS = 32.0
     }
 
+    /// A read of a sound server's stream that waits this long (five periods) met a server that delivered
+    /// nothing meanwhile.
+    static let stallDuration = Duration.milliseconds(500)
+
     private let device: CaptureDevice
     private let deviceName: String
+    private let start: MonotonicInstant
     private let output: BlockingQueue<AudioChunk>
     private let report: @Sendable (Report) -> Void
     private let isStopping = Atomic(false)
@@ -65,6 +70,7 @@ public final class AudioCapture: Sendable {
     ) throws(ALSAError) {
         self.device = device
         self.deviceName = deviceName
+        self.start = start
         self.output = output
         self.report = report
         do {
@@ -88,6 +94,13 @@ public final class AudioCapture: Sendable {
     }
 
     public var currentStatistics: Statistics { statistics.withLock { $0 } }
+
+    /// The frames of meeting time up to `instant` that the thread has not delivered: what a capture stuck in
+    /// a read (a hung sound server) owes its file when `stop` gives up on it.
+    public func undeliveredFrames(until instant: MonotonicInstant) -> Int {
+        let expected = (instant - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
+        return Int(max(0, expected - currentStatistics.deliveredFrames))
+    }
 
     /// Asks the thread to stop and waits up to `timeout` for it; returns whether it ended. (A read blocked
     /// on a stalled test FIFO can outlive the wait; the thread then ends on its own.)
@@ -161,6 +174,7 @@ public final class AudioCapture: Sendable {
                 clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil)
                 continue
             }
+            let readStarted = MonotonicInstant.now()
             let count = samples.withUnsafeMutableBufferPointer { current.read($0.baseAddress!, Int(period)) }
             if count > 0 {
                 let bytes = samples.withUnsafeBytes { Array($0.prefix(count * AudioFormat.bytesPerFrame)) }
@@ -168,6 +182,16 @@ public final class AudioCapture: Sendable {
                 recentRMS[recentIndex] = rms
                 recentIndex = (recentIndex + 1) % recentRMS.count
                 let loudest = recentRMS.max() ?? 0
+                if let buffered = current.bufferedFrames {
+                    // A sound server that stalled (stopped, hung) captured nothing meanwhile and carries on from
+                    // now: the time it missed becomes silence before this chunk, or the file would fall behind
+                    // the meeting (and the other source's file) for good. A read that waited this long found the
+                    // server's buffer empty, so this chunk is the newest audio; the server's own count of what
+                    // it holds is stale for seconds after a stall (libpulse interpolates through it), so it
+                    // only serves the other reads.
+                    let waited = MonotonicInstant.now() - readStarted >= Self.stallDuration
+                    fillGap(tolerance: Int64(count) + 2 * period + (waited ? 0 : Int64(buffered() ?? 0)))
+                }
                 deliver(bytes, isFiller: false)
                 statistics.withLock {
                     $0.level = loudest > 0 ? ((20 * log10(loudest / 32_768)) * 10).rounded() / 10 : nil

@@ -79,6 +79,13 @@ public final class PulseMonitor: Sendable {
     /// Why there is no snapshot (e.g. "Connection refused"), or nil while connected.
     public var error: String? { state.withLock { $0.error } }
 
+    /// Tries to connect now rather than at the end of the backoff, if none is connected: a capture that wants
+    /// the server back asks every second, so a server that returns after a long absence is recorded again
+    /// at once, while an idle daemon without a server still tries only every 30 s.
+    public func reconnectNow() {
+        if state.withLock({ $0.snapshot == nil }) { wake.signal() }
+    }
+
     /// Ends the thread (disconnecting) and waits for it.
     public func stop() {
         isStopping.store(true, ordering: .relaxed)

@@ -183,6 +183,148 @@ struct CallAudioTests {
         #expect(Self.loudest(microphone, from: 0, to: seconds) < 0.001, "nothing played into the microphone")
     }
 
+    /// The microphone through ALSA (a steady clock), the call through the graph's server, no transcript.
+    static func daemonWithALSAMicrophone(on graph: PipeWireGraph, _ arguments: [String] = []) throws -> DaemonProcess {
+        try DaemonProcess(
+            arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"] + arguments,
+            environment: graph.environment)
+    }
+
+    @Test func aSoundServerThatStopsAnsweringNeitherHoldsTheLoopNorPutsTheCallOutOfStep() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try Self.daemonWithALSAMicrophone(on: graph)
+        let client = try daemon.client()
+        let (id, _) = try Self.startMeeting(client, seconds: 120, transcribes: false)
+        try client.waitUntilElapsed(1)
+
+        // The server hangs for 4 s of the meeting, then carries on: the call's file gets silence for that time
+        // instead of falling 4 s behind the microphone's.
+        try graph.pause()
+        try client.waitUntilElapsed(5)
+        try graph.resume()
+        _ = try Self.waitForSession(client, "3 s of call audio after the hang") {
+            $0["callAudio"]?["seconds"]?.numberValue?.double ?? 0 >= 7
+        }
+        _ = try client.result("session.end")
+        let ended = try client.nextEvent("session.ended")
+        let base = daemon.dataPath + "/meetings/" + (try #require(ended["data"]?["meeting"]?["id"]?.stringValue))
+        let microphone = try Self.samples(ofWAV: base + ".wav")
+        let call = try Self.samples(ofWAV: base + ".call.wav")
+        #expect(abs(microphone.count - call.count) <= 16_000 / 2, "\(microphone.count) vs \(call.count) frames")
+
+        // Hung at the start of a meeting: libpulse waits 30 s for an answer, which must not be the event
+        // loop's time. The start is sent and not read; another client is answered meanwhile.
+        try graph.pause()
+        let starting = try daemon.client()
+        try starting.send(#"{"id":1,"cmd":"session.start","args":{"syncup":"\#(id)","transcribe":false}}"# + "\n")
+        let other = try daemon.client()
+        #expect(try other.result("ping") != .null)
+        let started = try starting.readJSON()
+        #expect(started["ok"] == true, "\(started)")
+        #expect(started["result"]?["callAudio"]?["state"] == "recording")
+        try graph.resume()
+        let recorded = try Self.waitForSession(other, "the call recorded once the server answers") {
+            $0["callAudio"]?["recording"] == true && $0["callAudio"]?["seconds"]?.numberValue?.double ?? 0 >= 1
+        }
+
+        // Hung when the meeting ends: the call's capture never comes back from its read, and its file still
+        // ends with the meeting, as the microphone's does.
+        try graph.pause()
+        try client.waitUntilElapsed(Int(recorded["secondsElapsed"]?.numberValue?.double ?? 0) + 3)
+        _ = try client.result("session.end")
+        let second = try client.nextEvent("session.ended")
+        let secondBase =
+            daemon.dataPath + "/meetings/" + (try #require(second["data"]?["meeting"]?["id"]?.stringValue))
+        let secondMicrophone = try Self.samples(ofWAV: secondBase + ".wav")
+        let secondCall = try Self.samples(ofWAV: secondBase + ".call.wav")
+        #expect(
+            abs(secondMicrophone.count - secondCall.count) <= 16_000 / 2,
+            "\(secondMicrophone.count) vs \(secondCall.count) frames")
+        try graph.resume()
+    }
+
+    @Test func aCallSourceThatDoesNotExistIsAWarningAndOneThatVanishesIsWaitedFor() throws {
+        let graph = try PipeWireGraph()
+        let module = try graph.pactl(["load-module", "module-null-sink", "sink_name=headphones"])
+            .filter(\.isNumber)
+        // A typo: the server would record some other source under that name, so it is refused.
+        let typo = try Self.daemonWithALSAMicrophone(on: graph, ["--call-audio", "headphnes.monitor"])
+        let (_, refused) = try Self.startMeeting(try typo.client(), seconds: 60, transcribes: false)
+        #expect(refused["callAudio"]?["state"] == "failed")
+        #expect(
+            refused["warnings"]?[0]?.stringValue?.contains("the sound server has no source of that name") == true,
+            "\(refused)")
+        typo.stop()
+
+        // The named source goes away mid-meeting: not recorded (rather than whatever the server moves the
+        // stream to), silence meanwhile, and recorded again once it is back.
+        let daemon = try Self.daemonWithALSAMicrophone(on: graph, ["--call-audio", "headphones.monitor"])
+        let client = try daemon.client()
+        let (_, started) = try Self.startMeeting(client, seconds: 60, transcribes: false)
+        #expect(started["callAudio"]?["device"] == "headphones.monitor")
+        try graph.pactl(["unload-module", module])
+        _ = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
+        try graph.play(try SpeechFixture.say("no blockers for me"), into: "call")
+        try graph.pactl(["load-module", "module-null-sink", "sink_name=headphones"])
+        _ = try Self.waitForSession(client, "the headphones recorded again") {
+            $0["callAudio"]?["recording"] == true && $0["callAudio"]?["reconnects"] == 1
+        }
+        _ = try client.result("session.end")
+        let ended = try client.nextEvent("session.ended")
+        let base = daemon.dataPath + "/meetings/" + (try #require(ended["data"]?["meeting"]?["id"]?.stringValue))
+        let call = try Self.samples(ofWAV: base + ".call.wav")
+        let microphone = try Self.samples(ofWAV: base + ".wav")
+        #expect(Self.loudest(call, from: 0, to: Double(call.count) / 16_000) < 0.001, "nothing from the call sink")
+        #expect(abs(microphone.count - call.count) <= 16_000 / 2, "\(microphone.count) vs \(call.count) frames")
+    }
+
+    @Test func aSoundServerBackAfterALongAbsenceIsRecordedAgainAtOnce() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try Self.daemonWithALSAMicrophone(on: graph)
+        let client = try daemon.client()
+        _ = try Self.startMeeting(client, seconds: 120, transcribes: false)
+        try graph.kill()
+        _ = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
+        // 16 s away: the sound server's watcher, retrying after 1, 2, 4, 8 s… on its own, would next try at
+        // 31 s, long after the server is back; the capture's retries every second ask it to try at once.
+        try client.waitUntilElapsed(16)
+        try graph.restart()
+        _ = try Self.waitForSession(client, "the call recorded again") { $0["callAudio"]?["recording"] == true }
+    }
+
+    @Test func theMicrophoneNamedAsTheCallIsAWarning() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try DaemonProcess(
+            arguments: ["--no-cue", "--speech-engine", "none", "--call-audio", "mic"], environment: graph.environment)
+        let (_, started) = try Self.startMeeting(try daemon.client(), seconds: 60, transcribes: false)
+        #expect(started["audio"]?["source"] == "mic")
+        #expect(started["callAudio"]?["device"] == "mic")
+        #expect(
+            started["warnings"]?[0]?.stringValue?.hasPrefix("the call's source mic is the microphone itself") == true,
+            "\(started)")
+    }
+
+    @Test func aCrashLeavesTheCallFileWithItsHeaderRepairedAtTheNextStart() throws {
+        let graph = try PipeWireGraph()
+        let first = try Self.daemonWithALSAMicrophone(on: graph)
+        let client = try first.client()
+        let (_, started) = try Self.startMeeting(client, seconds: 600, transcribes: false)
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        try graph.play(try SpeechFixture.say("no blockers for me"), into: "call")
+        #expect(first.stop(signal: SIGKILL) == .signaled(SIGKILL))
+
+        let second = try DaemonProcess(
+            arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"],
+            environment: graph.environment, directory: first.directory)
+        _ = try second.client().result("ping")
+        for name in ["\(meetingID).wav", "\(meetingID).call.wav"] {
+            let wav = try #require(Files.read(second.dataPath + "/meetings/" + name))
+            let dataSize = wav[40..<44].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
+            #expect(Int(dataSize) == wav.count - 44, "\(name)'s header says all it holds")
+            #expect(wav.count > 44 + 16_000, "\(name) holds the audio before the crash")
+        }
+    }
+
     @Test func withoutASoundServerRecordsTheMicrophoneThroughALSAAloneAndSaysSo() throws {
         let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 30))
         let runtime = TemporaryDirectory("no-server")

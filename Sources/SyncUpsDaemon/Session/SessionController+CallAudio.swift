@@ -45,8 +45,14 @@ extension SessionController {
             session.mixer = mixer
             session.callAudio = .recording
         } catch {
-            session.callAudio = .failed(error.description)
-            warnings.append("recording without the call: \(error)")
+            // `RecorderError` speaks of the microphone; this is the call's source.
+            let reason: String
+            switch error {
+            case .device(let error): reason = "cannot open the call's source: \(error)"
+            case .file: reason = error.description
+            }
+            session.callAudio = .failed(reason)
+            warnings.append("recording without the call: \(reason)")
         }
     }
 
