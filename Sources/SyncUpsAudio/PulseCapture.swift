@@ -24,6 +24,7 @@ extension CaptureDevice {
     public static func pulse(_ monitor: PulseMonitor) -> CaptureDevice {
         CaptureDevice { (name) throws(ALSAError) in
             guard let snapshot = monitor.snapshot else {
+                monitor.reconnectNow()
                 throw ALSAError(
                     operation: "connecting to the sound server", code: -ECONNREFUSED,
                     message: monitor.error ?? "not connected")

@@ -12,7 +12,8 @@ import Synchronization
 /// changes: a new default sink is known within one round trip. The recording itself goes through
 /// `pa_simple` on the capture thread (`CaptureDevice.pulse`), whose blocking reads fit that thread as
 /// `snd_pcm_readi` does; a `pa_simple` has no introspection, hence this second context. When the server goes
-/// away the snapshot becomes nil and the thread reconnects after 1, 2, 4… up to 30 s.
+/// away the snapshot becomes nil and the thread reconnects after 1, 2, 4… up to 30 s, or at once when a
+/// capture asks (`reconnectNow`).
 public final class PulseMonitor: Sendable {
     /// One capture source: a microphone, or the monitor of an output sink.
     public struct Source: Sendable, Equatable {
@@ -79,6 +80,12 @@ public final class PulseMonitor: Sendable {
     /// Why there is no snapshot (e.g. "Connection refused"), or nil while connected.
     public var error: String? { state.withLock { $0.error } }
 
+    /// Asks for a connection attempt now rather than after the backoff, while none is connected: a capture
+    /// reopening every second (the server went away mid-meeting) finds it back within a second of its return.
+    public func reconnectNow() {
+        if snapshot == nil { wake.signal() }
+    }
+
     /// Ends the thread (disconnecting) and waits for it.
     public func stop() {
         isStopping.store(true, ordering: .relaxed)
@@ -97,8 +104,9 @@ public final class PulseMonitor: Sendable {
             isFirst = false
             if reachedReady { backoff = .seconds(1) }
             if isStopping.load(ordering: .relaxed) { break }
-            _ = wake.wait(timeout: backoff)
-            backoff = min(backoff * 2, .seconds(30))
+            // A capture waiting to reopen asks for the next attempt now (`reconnectNow`): the backoff is
+            // for an idle daemon on a machine without a server, not for a meeting that records.
+            if !wake.wait(timeout: backoff) { backoff = min(backoff * 2, .seconds(30)) }
         }
     }
 

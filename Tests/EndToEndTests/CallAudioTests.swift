@@ -154,11 +154,14 @@ struct CallAudioTests {
 
         // The sound server crashes and comes back: the meeting goes on, silence fills the gap.
         try graph.kill()
+        let killedAt = (MonotonicInstant.now() - began).seconds
         let away = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
         #expect(away["callAudio"]?["error"]?.stringValue?.isEmpty == false, "says why: \(away["callAudio"] ?? .null)")
-        try client.waitUntilElapsed(Int(headphonesAt) + 4)
+        // Away for 16 s, long enough for the sound-server watcher's backoff (1, 2, 4, 8 s) to be 16 s: a
+        // meeting's captures ask it to try every second, so both sources are back within seconds.
+        try client.waitUntilElapsed(Int(killedAt) + 16)
         try graph.restart()
-        let back = try Self.waitForSession(client, "the call recorded again") {
+        let back = try Self.waitForSession(client, "the call recorded again", timeout: .seconds(6)) {
             $0["callAudio"]?["recording"] == true && $0["callAudio"]?["device"] == "call.monitor"
                 && $0["audio"]?["recording"] == true
         }
