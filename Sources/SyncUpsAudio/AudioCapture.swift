@@ -210,7 +210,7 @@ public final class AudioCapture: Sendable {
             }
             current.close()
             stream = nil
-            let failure = ALSAError(operation: "snd_pcm_readi(\(deviceName))", code: error)
+            let failure = ALSAError(operation: "reading \(deviceName)", code: error)
             statistics.withLock {
                 $0.isDeviceOpen = false
                 $0.error = failure.description
