@@ -1,5 +1,7 @@
 import CPulse
 import Glibc
+import SyncUpsPOSIX
+import Synchronization
 
 /// A `pa_simple` record stream. It is used by one thread at a time (opened on the loop's thread for the first
 /// stream, then handed to the capture thread before it starts, as `PCMHandle` is): hence `@unchecked Sendable`.
@@ -54,10 +56,20 @@ extension CaptureDevice {
             }
             let handle = SimpleHandle(simple)
             let follows = name == defaultMonitor || name == defaultSource
+            let lastRefresh = Mutex(MonotonicInstant.now())
             return CaptureStream(
                 read: { buffer, frames in
-                    if follows, let current = monitor.snapshot.flatMap(resolve), current != source {
-                        return CaptureStream.deviceChanged
+                    if follows {
+                        if let current = monitor.snapshot.flatMap(resolve), current != source {
+                            return CaptureStream.deviceChanged
+                        }
+                        let now = MonotonicInstant.now()
+                        let isDue = lastRefresh.withLock { last in
+                            guard now - last >= .seconds(1) else { return false }
+                            last = now
+                            return true
+                        }
+                        if isDue { monitor.refresh() }
                     }
                     var error: Int32 = 0
                     guard pa_simple_read(handle.pointer, buffer, frames * AudioFormat.bytesPerFrame, &error) >= 0

@@ -59,6 +59,7 @@ public final class PulseMonitor: Sendable {
 
     private let state = Mutex(State())
     private let isStopping = Atomic(false)
+    private let isRefreshRequested = Atomic(false)
     private let wake: WakeSignal
     private let mainloop = Mutex<MainloopBox?>(nil)
     private let thread = Mutex<DedicatedThread?>(nil)
@@ -84,6 +85,14 @@ public final class PulseMonitor: Sendable {
     /// reopening every second (the server went away mid-meeting) finds it back within a second of its return.
     public func reconnectNow() {
         if snapshot == nil { wake.signal() }
+    }
+
+    /// Asks the server for its defaults and sources again, without waiting. A recording capture asks once a
+    /// second: a change of the default sink whose event carried the old name (the server answered before its
+    /// session manager had applied the change) is seen within a second all the same.
+    public func refresh() {
+        isRefreshRequested.store(true, ordering: .relaxed)
+        mainloop.withLock { box in box.map { pa_mainloop_wakeup($0.pointer) } }
     }
 
     /// Ends the thread (disconnecting) and waits for it.
@@ -159,6 +168,7 @@ public final class PulseMonitor: Sendable {
                     connection.isStale = true
                 }
             }
+            if reachedReady && isRefreshRequested.exchange(false, ordering: .relaxed) { connection.isStale = true }
             if connection.isStale && connection.pendingQueries == 0 {
                 connection.isStale = false
                 connection.query(userdata)

@@ -157,6 +157,8 @@ struct CallAudioTests {
         let killedAt = (MonotonicInstant.now() - began).seconds
         let away = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
         #expect(away["callAudio"]?["error"]?.stringValue?.isEmpty == false, "says why: \(away["callAudio"] ?? .null)")
+        let awayStatus = try daemon.ctl(["status"]).standardOutput
+        #expect(awayStatus.contains("call:      headphones.monitor, not recording (reading @call: "), "\(awayStatus)")
         // Away for 16 s, long enough for the sound-server watcher's backoff (1, 2, 4, 8 s) to be 16 s: a
         // meeting's captures ask it to try every second, so both sources are back within seconds.
         try client.waitUntilElapsed(Int(killedAt) + 16)
@@ -238,6 +240,8 @@ struct CallAudioTests {
         #expect(callAudio["level"] == .null, "pure silence has no level")
         #expect(callAudio["silentSeconds"]?.numberValue?.double ?? 0 >= 10)
         #expect(callAudio["error"] == .null)
+        let status = try daemon.ctl(["status"]).standardOutput
+        #expect(status.contains("call:      call.monitor, recording, silent for 1"), "\(status)")
 
         let tmux = TemporaryDirectory("tmux")
         let socket = tmux.appending("socket")
