@@ -26,6 +26,8 @@ public final class AudioCapture: Sendable {
         public var reconnects = 0
         public var droppedFrames = 0
         public var isDeviceOpen = true
+        /// Why the device is not being recorded (the read or reopen that failed), nil while it is.
+        public var error: String?
         /// The device being recorded, when its name only chose it (`@call` → `call.monitor`).
         public var device: String?
         /// The loudest 100 ms of the last second, RMS in dBFS (nil before any audio or after pure silence).
@@ -157,6 +159,7 @@ public final class AudioCapture: Sendable {
                     statistics.withLock {
                         $0.reconnects += 1
                         $0.isDeviceOpen = true
+                        $0.error = nil
                         $0.device = reopened.device
                     }
                     report(
@@ -207,10 +210,12 @@ public final class AudioCapture: Sendable {
                     statistics.withLock { $0.device = opened.device }
                     report(.switched(device: opened.device ?? deviceName))
                 } else {
-                    statistics.withLock { $0.isDeviceOpen = false }
-                    report(
-                        .disconnected(
-                            ALSAError(operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away")))
+                    let error = ALSAError(operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away")
+                    statistics.withLock {
+                        $0.isDeviceOpen = false
+                        $0.error = error.description
+                    }
+                    report(.disconnected(error))
                 }
                 continue
             }
@@ -229,8 +234,12 @@ public final class AudioCapture: Sendable {
             }
             current.close()
             stream = nil
-            statistics.withLock { $0.isDeviceOpen = false }
-            report(.disconnected(ALSAError(operation: "snd_pcm_readi(\(deviceName))", code: error)))
+            let failure = ALSAError(operation: "reading \(deviceName)", code: error)
+            statistics.withLock {
+                $0.isDeviceOpen = false
+                $0.error = failure.description
+            }
+            report(.disconnected(failure))
         }
         stream?.close()
         if stream == nil { fillGap(tolerance: 0) }

@@ -1,5 +1,7 @@
 import CPulse
 import Glibc
+import SyncUpsPOSIX
+import Synchronization
 
 /// A `pa_simple` record stream, opened by the capture thread's first read and used by that thread alone
 /// (`AudioCapture` hands a stream to its thread before it starts and never reads it from elsewhere): hence
@@ -50,11 +52,22 @@ extension CaptureDevice {
             }
             let streamName = name == defaultMonitor ? "meeting call" : "meeting microphone"
             let handle = SimpleHandle()
+            let lastRefresh = Mutex(MonotonicInstant.now())
             return CaptureStream(
                 read: { buffer, frames in
                     if let snapshot = monitor.snapshot, resolve(snapshot) != source {
                         // Another default (follow it), or the named source went away (wait for it).
                         return follows && resolve(snapshot) != nil ? CaptureStream.deviceChanged : -Int(ENODEV)
+                    }
+                    if follows {
+                        // Ask for the defaults again once a second: a change whose event was missed is followed.
+                        let now = MonotonicInstant.now()
+                        let isDue = lastRefresh.withLock { last in
+                            guard now - last >= .seconds(1) else { return false }
+                            last = now
+                            return true
+                        }
+                        if isDue { monitor.refresh() }
                     }
                     if handle.pointer == nil {
                         var error: Int32 = 0

@@ -41,11 +41,11 @@ struct CallAudioTests {
         return (id, try client.result("session.start", .object(arguments)))
     }
 
-    /// Asks `session.get` until `condition` holds for its session object (10 s at most).
-    static func waitForSession(_ client: RawClient, _ what: String, _ condition: (JSONValue) -> Bool) throws
-        -> JSONValue
-    {
-        let deadline = MonotonicInstant.now() + .seconds(10)
+    /// Asks `session.get` until `condition` holds for its session object (`timeout` at most).
+    static func waitForSession(
+        _ client: RawClient, _ what: String, timeout: Duration = .seconds(10), _ condition: (JSONValue) -> Bool
+    ) throws -> JSONValue {
+        let deadline = MonotonicInstant.now() + timeout
         while MonotonicInstant.now() < deadline {
             let session = try client.result("session.get")
             if condition(session) { return session }
@@ -154,15 +154,22 @@ struct CallAudioTests {
 
         // The sound server crashes and comes back: the meeting goes on, silence fills the gap.
         try graph.kill()
-        _ = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
-        try client.waitUntilElapsed(Int(headphonesAt) + 4)
+        let killedAt = (MonotonicInstant.now() - began).seconds
+        let away = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
+        #expect(away["callAudio"]?["error"]?.stringValue?.isEmpty == false, "says why: \(away["callAudio"] ?? .null)")
+        let awayStatus = try daemon.ctl(["status"]).standardOutput
+        #expect(awayStatus.contains("call:      headphones.monitor, not recording (reading @call: "), "\(awayStatus)")
+        // Away for 16 s, long enough for the sound-server watcher's backoff (1, 2, 4, 8 s) to be 16 s: a
+        // meeting's captures ask it to try every second, so both sources are back within seconds.
+        try client.waitUntilElapsed(Int(killedAt) + 16)
         try graph.restart()
-        let back = try Self.waitForSession(client, "the call recorded again") {
+        let back = try Self.waitForSession(client, "the call recorded again", timeout: .seconds(6)) {
             $0["callAudio"]?["recording"] == true && $0["callAudio"]?["device"] == "call.monitor"
                 && $0["audio"]?["recording"] == true
         }
         #expect(back["callAudio"]?["reconnects"]?.numberValue?.int64 ?? 0 >= 1)
         #expect(back["state"] == "running")
+        #expect(back["callAudio"]?["error"] == .null)
         let callAt = (MonotonicInstant.now() - began).seconds
         try graph.play(tone, into: "call")
         let ending = try client.result("session.end")
@@ -355,5 +362,70 @@ struct CallAudioTests {
             "session.start", ["syncup": try #require(started["syncup"]), "transcribe": false, "call": false])
         #expect(noCall["callAudio"]?["state"] == "off")
         #expect(noCall["callAudio"]?["reason"] == "--no-call")
+    }
+
+    /// A call source that carries nothing (the meeting app plays elsewhere) is `silent` after 10 s, and the
+    /// shipped tmux snippet, unchanged, shows it in a real tmux's status line drawn for a real client; the
+    /// call carrying sound again clears it.
+    @Test(.enabled(if: access("/usr/bin/tmux", X_OK) == 0 && access("/usr/bin/script", X_OK) == 0, "needs tmux"))
+    func aSilentCallShowsInTheSessionAndInTheShippedTmuxStatusLine() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try Self.daemon(on: graph, transcribes: false)
+        let client = try daemon.client()
+        _ = try Self.startMeeting(client, seconds: 120, transcribes: false)
+        let silent = try Self.waitForSession(client, "the call silent", timeout: .seconds(20)) {
+            $0["callAudio"]?["silent"] == true
+        }
+        let callAudio = try #require(silent["callAudio"])
+        #expect(callAudio["device"] == "call.monitor")
+        #expect(callAudio["recording"] == true)
+        #expect(callAudio["level"] == .null, "pure silence has no level")
+        #expect(callAudio["silentSeconds"]?.numberValue?.double ?? 0 >= 10)
+        #expect(callAudio["error"] == .null)
+        let status = try daemon.ctl(["status"]).standardOutput
+        #expect(status.contains("call:      call.monitor, recording, silent for 1"), "\(status)")
+
+        let tmux = TemporaryDirectory("tmux")
+        let socket = tmux.appending("socket")
+        let environment = Subprocess.currentEnvironment().merging([
+            "PATH": BuiltProducts.directory + ":/usr/bin:/bin", "SYNCUPSD_SOCKET": daemon.socketPath,
+            "TERM": "xterm", "HOME": tmux.path,
+        ]) { $1 }
+        func tmuxCommand(_ arguments: [String]) throws {
+            let result = try CommandResult.run("/usr/bin/tmux", ["-S", socket] + arguments, environment: environment)
+            guard result.exitCode == 0 else { throw TestFailure("tmux \(arguments): \(result.standardError)") }
+        }
+        try tmuxCommand(["-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "5"])
+        defer { try? tmuxCommand(["kill-server"]) }
+        try tmuxCommand(["source-file", BuiltProducts.repositoryRoot + "/contrib/tmux/syncups.tmux"])
+        // tmux draws its status line (and runs the snippet's #(…)) only for an attached client: one on a
+        // pseudo-terminal, whose screen is what `script` prints.
+        let attached = try Subprocess(
+            executable: "/usr/bin/script",
+            arguments: ["-qfc", "stty cols 200 rows 5; exec tmux -S \(socket) attach", "/dev/null"],
+            environment: environment, standardInput: .pipe, standardOutput: .pipe, standardError: .null)
+        let screen = try OutputCollector(attached.standardOutput!, name: "tmux-screen")
+        defer {
+            try? tmuxCommand(["kill-server"])
+            _ = attached.wait()
+            screen.join()
+            attached.closeStreams()
+        }
+        #expect(
+            screen.wait(timeout: .seconds(15)) { $0.contains("Ann 1/2 · ") && $0.contains(" · call audio: silent ") },
+            "the status line: \(screen.contents.suffix(400))")
+
+        // The meeting app plays into the call again: not silent any more, in the session and in tmux.
+        try graph.play(try SpeechFixture.say("no blockers for me"), into: "call")
+        _ = try Self.waitForSession(client, "the call not silent") { $0["callAudio"]?["silent"] == false }
+        let drawnBefore = screen.contents.count
+        #expect(
+            screen.wait(timeout: .seconds(15)) { text in
+                // A whole status line drawn since, with the time left and no word of silence.
+                let since = text.dropFirst(drawnBefore)
+                guard let line = since.range(of: "Ann 1/2 · ") else { return false }
+                return since[line.upperBound...].prefix(12).contains(" ")
+                    && !since[line.upperBound...].prefix(40).contains("call audio")
+            }, "the status line after the call carried sound: \(screen.contents.suffix(400))")
     }
 }
