@@ -112,6 +112,16 @@ import Testing
             #expect(reply["error"]?["code"]?.stringValue == code, "\(line): \(JSONWriter().string(reply))")
             #expect(reply["error"]?["message"]?.stringValue?.isEmpty == false)
         }
+        // What a meeting without audio cannot have is refused, rather than quietly left out.
+        let id = try #require(try client.result("syncups.create", ["title": "Solo"])["id"]?.stringValue)
+        for (extra, what) in [("transcribe", "transcribing needs audio"), ("call", "recording the call needs audio")] {
+            try client.send(
+                #"{"id":20,"cmd":"session.start","args":{"syncup":"\#(id)","audio":false,"\#(extra)":true}}"# + "\n")
+            let reply = try client.readJSON()
+            #expect(reply["error"]?["code"] == "invalid_argument", "\(extra): \(JSONWriter().string(reply))")
+            #expect(reply["error"]?["message"]?.stringValue?.hasPrefix(what) == true, "\(JSONWriter().string(reply))")
+        }
+        #expect(try client.result("session.get") == .null)
         #expect(try client.request("ping")["result"] == "pong")
     }
 

@@ -138,6 +138,9 @@ final class SessionController {
         if wantsTranscript && !recordsAudio {
             throw .invalidArgument("transcribing needs audio: pass \"transcribe\": false with \"audio\": false")
         }
+        if call == true && !recordsAudio {
+            throw .invalidArgument("recording the call needs audio: pass \"call\": false with \"audio\": false")
+        }
         if wantsTranscript && settings.recognizer == nil {
             throw ProtocolError(
                 .speechUnavailable,
