@@ -218,7 +218,8 @@ enum SpeechBench {
             }
             let transcript = session["transcript"]?.stringValue ?? ""
             let partial = session["transcription"]?["partial"]?.stringValue ?? ""
-            let settled = transcript.utf8.count - partial.utf8.count
+            // The transcript is the settled text, then a space and the partial when both are there.
+            let settled = max(0, transcript.utf8.count - partial.utf8.count - (partial.isEmpty ? 0 : 1))
             if settled > (settledAt.last?.bytes ?? 0) { settledAt.append((settled, at)) }
             if !partial.isEmpty && partial != lastPartial { partialsAt.append(at) }
             lastPartial = partial
@@ -235,19 +236,19 @@ enum SpeechBench {
         func captured(_ t: Double) -> Double { (t * 10).rounded(.down) / 10 }
         func seconds(_ instant: MonotonicInstant) -> Double { (instant - started).seconds }
 
-        // Each segment is one final, in order: it arrived with the first event whose settled text reached it.
+        // Each final settles one segment (one attendee: no turn splits it), in order: the k-th growth of the
+        // settled text is the k-th segment's arrival.
         var partialLatencies: [Double] = []
         var finalLatencies: [Double] = []
-        var settledBytes = 0
-        var segments: [(start: Double, end: Double, at: Double?)] = []
-        for segment in details["segments"]?.arrayValue ?? [] {
-            let text = segment["text"]?.stringValue ?? ""
-            settledBytes += (settledBytes == 0 ? 0 : 1) + text.utf8.count
-            segments.append(
-                (
-                    segment["start"]?.numberValue?.double ?? 0, segment["end"]?.numberValue?.double ?? 0,
-                    settledAt.first(where: { $0.bytes >= settledBytes }).map { seconds($0.at) }
-                ))
+        let segmentValues = details["segments"]?.arrayValue ?? []
+        if segmentValues.count != settledAt.count {
+            print("   (\(engine): \(segmentValues.count) segments, \(settledAt.count) finals seen before the end)")
+        }
+        let segments = segmentValues.enumerated().map { index, segment in
+            (
+                start: segment["start"]?.numberValue?.double ?? 0, end: segment["end"]?.numberValue?.double ?? 0,
+                at: index < settledAt.count ? seconds(settledAt[index].at) : nil as Double?
+            )
         }
         if trace {
             for span in spans {
@@ -257,6 +258,9 @@ enum SpeechBench {
             for at in partialsAt { _ = Console.error("partial at \(seconds(at))\n") }
             for segment in segments { _ = Console.error("segment \(segment)\n") }
             _ = Console.error("transcript \(meeting["transcript"]?.stringValue ?? "")\n")
+            for line in daemon.log.contents.split(separator: "\n") where line.contains("whisper") {
+                _ = Console.error("log \(line)\n")
+            }
         }
         for span in spans {
             let onset = captured(span.onset)
