@@ -49,7 +49,9 @@ public enum PocketSphinxRecognizer {
                 // One pass: the final is the live search's best path, at once. The second (flat lexicon) pass
                 // and the lattice's best path ran over the whole utterance when it ended, 0.2-0.5 s of a
                 // busy core, and on the LibriVox clips they cost words (WER 31.0 % with, 26.8 % without).
-                arguments += ["-lm", languageModel, "-fwdflat", "no", "-bestpath", "no"]
+                // At most 3,000 active HMMs a frame (the library's 30,000): under half the CPU (a busy core
+                // is what delays a final), the same words on the LibriVox clips; at 1,500 they lose 5 more.
+                arguments += ["-lm", languageModel, "-fwdflat", "no", "-bestpath", "no", "-maxhmmpf", "3000"]
             }
             return arguments
         }
