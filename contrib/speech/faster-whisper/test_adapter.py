@@ -388,8 +388,8 @@ class EngineTests(unittest.TestCase):
         after = [f for f in run.finals if f["start"] >= turn - 1e-4]
         self.assertEqual(len(before) + len(after), len(run.finals), "a final spans the turn: %r" % run.finals)
         self.assertTrue(before and after, run.finals)
-        self.assertLessEqual(word_error_rate(first, " ".join(f["text"] for f in before)), 0.25)
-        self.assertLessEqual(word_error_rate(second, " ".join(f["text"] for f in after)), 0.25)
+        self.assertLessEqual(word_error_rate(first, " ".join(f["text"] for f in before)), 0.25, (run.finals, run.stderr))
+        self.assertLessEqual(word_error_rate(second, " ".join(f["text"] for f in after)), 0.25, (run.finals, run.stderr))
 
         # Without the turn, voice activity alone keeps the two sentences together: the turn did the cut.
         merged = run_engine(pcm, turns=[(0.0, "Alice")])
