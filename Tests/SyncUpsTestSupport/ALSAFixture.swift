@@ -74,6 +74,7 @@ public final class PacedFeeder: Sendable {
             defer { close(fd) }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             var deadline = MonotonicInstant.now()
+            state.started(at: deadline)
             var offset = 0
             let chunk = 3200
             while !state.isStopped {
@@ -108,6 +109,13 @@ public final class PacedFeeder: Sendable {
     /// Everything fed so far: `audio` followed by zeros.
     public var fedBytes: Int { state.total }
 
+    /// When the reader opened the FIFO and the first 100 ms went in, or nil before: byte `n` of the feed
+    /// goes in at this instant + `n / 3200` × 100 ms (on the feeder's absolute deadlines).
+    public var startedAt: MonotonicInstant? {
+        let nanoseconds = state.start
+        return nanoseconds < 0 ? nil : MonotonicInstant(nanoseconds: nanoseconds)
+    }
+
     public func stop() {
         state.stop()
         thread.join()
@@ -117,10 +125,13 @@ public final class PacedFeeder: Sendable {
 private final class FeederState: Sendable {
     private let stopped = Atomic(false)
     private let count = Atomic(0)
+    private let startNanoseconds = Atomic<Int64>(-1)
     var isStopped: Bool { stopped.load(ordering: .relaxed) }
     func stop() { stopped.store(true, ordering: .relaxed) }
     func add(_ bytes: Int) { count.wrappingAdd(bytes, ordering: .relaxed) }
     var total: Int { count.load(ordering: .relaxed) }
+    func started(at instant: MonotonicInstant) { startNanoseconds.store(instant.nanoseconds, ordering: .relaxed) }
+    var start: Int64 { startNanoseconds.load(ordering: .relaxed) }
 }
 
 /// The daemon's speaker-change cue as the bytes a playback device receives.

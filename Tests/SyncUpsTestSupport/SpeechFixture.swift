@@ -20,6 +20,16 @@ public enum SpeechFixture {
         return bytes
     }
 
+    /// `audio` without its quiet end (espeak-ng ends each phrase with ~0.4 s of near silence), so a test can
+    /// set the pause after the last word exactly.
+    public static func trimmingTrailingSilence(_ audio: [UInt8]) -> [UInt8] {
+        var end = audio.count & ~1
+        while end >= 2, abs(Int(Int16(bitPattern: UInt16(audio[end - 2]) | UInt16(audio[end - 1]) << 8))) < 328 {
+            end -= 2  // under -40 dBFS
+        }
+        return Array(audio[..<end])
+    }
+
     /// `seconds` of silence.
     public static func silence(seconds: Double) -> [UInt8] {
         [UInt8](repeating: 0, count: Int(seconds * 16_000) * 2)

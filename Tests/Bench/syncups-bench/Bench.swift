@@ -418,10 +418,13 @@ struct Bench {
     }
 
     static func speech(command: String?) throws -> JSONValue {
-        print("\n== Speech on recorded speech (pocketsphinx-testdata's LibriVox clips); each engine in its own process")
+        print("\n== Speech on recorded speech (pocketsphinx-testdata's LibriVox clips)")
+        print("   Batch: the clips fed at once to the engine alone, in its own process.")
+        print("   Live: syncupsd recording from ALSA (`file` plugin on a FIFO fed 100 ms every 100 ms), 2 s of silence")
+        print("   around each clip; latencies per clip (median and worst) from the moment the audio went into the")
+        print("   microphone to the session.transcript event on a subscriber's socket, from the onset and from the")
         print(
-            "   Batch: the clips fed at once. Live: fed in real time, 100 ms every 100 ms, 2 s of silence around each;")
-        print("   latencies per clip (median and worst), from the onset and from the end of its speech (by level)")
+            "   end of the clip's speech (by level); live WER of the saved transcript; CPU of syncupsd and its engine")
         print(
             "| engine | audio | batch RTF | batch WER | first partial after speech starts | final after speech ends | live WER | CPU per meeting-second | peak RSS |"
         )
@@ -433,24 +436,35 @@ struct Bench {
             var arguments = [engine]
             if let command { arguments.append(command) }
             let output = try CommandOutput.run(productsDirectory + "/syncups-bench", ["speech-child"] + arguments)
-            guard let value = try? JSONParser().parse(output), case .object(let object) = value else {
+            guard let value = try? JSONParser().parse(output), case .object(var object) = value else {
                 print("| \(engine) | failed: \(output.prefix(200)) |")
                 continue
             }
-            func number(_ key: String) -> Double { object[key]?.numberValue?.double ?? 0 }
-            func latencies(_ key: String) -> String {
-                let values = (object[key]?.arrayValue ?? []).compactMap { $0.numberValue?.double }
-                guard !values.isEmpty else { return "none" }
-                let count = Int(number("clips"))
-                return
-                    "\(String(format2: median(values))) s, worst \(String(format2: values.max() ?? 0)) s\(values.count < count ? " (\(values.count) of \(count) clips)" : "")"
-            }
-            func percent(_ key: String) -> String { "\(String(format1: number(key) * 100)) %" }
             let name = command.map { "command (\(($0.split(separator: "/").last).map(String.init) ?? $0))" } ?? engine
+            let live: SpeechBench.Live
+            do {
+                live = try SpeechBench.live(engine: engine, command: command)
+            } catch {
+                print("| \(name) | live run failed: \(error) |")
+                continue
+            }
+            object.append("partialLatencySeconds", .array(live.partialLatencies.map(JSONValue.double)))
+            object.append("finalLatencySeconds", .array(live.finalLatencies.map(JSONValue.double)))
+            object.append("clips", .int(live.clips))
+            object.append("liveWordErrorRate", .double(live.wordErrorRate))
+            object.append("cpuSecondsPerMeetingSecond", .double(live.cpuSecondsPerMeetingSecond))
+            object.append("livePeakResidentKiB", .int(live.peakResidentKiB))
+            func number(_ key: String) -> Double { object[key]?.numberValue?.double ?? 0 }
+            func latencies(_ values: [Double]) -> String {
+                guard !values.isEmpty else { return "none" }
+                return
+                    "\(String(format2: median(values))) s, worst \(String(format2: values.max() ?? 0)) s\(values.count < live.clips ? " (\(values.count) of \(live.clips) clips)" : "")"
+            }
+            func percent(_ value: Double) -> String { "\(String(format1: value * 100)) %" }
             print(
-                "| \(name) | \(String(format1: number("audioSeconds"))) s | \(String(format2: number("realTimeFactor"))) | \(percent("wordErrorRate")) | \(latencies("partialLatencySeconds")) | \(latencies("finalLatencySeconds")) | \(percent("liveWordErrorRate")) | \(Int((number("cpuSecondsPerMeetingSecond") * 1000).rounded())) ms | \(Int(number("peakResidentKiB")) / 1024) MB |"
+                "| \(name) | \(String(format1: number("audioSeconds"))) s | \(String(format2: number("realTimeFactor"))) | \(percent(number("wordErrorRate"))) | \(latencies(live.partialLatencies)) | \(latencies(live.finalLatencies)) | \(percent(live.wordErrorRate)) | \(Int((live.cpuSecondsPerMeetingSecond * 1000).rounded())) ms | \(max(Int(number("peakResidentKiB")), live.peakResidentKiB) / 1024) MB |"
             )
-            results.append(engine, value)
+            results.append(engine, .object(object))
         }
         return .object(results)
     }
@@ -461,11 +475,6 @@ struct Bench {
         var object = JSONObject()
         object.append("audioSeconds", .double(result.audioSeconds))
         object.append("realTimeFactor", .double(result.realTimeFactor))
-        object.append("partialLatencySeconds", .array(result.partialLatencies.map(JSONValue.double)))
-        object.append("finalLatencySeconds", .array(result.finalLatencies.map(JSONValue.double)))
-        object.append("clips", .int(result.clips))
-        object.append("liveWordErrorRate", .double(result.liveWordErrorRate))
-        object.append("cpuSecondsPerMeetingSecond", .double(result.cpuSecondsPerMeetingSecond))
         object.append("peakResidentKiB", .int(result.peakResidentKiB))
         object.append("words", .int(result.words))
         object.append("wordErrorRate", .double(result.wordErrorRate))

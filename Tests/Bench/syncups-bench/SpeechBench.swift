@@ -1,5 +1,6 @@
 import Glibc
 import SyncUpsCore
+import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsSpeech
 import SyncUpsTestSupport
@@ -10,15 +11,6 @@ enum SpeechBench {
         var engine: String
         var audioSeconds: Double
         var realTimeFactor: Double
-        /// Live, per clip: from the onset of its speech to its first partial (clips without one are left out).
-        var partialLatencies: [Double]
-        /// Live, per clip: from the end of its speech to the final that covers it.
-        var finalLatencies: [Double]
-        var clips: Int
-        /// The live run's finals against the reference.
-        var liveWordErrorRate: Double
-        /// The recognizer's CPU (this process and its engine process) per second of live audio.
-        var cpuSecondsPerMeetingSecond: Double
         var peakResidentKiB: Int
         var words: Int
         /// Word error rate against the clips' reference transcription.
@@ -86,9 +78,10 @@ enum SpeechBench {
         return (Double((first ?? 0) * frame) / 16_000, Double(last * frame) / 16_000)
     }
 
-    /// This process's CPU seconds, and those of its living descendants (an engine and its launcher) from /proc:
-    /// they are counted before they exit, which `RUSAGE_CHILDREN` would not do for a grandchild.
-    static func cpuSecondsOfSelfAndDescendants() -> Double {
+    /// The CPU seconds of `root` and of its living descendants (an engine and its launcher) from /proc: they
+    /// are counted before they exit, which `RUSAGE_CHILDREN` would not do for a grandchild; and the largest
+    /// peak resident size among them.
+    static func processTree(_ root: pid_t) -> (cpuSeconds: Double, peakResidentKiB: Int) {
         var parents: [pid_t: pid_t] = [:]
         for name in (try? DirectoryListing.names(in: "/proc")) ?? [] {
             guard let pid = pid_t(name), let fd = try? FileDescriptor.open("/proc/\(pid)/stat", O_RDONLY),
@@ -103,17 +96,19 @@ enum SpeechBench {
         func descends(_ pid: pid_t) -> Bool {
             var current = pid
             while let parent = parents[current], parent > 1 {
-                if parent == getpid() { return true }
+                if parent == root { return true }
                 current = parent
             }
             return false
         }
-        return ProcessSample.cpuSeconds(getpid())
-            + parents.keys.filter(descends).map { ProcessSample.cpuSeconds($0) }.reduce(0, +)
+        let tree = [root] + parents.keys.filter(descends)
+        return (
+            tree.map { ProcessSample.cpuSeconds($0) }.reduce(0, +),
+            tree.map { ProcessSample.statusField($0, "VmHWM:") ?? 0 }.max() ?? 0
+        )
     }
 
-    /// Runs in a child process (so its peak RSS and CPU are the engine's): decodes `audio` as fast as possible,
-    /// then feeds the clips in real time to time partials and finals.
+    /// Runs in a child process (so its peak RSS is the engine's): decodes the clips as fast as possible.
     static func run(engine: String, command: String?) throws -> Result {
         let recognizer: SpeechRecognizer
         switch engine {
@@ -129,62 +124,10 @@ enum SpeechBench {
         let elapsed = (MonotonicInstant.now() - start).seconds
         let recognized = harness.finals.flatMap { $0.text.lowercased().split(separator: " ") }
 
-        // Live: the clips fed in real time (100 ms every 100 ms, as the recorder feeds the engine), 2 s of
-        // silence first (the engine loads meanwhile) and after each. For each clip: its first partial from its
-        // speech's onset, and the final that covers its end from its speech's end (both from the clip's audio,
-        // by level), read every 100 ms. A result belongs to the clip its times overlap.
-        let clips = try librivoxClips()
-        let gap = SpeechFixture.silence(seconds: 2)
-        var speech = gap
-        var spans: [(onset: Double, end: Double, start: Double, stop: Double)] = []
-        for clip in clips {
-            let base = Double(speech.count) / 32_000
-            let voiced = voicedSpan(clip)
-            spans.append((base + voiced.onset, base + voiced.end, base, base + Double(clip.count) / 32_000))
-            speech += clip + gap
-        }
-        speech += SpeechFixture.silence(seconds: 3)  // time for the last clip's final
-        let live = try RecognizerHarness(recognizer)
-        let cpuBefore = ProcessSample.cpuSeconds(getpid())
-        let liveStart = MonotonicInstant.now()
-        var arrivals: [(result: RecognitionResult, at: Double)] = []
-        var deadline = liveStart
-        var offset = 0
-        while offset < speech.count {
-            let end = min(speech.count, offset + 3200)
-            live.stream.feed(Array(speech[offset..<end]), Int64(offset / 2))
-            offset = end
-            deadline = deadline + .milliseconds(100)
-            var spec = timespec(
-                tv_sec: Int(deadline.nanoseconds / 1_000_000_000), tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
-            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil)
-            let results = live.results
-            let now = (MonotonicInstant.now() - liveStart).seconds
-            for result in results.dropFirst(arrivals.count) { arrivals.append((result, now)) }
-        }
-        let cpu = cpuSecondsOfSelfAndDescendants() - cpuBefore
-        _ = live.finish(timeout: .seconds(120))
-        var partialLatencies: [Double] = []
-        var finalLatencies: [Double] = []
-        for span in spans {
-            let mine = arrivals.filter { $0.result.end > span.start && $0.result.start < span.stop }
-            if let first = mine.first(where: { $0.result.kind == .partial }) {
-                partialLatencies.append(first.at - span.onset)
-            }
-            if let last = mine.last(where: { $0.result.kind == .final }) { finalLatencies.append(last.at - span.end) }
-        }
-        let liveWords = live.finals.flatMap { $0.text.lowercased().split(separator: " ") }
-        let liveWordErrorRate = wordErrorRate(
-            liveWords.map { $0.filter { $0.isLetter || $0 == "'" } }, referenceWords())
         return Result(
             engine: engine,
             audioSeconds: seconds,
             realTimeFactor: elapsed / seconds,
-            partialLatencies: partialLatencies,
-            finalLatencies: finalLatencies,
-            clips: spans.count,
-            liveWordErrorRate: liveWordErrorRate,
-            cpuSecondsPerMeetingSecond: cpu / (Double(speech.count) / 32_000),
             peakResidentKiB: engine == "pocketsphinx"
                 ? ProcessSample.statusField(getpid(), "VmHWM:") ?? 0 : childrenPeakKiB(),
             words: recognized.count,
@@ -197,5 +140,146 @@ enum SpeechBench {
         var usage = rusage()
         getrusage(RUSAGE_CHILDREN.rawValue, &usage)
         return usage.ru_maxrss
+    }
+
+    /// The live figures, through the daemon's real microphone path: syncupsd records from ALSA's `file`
+    /// plugin reading a FIFO that is fed in real time (100 ms every 100 ms), and a client subscribed to the
+    /// session times the `session.transcript` events. Latencies run from the moment the 100 ms period
+    /// holding the sample went into the microphone (the FIFO) to the event's arrival on the socket.
+    struct Live {
+        /// Per clip: from the onset of its speech to its first partial (clips without one are left out).
+        var partialLatencies: [Double]
+        /// Per clip: from the end of its speech to the final that covers it.
+        var finalLatencies: [Double]
+        var clips: Int
+        /// The saved meeting's transcript against the reference.
+        var wordErrorRate: Double
+        /// The daemon's CPU and its engine's, per second of meeting.
+        var cpuSecondsPerMeetingSecond: Double
+        var peakResidentKiB: Int
+    }
+
+    static func live(engine: String, command: String?) throws -> Live {
+        // 2 s of silence first (the engine loads meanwhile) and after each clip, 3 s at the end.
+        let clips = try librivoxClips()
+        let gap = SpeechFixture.silence(seconds: 2)
+        var speech = gap
+        var spans: [(onset: Double, end: Double, start: Double, stop: Double)] = []
+        for clip in clips {
+            let base = Double(speech.count) / 32_000
+            let voiced = voicedSpan(clip)
+            spans.append((base + voiced.onset, base + voiced.end, base, base + Double(clip.count) / 32_000))
+            speech += clip + gap
+        }
+        speech += SpeechFixture.silence(seconds: 3)
+        let meetingSeconds = Double(speech.count) / 32_000
+
+        let alsa = try ALSAFixture(paced: true)
+        var arguments = ["--audio-device", "virtmic", "--no-cue", "--speech-engine", engine]
+        if let command { arguments += ["--speech-command", command] }
+        let daemon = try DaemonProcess(arguments: arguments, environment: alsa.environment)
+        defer { _ = daemon.stop() }
+        let feeder = try PacedFeeder(fifo: alsa.microphonePath, audio: speech)
+        defer { feeder.stop() }
+        let client = try daemon.client()
+        let created = try client.result("syncups.create", ["title": "Bench", "duration": 600, "attendees": ["Ann"]])
+        let id = created["id"]!.stringValue!
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        let cpuBefore = processTree(daemon.pid).cpuSeconds
+        _ = try client.result("session.start", ["syncup": .string(id), "call": false])
+
+        // Every change of the settled text (a final) and of the provisional tail (a partial), with its arrival.
+        var settledAt: [(bytes: Int, at: MonotonicInstant)] = []
+        var partialsAt: [MonotonicInstant] = []
+        var lastPartial = ""
+        var fedTo: MonotonicInstant?
+        let trace = getenv("SYNCUPS_BENCH_SPEECH_TRACE") != nil
+        while fedTo == nil || MonotonicInstant.now() < fedTo! {
+            if fedTo == nil, let started = feeder.startedAt {
+                fedTo = started + .milliseconds(Int64(meetingSeconds * 1000))
+            }
+            let line: String
+            do {
+                guard let read = try client.readLine(timeout: .milliseconds(200)) else {
+                    throw TestFailure("syncupsd closed the connection")
+                }
+                line = read
+            } catch let failure as TestFailure where failure.description.hasPrefix("no line") {
+                continue
+            }
+            let at = MonotonicInstant.now()
+            guard let event = try? JSONParser().parse(line), event["event"] == "session.transcript",
+                let session = event["data"]?["session"]
+            else { continue }
+            if trace, let started = feeder.startedAt {
+                _ = Console.error(
+                    "event at \((at - started).seconds): audio \(session["audio"]?["seconds"]?.numberValue?.double ?? -1) partial \(session["transcription"]?["partial"]?.stringValue ?? "")\n"
+                )
+            }
+            let transcript = session["transcript"]?.stringValue ?? ""
+            let partial = session["transcription"]?["partial"]?.stringValue ?? ""
+            // The transcript is the settled text, then a space and the partial when both are there.
+            let settled = max(0, transcript.utf8.count - partial.utf8.count - (partial.isEmpty ? 0 : 1))
+            if settled > (settledAt.last?.bytes ?? 0) { settledAt.append((settled, at)) }
+            if !partial.isEmpty && partial != lastPartial { partialsAt.append(at) }
+            lastPartial = partial
+        }
+        let tree = processTree(daemon.pid)
+        _ = try client.result("session.end", ["action": "save"])
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(60))
+        guard let started = feeder.startedAt, let meeting = ended["data"]?["meeting"],
+            let meetingID = meeting["id"]?.stringValue
+        else { throw TestFailure("the meeting was not saved: \(ended)") }
+        let details = try client.result(
+            "meetings.get", ["syncup": .string(id), "meeting": .string(meetingID), "segmentsLimit": 500])
+        // The moment the period holding meeting time `t` went into the microphone, in seconds after the first.
+        func captured(_ t: Double) -> Double { (t * 10).rounded(.down) / 10 }
+        func seconds(_ instant: MonotonicInstant) -> Double { (instant - started).seconds }
+
+        // Each final settles one segment (one attendee: no turn splits it), in order: the k-th growth of the
+        // settled text is the k-th segment's arrival.
+        var partialLatencies: [Double] = []
+        var finalLatencies: [Double] = []
+        let segmentValues = details["segments"]?.arrayValue ?? []
+        if segmentValues.count != settledAt.count {
+            print("   (\(engine): \(segmentValues.count) segments, \(settledAt.count) finals seen before the end)")
+        }
+        let segments = segmentValues.enumerated().map { index, segment in
+            (
+                start: segment["start"]?.numberValue?.double ?? 0, end: segment["end"]?.numberValue?.double ?? 0,
+                at: index < settledAt.count ? seconds(settledAt[index].at) : nil as Double?
+            )
+        }
+        if trace {
+            for span in spans {
+                _ = Console.error("clip \(span.start) voiced \(span.onset)-\(span.end) stop \(span.stop)\n")
+            }
+            for (bytes, at) in settledAt { _ = Console.error("settled \(bytes) at \(seconds(at))\n") }
+            for at in partialsAt { _ = Console.error("partial at \(seconds(at))\n") }
+            for segment in segments { _ = Console.error("segment \(segment)\n") }
+            _ = Console.error("transcript \(meeting["transcript"]?.stringValue ?? "")\n")
+            for line in daemon.log.contents.split(separator: "\n") where line.contains("whisper") {
+                _ = Console.error("log \(line)\n")
+            }
+        }
+        for span in spans {
+            let onset = captured(span.onset)
+            let next = spans.first(where: { $0.start > span.start })?.onset ?? meetingSeconds
+            if let first = partialsAt.map(seconds).first(where: { $0 >= onset && $0 < captured(next) }) {
+                partialLatencies.append(first - onset)
+            }
+            if let last = segments.last(where: { $0.end > span.start && $0.start < span.stop }), let at = last.at {
+                finalLatencies.append(at - captured(span.end))
+            }
+        }
+        let words = (meeting["transcript"]?.stringValue ?? "").lowercased().split(separator: " ")
+        return Live(
+            partialLatencies: partialLatencies,
+            finalLatencies: finalLatencies,
+            clips: spans.count,
+            wordErrorRate: wordErrorRate(words.map { $0.filter { $0.isLetter || $0 == "'" } }, referenceWords()),
+            cpuSecondsPerMeetingSecond: (tree.cpuSeconds - cpuBefore) / meetingSeconds,
+            peakResidentKiB: tree.peakResidentKiB
+        )
     }
 }

@@ -70,7 +70,7 @@ class EnergyVad:
 
 
 class SegmentParams:
-    def __init__(self, rate=RATE, frame=FRAME, pad_s=0.2, min_silence_s=0.5, max_s=25.0, cut_window_s=5.0,
+    def __init__(self, rate=RATE, frame=FRAME, pad_s=0.2, min_silence_s=0.4, max_s=25.0, cut_window_s=5.0,
                  min_voiced_frames=3):
         self.frame = frame
         self.pad = int(pad_s * rate)
@@ -163,6 +163,58 @@ def plan_segments(levels, flags, first_frame, end, boundaries, floor, eof, p):
     if segments:
         safe = min(safe, segments[0][0])
     return segments, open_start, safe
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The encoder's window
+
+FULL_WINDOW = 3000  # Mel frames (10 ms each): Whisper's 30 s
+SHORTEST_WINDOW = 500  # 5 s: in a 2 s window, 0.6 s of speech decoded as "unless, unless, unless, ..." for 20 s
+
+
+def encoder_window(frames, margin_frames, step=100):
+    """How many Mel frames the encoder sees for `frames` of audio: the audio and `margin_frames` of silence after
+    it, in whole seconds (`step`), at least 5 s and at most Whisper's 30 s; no margin: always the 30 s window."""
+    if margin_frames <= 0:
+        return FULL_WINDOW
+    return min(FULL_WINDOW, max(SHORTEST_WINDOW, -(-(frames + margin_frames) // step) * step))
+
+
+def made_up(text, no_speech_prob, avg_logprob, no_speech_threshold=0.6):
+    """Whether a Whisper segment is text made up from silence: probably no speech; or a poor decode with some
+    doubt about speech, the mark of the sign-offs tiny.en appends in the silence after an utterance ("I'll
+    see you next time.", "Thank you.": avg_logprob -1.2 to -1.5, no_speech_prob 0.3-0.6, where the words
+    spoken scored -0.2 to -0.6 and 0.01-0.31); or no word at all (" . .")."""
+    if no_speech_prob > no_speech_threshold:
+        return True
+    if avg_logprob < -1.0 and no_speech_prob > 0.2:
+        return True
+    return not any(character.isalnum() for character in text)
+
+
+def token_budget(seconds):
+    """The most tokens a decode of `seconds` of audio may produce (faster-whisper's `max_new_tokens`)."""
+    return min(440, 16 + int(math.ceil(10 * seconds)))
+
+
+def shorten_encoder_window(transcribe_module, margin_frames):
+    """Makes faster-whisper's transcription encode the utterance and `margin_frames` of silence instead of a 30 s
+    window padded with silence: the encoder's cost grows with its window, and on a 2-core machine the 30 s
+    window cost about 1 s per decode whatever the utterance's length (a 7 s utterance: ~0.2 s in a 9 s window,
+    the same text on the LibriVox clips). faster-whisper has no option for it: the module's `pad_or_trim`,
+    which pads each segment's features to 30 s, is wrapped. Without the margin, or in a window under 5 s,
+    tiny.en can loop on repeated words for seconds."""
+    original = getattr(transcribe_module, "pad_or_trim", None)
+    if original is None or margin_frames <= 0:
+        return False
+
+    def pad_or_trim(array, length=None, *, axis=-1):
+        if length is None:
+            length = encoder_window(array.shape[axis], margin_frames)
+        return original(array, length, axis=axis)
+
+    transcribe_module.pad_or_trim = pad_or_trim
+    return True
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -448,7 +500,11 @@ class Engine:
             without_timestamps=not words,
             condition_on_previous_text=False,
             vad_filter=args.vad_filter and words,
+            # No one says more than ~5 tokens a second: a decode stuck on repeated words stops there.
+            max_new_tokens=token_budget(t1 - t0),
         )
+        if not words:
+            kwargs["temperature"] = 0.0  # a partial is provisional: no retries at higher temperatures
         if args.vad_filter and words:
             kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
         segments, _ = self.model.transcribe(audio, **kwargs)
@@ -458,9 +514,10 @@ class Engine:
             text = segment.text.strip()
             if not text:
                 continue
-            if segment.no_speech_prob > args.no_speech_threshold:
+            if made_up(text, segment.no_speech_prob, segment.avg_logprob, args.no_speech_threshold):
                 if args.verbose:
-                    log("dropped %r (no_speech_prob %.2f)" % (text, segment.no_speech_prob))
+                    log("dropped %r (no_speech_prob %.2f, avg_logprob %.2f)"
+                        % (text, segment.no_speech_prob, segment.avg_logprob))
                 continue
             texts.append(text)
             for word in segment.words or []:
@@ -612,8 +669,8 @@ def parse_args(argv):
     parser.add_argument("--language", default="en", help="spoken language (default en)")
     parser.add_argument("--compute-type", default="int8", help="CTranslate2 compute type (default int8)")
     parser.add_argument("--max-segment", type=float, default=25.0, help="longest segment in seconds (default 25)")
-    parser.add_argument("--min-silence", type=float, default=0.5,
-                        help="silence that ends a segment, in seconds (default 0.5)")
+    parser.add_argument("--min-silence", type=float, default=0.4,
+                        help="silence that ends a segment, in seconds (default 0.4)")
     parser.add_argument("--partial-interval", type=float, default=0.7,
                         help="seconds between decodes of the utterance in progress (default 0.7; 0: no partials)")
     parser.add_argument("--speculate-after", type=float, default=0.2,
@@ -627,8 +684,11 @@ def parse_args(argv):
                         help="do not run faster-whisper's Silero VAD over each segment")
     parser.add_argument("--no-speech-threshold", type=float, default=0.6,
                         help="drop text whose no_speech_prob is above this (default 0.6)")
-    parser.add_argument("--turn-grace", type=float, default=0.25,
-                        help="seconds a closed segment waits for a late speaker turn (default 0.25)")
+    parser.add_argument("--window-margin", type=float, default=1.0,
+                        help="seconds of silence after the utterance in the encoder's window (default 1; 0: "
+                        "Whisper's full 30 s window, slower)")
+    parser.add_argument("--turn-grace", type=float, default=0.1,
+                        help="seconds a closed segment waits for a late speaker turn (default 0.1)")
     parser.add_argument("--control-fd", type=int, default=None,
                         help="control channel fd (default: $SYNCUPS_CONTROL_FD, else 3; -1: none)")
     parser.add_argument("--verbose", action="store_true", help="log every segment on stderr")
@@ -669,6 +729,7 @@ def main(argv=None):
 
     try:
         import numpy as np
+        import faster_whisper.transcribe
         from faster_whisper import WhisperModel
     except ImportError as error:
         out.error("faster-whisper is not installed for %s (%s): run contrib/speech/faster-whisper/install.sh"
@@ -685,6 +746,9 @@ def main(argv=None):
         out.error("model directory not found: %s" % model_name)
         return 1
 
+    if args.window_margin > 0 and not shorten_encoder_window(faster_whisper.transcribe,
+                                                              int(round(args.window_margin * 100))):
+        log("this faster-whisper has no pad_or_trim to wrap: each decode encodes a 30 s window")
     engine = Engine(args, out, np)
     engine.start_input(control_fd_from_env(args.control_fd))
 
@@ -695,8 +759,8 @@ def main(argv=None):
     except Exception as error:  # ctranslate2 and the hub raise many kinds
         out.error("cannot load model %s: %s" % (model_name, error))
         return 1
-    log("model %s loaded in %.2f s (%s, %d threads, beam %d)%s"
-        % (model_name, time.monotonic() - began, args.compute_type, args.threads, args.beam_size,
+    log("model %s loaded in %.2f s (%s, %d threads, beam %d, window margin %.1f s)%s"
+        % (model_name, time.monotonic() - began, args.compute_type, args.threads, args.beam_size, args.window_margin,
            "; meeting %s" % meeting if meeting else ""))
 
     try:
