@@ -215,31 +215,30 @@ private struct Decoder {
         hasAudioInUtterance = false
     }
 
-    /// The utterance's words with times on the meeting's clock. PocketSphinx counts frames (10 ms) from
-    /// its own origin, which drifts from the audio across utterances, so times are taken relative to the
-    /// utterance's first segment (`<s>`) and added to where the utterance started.
+    /// The utterance's words with times on the meeting's clock. PocketSphinx numbers frames (10 ms) from an
+    /// origin of its own, and its voice-activity filter drops the silence before the speech without counting
+    /// it, so the utterance's frames are anchored at its end: its last frame is the audio fed last (the
+    /// utterance ends when speech does, at a turn, or at the meeting's end). Anchored at the start, words
+    /// after a silence came out early by the silence's length (2 s after a 2 s pause), and could go to the
+    /// speaker before.
     func collectWords() -> [TranscriptWord] {
-        var words: [TranscriptWord] = []
-        var origin: Int32? = nil
-        let offset = Double(utteranceStart) / 16_000
+        var spans: [(word: String, start: Int32, end: Int32)] = []
+        var last: Int32 = 0
         var segment = ps_seg_iter(decoder)
         while let current = segment {
             var startFrame: Int32 = 0
             var endFrame: Int32 = 0
             ps_seg_frames(current, &startFrame, &endFrame)
-            if origin == nil { origin = startFrame }
+            last = max(last, endFrame)
             if let raw = ps_seg_word(current), let word = Self.spokenWord(String(cString: raw)) {
-                words.append(
-                    TranscriptWord(
-                        word: word,
-                        start: offset + Double(startFrame - origin!) / 100,
-                        end: offset + Double(endFrame - origin! + 1) / 100
-                    )
-                )
+                spans.append((word, startFrame, endFrame))
             }
             segment = ps_seg_next(current)
         }
-        return words
+        let end = Double(fedFrames) / 16_000
+        let earliest = Double(utteranceStart) / 16_000
+        func time(_ frame: Int32) -> Double { max(earliest, end - Double(last + 1 - frame) / 100) }
+        return spans.map { TranscriptWord(word: $0.word, start: time($0.start), end: time($0.end + 1)) }
     }
 
     /// The word without PocketSphinx's markers: nil for `<s>`, `</s>`, `<sil>` and fillers like `[NOISE]`

@@ -57,6 +57,25 @@ struct PocketSphinxTests {
         #expect(harness.finals.map(\.text) == ["no blockers for me", "yesterday i finished the review"])
     }
 
+    /// Words after a long pause are timed where they were said: the library does not count the silence it
+    /// drops, so times counted from the end of the last utterance came out 2.5 s early.
+    @Test func timesWordsAfterAPauseWhereTheyWereSaid() throws {
+        let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer(model: Self.grammarModel))
+        let first = SpeechFixture.trimmingTrailingSilence(try SpeechFixture.say("no blockers for me"))
+        let second = try SpeechFixture.say("yesterday i finished the review")
+        let secondStarts = Double(SpeechFixture.silence(seconds: 0.5).count + first.count) / 32_000 + 2.5
+        harness.feed(
+            SpeechFixture.silence(seconds: 0.5) + first + SpeechFixture.silence(seconds: 2.5) + second
+                + SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        try #require(harness.finals.map(\.text) == ["no blockers for me", "yesterday i finished the review"])
+        let firstWord = try #require(harness.finals[0].words.first)
+        #expect(abs(firstWord.start - 0.5) < 0.3, "\(harness.finals[0].words)")
+        let word = try #require(harness.finals[1].words.first)
+        #expect(abs(word.start - secondStarts) < 0.3, "\(word) vs \(secondStarts)")
+        #expect(abs(harness.finals[1].start - secondStarts) < 0.3)
+    }
+
     @Test func endsTheUtteranceAtEachTurnSoNoResultSpansTwoSpeakers() throws {
         let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer(model: Self.grammarModel))
         let first = try SpeechFixture.say("no blockers for me")
