@@ -19,7 +19,7 @@ public final class InProcessDaemon {
     /// unsent output at which a client's reading pauses, and `limits` the server's (smaller in tests, to reach
     /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests).
     public init(
-        dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 256 * 1024,
+        dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 192 * 1024,
         limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system
     ) throws {
         loop = try EventLoop()
