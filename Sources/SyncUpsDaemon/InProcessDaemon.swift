@@ -89,6 +89,16 @@ public final class InProcessDaemon {
         loop.runOnce(timeoutMilliseconds: timeoutMilliseconds)
     }
 
+    /// What the server holds in buffers: each connection's input and output capacity, in bytes, and its
+    /// one spare output buffer's.
+    public var bufferCapacities: (connections: [(input: Int, output: Int)], spareOutput: Int) {
+        let connections = server.connections.values.sorted { $0.number < $1.number }
+        return (connections.map { ($0.input.capacity, $0.output.capacity) }, server.spareOutputCapacity)
+    }
+
+    /// How many `send` calls the server has made to its clients so far.
+    public var sendCalls: Int { server.sendCalls }
+
     /// The sync-ups' ids, in order, as the owner holds them now.
     public var syncUpIDs: [String] { services.state.syncUps.map(\.id.description) }
 

@@ -88,6 +88,10 @@ final class Server {
     private static let deepBatchInputBytes = 2048
     /// The one big output buffer no connection uses now (`OutputBuffer.releaseCapacity(into:)`).
     private var spareOutput: [UInt8] = []
+    /// Its capacity: with every connection's, what the server holds for output between batches.
+    var spareOutputCapacity: Int { spareOutput.capacity }
+    /// How many `send` calls the server has made to clients (for tests: how many writes a batch took).
+    private(set) var sendCalls = 0
 
     init(
         loop: EventLoop, limits: Limits, version: String, logger: Logger,
@@ -552,6 +556,7 @@ final class Server {
         while !connection.output.isEmpty {
             let sent: Int
             do {
+                sendCalls += 1
                 sent = try connection.output.send(to: connection.fd)
             } catch {
                 close(
