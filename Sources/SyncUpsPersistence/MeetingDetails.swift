@@ -70,11 +70,28 @@ public struct MeetingDetails: Sendable, Equatable {
         try AtomicFile(path: directory.sidecar(meeting, MeetingFiles.details)).write(bytes)
     }
 
-    /// Reads `meetings/<meeting-id>.json`, or nil if there is none (or it is unreadable).
-    public static func read(_ meeting: Meeting.ID, in directory: DataDirectory) -> MeetingDetails? {
-        guard let bytes = try? SyncUpStore.read(directory.sidecar(meeting, MeetingFiles.details)),
-            let json = try? JSONParser().parse(bytes)
-        else { return nil }
-        return MeetingDetails(json: json)
+    /// Why a meeting's details file is there but gives no details: a disk error, a hand edit gone wrong.
+    public struct Unreadable: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Reads `meetings/<meeting-id>.json`: nil if there is none; throws, saying why, if it is there but cannot
+    /// be read or is not a meeting's details, so that a client can tell "never kept" from "damaged".
+    public static func read(_ meeting: Meeting.ID, in directory: DataDirectory) throws(Unreadable) -> MeetingDetails? {
+        let path = directory.sidecar(meeting, MeetingFiles.details)
+        let name = "meetings/\(FilePath.name(of: path))"
+        let bytes: [UInt8]
+        do {
+            bytes = try SyncUpStore.read(path)
+        } catch {
+            if error.errno == .noSuchFile { return nil }
+            throw Unreadable(description: "\(name): \(error)")
+        }
+        let json: JSONValue
+        do { json = try JSONParser().parse(bytes) } catch { throw Unreadable(description: "\(name): \(error)") }
+        guard let details = MeetingDetails(json: json) else {
+            throw Unreadable(description: "\(name): not a meeting's details (no \"meeting\" and \"syncup\" ids)")
+        }
+        return details
     }
 }

@@ -103,5 +103,18 @@ import Testing
         let json = try JSONParser().parse(
             try daemon.ctl(["export", syncUp, "latest", "--format", "json"]).standardOutput)
         #expect(json["insights"]?["attendees"]?[0]?["ranOver"] == true)
+        #expect(got["detailsError"] == .null)
+
+        // A damaged details file is told apart from one never kept, and left as it is.
+        let path = daemon.dataPath + "/meetings/\(ids[0]).json"
+        Files.write(path, "{\"meeting\": ")
+        let damaged = try daemon.client().result(
+            "meetings.get", ["syncup": .string(syncUp), "meeting": .string(ids[0])])
+        #expect(damaged["insights"] == .null)
+        #expect(
+            damaged["detailsError"]?.stringValue?.hasPrefix("meetings/\(ids[0]).json: ") == true, "\(damaged)")
+        let shown = try daemon.ctl(["meeting", syncUp, ids[0]]).standardOutput
+        #expect(shown.contains("\nno insights: the meeting's details file is unreadable: meetings/"), "\(shown)")
+        #expect(Files.read(path) == Array("{\"meeting\": ".utf8))
     }
 }

@@ -89,6 +89,19 @@ import Testing
         #expect(AttendeeStats.of([insights]).map(\.attendee) == [syncUp.attendees[0]])
     }
 
+    /// A hand-edited details file lists Ann three times: she gets one row, with her floor, and the shares are
+    /// the timer's over the three attendees there really were.
+    @Test func anAttendeeListedTwiceHasOneRow() {
+        let (machine, _) = pausedAndCutShort()
+        let attendees = SyncUp.fixture(attendees: 3, seconds: 9).attendees
+        let insights = MeetingInsights(
+            timeline: machine.record.timeline(durationSeconds: 9),
+            attendees: [attendees[0], attendees[1], attendees[0], attendees[2], attendees[0]], segments: [])
+        #expect(insights.attendees.map(\.attendee) == attendees)
+        #expect(insights.attendees.map(\.share) == [3, 3, 3])
+        #expect(insights.attendees.map(\.floor) == [3, 3, 1.25])
+    }
+
     @Test func statsAverageOverTheMeetingsEachAttendeeSpokeIn() {
         let (_, first) = pausedAndCutShort()
         var second = first

@@ -68,6 +68,9 @@ extension Format {
     /// The insights block of `syncupsctl meeting`: the meeting's planned and real length, then a table.
     static func insights(_ meeting: JSONValue) -> String {
         guard let insights = meeting["insights"].flatMap(MeetingInsights.init(json:)) else {
+            if let problem = meeting["detailsError"]?.stringValue {
+                return "no insights: the meeting's details file is unreadable: \(oneLine(problem))\n"
+            }
             return "no insights: this meeting was saved without its turns\n"
         }
         let cut = insights.turnsCutShort
@@ -110,6 +113,10 @@ extension TranscriptExport {
     /// The Markdown export's insights section: a table, or a line saying there are none.
     static func markdownInsights(_ meeting: JSONValue) -> String {
         guard let insights = meeting["insights"].flatMap(MeetingInsights.init(json:)) else {
+            if let problem = meeting["detailsError"]?.stringValue {
+                return "## Insights\n\n_No insights: the meeting's details file is unreadable: "
+                    + Escape.markdown(problem) + "._\n"
+            }
             return "## Insights\n\n_No insights: this meeting was saved without its turns._\n"
         }
         var text = "## Insights\n\n"

@@ -67,6 +67,9 @@ public struct MeetingInsights: Sendable, Equatable {
         func running(from start: Double, to end: Double) -> Double {
             max(0, end - start - stood.overlap(from: start, to: end))
         }
+        // Each attendee once, where first listed (a hand-edited file may list one twice).
+        var listed = Set<Attendee.ID>()
+        let attendees = attendees.filter { listed.insert($0.id).inserted }
         let count = attendees.count
         let slot = count == 0 ? 0 : timeline.durationSeconds / count
         func share(_ index: Int) -> Double {
@@ -75,9 +78,7 @@ public struct MeetingInsights: Sendable, Equatable {
         var rows = attendees.enumerated().map { index, attendee in
             AttendeeInsights(attendee: attendee, share: share(index), floor: 0, speaking: 0, turns: 0)
         }
-        // The first row of each attendee (a hand-edited file may list one twice).
-        var rowOf: [Attendee.ID: Int] = [:]
-        for (index, row) in rows.enumerated() where rowOf[row.attendee.id] == nil { rowOf[row.attendee.id] = index }
+        let rowOf = Dictionary(uniqueKeysWithValues: rows.enumerated().map { ($1.attendee.id, $0) })
         var cutShort = 0
         for turn in timeline.turns {
             let floor = running(from: turn.start, to: min(turn.end ?? end, realEnd))

@@ -422,7 +422,9 @@ final class CommandHandler {
         let meeting = syncUp.meetings[meetingIndex]
         guard case .object(var object) = WireFormat.meeting(meeting, includesTranscript: true) else { return .null }
         object["syncup"] = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
-        let details = state.details(of: meeting.id)
+        var details: MeetingDetails? = nil
+        object["detailsError"] = .null
+        do { details = try state.details(of: meeting.id) } catch { object["detailsError"] = .string(error.description) }
         let audioPath = state.dataDirectory.sidecar(meeting.id, MeetingFiles.audio)
         object["interrupted"] = .bool(details?.isInterrupted ?? false)
         object["audio"] =

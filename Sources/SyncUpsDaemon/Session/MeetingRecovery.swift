@@ -55,8 +55,8 @@ enum MeetingRecovery {
                     "recovered a meeting of \"\(syncUp.title)\" interrupted by a crash (\(UTCTime(journal.date).rfc3339), \(audioSeconds.map { "\(Int($0)) s of audio" } ?? "no audio"))"
                 logger.warning(note, .syncUp(syncUp.id), .meeting(journal.meeting))
                 notes.append(note)
-            } else if MeetingDetails.read(journal.meeting, in: directory) == nil {
-                // Saved, but its details never reached the disk (it was full): the journal has them.
+            } else if (try? MeetingDetails.read(journal.meeting, in: directory)) == nil {
+                // Saved, but its details never reached the disk whole (it was full): the journal has them.
                 state.detailsBeingWritten[journal.meeting] = details
                 let note = "completed a meeting of \"\(syncUp.title)\" whose details had not been written"
                 logger.warning(note, .syncUp(syncUp.id), .meeting(journal.meeting))
