@@ -296,6 +296,8 @@ final class Server {
             if connection.output.count >= Self.sendChunk && !isSocketFull {
                 isSocketFull = !sendQueued(connection)
                 if connection.isClosed { return }
+                // The client has this much to read before it sends again: longer than a busy poll lasts.
+                loop.skipBusyPoll()
             }
             if connection.output.count >= readPauseThreshold {
                 pauseReading(connection, true)
@@ -615,7 +617,10 @@ final class Server {
         {
             events.insert(.readable)
         }
-        if !connection.output.isEmpty { events.insert(.writable) }
+        if !connection.output.isEmpty {
+            events.insert(.writable)
+            loop.skipBusyPoll()
+        }
         loop.modify(watch, for: events)
     }
 
