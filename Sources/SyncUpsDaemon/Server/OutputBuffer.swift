@@ -41,8 +41,13 @@ struct OutputBuffer {
         body(&bytes)
     }
 
-    /// The unsent bytes from the `offset`-th on (offsets as `count` counts them).
-    func suffix(from offset: Int) -> [UInt8] { Array(bytes[(start + offset)...]) }
+    /// A copy of the unsent bytes from the `offset`-th on (offsets as `count` counts them). Always a copy:
+    /// `Array(bytes[...])` of a slice that spans the whole array shares its storage, and a replayed reply
+    /// taken that way kept the buffer shared, so the next append copied all of it (a new, slightly larger
+    /// mapping at every deep batch) and the replay held on to a connection's buffer.
+    func suffix(from offset: Int) -> [UInt8] {
+        bytes.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[(start + offset)...])) }
+    }
 
     /// Sends as much as the non-blocking socket takes; returns the count sent (0 if it would block). An
     /// emptied buffer keeps its capacity until `releaseCapacity(into:)`.

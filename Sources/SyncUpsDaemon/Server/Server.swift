@@ -367,11 +367,7 @@ final class Server {
             // A new array of just the rest: `Array(input[...])` was the same storage, capacity and all (a
             // slice of a whole array converts without a copy), so 300 such connections still held 285 MB.
             if connection.input.capacity > 64 * 1024 && connection.input.count < 16 * 1024 {
-                connection.input = connection.input.withUnsafeBufferPointer { rest in
-                    [UInt8](unsafeUninitializedCapacity: rest.count) { copy, initialized in
-                        initialized = copy.initialize(fromContentsOf: rest)
-                    }
-                }
+                connection.input = connection.input.withUnsafeBufferPointer { Array($0) }
             }
         }
         pauseReading(connection, false)
