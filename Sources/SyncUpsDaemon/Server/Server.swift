@@ -266,6 +266,9 @@ final class Server {
         }
     }
 
+    /// How many replayed lines may pass between two clock reads: a run of them costs a few microseconds.
+    private static let replaysPerClockRead = 32
+
     /// How long one client's pipelined lines may run before everyone else's input gets a turn.
     private let turnBudgetNanoseconds: Int64 = 1_000_000
 
@@ -274,8 +277,8 @@ final class Server {
     /// again, so another client's `ping` waits for one slice, not for the whole backlog.
     ///
     /// The clock is read after every line that did work, and between replayed `status` lines (tens of
-    /// nanoseconds each, where reading it each time was most of the work) at lines further and further
-    /// apart, up to every 32nd; the replays between two reads are one compare-and-copy run (`replayRepeats`).
+    /// nanoseconds each, where reading it each time was most of the work) at every 32nd; the replays
+    /// between two reads are one compare-and-copy run (`replayRepeats`).
     /// So a slice overruns by at most one line that did work plus 31 replays: a run of cheap replays cannot
     /// be followed by a run of expensive lines that no clock read sees (the attack on issue 18 found one of
     /// 31 creates).
@@ -290,7 +293,6 @@ final class Server {
         }
         var handled = 0
         var nextClockRead = 1
-        var clockStride = 1
         var isSocketFull = false
         while !connection.isClosed {
             if connection.output.count >= Self.sendChunk && !isSocketFull {
@@ -309,8 +311,7 @@ final class Server {
                 // In nanoseconds: Duration's arithmetic is 128-bit.
                 let elapsed = lineTime.nanoseconds - start.nanoseconds
                 isOverBudget = elapsed >= turnBudgetNanoseconds
-                clockStride = min(clockStride * 2, 32)
-                nextClockRead += clockStride
+                nextClockRead = handled + Self.replaysPerClockRead
             }
             if isOverBudget && connection.hasPendingLine {
                 connection.isYielding = true
@@ -349,7 +350,6 @@ final class Server {
                     handled += replayRepeats(connection, upTo: nextClockRead - handled)
                 } else {
                     nextClockRead = handled
-                    clockStride = 1
                 }
             }
         }
