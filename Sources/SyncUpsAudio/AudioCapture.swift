@@ -26,6 +26,8 @@ public final class AudioCapture: Sendable {
         public var reconnects = 0
         public var droppedFrames = 0
         public var isDeviceOpen = true
+        /// Why the device is not being recorded (the read or reopen that failed), nil while it is.
+        public var error: String?
         /// The device being recorded, when its name only chose it (`@call` → `call.monitor`).
         public var device: String?
         /// The loudest 100 ms of the last second, RMS in dBFS (nil before any audio or after pure silence).
@@ -44,8 +46,13 @@ public final class AudioCapture: Sendable {
         public static let silenceRMS = 32.0
     }
 
+    /// A read of a sound server's stream that waits this long (five periods) met a server that delivered
+    /// nothing meanwhile.
+    static let stallDuration = Duration.milliseconds(500)
+
     private let device: CaptureDevice
     private let deviceName: String
+    private let start: MonotonicInstant
     private let output: BlockingQueue<AudioChunk>
     private let report: @Sendable (Report) -> Void
     private let isStopping = Atomic(false)
@@ -65,6 +72,7 @@ public final class AudioCapture: Sendable {
     ) throws(ALSAError) {
         self.device = device
         self.deviceName = deviceName
+        self.start = start
         self.output = output
         self.report = report
         do {
@@ -88,6 +96,13 @@ public final class AudioCapture: Sendable {
     }
 
     public var currentStatistics: Statistics { statistics.withLock { $0 } }
+
+    /// The frames of meeting time up to `instant` that the thread has not delivered: what a capture stuck in
+    /// a read (a hung sound server) owes its file when `stop` gives up on it.
+    public func undeliveredFrames(until instant: MonotonicInstant) -> Int {
+        let expected = (instant - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
+        return Int(max(0, expected - currentStatistics.deliveredFrames))
+    }
 
     /// Asks the thread to stop and waits up to `timeout` for it; returns whether it ended. (A read blocked
     /// on a stalled test FIFO can outlive the wait; the thread then ends on its own.)
@@ -144,6 +159,7 @@ public final class AudioCapture: Sendable {
                     statistics.withLock {
                         $0.reconnects += 1
                         $0.isDeviceOpen = true
+                        $0.error = nil
                         $0.device = reopened.device
                     }
                     report(
@@ -161,6 +177,7 @@ public final class AudioCapture: Sendable {
                 clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil)
                 continue
             }
+            let readStarted = MonotonicInstant.now()
             let count = samples.withUnsafeMutableBufferPointer { current.read($0.baseAddress!, Int(period)) }
             if count > 0 {
                 let bytes = samples.withUnsafeBytes { Array($0.prefix(count * AudioFormat.bytesPerFrame)) }
@@ -168,6 +185,16 @@ public final class AudioCapture: Sendable {
                 recentRMS[recentIndex] = rms
                 recentIndex = (recentIndex + 1) % recentRMS.count
                 let loudest = recentRMS.max() ?? 0
+                if let buffered = current.bufferedFrames {
+                    // A sound server that stalled (stopped, hung) captured nothing meanwhile and carries on from
+                    // now: the time it missed becomes silence before this chunk, or the file would fall behind
+                    // the meeting (and the other source's file) for good. A read that waited this long found the
+                    // server's buffer empty, so this chunk is the newest audio; the server's own count of what
+                    // it holds is stale for seconds after a stall (libpulse interpolates through it), so it
+                    // only serves the other reads.
+                    let waited = MonotonicInstant.now() - readStarted >= Self.stallDuration
+                    fillGap(tolerance: Int64(count) + 2 * period + (waited ? 0 : Int64(buffered() ?? 0)))
+                }
                 deliver(bytes, isFiller: false)
                 statistics.withLock {
                     $0.level = loudest > 0 ? ((20 * log10(loudest / 32_768)) * 10).rounded() / 10 : nil
@@ -183,10 +210,12 @@ public final class AudioCapture: Sendable {
                     statistics.withLock { $0.device = opened.device }
                     report(.switched(device: opened.device ?? deviceName))
                 } else {
-                    statistics.withLock { $0.isDeviceOpen = false }
-                    report(
-                        .disconnected(
-                            ALSAError(operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away")))
+                    let error = ALSAError(operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away")
+                    statistics.withLock {
+                        $0.isDeviceOpen = false
+                        $0.error = error.description
+                    }
+                    report(.disconnected(error))
                 }
                 continue
             }
@@ -205,8 +234,12 @@ public final class AudioCapture: Sendable {
             }
             current.close()
             stream = nil
-            statistics.withLock { $0.isDeviceOpen = false }
-            report(.disconnected(ALSAError(operation: "snd_pcm_readi(\(deviceName))", code: error)))
+            let failure = ALSAError(operation: "reading \(deviceName)", code: error)
+            statistics.withLock {
+                $0.isDeviceOpen = false
+                $0.error = failure.description
+            }
+            report(.disconnected(failure))
         }
         stream?.close()
         if stream == nil { fillGap(tolerance: 0) }

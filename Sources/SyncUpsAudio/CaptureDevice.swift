@@ -20,6 +20,10 @@ public struct CaptureStream: Sendable {
     public var close: @Sendable () -> Void
     /// The device actually opened, when the name only chose it (`@call` → `call.monitor`); nil if the name says.
     public var device: String?
+    /// Frames the device has captured that `read` has not returned yet (a sound server's buffer; nil when
+    /// it cannot say now), or no closure where the device reports lost time itself (ALSA's overrun): with
+    /// one, the capture fills what a stalled server never delivered with silence.
+    public var bufferedFrames: (@Sendable () -> Int?)?
 
     /// What `read` returns when the device the name stands for is another one now (a new default sink):
     /// the capture closes the stream and opens the name again at once.
@@ -29,12 +33,14 @@ public struct CaptureStream: Sendable {
         read: @escaping @Sendable (UnsafeMutablePointer<Int16>, Int) -> Int,
         recover: @escaping @Sendable (Int32) -> Int32,
         close: @escaping @Sendable () -> Void,
-        device: String? = nil
+        device: String? = nil,
+        bufferedFrames: (@Sendable () -> Int?)? = nil
     ) {
         self.read = read
         self.recover = recover
         self.close = close
         self.device = device
+        self.bufferedFrames = bufferedFrames
     }
 }
 

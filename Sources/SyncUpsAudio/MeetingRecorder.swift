@@ -32,6 +32,8 @@ public final class MeetingRecorder: Sendable {
     /// What the writer thread has written so far, read by the loop for the session's statistics.
     private final class WriteProgress: Sendable {
         let state = Mutex<(seconds: Double, error: String?)>((0, nil))
+        /// Silence to append at the end: the time a capture that never came back from its read missed.
+        let tailFrames = Mutex(0)
     }
 
     /// Opens the device and creates the WAV; throws if either fails (the session then runs without audio).
@@ -87,7 +89,13 @@ public final class MeetingRecorder: Sendable {
         isStopped.withLock { isStopped in
             guard !isStopped else { return }
             isStopped = true
-            capture.stop()
+            // Still blocked in a read (a sound server that stopped answering): the file is as long as the
+            // meeting all the same, silence for the rest, in step with the other source's. Set before the
+            // queue closes, which is when the writer reads it.
+            let stoppedAt = MonotonicInstant.now()
+            if !capture.stop() {
+                progress.tailFrames.withLock { $0 = capture.undeliveredFrames(until: stoppedAt) }
+            }
             chunks.close()
             writer.join()
         }
@@ -133,6 +141,7 @@ public final class MeetingRecorder: Sendable {
             }
             progress.state.withLock { $0 = (wav.seconds, failure?.description) }
         }
+        unwrittenFrames += progress.tailFrames.withLock { $0 }
         do {
             if unwrittenFrames > 0 { try wav.appendSilence(frames: unwrittenFrames) }
             try wav.finish()

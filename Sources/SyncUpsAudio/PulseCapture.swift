@@ -1,14 +1,13 @@
 import CPulse
 import Glibc
+import SyncUpsPOSIX
+import Synchronization
 
-/// A `pa_simple` record stream. It is used by one thread at a time (opened on the loop's thread for the first
-/// stream, then handed to the capture thread before it starts, as `PCMHandle` is): hence `@unchecked Sendable`.
+/// A `pa_simple` record stream, opened by the capture thread's first read and used by that thread alone
+/// (`AudioCapture` hands a stream to its thread before it starts and never reads it from elsewhere): hence
+/// `@unchecked Sendable`.
 final class SimpleHandle: @unchecked Sendable {
-    let pointer: OpaquePointer
-
-    init(_ pointer: OpaquePointer) {
-        self.pointer = pointer
-    }
+    var pointer: OpaquePointer?
 }
 
 extension CaptureDevice {
@@ -20,43 +19,60 @@ extension CaptureDevice {
     /// Capture through the sound server's own API (libpulse; PipeWire serves it too): S16_LE, 16 kHz, mono,
     /// 100 ms fragments, resampled by the server. `defaultMonitor` and `defaultSource` follow the server's
     /// defaults: when another device becomes the default mid-meeting, the stream's next read returns
-    /// `CaptureStream.deviceChanged` and the capture reopens on the new one. Any other name is a source name.
+    /// `CaptureStream.deviceChanged` and the capture reopens on the new one. Any other name is a source name,
+    /// which must be one of the server's sources (`pa_simple_new` of an unknown name records whatever the
+    /// server picks instead); while it is missing mid-meeting, reads fail and the capture retries.
+    ///
+    /// Opening talks to nobody: the name is checked against the monitor's snapshot, and the stream itself is
+    /// made (`pa_simple_new`) by the first read, on the capture thread. A server that accepts and never
+    /// answers (stopped, hung) holds `pa_simple_new` for libpulse's 30 s timeout: that must not be the event
+    /// loop's time.
     public static func pulse(_ monitor: PulseMonitor) -> CaptureDevice {
         CaptureDevice { (name) throws(ALSAError) in
             guard let snapshot = monitor.snapshot else {
+                monitor.reconnectNow()
                 throw ALSAError(
                     operation: "connecting to the sound server", code: -ECONNREFUSED,
                     message: monitor.error ?? "not connected")
             }
+            let follows = name == defaultMonitor || name == defaultSource
             @Sendable func resolve(_ snapshot: PulseMonitor.Snapshot) -> String? {
                 switch name {
                 case defaultMonitor: snapshot.defaultMonitor
                 case defaultSource: snapshot.defaultSource
-                default: name
+                default: snapshot.sources.contains { $0.name == name } ? name : nil
                 }
             }
             guard let source = resolve(snapshot) else {
                 throw ALSAError(
-                    operation: "finding \(name)", code: -ENODEV, message: "the server has no default device")
+                    operation: "finding \(name)", code: -ENODEV,
+                    message: follows
+                        ? "the server has no default device"
+                        : "the sound server has no source of that name (syncupsctl devices lists them)")
             }
-            var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(AudioFormat.sampleRate), channels: 1)
-            var attributes = pa_buffer_attr(
-                maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
-                fragsize: UInt32(AudioFormat.bytesPerChunk))
-            var error: Int32 = 0
             let streamName = name == defaultMonitor ? "meeting call" : "meeting microphone"
-            guard
-                let simple = pa_simple_new(
-                    nil, "syncupsd", PA_STREAM_RECORD, source, streamName, &spec, nil, &attributes, &error)
-            else {
-                throw pulseError("pa_simple_new(\(source))", error)
-            }
-            let handle = SimpleHandle(simple)
-            let follows = name == defaultMonitor || name == defaultSource
+            let handle = SimpleHandle()
+            let lastRefresh = Mutex(MonotonicInstant.now())
             return CaptureStream(
                 read: { buffer, frames in
-                    if follows, let current = monitor.snapshot.flatMap(resolve), current != source {
-                        return CaptureStream.deviceChanged
+                    if let snapshot = monitor.snapshot, resolve(snapshot) != source {
+                        // Another default (follow it), or the named source went away (wait for it).
+                        return follows && resolve(snapshot) != nil ? CaptureStream.deviceChanged : -Int(ENODEV)
+                    }
+                    if follows {
+                        // Ask for the defaults again once a second: a change whose event was missed is followed.
+                        let now = MonotonicInstant.now()
+                        let isDue = lastRefresh.withLock { last in
+                            guard now - last >= .seconds(1) else { return false }
+                            last = now
+                            return true
+                        }
+                        if isDue { monitor.refresh() }
+                    }
+                    if handle.pointer == nil {
+                        var error: Int32 = 0
+                        handle.pointer = Self.openRecordStream(source, streamName, &error)
+                        guard handle.pointer != nil else { return Int(pulseError("", error).code) }
                     }
                     var error: Int32 = 0
                     guard pa_simple_read(handle.pointer, buffer, frames * AudioFormat.bytesPerFrame, &error) >= 0
@@ -64,10 +80,32 @@ extension CaptureDevice {
                     return frames
                 },
                 recover: { error in error },
-                close: { pa_simple_free(handle.pointer) },
-                device: source
+                close: {
+                    handle.pointer.map(pa_simple_free)
+                    handle.pointer = nil
+                },
+                device: source,
+                bufferedFrames: {
+                    guard let pointer = handle.pointer else { return nil }
+                    var error: Int32 = 0
+                    let microseconds = pa_simple_get_latency(pointer, &error)
+                    guard microseconds != pa_usec_t.max else { return nil }
+                    return Int(microseconds * UInt64(AudioFormat.sampleRate) / 1_000_000)
+                }
             )
         }
+    }
+
+    /// `pa_simple_new` of a record stream from `source`; blocks until the server answers (or libpulse's
+    /// 30 s timeout), so only the capture thread calls it.
+    private static func openRecordStream(_ source: String, _ streamName: String, _ error: inout Int32)
+        -> OpaquePointer?
+    {
+        var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(AudioFormat.sampleRate), channels: 1)
+        var attributes = pa_buffer_attr(
+            maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
+            fragsize: UInt32(AudioFormat.bytesPerChunk))
+        return pa_simple_new(nil, "syncupsd", PA_STREAM_RECORD, source, streamName, &spec, nil, &attributes, &error)
     }
 
     /// A libpulse error code as the closest negative errno, with libpulse's own words.

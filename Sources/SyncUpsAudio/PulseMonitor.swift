@@ -12,7 +12,8 @@ import Synchronization
 /// changes: a new default sink is known within one round trip. The recording itself goes through
 /// `pa_simple` on the capture thread (`CaptureDevice.pulse`), whose blocking reads fit that thread as
 /// `snd_pcm_readi` does; a `pa_simple` has no introspection, hence this second context. When the server goes
-/// away the snapshot becomes nil and the thread reconnects after 1, 2, 4… up to 30 s.
+/// away the snapshot becomes nil and the thread reconnects after 1, 2, 4… up to 30 s, or at once when a
+/// capture asks (`reconnectNow`).
 public final class PulseMonitor: Sendable {
     /// One capture source: a microphone, or the monitor of an output sink.
     public struct Source: Sendable, Equatable {
@@ -58,6 +59,7 @@ public final class PulseMonitor: Sendable {
 
     private let state = Mutex(State())
     private let isStopping = Atomic(false)
+    private let isRefreshRequested = Atomic(false)
     private let wake: WakeSignal
     private let mainloop = Mutex<MainloopBox?>(nil)
     private let thread = Mutex<DedicatedThread?>(nil)
@@ -79,6 +81,20 @@ public final class PulseMonitor: Sendable {
     /// Why there is no snapshot (e.g. "Connection refused"), or nil while connected.
     public var error: String? { state.withLock { $0.error } }
 
+    /// Asks for a connection attempt now rather than after the backoff, while none is connected: a capture
+    /// reopening every second (the server went away mid-meeting) finds it back within a second of its return.
+    public func reconnectNow() {
+        if snapshot == nil { wake.signal() }
+    }
+
+    /// Asks the server for its defaults and sources again, without waiting. A recording capture asks once a
+    /// second: a change of the default sink whose event carried the old name (the server answered before its
+    /// session manager had applied the change) is seen within a second all the same.
+    public func refresh() {
+        isRefreshRequested.store(true, ordering: .relaxed)
+        mainloop.withLock { box in box.map { pa_mainloop_wakeup($0.pointer) } }
+    }
+
     /// Ends the thread (disconnecting) and waits for it.
     public func stop() {
         isStopping.store(true, ordering: .relaxed)
@@ -97,8 +113,9 @@ public final class PulseMonitor: Sendable {
             isFirst = false
             if reachedReady { backoff = .seconds(1) }
             if isStopping.load(ordering: .relaxed) { break }
-            _ = wake.wait(timeout: backoff)
-            backoff = min(backoff * 2, .seconds(30))
+            // A capture waiting to reopen asks for the next attempt now (`reconnectNow`): the backoff is
+            // for an idle daemon on a machine without a server, not for a meeting that records.
+            if !wake.wait(timeout: backoff) { backoff = min(backoff * 2, .seconds(30)) }
         }
     }
 
@@ -151,6 +168,7 @@ public final class PulseMonitor: Sendable {
                     connection.isStale = true
                 }
             }
+            if reachedReady && isRefreshRequested.exchange(false, ordering: .relaxed) { connection.isStale = true }
             if connection.isStale && connection.pendingQueries == 0 {
                 connection.isStale = false
                 connection.query(userdata)

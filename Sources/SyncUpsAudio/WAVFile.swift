@@ -33,8 +33,17 @@ public final class WAVFile {
     }
 
     /// Appends samples (S16_LE bytes).
+    /// A failed write (a full disk) leaves nothing: the part the disk took is cut off again, so the file stays
+    /// as long as `dataBytes` says and what is appended later starts on a whole frame, where its time is.
     public func append(_ bytes: [UInt8]) throws(SystemError) {
-        try fd.writeAll(bytes)
+        do {
+            try fd.writeAll(bytes)
+        } catch {
+            let end = off_t(Int64(Self.headerSize) + dataBytes)
+            _ = ftruncate(fd.rawValue, end)
+            _ = lseek(fd.rawValue, end, SEEK_SET)
+            throw error
+        }
         dataBytes += Int64(bytes.count)
     }
 

@@ -132,10 +132,12 @@ public final class Daemon {
     }
 
     /// The session's settings from `configuration`; a reload keeps the sound server's watcher it started
-    /// (`soundServer`), which a running meeting's streams may be using.
-    private func sessionSettings(_ configuration: Configuration, soundServer: PulseMonitor? = nil)
-        -> SessionController.Settings
-    {
+    /// (`soundServer`), which a running meeting's streams may be using. A watcher started by a reload
+    /// (`--call-audio off` before) does not wait for the server's first answer: that is the loop's time, and a
+    /// server that accepts and never answers held it for the whole wait (1 s).
+    private func sessionSettings(
+        _ configuration: Configuration, soundServer: PulseMonitor? = nil, isReload: Bool = false
+    ) -> SessionController.Settings {
         var settings = SessionController.Settings()
         settings.audioDeviceName = configuration.audioDevice
         settings.cueDeviceName = configuration.playsCue ? configuration.cueDevice : nil
@@ -145,7 +147,7 @@ public final class Daemon {
             settings.serverCaptureDevice = .pulse(soundServer)
         } else if configuration.callAudio != .off {
             do {
-                let monitor = try PulseMonitor()
+                let monitor = try PulseMonitor(waitForFirstAttempt: !isReload)
                 settings.soundServer = monitor
                 settings.serverCaptureDevice = .pulse(monitor)
                 logger.info(
@@ -252,7 +254,8 @@ public final class Daemon {
         current = new
         logger.changeMinimumLevel(to: new.logLevel)
         if !reload.appliedFromNextMeeting.isEmpty {
-            services.session.settings = sessionSettings(new, soundServer: services.session.settings.soundServer)
+            services.session.settings = sessionSettings(
+                new, soundServer: services.session.settings.soundServer, isReload: true)
         }
         if reload.changesAnything {
             let changes =

@@ -41,11 +41,11 @@ struct CallAudioTests {
         return (id, try client.result("session.start", .object(arguments)))
     }
 
-    /// Asks `session.get` until `condition` holds for its session object (10 s at most).
-    static func waitForSession(_ client: RawClient, _ what: String, _ condition: (JSONValue) -> Bool) throws
-        -> JSONValue
-    {
-        let deadline = MonotonicInstant.now() + .seconds(10)
+    /// Asks `session.get` until `condition` holds for its session object (`timeout` at most).
+    static func waitForSession(
+        _ client: RawClient, _ what: String, timeout: Duration = .seconds(10), _ condition: (JSONValue) -> Bool
+    ) throws -> JSONValue {
+        let deadline = MonotonicInstant.now() + timeout
         while MonotonicInstant.now() < deadline {
             let session = try client.result("session.get")
             if condition(session) { return session }
@@ -154,15 +154,22 @@ struct CallAudioTests {
 
         // The sound server crashes and comes back: the meeting goes on, silence fills the gap.
         try graph.kill()
-        _ = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
-        try client.waitUntilElapsed(Int(headphonesAt) + 4)
+        let killedAt = (MonotonicInstant.now() - began).seconds
+        let away = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
+        #expect(away["callAudio"]?["error"]?.stringValue?.isEmpty == false, "says why: \(away["callAudio"] ?? .null)")
+        let awayStatus = try daemon.ctl(["status"]).standardOutput
+        #expect(awayStatus.contains("call:      headphones.monitor, not recording (reading @call: "), "\(awayStatus)")
+        // Away for 16 s, long enough for the sound-server watcher's backoff (1, 2, 4, 8 s) to be 16 s: a
+        // meeting's captures ask it to try every second, so both sources are back within seconds.
+        try client.waitUntilElapsed(Int(killedAt) + 16)
         try graph.restart()
-        let back = try Self.waitForSession(client, "the call recorded again") {
+        let back = try Self.waitForSession(client, "the call recorded again", timeout: .seconds(6)) {
             $0["callAudio"]?["recording"] == true && $0["callAudio"]?["device"] == "call.monitor"
                 && $0["audio"]?["recording"] == true
         }
         #expect(back["callAudio"]?["reconnects"]?.numberValue?.int64 ?? 0 >= 1)
         #expect(back["state"] == "running")
+        #expect(back["callAudio"]?["error"] == .null)
         let callAt = (MonotonicInstant.now() - began).seconds
         try graph.play(tone, into: "call")
         let ending = try client.result("session.end")
@@ -181,6 +188,148 @@ struct CallAudioTests {
         #expect(Self.loudest(call, from: headphonesAt - 0.5, to: headphonesAt + 2) > 0.01, "the headphones' sound")
         #expect(Self.loudest(call, from: callAt - 0.5, to: callAt + 2) > 0.01, "the call's sound after the restart")
         #expect(Self.loudest(microphone, from: 0, to: seconds) < 0.001, "nothing played into the microphone")
+    }
+
+    /// The microphone through ALSA (a steady clock), the call through the graph's server, no transcript.
+    static func daemonWithALSAMicrophone(on graph: PipeWireGraph, _ arguments: [String] = []) throws -> DaemonProcess {
+        try DaemonProcess(
+            arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"] + arguments,
+            environment: graph.environment)
+    }
+
+    @Test func aSoundServerThatStopsAnsweringNeitherHoldsTheLoopNorPutsTheCallOutOfStep() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try Self.daemonWithALSAMicrophone(on: graph)
+        let client = try daemon.client()
+        let (id, _) = try Self.startMeeting(client, seconds: 120, transcribes: false)
+        try client.waitUntilElapsed(1)
+
+        // The server hangs for 4 s of the meeting, then carries on: the call's file gets silence for that time
+        // instead of falling 4 s behind the microphone's.
+        try graph.pause()
+        try client.waitUntilElapsed(5)
+        try graph.resume()
+        _ = try Self.waitForSession(client, "3 s of call audio after the hang") {
+            $0["callAudio"]?["seconds"]?.numberValue?.double ?? 0 >= 7
+        }
+        _ = try client.result("session.end")
+        let ended = try client.nextEvent("session.ended")
+        let base = daemon.dataPath + "/meetings/" + (try #require(ended["data"]?["meeting"]?["id"]?.stringValue))
+        let microphone = try Self.samples(ofWAV: base + ".wav")
+        let call = try Self.samples(ofWAV: base + ".call.wav")
+        #expect(abs(microphone.count - call.count) <= 16_000 / 2, "\(microphone.count) vs \(call.count) frames")
+
+        // Hung at the start of a meeting: libpulse waits 30 s for an answer, which must not be the event
+        // loop's time. The start is sent and not read; another client is answered meanwhile.
+        try graph.pause()
+        let starting = try daemon.client()
+        try starting.send(#"{"id":1,"cmd":"session.start","args":{"syncup":"\#(id)","transcribe":false}}"# + "\n")
+        let other = try daemon.client()
+        #expect(try other.result("ping") != .null)
+        let started = try starting.readJSON()
+        #expect(started["ok"] == true, "\(started)")
+        #expect(started["result"]?["callAudio"]?["state"] == "recording")
+        try graph.resume()
+        let recorded = try Self.waitForSession(other, "the call recorded once the server answers") {
+            $0["callAudio"]?["recording"] == true && $0["callAudio"]?["seconds"]?.numberValue?.double ?? 0 >= 1
+        }
+
+        // Hung when the meeting ends: the call's capture never comes back from its read, and its file still
+        // ends with the meeting, as the microphone's does.
+        try graph.pause()
+        try client.waitUntilElapsed(Int(recorded["secondsElapsed"]?.numberValue?.double ?? 0) + 3)
+        _ = try client.result("session.end")
+        let second = try client.nextEvent("session.ended")
+        let secondBase =
+            daemon.dataPath + "/meetings/" + (try #require(second["data"]?["meeting"]?["id"]?.stringValue))
+        let secondMicrophone = try Self.samples(ofWAV: secondBase + ".wav")
+        let secondCall = try Self.samples(ofWAV: secondBase + ".call.wav")
+        #expect(
+            abs(secondMicrophone.count - secondCall.count) <= 16_000 / 2,
+            "\(secondMicrophone.count) vs \(secondCall.count) frames")
+        try graph.resume()
+    }
+
+    @Test func aCallSourceThatDoesNotExistIsAWarningAndOneThatVanishesIsWaitedFor() throws {
+        let graph = try PipeWireGraph()
+        let module = try graph.pactl(["load-module", "module-null-sink", "sink_name=headphones"])
+            .filter(\.isNumber)
+        // A typo: the server would record some other source under that name, so it is refused.
+        let typo = try Self.daemonWithALSAMicrophone(on: graph, ["--call-audio", "headphnes.monitor"])
+        let (_, refused) = try Self.startMeeting(try typo.client(), seconds: 60, transcribes: false)
+        #expect(refused["callAudio"]?["state"] == "failed")
+        #expect(
+            refused["warnings"]?[0]?.stringValue?.contains("the sound server has no source of that name") == true,
+            "\(refused)")
+        typo.stop()
+
+        // The named source goes away mid-meeting: not recorded (rather than whatever the server moves the
+        // stream to), silence meanwhile, and recorded again once it is back.
+        let daemon = try Self.daemonWithALSAMicrophone(on: graph, ["--call-audio", "headphones.monitor"])
+        let client = try daemon.client()
+        let (_, started) = try Self.startMeeting(client, seconds: 60, transcribes: false)
+        #expect(started["callAudio"]?["device"] == "headphones.monitor")
+        try graph.pactl(["unload-module", module])
+        _ = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
+        try graph.play(try SpeechFixture.say("no blockers for me"), into: "call")
+        try graph.pactl(["load-module", "module-null-sink", "sink_name=headphones"])
+        _ = try Self.waitForSession(client, "the headphones recorded again") {
+            $0["callAudio"]?["recording"] == true && $0["callAudio"]?["reconnects"] == 1
+        }
+        _ = try client.result("session.end")
+        let ended = try client.nextEvent("session.ended")
+        let base = daemon.dataPath + "/meetings/" + (try #require(ended["data"]?["meeting"]?["id"]?.stringValue))
+        let call = try Self.samples(ofWAV: base + ".call.wav")
+        let microphone = try Self.samples(ofWAV: base + ".wav")
+        #expect(Self.loudest(call, from: 0, to: Double(call.count) / 16_000) < 0.001, "nothing from the call sink")
+        #expect(abs(microphone.count - call.count) <= 16_000 / 2, "\(microphone.count) vs \(call.count) frames")
+    }
+
+    @Test func aSoundServerBackAfterALongAbsenceIsRecordedAgainAtOnce() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try Self.daemonWithALSAMicrophone(on: graph)
+        let client = try daemon.client()
+        _ = try Self.startMeeting(client, seconds: 120, transcribes: false)
+        try graph.kill()
+        _ = try Self.waitForSession(client, "the call not recording") { $0["callAudio"]?["recording"] == false }
+        // 16 s away: the sound server's watcher, retrying after 1, 2, 4, 8 s… on its own, would next try at
+        // 31 s, long after the server is back; the capture's retries every second ask it to try at once.
+        try client.waitUntilElapsed(16)
+        try graph.restart()
+        _ = try Self.waitForSession(client, "the call recorded again") { $0["callAudio"]?["recording"] == true }
+    }
+
+    @Test func theMicrophoneNamedAsTheCallIsAWarning() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try DaemonProcess(
+            arguments: ["--no-cue", "--speech-engine", "none", "--call-audio", "mic"], environment: graph.environment)
+        let (_, started) = try Self.startMeeting(try daemon.client(), seconds: 60, transcribes: false)
+        #expect(started["audio"]?["source"] == "mic")
+        #expect(started["callAudio"]?["device"] == "mic")
+        #expect(
+            started["warnings"]?[0]?.stringValue?.hasPrefix("the call's source mic is the microphone itself") == true,
+            "\(started)")
+    }
+
+    @Test func aCrashLeavesTheCallFileWithItsHeaderRepairedAtTheNextStart() throws {
+        let graph = try PipeWireGraph()
+        let first = try Self.daemonWithALSAMicrophone(on: graph)
+        let client = try first.client()
+        let (_, started) = try Self.startMeeting(client, seconds: 600, transcribes: false)
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        try graph.play(try SpeechFixture.say("no blockers for me"), into: "call")
+        #expect(first.stop(signal: SIGKILL) == .signaled(SIGKILL))
+
+        let second = try DaemonProcess(
+            arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"],
+            environment: graph.environment, directory: first.directory)
+        _ = try second.client().result("ping")
+        for name in ["\(meetingID).wav", "\(meetingID).call.wav"] {
+            let wav = try #require(Files.read(second.dataPath + "/meetings/" + name))
+            let dataSize = wav[40..<44].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
+            #expect(Int(dataSize) == wav.count - 44, "\(name)'s header says all it holds")
+            #expect(wav.count > 44 + 16_000, "\(name) holds the audio before the crash")
+        }
     }
 
     @Test func withoutASoundServerRecordsTheMicrophoneThroughALSAAloneAndSaysSo() throws {
@@ -213,5 +362,70 @@ struct CallAudioTests {
             "session.start", ["syncup": try #require(started["syncup"]), "transcribe": false, "call": false])
         #expect(noCall["callAudio"]?["state"] == "off")
         #expect(noCall["callAudio"]?["reason"] == "--no-call")
+    }
+
+    /// A call source that carries nothing (the meeting app plays elsewhere) is `silent` after 10 s, and the
+    /// shipped tmux snippet, unchanged, shows it in a real tmux's status line drawn for a real client; the
+    /// call carrying sound again clears it.
+    @Test(.enabled(if: access("/usr/bin/tmux", X_OK) == 0 && access("/usr/bin/script", X_OK) == 0, "needs tmux"))
+    func aSilentCallShowsInTheSessionAndInTheShippedTmuxStatusLine() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try Self.daemon(on: graph, transcribes: false)
+        let client = try daemon.client()
+        _ = try Self.startMeeting(client, seconds: 120, transcribes: false)
+        let silent = try Self.waitForSession(client, "the call silent", timeout: .seconds(20)) {
+            $0["callAudio"]?["silent"] == true
+        }
+        let callAudio = try #require(silent["callAudio"])
+        #expect(callAudio["device"] == "call.monitor")
+        #expect(callAudio["recording"] == true)
+        #expect(callAudio["level"] == .null, "pure silence has no level")
+        #expect(callAudio["silentSeconds"]?.numberValue?.double ?? 0 >= 10)
+        #expect(callAudio["error"] == .null)
+        let status = try daemon.ctl(["status"]).standardOutput
+        #expect(status.contains("call:      call.monitor, recording, silent for 1"), "\(status)")
+
+        let tmux = TemporaryDirectory("tmux")
+        let socket = tmux.appending("socket")
+        let environment = Subprocess.currentEnvironment().merging([
+            "PATH": BuiltProducts.directory + ":/usr/bin:/bin", "SYNCUPSD_SOCKET": daemon.socketPath,
+            "TERM": "xterm", "HOME": tmux.path,
+        ]) { $1 }
+        func tmuxCommand(_ arguments: [String]) throws {
+            let result = try CommandResult.run("/usr/bin/tmux", ["-S", socket] + arguments, environment: environment)
+            guard result.exitCode == 0 else { throw TestFailure("tmux \(arguments): \(result.standardError)") }
+        }
+        try tmuxCommand(["-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "5"])
+        defer { try? tmuxCommand(["kill-server"]) }
+        try tmuxCommand(["source-file", BuiltProducts.repositoryRoot + "/contrib/tmux/syncups.tmux"])
+        // tmux draws its status line (and runs the snippet's #(…)) only for an attached client: one on a
+        // pseudo-terminal, whose screen is what `script` prints.
+        let attached = try Subprocess(
+            executable: "/usr/bin/script",
+            arguments: ["-qfc", "stty cols 200 rows 5; exec tmux -S \(socket) attach", "/dev/null"],
+            environment: environment, standardInput: .pipe, standardOutput: .pipe, standardError: .null)
+        let screen = try OutputCollector(attached.standardOutput!, name: "tmux-screen")
+        defer {
+            try? tmuxCommand(["kill-server"])
+            _ = attached.wait()
+            screen.join()
+            attached.closeStreams()
+        }
+        #expect(
+            screen.wait(timeout: .seconds(15)) { $0.contains("Ann 1/2 · ") && $0.contains(" · call audio: silent ") },
+            "the status line: \(screen.contents.suffix(400))")
+
+        // The meeting app plays into the call again: not silent any more, in the session and in tmux.
+        try graph.play(try SpeechFixture.say("no blockers for me"), into: "call")
+        _ = try Self.waitForSession(client, "the call not silent") { $0["callAudio"]?["silent"] == false }
+        let drawnBefore = screen.contents.count
+        #expect(
+            screen.wait(timeout: .seconds(15)) { text in
+                // A whole status line drawn since, with the time left and no word of silence.
+                let since = text.dropFirst(drawnBefore)
+                guard let line = since.range(of: "Ann 1/2 · ") else { return false }
+                return since[line.upperBound...].prefix(12).contains(" ")
+                    && !since[line.upperBound...].prefix(40).contains("call audio")
+            }, "the status line after the call carried sound: \(screen.contents.suffix(400))")
     }
 }

@@ -338,19 +338,3 @@ import Testing
         #expect(!Files.exists(target))
     }
 }
-
-/// A tmpfs of a few hundred KiB on a temporary directory, to fill. Needs root.
-struct SmallDisk {
-    let directory = TemporaryDirectory("full")
-
-    init(size: String) throws {
-        guard mount("tmpfs", directory.path, "tmpfs", 0, "size=\(size),mode=0700") == 0 else {
-            throw TestFailure("cannot mount a tmpfs: \(Errno.current)")
-        }
-    }
-
-    func unmount() { umount2(directory.path, Int32(MNT_DETACH)) }
-
-    var path: String { directory.path }
-    func appending(_ name: String) -> String { directory.appending(name) }
-}

@@ -14,6 +14,34 @@ import Testing
         )
     }
 
+    @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root (CI runs as root)"))
+    func aWriteTheFullDiskTakesOnlyPartOfLeavesNothingBehind() throws {
+        let disk = try SmallDisk(size: "64k")
+        defer { disk.unmount() }
+        let wav = try WAVFile(creating: disk.appending("full.wav"))
+        // Room for a little less than the next chunks: the disk takes part of one, then refuses.
+        let filler = open(disk.appending("filler"), O_WRONLY | O_CREAT, 0o600)
+        _ = write(filler, [UInt8](repeating: 1, count: 64 * 1024 - 8192), 64 * 1024 - 8192)
+        close(filler)
+        let chunk = SpeechFixture.pattern(seconds: 0.1)
+        var failed = false
+        for _ in 0..<10 where !failed {
+            do { try wav.append(chunk) } catch { failed = true }
+        }
+        #expect(failed, "the disk filled")
+        let size = { () -> Int64 in
+            var info = stat()
+            stat(disk.appending("full.wav"), &info)
+            return Int64(info.st_size)
+        }
+        #expect(size() == Int64(WAVFile.headerSize) + wav.dataBytes, "no part of the refused chunk stays")
+        // With room again, what follows lands on whole frames, where the header says it ends.
+        unlink(disk.appending("filler"))
+        try wav.append(chunk)
+        try wav.finish()
+        #expect(size() == Int64(WAVFile.headerSize) + wav.dataBytes)
+    }
+
     @Test func keepsAFileThatWasNeverFinishedPlayable() throws {
         let directory = TemporaryDirectory("wav")
         let path = directory.appending("crash.wav")

@@ -34,6 +34,18 @@ import Testing
                 == "Ann & Bob call audio: silent")
     }
 
+    /// Every shipped bar config uses the default text, so each shows the silent call without a change.
+    @Test(arguments: [StatusLine.Format.polybar, .tmux, .waybar, .i3blocks])
+    func theDefaultTextEndsInCallAudioSilentOnlyWhileTheCallIsSilent(format: StatusLine.Format) throws {
+        guard case .object(var object) = session else { return }
+        object["callAudio"] = ["state": "recording", "silent": false, "silentSeconds": 4]
+        #expect(!StatusLine().render(.meeting(.object(object)), format: format).contains("call audio"))
+        object["callAudio"] = ["state": "off", "reason": "--no-call", "device": nil, "recording": false]
+        #expect(!StatusLine().render(.meeting(.object(object)), format: format).contains("call audio"))
+        object["callAudio"] = ["state": "recording", "silent": true, "silentSeconds": 12]
+        #expect(StatusLine().render(.meeting(.object(object)), format: format).contains("11:48 · call audio: silent"))
+    }
+
     @Test func escapesPangoMarkupForWaybar() {
         let line = StatusLine().render(.meeting(session), format: .waybar)
         let object = try? JSONParser().parse(line)

@@ -89,7 +89,7 @@ extension SessionMachine {
         #expect(machine.recognizer == .stopping)
         #expect(
             machine.handle(.speechRecognized(.init(isFinal: true, text: "I completed the project")))
-                == [.publish(.transcript), .writeJournal])
+                == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
         let effects = machine.handle(.recognizerFinished)
         #expect(effects == saved(.finished(meeting("I completed the project")), machine, waited: true))
     }
@@ -321,6 +321,47 @@ extension SessionMachine {
         let ending = try machine.request(.end(.save))
         #expect(!ending.contains(.finishRecognizer))
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
+    }
+
+    /// A recognizer behind the meeting (a loaded machine: 28 s behind in `syncups-bench --only callaudio`)
+    /// still holds the end of the meeting in its queue when the save begins: each word it gives re-arms the
+    /// wait, so the last speaker's words are not cut off 20 s after the end while it works through them.
+    @Test func aSaveWaitsForARecognizerThatKeepsGivingWordsAndNoLongerThanTheLongestSettle() throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        _ = try machine.request(.end(.save))
+        #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
+        let late = RecognizedSpeech(isFinal: true, text: "the remote side", start: 1, end: 2)
+        #expect(
+            machine.handle(.speechRecognized(late), at: 15)
+                == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
+        let partial = RecognizedSpeech(isFinal: false, text: "still", start: 3, end: 4)
+        #expect(
+            machine.handle(.speechRecognized(partial), at: 30) == [.publish(.transcript), .armSettleTimeout(.saving)])
+        // A recognizer that talks on forever does not hold the save past the longest settle.
+        let endless = RecognizedSpeech(isFinal: false, text: "still going", start: 3, end: 5)
+        #expect(
+            machine.handle(.speechRecognized(endless), at: SessionMachine.longestSettle + 1) == [.publish(.transcript)])
+        #expect(machine.pendingEnding != nil)
+        let effects = machine.handle(.recognizerFinished)
+        #expect(effects.last == .publish(.ended(.saved(machine.meeting))))
+        #expect(machine.transcript == "the remote side still going")
+    }
+
+    /// The daemon stopping keeps its few seconds: systemd's stop timeout does not wait for a slow recognizer.
+    @Test func theWaitOfAStoppingDaemonIsNotExtendedByWords() throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        _ = try machine.request(.end(.save))
+        _ = machine.handle(.daemonStopping)
+        _ = machine.handle(.recorderStopped)
+        let late = RecognizedSpeech(isFinal: true, text: "late", start: 1, end: 2)
+        #expect(machine.handle(.speechRecognized(late), at: 3) == [.publish(.transcript), .writeJournal])
+    }
+
+    /// During the meeting, words re-arm nothing: there is no wait.
+    @Test func wordsDuringTheMeetingArmNoWait() {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        let words = RecognizedSpeech(isFinal: true, text: "hello", start: 0, end: 1)
+        #expect(machine.handle(.speechRecognized(words)) == [.publish(.transcript), .writeJournal])
     }
 
     @Test func theDaemonStoppingSavesTheMeetingAsInterruptedWithinTheShorterWait() throws {

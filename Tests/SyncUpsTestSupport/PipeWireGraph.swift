@@ -40,9 +40,23 @@ public final class PipeWireGraph {
     /// Starts the server and the graph again after `kill`.
     public func restart() throws { try run("restart") }
 
+    /// SIGSTOPs `pipewire-pulse`: its socket still accepts, nothing answers (a hung or overloaded server).
+    public func pause() throws { try signalPulseServer(SIGSTOP) }
+
+    /// SIGCONTs it after `pause`.
+    public func resume() throws { try signalPulseServer(SIGCONT) }
+
+    private func signalPulseServer(_ signal: Int32) throws {
+        let text = Files.readString(directory.appending("pipewire-pulse.pid"))
+        guard let pid = text.flatMap({ pid_t($0.filter(\.isNumber)) }), Glibc.kill(pid, signal) == 0 else {
+            throw TestFailure("cannot signal pipewire-pulse (pid file: \(text ?? "none"))")
+        }
+    }
+
     public func stop() {
         guard !isStopped else { return }
         isStopped = true
+        try? resume()
         _ = try? run("stop")
     }
 

@@ -7,8 +7,8 @@
 # Redraw the status line, and so run the command below, every second.
 set -g status-interval 1
 
-# Leave room for the meeting: "#[fg=##…,bg=##…] Blob Jr 2/6 · 11:48 (paused) #[default]" and
-# the clock.
+# Leave room for the meeting: "#[fg=##…,bg=##…] Blob Jr 2/6 · 11:48 (paused) #[default]",
+# "… · call audio: silent" while a recorded call has carried nothing for 10 s, and the clock.
 set -g status-right-length 80
 
 # Put the meeting in front of the clock. --once prints the current line and exits. During a

@@ -45,6 +45,8 @@ extension Syncupsctl {
 
                 Template placeholders: \(StatusLine.placeholders.map { "{\($0)}" }.joined(separator: " ")).
                 {stateSuffix} is empty while the timer runs, " (paused)" or " (ending)" otherwise;
+                {callAudioSuffix} is empty unless the call source has carried nothing for 10 s
+                (" · call audio: silent"), {callAudio} the same without the separator;
                 {{ and }} are literal braces. Format names may be in any case; an unknown name or
                 placeholder is a usage error.
 

@@ -210,13 +210,15 @@ extension Format {
         return "\(device), not recording\(audio?["error"]?.stringValue.map { " (\($0))" } ?? "")"
     }
 
-    /// `call.monitor, recording`, `call.monitor, recording, silent for 12 s`, or `off (why)`.
+    /// `call.monitor, recording`, `call.monitor, recording, silent for 12 s`, `call.monitor, not recording
+    /// (why)`, or `off (why)`.
     static func callAudioState(_ session: JSONValue) -> String? {
         guard let call = session["callAudio"], call != .null else { return nil }
         guard call["state"] == "recording" else {
             return "\(string(call["state"]))\(call["reason"]?.stringValue.map { " (\($0))" } ?? "")"
         }
         var text = "\(string(call["device"])), \(call["recording"] == true ? "recording" : "not recording")"
+        if let error = call["error"]?.stringValue { text += " (\(error))" }
         if call["silent"] == true {
             text += ", silent for \(Int(call["silentSeconds"]?.numberValue?.double ?? 0)) s (the wrong device?)"
         }

@@ -33,8 +33,11 @@ public struct StatusLine: Sendable, Equatable {
         case offline
     }
 
-    /// The text for bars that show one: `Blob Jr 2/6 · 11:48` by default, `Blob Jr 2/6 · 11:48 (paused)` paused.
-    public var textTemplate = "{speaker} {speakerNumber}/{speakerCount} · {remaining}{stateSuffix}"
+    /// The text for bars that show one: `Blob Jr 2/6 · 11:48` by default, `Blob Jr 2/6 · 11:48 (paused)` paused,
+    /// `Blob Jr 2/6 · 11:48 · call audio: silent` while the call source has carried nothing for 10 s.
+    public static let defaultTextTemplate =
+        "{speaker} {speakerNumber}/{speakerCount} · {remaining}{stateSuffix}{callAudioSuffix}"
+    public var textTemplate = defaultTextTemplate
     public var idleText = "no meeting"
     public var offlineText = "syncupsd offline"
 
@@ -44,6 +47,7 @@ public struct StatusLine: Sendable, Equatable {
     public static let placeholders = [
         "title", "speaker", "speakerNumber", "speakerCount", "elapsed", "remaining", "duration", "progress",
         "state", "stateSuffix", "theme", "main", "accent", "transcript", "callAudio",
+        "callAudioSuffix",
     ]
 
     /// The values of the placeholders for a session object.
@@ -51,6 +55,7 @@ public struct StatusLine: Sendable, Equatable {
         func int(_ key: String) -> Int { session[key]?.numberValue?.int64.map(Int.init) ?? 0 }
         let speaker = session["speaker"]?["name"]?.stringValue ?? ""
         let state = session["state"]?.stringValue ?? ""
+        let isCallSilent = session["callAudio"]?["silent"] == true
         return [
             "title": session["title"]?.stringValue ?? "",
             "speaker": speaker.isEmpty ? "(no name)" : speaker,
@@ -67,7 +72,8 @@ public struct StatusLine: Sendable, Equatable {
             "accent": session["theme"]?["accent"]?.stringValue ?? "",
             "transcript": session["transcript"]?.stringValue ?? "",
             // Empty unless the call source has carried nothing for 10 s: the usual sign of a wrong device.
-            "callAudio": session["callAudio"]?["silent"] == true ? "call audio: silent" : "",
+            "callAudio": isCallSilent ? "call audio: silent" : "",
+            "callAudioSuffix": isCallSilent ? " · call audio: silent" : "",
         ]
     }
 

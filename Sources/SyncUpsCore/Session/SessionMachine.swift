@@ -149,6 +149,13 @@ public struct SessionMachine: Sendable, Equatable {
     public private(set) var pendingEnding: Ending?
     /// The settle timeout is armed (and must be cancelled when the parts are done first).
     private var isSettleTimeoutArmed = false
+    /// Which wait is armed, and when (meeting time) the save began waiting.
+    private var armedDeadline = SettleDeadline.saving
+    private var settleBegan = 0.0
+
+    /// The longest an ordinary save waits for a recognizer that keeps giving words, in seconds. Its queue
+    /// holds 30 s of audio at most, which a recognizer at a quarter of real time works through in two minutes.
+    public static let longestSettle = 300.0
 
     /// A new session, running from its first second; perform the returned effects (and start the timer).
     /// `records` and `transcribes` say whether a recorder and a recognizer run for it.
@@ -247,7 +254,13 @@ public struct SessionMachine: Sendable, Equatable {
         case .speechRecognized(let speech):
             guard isTranscribing, recognizer != .stopped, record.add(speech) else { return [] }
             // Every final goes to the journal, even one that only settles the provisional text as it was.
-            return speech.isFinal ? [.publish(.transcript), .writeJournal] : [.publish(.transcript)]
+            let effects: [Effect] = speech.isFinal ? [.publish(.transcript), .writeJournal] : [.publish(.transcript)]
+            // A recognizer that is behind (a loaded machine) still works through the audio queued for it: an
+            // ordinary save waits as long as it gives words, the timeout counting from its latest.
+            let isWorkingThroughBacklog =
+                pendingEnding != nil && isSettleTimeoutArmed && armedDeadline == .saving
+                && time - settleBegan < Self.longestSettle
+            return effects + (isWorkingThroughBacklog ? [.armSettleTimeout(.saving)] : [])
         case .speechFailed(let message):
             guard isTranscribing else { return [] }
             isTranscribing = false
@@ -277,6 +290,7 @@ public struct SessionMachine: Sendable, Equatable {
             guard pendingEnding != nil else { return end(.interrupted(meeting), at: time, deadline: .stopping) }
             // Already being saved as the user asked (or as time ran out): it stays that, with a shorter wait.
             guard isSettleTimeoutArmed else { return [] }
+            armedDeadline = .stopping
             return [.armSettleTimeout(.stopping)]
         }
     }
@@ -294,6 +308,8 @@ public struct SessionMachine: Sendable, Equatable {
         var effects: [Effect] = (wasRunning ? [.stopTimer] : []) + (wasEnding ? [] : [.publish(.ending)])
         guard recorder == .running || recognizer == .running else { return effects + settle(at: time) }
         isSettleTimeoutArmed = true
+        armedDeadline = deadline
+        settleBegan = time
         effects.append(.armSettleTimeout(deadline))
         return effects + settle(at: time)
     }

@@ -1,3 +1,4 @@
+import Glibc
 import SyncUpsAudio
 import SyncUpsCore
 import SyncUpsPOSIX
@@ -45,7 +46,12 @@ enum MeetingRecovery {
             if syncUp.meeting(journal.meeting) == nil {
                 var audioSeconds: Double? = nil
                 let audio = directory.sidecar(journal.meeting, MeetingFiles.audio)
-                if journal.hasAudio { audioSeconds = try? WAVFile.repair(audio) }
+                if journal.hasAudio {
+                    audioSeconds = try? WAVFile.repair(audio)
+                    // The call's file, beside it when the meeting recorded the call, was left the same way.
+                    let call = directory.sidecar(journal.meeting, MeetingFiles.callAudio)
+                    if access(call, F_OK) == 0 { _ = try? WAVFile.repair(call) }
+                }
                 let meeting = Meeting(id: journal.meeting, date: journal.date, transcript: journal.transcript)
                 state.insertMeeting(meeting, into: syncUp.id)
                 var interrupted = details

@@ -45,8 +45,14 @@ extension SessionController {
             session.mixer = mixer
             session.callAudio = .recording
         } catch {
-            session.callAudio = .failed(error.description)
-            warnings.append("recording without the call: \(error)")
+            // `RecorderError` speaks of the microphone; this is the call's source.
+            let reason: String
+            switch error {
+            case .device(let error): reason = "cannot open the call's source: \(error)"
+            case .file: reason = error.description
+            }
+            session.callAudio = .failed(reason)
+            warnings.append("recording without the call: \(reason)")
         }
     }
 
@@ -78,7 +84,7 @@ extension SessionController {
             Self.levelFields(statistics.capture, into: &object)
             // A call source that carries nothing for this long is probably the wrong device.
             object.append("silent", .bool(statistics.capture.silentSeconds >= Self.silentCallSeconds))
-            object.append("error", .optional(statistics.writeError))
+            object.append("error", .optional(statistics.writeError ?? statistics.capture.error))
         } else {
             object.append("device", .null)
             object.append("recording", false)

@@ -179,6 +179,14 @@ final class SessionController {
                 session.callRecorder = nil
                 session.mixer = nil
             }
+            if let source = session.callRecorder?.statistics.capture.device,
+                source == session.recorder?.statistics.capture.device
+            {
+                // `--call-audio` naming the default microphone: recorded twice, and the call not at all.
+                warnings.append(
+                    "the call's source \(source) is the microphone itself: the call is not recorded (syncupsctl devices lists the monitors)"
+                )
+            }
         } else {
             session.callAudio = .off("the meeting records no audio")
         }
