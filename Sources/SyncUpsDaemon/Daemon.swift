@@ -65,6 +65,7 @@ public final class Daemon {
         limits.maxConnections = configuration.maxConnections
         limits.maxSubscribers = max(limits.maxSubscribers, configuration.maxConnections)
         FileDescriptorLimit.raiseToHardLimit()
+        Memory.mapLargeBlocksSeparately()
         let server = Server(loop: loop, limits: limits, version: SyncUpsVersion.current, logger: logger)
         // Every published event may change the one-line status systemd shows.
         var updateStatus: () -> Void = {}

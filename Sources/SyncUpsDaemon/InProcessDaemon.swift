@@ -19,7 +19,7 @@ public final class InProcessDaemon {
     /// unsent output at which a client's reading pauses, and `limits` the server's (smaller in tests, to reach
     /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests).
     public init(
-        dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 256 * 1024,
+        dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 192 * 1024,
         limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system
     ) throws {
         loop = try EventLoop()
@@ -88,6 +88,16 @@ public final class InProcessDaemon {
     public func turn(waitingUpTo timeoutMilliseconds: CInt = 0) -> Int {
         loop.runOnce(timeoutMilliseconds: timeoutMilliseconds)
     }
+
+    /// What the server holds in buffers: each connection's input and output capacity, in bytes, and its
+    /// one spare output buffer's.
+    public var bufferCapacities: (connections: [(input: Int, output: Int)], spareOutput: Int) {
+        let connections = server.connections.values.sorted { $0.number < $1.number }
+        return (connections.map { ($0.input.capacity, $0.output.capacity) }, server.spareOutputCapacity)
+    }
+
+    /// How many `send` calls the server has made to its clients so far.
+    public var sendCalls: Int { server.sendCalls }
 
     /// The sync-ups' ids, in order, as the owner holds them now.
     public var syncUpIDs: [String] { services.state.syncUps.map(\.id.description) }

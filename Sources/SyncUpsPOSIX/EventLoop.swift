@@ -208,7 +208,8 @@ public final class EventLoop {
         isRunning = true
         while isRunning {
             let waitStart = MonotonicInstant.now()
-            guard runOnce(timeoutMilliseconds: -1) > 0 else { continue }
+            isBusyPollSkipped = false
+            guard runOnce(timeoutMilliseconds: -1) > 0, !isBusyPollSkipped else { continue }
             // Events coming faster than every few tens of microseconds mean a client in a request loop.
             // Sleeping between them costs a wake-up each time (about 25 µs on a virtual machine, more than the
             // work itself), so poll without sleeping for a moment first. An idle daemon, or one with an event
@@ -216,10 +217,22 @@ public final class EventLoop {
             guard busyPollWindow > .zero, MonotonicInstant.now() - waitStart < busyPollWindow * 4 else { continue }
             let deadline = MonotonicInstant.now() + busyPollWindow
             while isRunning && MonotonicInstant.now() < deadline {
+                busyPolls += 1
                 if runOnce(timeoutMilliseconds: 0) > 0 { break }
             }
         }
     }
+
+    /// Tells `run()` to sleep after this turn rather than poll: what comes next is further off than the
+    /// window (a client reading a deep batch's replies, or a socket it must drain first), and polling would
+    /// only take a core from that client.
+    public func skipBusyPoll() {
+        isBusyPollSkipped = true
+    }
+
+    private var isBusyPollSkipped = false
+    /// How many times `run()` has polled without waiting (for tests).
+    public private(set) var busyPolls = 0
 
     /// How long `run()` keeps polling after a batch that came hard on the heels of the previous one. It buys
     /// the request round trip's lead over MPD (without it the p50 was on par with MPD's, the kernel's wake-up

@@ -55,6 +55,26 @@ import Testing
         #expect(!loop.hasDeferredWork)
     }
 
+    /// After an input that arrived right away, `run()` polls without sleeping for the busy-poll window,
+    /// unless the handler said the next input is further off (`skipBusyPoll`): then it sleeps at once.
+    @Test(arguments: [false, true])
+    func pollsAfterAQuickInputUnlessTheHandlerSaysTheNextIsFarOff(skips: Bool) throws {
+        let loop = try EventLoop(busyPollWindow: .seconds(5))
+        let pipe = try Pipe()
+        try pipe.watch(on: loop) {
+            if skips { loop.skipBusyPoll() }
+            // Ends the run: through a timer, which a sleeping loop wakes for and a polling one sees.
+            loop.schedule(after: .milliseconds(20)) { loop.stop() }
+        }
+        try pipe.poke()
+        loop.run()
+        if skips {
+            #expect(loop.busyPolls == 0)
+        } else {
+            #expect(loop.busyPolls > 0)
+        }
+    }
+
     @Test func runsWorkGivenWayOnlyAfterTheNextPollsInput() throws {
         let loop = try EventLoop()
         let pipe = try Pipe()

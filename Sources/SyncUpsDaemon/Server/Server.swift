@@ -75,8 +75,28 @@ final class Server {
     /// requests without reading replies cannot make the daemon buffer without bound; it resumes once the
     /// client has read it down to half.
     let readPauseThreshold: Int
+    /// The default `readPauseThreshold`: under the 208 KiB a Unix socket's send buffer holds by default
+    /// (`net.core.wmem_default`), so a socket the client has drained takes all of it in one `send`. At
+    /// 256 KiB a deep batch filled the socket at every pause and waited for `EPOLLOUT` each time.
+    static let defaultReadPauseThreshold = 192 * 1024
+    /// While a batch runs, its output is sent whenever this much is queued: the client reads the first
+    /// replies while the rest are encoded. Large, because every `send` wakes the client (at 32 KiB the sends
+    /// of a 4,096-line batch cost more than the batch's own work).
+    static let sendChunk = 128 * 1024
+    /// An empty output buffer takes the spare (`OutputBuffer.adopt`) when this much input waits: a batch of
+    /// about 100 `status` lines and more.
+    private static let deepBatchInputBytes = 2048
+    /// The one big output buffer no connection uses now (`OutputBuffer.releaseCapacity(into:)`).
+    private var spareOutput: [UInt8] = []
+    /// Its capacity: with every connection's, what the server holds for output between batches.
+    var spareOutputCapacity: Int { spareOutput.capacity }
+    /// How many `send` calls the server has made to clients (for tests: how many writes a batch took).
+    private(set) var sendCalls = 0
 
-    init(loop: EventLoop, limits: Limits, version: String, logger: Logger, readPauseThreshold: Int = 256 * 1024) {
+    init(
+        loop: EventLoop, limits: Limits, version: String, logger: Logger,
+        readPauseThreshold: Int = Server.defaultReadPauseThreshold
+    ) {
         self.loop = loop
         self.limits = limits
         self.readPauseThreshold = readPauseThreshold
@@ -246,6 +266,9 @@ final class Server {
         }
     }
 
+    /// How many replayed lines may pass between two clock reads: a run of them costs a few microseconds.
+    private static let replaysPerClockRead = 32
+
     /// How long one client's pipelined lines may run before everyone else's input gets a turn.
     private let turnBudgetNanoseconds: Int64 = 1_000_000
 
@@ -253,18 +276,31 @@ final class Server {
     /// at most: a backlog of expensive requests (thousands of deletes) continues after the loop has polled
     /// again, so another client's `ping` waits for one slice, not for the whole backlog.
     ///
-    /// The clock is read after every line that did work, and between replayed `status` lines (a few hundred
-    /// nanoseconds each, where reading it each time was a tenth of the work) at lines further and further
-    /// apart, up to every 32nd, while the slice is under a sixteenth of its budget. So a slice overruns by
-    /// at most one line that did work plus 31 replays: a run of cheap replays cannot be followed by a run of
-    /// expensive lines that no clock read sees (the attack on issue 18 found one of 31 creates).
+    /// The clock is read after every line that did work, and between replayed `status` lines (tens of
+    /// nanoseconds each, where reading it each time was most of the work) at every 32nd; the replays
+    /// between two reads are one compare-and-copy run (`replayRepeats`).
+    /// So a slice overruns by at most one line that did work plus 31 replays: a run of cheap replays cannot
+    /// be followed by a run of expensive lines that no clock read sees (the attack on issue 18 found one of
+    /// 31 creates).
+    ///
+    /// Output is sent whenever `sendChunk` is queued, while the batch goes on, unless the socket was full
+    /// (then reading pauses at `readPauseThreshold`, and the batch goes on once the client has read).
     private func processInput(_ connection: Connection) {
         let start = loop.now()
         lineTime = start
+        if connection.input.count - connection.inputStart >= Self.deepBatchInputBytes {
+            connection.output.adopt(&spareOutput)
+        }
         var handled = 0
         var nextClockRead = 1
-        var clockStride = 1
+        var isSocketFull = false
         while !connection.isClosed {
+            if connection.output.count >= Self.sendChunk && !isSocketFull {
+                isSocketFull = !sendQueued(connection)
+                if connection.isClosed { return }
+                // The client has this much to read before it sends again: longer than a busy poll lasts.
+                loop.skipBusyPoll()
+            }
             if connection.output.count >= readPauseThreshold {
                 pauseReading(connection, true)
                 return
@@ -275,8 +311,7 @@ final class Server {
                 // In nanoseconds: Duration's arithmetic is 128-bit.
                 let elapsed = lineTime.nanoseconds - start.nanoseconds
                 isOverBudget = elapsed >= turnBudgetNanoseconds
-                clockStride = elapsed * 16 < turnBudgetNanoseconds ? min(clockStride * 2, 32) : 1
-                nextClockRead += clockStride
+                nextClockRead = handled + Self.replaysPerClockRead
             }
             if isOverBudget && connection.hasPendingLine {
                 connection.isYielding = true
@@ -309,9 +344,12 @@ final class Server {
                 let wasReplayed = connection.input.withUnsafeBytes { bytes in
                     handleLine(UnsafeRawBufferPointer(rebasing: bytes[searchStart..<end]), from: connection)
                 }
-                if !wasReplayed {
+                if wasReplayed {
+                    // The same line again up to the next clock read: nothing has run since the replay was
+                    // vouched for and the clock has not moved, so its generation still holds.
+                    handled += replayRepeats(connection, upTo: nextClockRead - handled)
+                } else {
                     nextClockRead = handled
-                    clockStride = 1
                 }
             }
         }
@@ -326,8 +364,10 @@ final class Server {
             connection.inputStart = 0
             // A long line read once must not hold its megabyte for the connection's life: an idle
             // connection keeps at most 64 KiB (1,000 connections that each sent a 900 KiB line held 1.2 GB).
+            // A new array of just the rest: `Array(input[...])` was the same storage, capacity and all (a
+            // slice of a whole array converts without a copy), so 300 such connections still held 285 MB.
             if connection.input.capacity > 64 * 1024 && connection.input.count < 16 * 1024 {
-                connection.input = Array(connection.input[...])
+                connection.input = connection.input.withUnsafeBufferPointer { Array($0) }
             }
         }
         pauseReading(connection, false)
@@ -379,6 +419,34 @@ final class Server {
         }
         checkOutputLimit(connection)
         return false
+    }
+
+    /// After a replayed line: answers the lines right after it that are the same bytes again (each with its
+    /// newline, at most `limit`) with the same reply, all appended at once; returns how many. What a status
+    /// bar or a script sending `status` in a batch costs per line is then a compare and a copy.
+    private func replayRepeats(_ connection: Connection, upTo limit: Int) -> Int {
+        guard let replay, limit > 0 else { return 0 }
+        let line = replay.line
+        let length = line.count
+        let start = connection.inputStart
+        let (end, count) = connection.input.withUnsafeBytes { input in
+            line.withUnsafeBytes { line in
+                var offset = start
+                var count = 0
+                while count < limit, input.count - offset > length, input[offset + length] == 0x0A,
+                    memcmp(input.baseAddress! + offset, line.baseAddress!, length) == 0
+                {
+                    offset += length + 1
+                    count += 1
+                }
+                return (offset, count)
+            }
+        }
+        guard count > 0 else { return 0 }
+        connection.inputStart = end
+        connection.output.append(replay.reply, times: count)
+        checkOutputLimit(connection)
+        return count
     }
 
     private func checkOutputLimit(_ connection: Connection) {
@@ -457,21 +525,11 @@ final class Server {
     /// a paused reader that has caught up resumes on the loop's next turn.
     func flush(_ connection: Connection) {
         guard !connection.isClosed else { return }
-        while !connection.output.isEmpty {
-            let sent: Int
-            do {
-                sent = try connection.output.send(to: connection.fd)
-            } catch {
-                close(
-                    connection,
-                    reason: error.errno == .brokenPipe || error.errno == .connectionReset
-                        ? nil : "send failed: \(error)")
-                return
-            }
-            if sent == 0 { break }
-            connection.lastProgress = loop.now()
-        }
+        sendQueued(connection)
+        if connection.isClosed { return }
         if connection.output.isEmpty {
+            // Not in `sendQueued`: a batch that sends as it goes keeps its buffer until it is done.
+            connection.output.releaseCapacity(into: &spareOutput)
             if let timer = connection.stallTimer {
                 loop.cancel(timer)
                 connection.stallTimer = nil
@@ -487,6 +545,28 @@ final class Server {
             resumeReading(connection)
         }
         updateInterest(connection)
+    }
+
+    /// Sends what the socket takes now, nothing else: no timers, no interest. Returns false when the socket
+    /// is full (output remains) or the connection was closed on an error.
+    @discardableResult
+    private func sendQueued(_ connection: Connection) -> Bool {
+        while !connection.output.isEmpty {
+            let sent: Int
+            do {
+                sendCalls += 1
+                sent = try connection.output.send(to: connection.fd)
+            } catch {
+                close(
+                    connection,
+                    reason: error.errno == .brokenPipe || error.errno == .connectionReset
+                        ? nil : "send failed: \(error)")
+                return false
+            }
+            if sent == 0 { return false }
+            connection.lastProgress = loop.now()
+        }
+        return true
     }
 
     /// Lets a paused connection read again, and handles the lines it already sent on the loop's next turn
@@ -533,7 +613,10 @@ final class Server {
         {
             events.insert(.readable)
         }
-        if !connection.output.isEmpty { events.insert(.writable) }
+        if !connection.output.isEmpty {
+            events.insert(.writable)
+            loop.skipBusyPoll()
+        }
         loop.modify(watch, for: events)
     }
 
