@@ -144,15 +144,17 @@ struct Bench {
 
     static func limit(scale: Double, rounds: Int) throws -> JSONValue {
         let tool = try LimitBench.build()
-        let total = 20_000
+        // At least 40 batches at every depth: 20,000 requests are only five batches of 4,096, too few to time.
+        func total(_ batch: Int) -> Int { max(20_000, 40 * batch) }
         let probe = try Daemon.syncupsd()
         let replyBytes = try LimitBench.statusReplyBytes(probe.socketPath)
         probe.stop()
         print(
             "\n== Against the limit: a C epoll server answering each line with a fixed \(replyBytes)-byte line (syncupsd's"
         )
-        print("   status reply); a C client writes B status requests, then reads the B replies, \(total) requests;")
-        print("   round trips one at a time; medians of \(rounds) interleaved rounds; ×: the ratio to the limit")
+        print("   status reply); a C client writes B status requests, then reads the B replies, \(total(1)) requests")
+        print("   (\(total(LimitBench.batches.last!)) at B=\(LimitBench.batches.last!)); round trips one at a time;")
+        print("   medians of \(rounds) interleaved rounds; ×: the ratio to the limit")
         let names = ["limit", "syncupsd", "syncupsd --busy-poll 0", "MPD"]
         var rates = [String: [Int: [Double]]]()
         var p50s = [String: [Double]]()
@@ -173,7 +175,7 @@ struct Bench {
                     let dialect: LineClient.Dialect = name == "MPD" ? .mpd : .syncupsd
                     rates[name, default: [:]][batch, default: []].append(
                         try LimitBench.throughput(
-                            tool, socketPath: daemon.socketPath, dialect: dialect, batch: batch, total: total))
+                            tool, socketPath: daemon.socketPath, dialect: dialect, batch: batch, total: total(batch)))
                 }
             }
         }
