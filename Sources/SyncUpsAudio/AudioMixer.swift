@@ -6,23 +6,30 @@ import Synchronization
 /// One recognizer hears what the local attendee hears: a remote voice that also leaks into the microphone
 /// (speakers, no headset) is the same voice twice, so its words come out once, not twice as two recognizers
 /// would say them. The two copies arrive a little apart (the paths through the sound server differ), which
-/// blurs them: while the call carries sound, the microphone is mixed in 12 dB down (`duckedGain`), so the
-/// call's clean copy dominates; in a stand-up the floor is one person's at a time.
+/// blurs them: while the call carries sound, and for `duckingHold` after (the gaps between a speaker's
+/// syllables), the microphone is mixed in 24 dB down (`duckedGain`), so the call's clean copy dominates; in a
+/// stand-up the floor is one person's at a time. Without the hold the microphone's gain flipped every few
+/// 10 ms windows inside a remote sentence, letting its late copy through in bursts.
 /// The output runs as far as both inputs have come; when one input is more
 /// than `maxLag` frames behind the other (a stalled device), the other goes on alone and the late frames of
 /// the first are dropped from the mix (they are still in its file).
 public final class AudioMixer: Sendable {
     public static let maxLag: Int64 = 2 * Int64(AudioFormat.sampleRate)
     /// The microphone's gain for 10 ms in which the call carries sound (RMS of at least `callSoundRMS`).
-    public static let duckedGain: Int32 = 4  // a divisor: 1/4, -12 dB
+    public static let duckedGain: Int32 = 16  // a divisor: 1/16, -24 dB
     /// About -50 dBFS: the call is quiet below this.
     public static let callSoundRMS = 100.0
     static let duckingWindow = AudioFormat.sampleRate / 100
+    /// How long the microphone stays down after the call's last sound: 0.3 s, longer than the pauses within a
+    /// sentence and shorter than the hand-over between speakers.
+    public static let duckingHold = Int64(AudioFormat.sampleRate) * 3 / 10
 
     private struct State {
         /// Frames not mixed yet, per input, both starting at `mixedFrames`.
         var pending: [[Int16]] = [[], []]
         var mixedFrames: Int64 = 0
+        /// The frame up to which the microphone is ducked: `duckingHold` past the call's last sound.
+        var duckedUntil: Int64 = 0
     }
 
     private let state = Mutex(State())
@@ -78,7 +85,10 @@ public final class AudioMixer: Sendable {
             let windowEnd = min(frames, windowStart + Self.duckingWindow)
             let call = state.pending[1][windowStart..<windowEnd]
             let energy = call.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(call.count)
-            let divisor: Int32 = energy >= Self.callSoundRMS * Self.callSoundRMS ? Self.duckedGain : 1
+            if energy >= Self.callSoundRMS * Self.callSoundRMS {
+                state.duckedUntil = state.mixedFrames + Int64(windowEnd) + Self.duckingHold
+            }
+            let divisor: Int32 = state.mixedFrames + Int64(windowStart) < state.duckedUntil ? Self.duckedGain : 1
             for index in windowStart..<windowEnd {
                 let sum = Int32(state.pending[0][index]) / divisor + Int32(state.pending[1][index])
                 let sample = UInt16(bitPattern: Int16(clamping: sum))

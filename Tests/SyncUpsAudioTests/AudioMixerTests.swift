@@ -40,20 +40,38 @@ func bytes(_ samples: [Int16]) -> [UInt8] { samples.withUnsafeBytes { Array($0) 
         #expect(output.isContiguous)
     }
 
-    @Test func mixesTheMicrophoneTwelveDecibelsDownWhileTheCallCarriesSound() {
+    @Test func mixesTheMicrophoneTwentyFourDecibelsDownWhileTheCallCarriesSound() {
         let output = MixedOutput()
         let mixer = AudioMixer(output: output.add)
         // 10 ms of a quiet call (RMS 50), then 10 ms of a loud one (RMS 1000), the microphone at 400 throughout.
         mixer.feed(0, bytes([Int16](repeating: 400, count: 320)), startFrame: 0)
         mixer.feed(1, bytes([Int16](repeating: 50, count: 160) + [Int16](repeating: 1_000, count: 160)), startFrame: 0)
-        #expect(output.samples == [Int16](repeating: 450, count: 160) + [Int16](repeating: 1_100, count: 160))
+        #expect(output.samples == [Int16](repeating: 450, count: 160) + [Int16](repeating: 1_025, count: 160))
+    }
+
+    /// The gaps between a remote speaker's syllables keep the microphone down: its late copy of the same
+    /// voice does not come back in bursts. 0.3 s after the call's last sound, it is back at full level.
+    @Test func theMicrophoneStaysDownForThreeTenthsOfASecondAfterTheCallsLastSound() {
+        let output = MixedOutput()
+        let mixer = AudioMixer(output: output.add)
+        let loud = 160  // 10 ms of a loud call, then silence
+        let total = loud + Int(AudioMixer.duckingHold) + 160
+        mixer.feed(0, bytes([Int16](repeating: 400, count: total)), startFrame: 0)
+        mixer.feed(
+            1, bytes([Int16](repeating: 1_000, count: loud) + [Int16](repeating: 0, count: total - loud)),
+            startFrame: 0)
+        let samples = output.samples
+        #expect(samples.count == total)
+        #expect(samples[..<loud].allSatisfy { $0 == 1_025 })
+        #expect(samples[loud..<(loud + Int(AudioMixer.duckingHold))].allSatisfy { $0 == 25 })
+        #expect(samples[(loud + Int(AudioMixer.duckingHold))...].allSatisfy { $0 == 400 })
     }
 
     @Test func clipsInsteadOfWrappingAround() {
         let output = MixedOutput()
         let mixer = AudioMixer(output: output.add)
         mixer.feed(0, bytes([30_000, -30_000]), startFrame: 0)
-        mixer.feed(1, bytes([30_000, -30_000]), startFrame: 0)
+        mixer.feed(1, bytes([32_000, -32_000]), startFrame: 0)
         #expect(output.samples == [Int16.max, Int16.min])
     }
 
