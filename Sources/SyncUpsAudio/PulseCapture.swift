@@ -97,7 +97,9 @@ extension CaptureDevice {
     }
 
     /// `pa_simple_new` of a record stream from `source`; blocks until the server answers (or libpulse's
-    /// 30 s timeout), so only the capture thread calls it.
+    /// 30 s timeout), so only the capture thread calls it. Known limit: a source that the server removes
+    /// while this stream is being created can leave the call blocked here, with no timeout of libpulse's,
+    /// for the rest of the meeting (`callAudio.seconds` then stays at 0); `pa_simple` has no way to bound it.
     private static func openRecordStream(_ source: String, _ streamName: String, _ error: inout Int32)
         -> OpaquePointer?
     {
