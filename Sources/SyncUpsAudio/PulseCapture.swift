@@ -1,13 +1,14 @@
 import CPulse
 import Glibc
 import SyncUpsPOSIX
-import Synchronization
 
 /// A `pa_simple` record stream, opened by the capture thread's first read and used by that thread alone
 /// (`AudioCapture` hands a stream to its thread before it starts and never reads it from elsewhere): hence
 /// `@unchecked Sendable`.
 final class SimpleHandle: @unchecked Sendable {
     var pointer: OpaquePointer?
+    /// When the capture last asked the watcher for the server's defaults again.
+    var lastRefresh = MonotonicInstant.now()
 }
 
 extension CaptureDevice {
@@ -52,7 +53,6 @@ extension CaptureDevice {
             }
             let streamName = name == defaultMonitor ? "meeting call" : "meeting microphone"
             let handle = SimpleHandle()
-            let lastRefresh = Mutex(MonotonicInstant.now())
             return CaptureStream(
                 read: { buffer, frames in
                     if let snapshot = monitor.snapshot, resolve(snapshot) != source {
@@ -62,12 +62,10 @@ extension CaptureDevice {
                     if follows {
                         // Ask for the defaults again once a second: a change whose event was missed is followed.
                         let now = MonotonicInstant.now()
-                        let isDue = lastRefresh.withLock { last in
-                            guard now - last >= .seconds(1) else { return false }
-                            last = now
-                            return true
+                        if now - handle.lastRefresh >= .seconds(1) {
+                            handle.lastRefresh = now
+                            monitor.refresh()
                         }
-                        if isDue { monitor.refresh() }
                     }
                     if handle.pointer == nil {
                         var error: Int32 = 0
