@@ -192,6 +192,26 @@ def made_up(text, no_speech_prob, avg_logprob, no_speech_threshold=0.6):
     return not any(character.isalnum() for character in text)
 
 
+def spoken_words(words):
+    """The words of a segment that have audio under them, and their text: (kept words, text). A decode in a short
+    encoder window can loop, and the alignment finds no audio for the loop's words: they come back all at one
+    instant, with no duration ("Let us move on to the next topic. Let us move on to the next topic", the second
+    copy's eight words all at 1.78 s). No one says two words in no time, so a run of two or more words that
+    start and end at the same instant is dropped; a lone short word the alignment squeezed to nothing stays.
+    Each word is (text with its leading space, start, end) in seconds."""
+    kept = []
+    i = 0
+    while i < len(words):
+        j = i + 1
+        if words[i][1] == words[i][2]:
+            while j < len(words) and words[j][1] == words[j][2] == words[i][1]:
+                j += 1
+        if j - i == 1:
+            kept.append(words[i])
+        i = j
+    return kept, "".join(word[0] for word in kept).strip()
+
+
 def token_budget(seconds):
     """The most tokens a decode of `seconds` of audio may produce (faster-whisper's `max_new_tokens`)."""
     return min(440, 16 + int(math.ceil(10 * seconds)))
@@ -519,14 +539,22 @@ class Engine:
                     log("dropped %r (no_speech_prob %.2f, avg_logprob %.2f)"
                         % (text, segment.no_speech_prob, segment.avg_logprob))
                 continue
-            texts.append(text)
-            for word in segment.words or []:
-                w = word.word.strip()
-                if not w:
+            timed = [(word.word, float(word.start), float(word.end)) for word in segment.words or []]
+            if timed:
+                kept, text = spoken_words(timed)
+                if len(kept) < len(timed) and args.verbose:
+                    log("dropped %d words with no audio under them from %r" % (len(timed) - len(kept),
+                                                                                  segment.text.strip()))
+                if not text:
                     continue
-                ws = clamp(t0 + float(word.start), found[-1]["start"] if found else t0)
-                we = clamp(t0 + float(word.end), ws)
-                found.append({"word": w, "start": ws, "end": we})
+                for spoken, start_s, end_s in kept:
+                    w = spoken.strip()
+                    if not w:
+                        continue
+                    ws = clamp(t0 + start_s, found[-1]["start"] if found else t0)
+                    we = clamp(t0 + end_s, ws)
+                    found.append({"word": w, "start": ws, "end": we})
+            texts.append(text)
         elapsed = time.monotonic() - began
         self.compute_seconds += elapsed
         text = " ".join(texts).strip()
