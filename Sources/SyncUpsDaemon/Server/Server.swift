@@ -270,8 +270,10 @@ final class Server {
         }
     }
 
-    /// How many replayed lines may pass between two clock reads: a run of them costs a few microseconds.
-    private static let replaysPerClockRead = 32
+    /// How many replayed lines may pass between two clock reads: a run of them costs about 25 µs (a compare
+    /// and a copy each). Each read also re-checks the replay's generation (`replayGeneration`); at 32 lines
+    /// a run, that check and the run's set-up were a third of the daemon's instructions per `status` at B=512.
+    private static let replaysPerClockRead = 256
 
     /// How long one client's pipelined lines may run before everyone else's input gets a turn.
     private let turnBudgetNanoseconds: Int64 = 1_000_000
@@ -281,9 +283,9 @@ final class Server {
     /// again, so another client's `ping` waits for one slice, not for the whole backlog.
     ///
     /// The clock is read after every line that did work, and between replayed `status` lines (tens of
-    /// nanoseconds each, where reading it each time was most of the work) at every 32nd; the replays
+    /// nanoseconds each, where reading it each time was most of the work) at every 256th; the replays
     /// between two reads are one compare-and-copy run (`replayRepeats`).
-    /// So a slice overruns by at most one line that did work plus 31 replays: a run of cheap replays cannot
+    /// So a slice overruns by at most one line that did work plus 255 replays: a run of cheap replays cannot
     /// be followed by a run of expensive lines that no clock read sees (the attack on issue 18 found one of
     /// 31 creates).
     ///
