@@ -1,3 +1,4 @@
+import Glibc
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
@@ -50,5 +51,27 @@ import Testing
         try client.send(#"{"id":"b","cmd":"status"}"# + "\n" + #"{"cmd":"status"}"# + "\n")
         let replies = try client.take { $0["id"] == .null && $0["ok"] == true }
         #expect(replies.compactMap { $0["event"] == nil ? $0["id"] : nil } == ["a", "a", "b", .null])
+    }
+
+    /// A `status` of a few KiB (the data directory's long path is in it twice) pipelined 2,000 times by a
+    /// client that reads every reply: reading pauses at 192 KiB unsent, so the client is never over
+    /// `maxOutputBytes`. Before, a run of 256 replays was appended at once, 1.15 MB of 4.5 KB replies, and
+    /// the client was cut off before its first reply.
+    @Test func aBigStatusPipelinedIsPausedForNotCutOff() throws {
+        let directory = TemporaryDirectory("replay")
+        var path = directory.path
+        for letter in "abcdefghij" {
+            path += "/" + String(repeating: letter, count: 200)
+            try #require(mkdir(path, 0o700) == 0)
+        }
+        let daemon = try InProcessDaemon(dataDirectory: path)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let status = #"{"id":"s","cmd":"status"}"# + "\n"
+        try client.send(String(repeating: status, count: 2000) + #"{"id":"end","cmd":"ping"}"# + "\n")
+        let replies = try client.take { $0["id"] == "end" }
+        let statuses = replies.filter { $0["id"] == "s" }
+        #expect(statuses.count == 2000)
+        let size = JSONWriter().string(statuses.last ?? .null).utf8.count
+        #expect(size > 4096, "the status reply is \(size) bytes")
     }
 }

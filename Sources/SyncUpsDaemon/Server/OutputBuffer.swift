@@ -14,6 +14,8 @@ struct OutputBuffer: ~Copyable {
     /// The unsent bytes are `start..<end`.
     private var start = 0
     private var end = 0
+    /// How many unsent bytes have been moved to the front in all (for tests: what the moves cost).
+    private(set) var movedBytes = 0
 
     /// The most capacity an emptied buffer keeps for itself. A larger one goes back to the server's one
     /// spare (`Server.spareOutput`, see `releaseCapacity(into:)`) or is freed: 1,000 idle connections that
@@ -55,17 +57,24 @@ struct OutputBuffer: ~Copyable {
         end += more.count * times
     }
 
-    /// Where `more` bytes go after the unsent ones: the unsent bytes move to the front first when some were
-    /// sent (one `memmove` of what is left, never of what went out), and the buffer grows to at least twice
-    /// its size when that is not room enough.
+    /// Where `more` bytes go after the unsent ones: the unsent bytes move to the front first when at least as
+    /// many were sent (one `memmove` of what is left, never of what went out), and the buffer grows to at
+    /// least twice its size when that is not room enough.
+    ///
+    /// Moving only then keeps the moves paid for by the sends: a slow subscriber with most of a megabyte
+    /// waiting takes about 36 KiB per wake-up, and moving what waited whenever the next event did not fit
+    /// after it moved the 800 KB each time (200 such subscribers: 160 MB moved at every twentieth event or
+    /// so, another client's `ping` p99 24 ms instead of 4). So the buffer may grow to twice what waits, as
+    /// the `[UInt8]` before it did.
     private mutating func room(for more: Int) -> UnsafeMutableRawPointer {
         if start == end {
             start = 0
             end = 0
         }
         if end + more > capacity {
-            if start > 0, let base {
+            if start > 0, start >= end - start, let base {
                 memmove(base, base + start, end - start)
+                movedBytes += end - start
                 end -= start
                 start = 0
             }

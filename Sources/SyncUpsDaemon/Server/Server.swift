@@ -433,8 +433,14 @@ final class Server {
     /// After a replayed line: answers the lines right after it that are the same bytes again (each with its
     /// newline, at most `limit`) with the same reply, all appended at once; returns how many. What a status
     /// bar or a script sending `status` in a batch costs per line is then a compare and a copy.
+    ///
+    /// No more than fit under `readPauseThreshold`: a run is appended before the loop looks at the output
+    /// again, and 256 replies of a 4.5 KB `status` (a data directory with a long path) were 1.15 MB at once,
+    /// over `maxOutputBytes`, so a client that read every reply was cut off.
     private func replayRepeats(_ connection: Connection, upTo limit: Int) -> Int {
-        guard let replay, limit > 0 else { return 0 }
+        guard let replay, !replay.reply.isEmpty else { return 0 }
+        let limit = min(limit, (readPauseThreshold - connection.output.count) / replay.reply.count)
+        guard limit > 0 else { return 0 }
         let line = replay.line
         let length = line.count
         let start = connection.inputStart
