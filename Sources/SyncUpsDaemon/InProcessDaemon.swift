@@ -98,6 +98,10 @@ public final class InProcessDaemon {
 
     /// How many `send` calls the server has made to its clients so far.
     public var sendCalls: Int { server.sendCalls }
+    /// How many times a connection's reading was paused for its unsent output.
+    public var pauses: Int { server.readPauses }
+    /// How many times the server trimmed the heap after freeing buffers.
+    public var heapTrims: Int { server.heapTrims }
 
     /// The sync-ups' ids, in order, as the owner holds them now.
     public var syncUpIDs: [String] { services.state.syncUps.map(\.id.description) }

@@ -114,11 +114,15 @@ struct OutputBuffer: ~Copyable {
     /// than the spare already there (and not over `largestSpare`), else back to the allocator. So between
     /// batches a pipelining client's big buffer waits as the spare instead of being freed and grown again, and
     /// however many connections once pipelined, they hold one big buffer between them.
-    mutating func releaseCapacity(into spare: inout OutputBuffer) {
-        guard isEmpty, capacity > Self.keptCapacity else { return }
+    /// Returns how many bytes went back to the allocator.
+    @discardableResult
+    mutating func releaseCapacity(into spare: inout OutputBuffer) -> Int {
+        guard isEmpty, capacity > Self.keptCapacity else { return 0 }
         if spare.isEmpty && capacity > spare.capacity && capacity <= Self.largestSpare {
             swap(&self, &spare)
         }
+        let freed = capacity
         self = OutputBuffer()
+        return freed
     }
 }
