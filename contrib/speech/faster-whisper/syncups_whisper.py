@@ -79,11 +79,12 @@ class EnergyVad:
 
 
 class SegmentParams:
-    def __init__(self, rate=RATE, frame=FRAME, pad_s=0.2, tail_s=0.3, min_silence_s=0.4, max_s=25.0,
+    def __init__(self, rate=RATE, frame=FRAME, pad_s=0.3, tail_s=0.3, min_silence_s=0.4, max_s=25.0,
                  cut_window_s=5.0, min_voiced_frames=3):
-        """pad_s: audio kept before an utterance's first voiced frame; tail_s: after its last one (Whisper needs
-        the fading end of the last word: cut 0.1 s after its last voiced frame, "ill-disposed young man"
-        decoded as "old-s-y-y-y-y"). min_silence_s: unvoiced audio that ends an utterance."""
+        """pad_s, tail_s: audio kept before an utterance's first voiced frame and after its last one: Whisper needs
+        the soft start of the first word and the fading end of the last, under the VAD's threshold (on the
+        LibriVox clips, 0.2 s before and 0.1-0.25 s after gave "ill-disposed young man" as "old-s-y-y-y-y" or
+        "old, as opposed"). min_silence_s: unvoiced audio that ends an utterance."""
         self.frame = frame
         self.pad = int(pad_s * rate)
         self.tail = int(tail_s * rate)
@@ -392,6 +393,7 @@ class Turns:
 
 
 RETRY_EMPTY = 0.25  # seconds before the open segment is decoded again after a partial that heard no words
+FIRST_PARTIAL_SPEECH = 0.5  # seconds of an utterance (from its first voiced frame) before its first partial
 
 
 class Engine:
@@ -623,7 +625,7 @@ class Engine:
         if interval <= 0 or self.eof or not self.events.empty():
             return 1.0  # off, or behind the audio: catching up comes first
         voiced_end = self._last_voiced_end()
-        if voiced_end is None or voiced_end - open_start < int(self.args.partial_interval * RATE):
+        if voiced_end is None or voiced_end - open_start - self.params.pad < int(FIRST_PARTIAL_SPEECH * RATE):
             return 0.1  # too little to decode yet (Whisper makes words up from a fraction of one)
         now = time.monotonic()
         if self.received - voiced_end >= int(self.args.speculate_after * RATE):

@@ -247,7 +247,7 @@ class SegmenterTests(unittest.TestCase):
         self.assertEqual(len(segments), 1)
         self.assertEqual(segments[0][1], len(flags) * self.F)
 
-    def test_an_utterance_keeps_three_tenths_of_a_second_after_its_last_voiced_frame(self):
+    def test_an_utterance_keeps_three_tenths_of_a_second_around_its_voiced_frames(self):
         """Whisper needs the fading end of the last word (cut 0.1-0.25 s after the last voiced frame, "ill-disposed
         young man" came back as "old-s-y-y-y-y"); the decode ahead of the final waits for exactly that much."""
         defaults = engine.parse_args([])
@@ -255,6 +255,7 @@ class SegmenterTests(unittest.TestCase):
         flags = [False] * self.frames(1) + [True] * self.frames(2) + [False] * self.frames(1)
         levels = [-20.0 if f else -90.0 for f in flags]
         segments, _, _ = engine.plan_segments(levels, flags, 0, len(flags) * self.F, [], 0, False, params)
+        self.assertEqual(segments[0][0], self.frames(1) * self.F - int(0.3 * RATE), "and its first word's soft start")
         self.assertEqual(segments[0][1], self.frames(3) * self.F + int(0.3 * RATE))
         self.assertEqual(defaults.speculate_after, 0.3)
 
@@ -589,8 +590,9 @@ class EngineTests(unittest.TestCase):
             self.assertEqual(set(partial), {"type", "text", "start", "end", "words"})
             self.assertTrue(partial["text"].strip())
             self.assertEqual(partial["words"], [])
-            self.assertGreaterEqual(partial["start"], onset - 0.25)
-            self.assertLessEqual(partial["end"], speech_end + 0.25)
+            # A partial spans its utterance so far: from 0.3 s before its first voiced frame.
+            self.assertGreaterEqual(partial["start"], onset - 0.35)
+            self.assertLessEqual(partial["end"], speech_end + 0.35)
         # The first partial is the beginning of the sentence; the last one says about as much of it as it has
         # words (how far it got depends on how busy the machine was: a loaded one decodes less often).
         last = words_of(run.partials[-1]["text"])
