@@ -197,9 +197,9 @@ final class CommandHandler {
         var timers: Int
         var hasUnsavedChanges: Bool
         var isSynced: Bool
-        /// Both change on SIGHUP, from the next meeting on.
-        var speechEngine: String?
-        var audioDevice: String
+        /// The speech engine and audio device change with the settings, on SIGHUP (an integer: the stamp is
+        /// taken for every 256th replayed `status`, and copying and comparing the two strings was most of it).
+        var settingsGeneration: Int
     }
 
     /// What `status` says now, unless a session runs (its object changes without any of the other fields
@@ -220,7 +220,7 @@ final class CommandHandler {
             uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
             connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
             timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
-            isSynced: store.isDurable, speechEngine: session.engineName, audioDevice: session.settings.audioDeviceName)
+            isSynced: store.isDurable, settingsGeneration: session.settingsGeneration)
         if stamp != statusStamp {
             statusStamp = stamp
             statusGeneration += 1

@@ -87,7 +87,11 @@ final class Server {
     /// about 100 `status` lines and more.
     private static let deepBatchInputBytes = 2048
     /// The one big output buffer no connection uses now (`OutputBuffer.releaseCapacity(into:)`).
-    private var spareOutput: [UInt8] = []
+    private var spareOutput = OutputBuffer()
+    /// Where a reply that is not a replay is encoded, then copied to the connection's output (and kept as
+    /// the replay's reply when it may be replayed). One copy of a reply that took thousands of instructions
+    /// to make; a replayed reply, the cheap and frequent kind, is one copy from the replay.
+    private var replyScratch: [UInt8] = []
     /// Its capacity: with every connection's, what the server holds for output between batches.
     var spareOutputCapacity: Int { spareOutput.capacity }
     /// How many `send` calls the server has made to clients (for tests: how many writes a batch took).
@@ -266,8 +270,10 @@ final class Server {
         }
     }
 
-    /// How many replayed lines may pass between two clock reads: a run of them costs a few microseconds.
-    private static let replaysPerClockRead = 32
+    /// How many replayed lines may pass between two clock reads: a run of them costs about 25 µs (a compare
+    /// and a copy each). Each read also re-checks the replay's generation (`replayGeneration`); at 32 lines
+    /// a run, that check and the run's set-up were a third of the daemon's instructions per `status` at B=512.
+    private static let replaysPerClockRead = 256
 
     /// How long one client's pipelined lines may run before everyone else's input gets a turn.
     private let turnBudgetNanoseconds: Int64 = 1_000_000
@@ -277,9 +283,9 @@ final class Server {
     /// again, so another client's `ping` waits for one slice, not for the whole backlog.
     ///
     /// The clock is read after every line that did work, and between replayed `status` lines (tens of
-    /// nanoseconds each, where reading it each time was most of the work) at every 32nd; the replays
+    /// nanoseconds each, where reading it each time was most of the work) at every 256th; the replays
     /// between two reads are one compare-and-copy run (`replayRepeats`).
-    /// So a slice overruns by at most one line that did work plus 31 replays: a run of cheap replays cannot
+    /// So a slice overruns by at most one line that did work plus 255 replays: a run of cheap replays cannot
     /// be followed by a run of expensive lines that no clock read sees (the attack on issue 18 found one of
     /// 31 creates).
     ///
@@ -400,7 +406,7 @@ final class Server {
             return true
         }
         // The handler runs first: it may queue events to this very connection (the change it made, when the
-        // client is subscribed) before its reply. Then the reply is encoded straight into the output buffer, with no copy.
+        // client is subscribed) before its reply.
         let request: Request?
         let id: JSONValue
         let outcome: Result<ReplyBody, ProtocolError>
@@ -410,12 +416,15 @@ final class Server {
         }
         guard !connection.isClosed else { return false }
         if connection.output.isEmpty { connection.lastProgress = loop.now() }
-        let replyStart = connection.output.count
-        connection.output.withAppendableBytes { bytes in appendReply(id: id, outcome: outcome, to: &bytes) }
+        replyScratch.removeAll(keepingCapacity: true)
+        appendReply(id: id, outcome: outcome, to: &replyScratch)
+        connection.output.append(replyScratch)
         if let request, case .success = outcome, let generation = replayGeneration(request) {
-            replay = Replay(
-                line: Array(line), request: request, generation: generation,
-                reply: connection.output.suffix(from: replyStart))
+            // The replay shares the scratch's storage; the next reply's encoding gets storage of its own.
+            replay = Replay(line: Array(line), request: request, generation: generation, reply: replyScratch)
+        }
+        if replyScratch.capacity > OutputBuffer.keptCapacity {
+            replyScratch = []  // a big page's reply does not stay
         }
         checkOutputLimit(connection)
         return false

@@ -52,7 +52,10 @@ final class SessionController {
     let state: DaemonState
     let publishEvent: PublishEvent
     let logger: Logger
-    var settings: Settings
+    var settings: Settings { didSet { settingsGeneration &+= 1 } }
+    /// Counts the changes of `settings` (a SIGHUP): what depends on them, such as the idle `status` reply,
+    /// compares this number instead of the settings themselves.
+    private(set) var settingsGeneration = 0
     let mailbox: Mailbox<Message>
     /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details), off the loop while
     /// its queue has room: a meeting queues two or three jobs and there is one meeting at a time, so its 256
