@@ -542,13 +542,8 @@ class Engine:
             # No one says more than ~5 tokens a second: a decode stuck on repeated words stops there.
             max_new_tokens=token_budget(t1 - t0),
         )
-        no_speech_threshold = args.no_speech_threshold
         if not words:
             kwargs["temperature"] = 0.0  # a partial is provisional: no retries at higher temperatures
-            # The energy VAD hears speech (a partial is decoded only while it does), and the utterance's first
-            # word alone in its 5 s window scores a high no_speech_prob ("He might even": 0.71): the
-            # probability alone does not drop a partial (the sign-off rule still does).
-            no_speech_threshold = 1.0
         if args.vad_filter and words:
             kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
         segments, _ = self.model.transcribe(audio, **kwargs)
@@ -558,7 +553,12 @@ class Engine:
             text = segment.text.strip()
             if not text:
                 continue
-            if made_up(text, segment.no_speech_prob, segment.avg_logprob, no_speech_threshold):
+            # A partial is decoded only while the energy VAD hears speech, and is replaced within a second: the
+            # first words of an utterance alone in a 5 s window score like text made up from silence ("He might
+            # even": no_speech_prob 0.71; "And Mr. John": avg_logprob -1.17), so a partial is dropped only if
+            # it has no word at all.
+            if (made_up(text, segment.no_speech_prob, segment.avg_logprob, args.no_speech_threshold) if words
+                    else not any(character.isalnum() for character in text)):
                 if args.verbose:
                     log("dropped %r (no_speech_prob %.2f, avg_logprob %.2f)"
                         % (text, segment.no_speech_prob, segment.avg_logprob))

@@ -391,13 +391,18 @@ class LiveTests(unittest.TestCase):
         self.assertEqual(len(decoder.model.calls), 2)
         self.assertAlmostEqual(wait, decoder.args.partial_interval, delta=0.05, msg="words heard: the usual pace")
 
-    def test_a_partial_keeps_a_first_word_whisper_doubts_is_speech(self):
-        """The utterance's first words alone in a 5 s window score a high no_speech_prob; while the energy VAD
-        hears speech, that alone does not drop a partial. A final still drops it, and the sign-off rule holds."""
+    def test_a_partial_keeps_first_words_whisper_doubts_are_speech(self):
+        """An utterance's first words alone in a 5 s window score like text made up from silence (the figures of
+        the first partials of two LibriVox clips, which were dropped, so that their first partial came 1.15 s
+        after the speech began); a partial keeps them, a final does not, and a partial without a word is none."""
         doubted = fake_segment(" He", no_speech_prob=0.87, avg_logprob=-0.90, words=[(" He", 0.2, 0.4)])
-        decoder = self.engine([doubted], [doubted], [fake_segment(" Thank you.", 0.41, -1.27)])
+        unsure = fake_segment(" And Mr. John", no_speech_prob=0.33, avg_logprob=-1.17,
+                              words=[(" And", 0.3, 0.4), (" Mr.", 0.4, 0.6), (" John", 0.6, 0.8)])
+        decoder = self.engine([doubted], [doubted], [unsure], [unsure], [fake_segment(" . .", 0.1, -0.5)])
         decoder.pcm = bytearray(self.speech(1.0))
         self.assertEqual(decoder._decode(0, RATE, words=False)["text"], "He")
+        self.assertIsNone(decoder._decode(0, RATE))
+        self.assertEqual(decoder._decode(0, RATE, words=False)["text"], "And Mr. John")
         self.assertIsNone(decoder._decode(0, RATE))
         self.assertIsNone(decoder._decode(0, RATE, words=False))
 
