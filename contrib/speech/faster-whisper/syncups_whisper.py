@@ -309,13 +309,14 @@ class Output:
 
 
 def read_audio(events):
+    """Puts each chunk of stdin on `events` with the time it was read: ("audio", (bytes, monotonic time))."""
     fd = sys.stdin.fileno()
     try:
         while True:
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
-            events.put(("audio", chunk))
+            events.put(("audio", (chunk, time.monotonic())))
     except OSError as error:
         log("reading audio: %s" % error)
     events.put(("eof", None))
@@ -486,7 +487,10 @@ class Engine:
             except queue.Empty:
                 break
             if kind == "audio":
-                self._add_audio(value, time.monotonic())
+                # Its arrival is when it was read, not when it is taken in: audio that waited behind a decode has
+                # had its wait for a late turn line (the grace) meanwhile.
+                chunk, read_at = value
+                self._add_audio(chunk, read_at)
                 break
             if kind == "eof":
                 # A turn written just before the end may still be on its way.

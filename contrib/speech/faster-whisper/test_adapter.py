@@ -406,6 +406,18 @@ class LiveTests(unittest.TestCase):
         self.assertIsNone(decoder._decode(0, RATE))
         self.assertIsNone(decoder._decode(0, RATE, words=False))
 
+    def test_audio_that_waited_behind_a_decode_has_had_its_grace_for_a_late_turn(self):
+        """The grace a closed utterance waits for a late turn line runs from the audio's arrival on stdin, not from
+        when the engine, busy decoding, took it in: the bench's first final came 0.1 s after the decode ahead of
+        it had ended (1.13 s after the speech)."""
+        decoder = self.engine()
+        read_at = time.monotonic() - 1.0
+        decoder.events.put(("audio", (silence(0.3) + self.speech(1.0) + silence(1.0), read_at)))
+        decoder._pump(0)
+        segments, _, _ = decoder._plan()
+        self.assertEqual(len(segments), 1)
+        self.assertEqual(decoder.arrivals[segments[0][2]], read_at)
+
     def test_the_model_is_warmed_up_before_the_meeting(self):
         decoder = self.engine([], args=["--no-vad-filter"])
         decoder.warm_up()
