@@ -425,7 +425,7 @@ class Engine:
         self.transcribed = deque(maxlen=20)  # recent segments, to tell a turn that came too late
         self.last_partial = 0.0  # monotonic time the last partial decode ended
         self.partial_wait = args.partial_interval  # from then to the next partial decode
-        # ((start, end), result): the open segment decoded up to its last voiced frame (plus padding) once the
+        # ((start, end), result): the open segment decoded up to its last voiced frame (and its tail) once the
         # speaker seemed to stop; it is the final if the segment closes exactly there.
         self.speculation = None
 
