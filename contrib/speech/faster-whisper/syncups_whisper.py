@@ -51,29 +51,43 @@ def log(message):
 
 class EnergyVad:
     """Voiced/unvoiced per frame from its level in dBFS: loud enough in absolute terms (`min_db`) and `snr_db`
-    above the noise floor, the 10th percentile of the last ~9 s of frame levels (seeded with a quiet prior so
-    the first words of a meeting count as speech)."""
+    above the noise floor, the 10th percentile of the last ~9 s of frame levels. Until 3 s of frames have been
+    heard, a quiet prior stands in for part of that history, so the first words of a meeting count as speech.
+    Frames of digital silence (under -90 dBFS: no microphone is that quiet; a muted or idle source, a gap
+    between files) say nothing of the noise under the speech and stay out of the history: 2 s of zeros between
+    two recordings would otherwise pull the floor to -100 dB, and a recording's own noise (-45 dBFS after the
+    LibriVox clips' last words) would count as speech, holding every final back by as long."""
+
+    DIGITAL_SILENCE_DB = -90.0
 
     def __init__(self, min_db=-50.0, snr_db=10.0, window=300, prior_db=-60.0, prior_frames=100):
         self.min_db = min_db
         self.snr_db = snr_db
-        self.history = deque([prior_db] * prior_frames, maxlen=window)
+        self.prior = [prior_db] * prior_frames
+        self.history = deque(maxlen=window)
 
     def noise_floor(self):
-        levels = sorted(self.history)
+        levels = sorted(self.history) if len(self.history) >= len(self.prior) else sorted(
+            self.prior[len(self.history):] + list(self.history))
         return levels[len(levels) // 10]
 
     def __call__(self, level_db):
         noise = self.noise_floor()
-        self.history.append(max(level_db, -100.0))
+        if level_db >= self.DIGITAL_SILENCE_DB:
+            self.history.append(level_db)
         return level_db >= self.min_db and level_db >= noise + self.snr_db
 
 
 class SegmentParams:
-    def __init__(self, rate=RATE, frame=FRAME, pad_s=0.2, min_silence_s=0.4, max_s=25.0, cut_window_s=5.0,
-                 min_voiced_frames=3):
+    def __init__(self, rate=RATE, frame=FRAME, pad_s=0.3, tail_s=0.3, min_silence_s=0.4, max_s=25.0,
+                 cut_window_s=5.0, min_voiced_frames=3):
+        """pad_s, tail_s: audio kept before an utterance's first voiced frame and after its last one: Whisper needs
+        the soft start of the first word and the fading end of the last, under the VAD's threshold (on the
+        LibriVox clips, 0.2 s before and 0.1-0.25 s after gave "ill-disposed young man" as "old-s-y-y-y-y" or
+        "old, as opposed"). min_silence_s: unvoiced audio that ends an utterance."""
         self.frame = frame
         self.pad = int(pad_s * rate)
+        self.tail = int(tail_s * rate)
         self.min_silence = int(min_silence_s * rate)
         self.max_len = int(max_s * rate)
         self.cut_window = int(cut_window_s * rate)
@@ -118,7 +132,7 @@ def plan_segments(levels, flags, first_frame, end, boundaries, floor, eof, p):
             turn = bounds[bi]
             bi += 1
             if open_start is not None and turn > open_start:
-                close(min(turn, last_voiced + p.pad), i)
+                close(min(turn, last_voiced + p.tail), i)
                 open_start = None
             floor = max(floor, turn)
         if voiced:
@@ -129,7 +143,7 @@ def plan_segments(levels, flags, first_frame, end, boundaries, floor, eof, p):
         elif open_start is not None:
             silence += 1
             if silence * F >= p.min_silence:
-                seg_end = min(last_voiced + p.pad, b)
+                seg_end = min(last_voiced + p.tail, b)
                 close(seg_end, i)
                 open_start = None
                 floor = max(floor, seg_end)
@@ -150,7 +164,7 @@ def plan_segments(levels, flags, first_frame, end, boundaries, floor, eof, p):
                 open_start = None
 
     if open_start is not None and eof:
-        close(min(last_voiced + p.pad, end), max(len(flags) - 1, 0))
+        close(min(last_voiced + p.tail, end), max(len(flags) - 1, 0))
         open_start = None
 
     if open_start is not None:
@@ -295,13 +309,14 @@ class Output:
 
 
 def read_audio(events):
+    """Puts each chunk of stdin on `events` with the time it was read: ("audio", (bytes, monotonic time))."""
     fd = sys.stdin.fileno()
     try:
         while True:
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
-            events.put(("audio", chunk))
+            events.put(("audio", (chunk, time.monotonic())))
     except OSError as error:
         log("reading audio: %s" % error)
     events.put(("eof", None))
@@ -378,6 +393,10 @@ class Turns:
 # The engine
 
 
+RETRY_EMPTY = 0.25  # seconds before the open segment is decoded again after a partial that heard no words
+FIRST_PARTIAL_SPEECH = 0.5  # seconds of an utterance (from its first voiced frame) before its first partial
+
+
 class Engine:
     def __init__(self, args, out, np):
         self.model = None  # set once loaded
@@ -405,7 +424,8 @@ class Engine:
         self.partials = 0
         self.transcribed = deque(maxlen=20)  # recent segments, to tell a turn that came too late
         self.last_partial = 0.0  # monotonic time the last partial decode ended
-        # ((start, end), result): the open segment decoded up to its last voiced frame (plus padding) once the
+        self.partial_wait = args.partial_interval  # from then to the next partial decode
+        # ((start, end), result): the open segment decoded up to its last voiced frame (and its tail) once the
         # speaker seemed to stop; it is the final if the segment closes exactly there.
         self.speculation = None
 
@@ -467,7 +487,10 @@ class Engine:
             except queue.Empty:
                 break
             if kind == "audio":
-                self._add_audio(value, time.monotonic())
+                # Its arrival is when it was read, not when it is taken in: audio that waited behind a decode has
+                # had its wait for a late turn line (the grace) meanwhile.
+                chunk, read_at = value
+                self._add_audio(chunk, read_at)
                 break
             if kind == "eof":
                 # A turn written just before the end may still be on its way.
@@ -534,7 +557,12 @@ class Engine:
             text = segment.text.strip()
             if not text:
                 continue
-            if made_up(text, segment.no_speech_prob, segment.avg_logprob, args.no_speech_threshold):
+            # A partial is decoded only while the energy VAD hears speech, and is replaced within a second: the
+            # first words of an utterance alone in a 5 s window score like text made up from silence ("He might
+            # even": no_speech_prob 0.71; "And Mr. John": avg_logprob -1.17), so a partial is dropped only if
+            # it has no word at all.
+            if (made_up(text, segment.no_speech_prob, segment.avg_logprob, args.no_speech_threshold) if words
+                    else not any(character.isalnum() for character in text)):
                 if args.verbose:
                     log("dropped %r (no_speech_prob %.2f, avg_logprob %.2f)"
                         % (text, segment.no_speech_prob, segment.avg_logprob))
@@ -601,25 +629,47 @@ class Engine:
         if interval <= 0 or self.eof or not self.events.empty():
             return 1.0  # off, or behind the audio: catching up comes first
         voiced_end = self._last_voiced_end()
-        if voiced_end is None or voiced_end - open_start < int(self.args.partial_interval * RATE):
+        if voiced_end is None or voiced_end - open_start - self.params.pad < int(FIRST_PARTIAL_SPEECH * RATE):
             return 0.1  # too little to decode yet (Whisper makes words up from a fraction of one)
         now = time.monotonic()
         if self.received - voiced_end >= int(self.args.speculate_after * RATE):
             # The speaker seems to have stopped: decode what the final would cover if they have.
-            end = min(voiced_end + self.params.pad, self.received)
+            end = min(voiced_end + self.params.tail, self.received)
             if self.speculation is None or self.speculation[0] != (open_start, end):
                 result = self._decode(open_start, end)
                 self.speculation = ((open_start, end), result)
                 self._partial(result)
                 self.last_partial = time.monotonic()
+                self.partial_wait = self.args.partial_interval
             return 1.0
         if self.received - voiced_end > 2 * FRAME:
             return 0.05  # maybe stopping: keep the engine free for the decode ahead of the final
-        if now - self.last_partial >= interval:
-            self._partial(self._decode(open_start, self.received, words=False))
+        if now - self.last_partial >= self.partial_wait:
+            result = self._decode(open_start, self.received, words=False)
+            self._partial(result)
             self.last_partial = time.monotonic()
-            return interval
-        return interval - (now - self.last_partial)
+            # Nothing heard yet (the first word not complete, or dropped as made up): again as soon as a little
+            # more has come, not a whole interval later.
+            self.partial_wait = interval if result is not None else min(interval, RETRY_EMPTY)
+            return self.partial_wait
+        return self.partial_wait - (now - self.last_partial)
+
+    def warm_up(self):
+        """One decode of faint noise before the meeting's first words: a process's first decode costs 0.2 s more
+        than the next ones, and the Silero VAD loads on its first use (0.3 s), which the first utterance's
+        partial and final would otherwise wait for."""
+        if self.args.vad_filter:
+            try:
+                from faster_whisper.vad import get_vad_model
+                get_vad_model()
+            except (ImportError, AttributeError) as error:
+                log("cannot load the Silero VAD ahead: %s" % error)
+        noise = self.np.random.default_rng(0).normal(0.0, 0.003, RATE).astype(self.np.float32)
+        segments, _ = self.model.transcribe(noise, language=self.args.language, beam_size=self.args.beam_size,
+                                            word_timestamps=True, condition_on_previous_text=False,
+                                            vad_filter=False, temperature=0.0, max_new_tokens=token_budget(1.0))
+        for _ in segments:
+            pass
 
     # -- the loop
 
@@ -701,9 +751,9 @@ def parse_args(argv):
                         help="silence that ends a segment, in seconds (default 0.4)")
     parser.add_argument("--partial-interval", type=float, default=0.7,
                         help="seconds between decodes of the utterance in progress (default 0.7; 0: no partials)")
-    parser.add_argument("--speculate-after", type=float, default=0.2,
+    parser.add_argument("--speculate-after", type=float, default=0.3,
                         help="silence after which the utterance is decoded for its final ahead of its closing, "
-                        "in seconds (default 0.2)")
+                        "in seconds (default 0.3: the audio an utterance keeps after its last voiced frame)")
     parser.add_argument("--vad-min-db", type=float, default=-50.0,
                         help="quietest frame level that can be speech, dBFS (default -50)")
     parser.add_argument("--vad-snr-db", type=float, default=10.0,
@@ -787,9 +837,15 @@ def main(argv=None):
     except Exception as error:  # ctranslate2 and the hub raise many kinds
         out.error("cannot load model %s: %s" % (model_name, error))
         return 1
-    log("model %s loaded in %.2f s (%s, %d threads, beam %d, window margin %.1f s)%s"
-        % (model_name, time.monotonic() - began, args.compute_type, args.threads, args.beam_size, args.window_margin,
-           "; meeting %s" % meeting if meeting else ""))
+    loaded = time.monotonic()
+    try:
+        engine.warm_up()
+    except Exception as error:
+        out.error("cannot decode with model %s: %s" % (model_name, error))
+        return 1
+    log("model %s loaded in %.2f s, warmed up in %.2f s (%s, %d threads, beam %d, window margin %.1f s)%s"
+        % (model_name, loaded - began, time.monotonic() - loaded, args.compute_type, args.threads, args.beam_size,
+           args.window_margin, "; meeting %s" % meeting if meeting else ""))
 
     try:
         code = engine.run()

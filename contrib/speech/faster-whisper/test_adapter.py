@@ -187,7 +187,7 @@ class SegmenterTests(unittest.TestCase):
         self.assertEqual(len(segments), 1)
         start, end, _ = segments[0]
         self.assertEqual(start, self.frames(2) * self.F - self.params.pad)
-        self.assertEqual(end, self.frames(5) * self.F + self.params.pad)
+        self.assertEqual(end, self.frames(5) * self.F + self.params.tail)
         self.assertIsNone(open_start)
 
     def test_by_default_four_tenths_of_a_second_of_silence_ends_an_utterance(self):
@@ -247,6 +247,36 @@ class SegmenterTests(unittest.TestCase):
         self.assertEqual(len(segments), 1)
         self.assertEqual(segments[0][1], len(flags) * self.F)
 
+    def test_an_utterance_keeps_three_tenths_of_a_second_around_its_voiced_frames(self):
+        """Whisper needs the fading end of the last word (cut 0.1-0.25 s after the last voiced frame, "ill-disposed
+        young man" came back as "old-s-y-y-y-y"); the decode ahead of the final waits for exactly that much."""
+        defaults = engine.parse_args([])
+        params = engine.SegmentParams(max_s=defaults.max_segment, min_silence_s=defaults.min_silence)
+        flags = [False] * self.frames(1) + [True] * self.frames(2) + [False] * self.frames(1)
+        levels = [-20.0 if f else -90.0 for f in flags]
+        segments, _, _ = engine.plan_segments(levels, flags, 0, len(flags) * self.F, [], 0, False, params)
+        self.assertEqual(segments[0][0], self.frames(1) * self.F - int(0.3 * RATE), "and its first word's soft start")
+        self.assertEqual(segments[0][1], self.frames(3) * self.F + int(0.3 * RATE))
+        self.assertEqual(defaults.speculate_after, 0.3)
+
+    def test_digital_silence_between_recordings_does_not_make_their_noise_speech(self):
+        """The bench's LibriVox clips, 2 s of zeros apart: each clip's own noise (-45 dBFS) after its last word
+        counted as speech, and held every final back by as long (0.2-0.35 s)."""
+        vad = engine.EnergyVad()
+        clip = ([-20.0] * 4 + [-45.0]) * 30  # 4.5 s of speech over a recording's noise
+        for level in clip:
+            vad(level)
+        for _ in range(self.frames(2)):
+            self.assertFalse(vad(-180.0))  # digital silence (log10 of 0, as the engine computes it)
+        self.assertFalse(vad(-45.0), "the next recording's noise counted as speech")
+        self.assertTrue(vad(-20.0))
+
+    def test_the_quiet_prior_gives_way_to_the_noise_heard_after_3_s(self):
+        vad = engine.EnergyVad()
+        for level in ([-20.0] * 4 + [-45.0]) * 20:  # 3 s
+            vad(level)
+        self.assertFalse(vad(-45.0), "the prior's -60 dB still stood for the noise floor")
+
     def test_the_vad_adapts_to_steady_noise(self):
         vad = engine.EnergyVad()
         self.assertTrue(vad(-25.0))  # speech at the very start counts
@@ -304,6 +334,97 @@ class DecodeTests(unittest.TestCase):
         self.assertEqual(engine.token_budget(0.8), 24)
         self.assertEqual(engine.token_budget(7.48), 91)
         self.assertEqual(engine.token_budget(29.0), 306)
+
+
+class FakeModel:
+    """faster-whisper's WhisperModel as the engine uses it: canned segments, one list per decode, and the calls."""
+
+    def __init__(self, *results):
+        self.results = list(results)
+        self.calls = []
+
+    def transcribe(self, audio, **kwargs):
+        self.calls.append((len(audio), kwargs))
+        return iter(self.results.pop(0) if self.results else []), None
+
+
+def fake_segment(text, no_speech_prob=0.05, avg_logprob=-0.3, words=None):
+    from types import SimpleNamespace
+    return SimpleNamespace(text=text, no_speech_prob=no_speech_prob, avg_logprob=avg_logprob,
+                           words=[SimpleNamespace(word=w, start=s, end=e) for w, s, e in words or []])
+
+
+class LiveTests(unittest.TestCase):
+    """The engine's scheduling of partials and its decode settings, on a fake model (needs numpy only)."""
+
+    def setUp(self):
+        try:
+            import numpy
+        except ImportError:
+            self.skipTest("numpy is not importable by this Python")
+        self.numpy = numpy
+        self.devnull = open(os.devnull, "wb")
+        self.addCleanup(self.devnull.close)
+
+    def engine(self, *results, args=()):
+        decoder = engine.Engine(engine.parse_args(list(args)), engine.Output(self.devnull), self.numpy)
+        decoder.model = FakeModel(*results)
+        return decoder
+
+    def speech(self, seconds):
+        """Loud noise (about -20 dBFS): voiced for the energy VAD."""
+        samples = self.numpy.random.default_rng(1).normal(0, 3000, int(seconds * RATE)).clip(-32768, 32767)
+        return samples.astype("<i2").tobytes()
+
+    def test_a_partial_that_heard_nothing_is_tried_again_soon(self):
+        """The first partial of a LibriVox clip heard no word in 0.8 s of it, and the next came a whole interval
+        later: 1.2-1.4 s after the speech began."""
+        decoder = self.engine([], [fake_segment(" And Mr. John")])
+        decoder._add_audio(silence(0.3) + self.speech(1.0), time.monotonic())
+        _, open_start, _ = decoder._plan()
+        self.assertIsNotNone(open_start)
+        wait = decoder._live(open_start)
+        self.assertEqual(len(decoder.model.calls), 1)
+        self.assertLessEqual(wait, 0.25)
+        decoder.last_partial -= wait  # that long later
+        wait = decoder._live(open_start)
+        self.assertEqual(len(decoder.model.calls), 2)
+        self.assertAlmostEqual(wait, decoder.args.partial_interval, delta=0.05, msg="words heard: the usual pace")
+
+    def test_a_partial_keeps_first_words_whisper_doubts_are_speech(self):
+        """An utterance's first words alone in a 5 s window score like text made up from silence (the figures of
+        the first partials of two LibriVox clips, which were dropped, so that their first partial came 1.15 s
+        after the speech began); a partial keeps them, a final does not, and a partial without a word is none."""
+        doubted = fake_segment(" He", no_speech_prob=0.87, avg_logprob=-0.90, words=[(" He", 0.2, 0.4)])
+        unsure = fake_segment(" And Mr. John", no_speech_prob=0.33, avg_logprob=-1.17,
+                              words=[(" And", 0.3, 0.4), (" Mr.", 0.4, 0.6), (" John", 0.6, 0.8)])
+        decoder = self.engine([doubted], [doubted], [unsure], [unsure], [fake_segment(" . .", 0.1, -0.5)])
+        decoder.pcm = bytearray(self.speech(1.0))
+        self.assertEqual(decoder._decode(0, RATE, words=False)["text"], "He")
+        self.assertIsNone(decoder._decode(0, RATE))
+        self.assertEqual(decoder._decode(0, RATE, words=False)["text"], "And Mr. John")
+        self.assertIsNone(decoder._decode(0, RATE))
+        self.assertIsNone(decoder._decode(0, RATE, words=False))
+
+    def test_audio_that_waited_behind_a_decode_has_had_its_grace_for_a_late_turn(self):
+        """The grace a closed utterance waits for a late turn line runs from the audio's arrival on stdin, not from
+        when the engine, busy decoding, took it in: the bench's first final came 0.1 s after the decode ahead of
+        it had ended (1.13 s after the speech)."""
+        decoder = self.engine()
+        read_at = time.monotonic() - 1.0
+        decoder.events.put(("audio", (silence(0.3) + self.speech(1.0) + silence(1.0), read_at)))
+        decoder._pump(0)
+        segments, _, _ = decoder._plan()
+        self.assertEqual(len(segments), 1)
+        self.assertEqual(decoder.arrivals[segments[0][2]], read_at)
+
+    def test_the_model_is_warmed_up_before_the_meeting(self):
+        decoder = self.engine([], args=["--no-vad-filter"])
+        decoder.warm_up()
+        self.assertEqual(len(decoder.model.calls), 1)
+        samples, kwargs = decoder.model.calls[0]
+        self.assertEqual(samples, RATE)
+        self.assertTrue(kwargs["word_timestamps"], "the final's settings: the alignment is warmed up too")
 
 
 class EngineTests(unittest.TestCase):
@@ -486,8 +607,9 @@ class EngineTests(unittest.TestCase):
             self.assertEqual(set(partial), {"type", "text", "start", "end", "words"})
             self.assertTrue(partial["text"].strip())
             self.assertEqual(partial["words"], [])
-            self.assertGreaterEqual(partial["start"], onset - 0.25)
-            self.assertLessEqual(partial["end"], speech_end + 0.25)
+            # A partial spans its utterance so far: from 0.3 s before its first voiced frame.
+            self.assertGreaterEqual(partial["start"], onset - 0.35)
+            self.assertLessEqual(partial["end"], speech_end + 0.35)
         # The first partial is the beginning of the sentence; the last one says about as much of it as it has
         # words (how far it got depends on how busy the machine was: a loaded one decodes less often).
         last = words_of(run.partials[-1]["text"])
