@@ -155,15 +155,24 @@ struct Bench {
         )
         print("   status reply); a C client writes B status requests, then reads the B replies, \(total(8)) requests")
         print("   (\(total(1)) at B=1); round trips one at a time;")
-        print("   medians of \(rounds) interleaved rounds; ×: the ratio to the limit")
+        // Each server on CPU 0, the clients on CPU 1: unpinned, where the scheduler put the two processes
+        // moved one server's throughput between rounds by ×0.6 to ×2.2 (B=64, 7 rounds on a quiet machine);
+        // pinned, by ±10 %. All four servers get the same placement.
+        let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        let isPinned = cpus >= 2 && LimitBench.pinThisProcess(to: "1")
+        let wrapper = isPinned ? ["taskset", "-c", "0"] : []
+        print(
+            "   medians of \(rounds) interleaved rounds; ×: the ratio to the limit; "
+                + (isPinned ? "servers on CPU 0, clients on CPU 1" : "not pinned to CPUs"))
         let names = ["limit", "syncupsd", "syncupsd --busy-poll 0", "MPD"]
         var rates = [String: [Int: [Double]]]()
         var p50s = [String: [Double]]()
         let sequential = Int(20_000 * scale)
         for _ in 0..<rounds {
             let daemons = [
-                try LimitBench.server(tool, replyBytes: replyBytes), try Daemon.syncupsd(),
-                try Daemon.syncupsd(["--busy-poll", "0"]), try Daemon.mpd(),
+                try LimitBench.server(tool, replyBytes: replyBytes, wrapper: wrapper),
+                try Daemon.syncupsd(wrapper: wrapper), try Daemon.syncupsd(["--busy-poll", "0"], wrapper: wrapper),
+                try Daemon.mpd(wrapper: wrapper),
             ]
             defer { for daemon in daemons { daemon.stop() } }
             for (name, daemon) in zip(names, daemons) {
@@ -202,6 +211,8 @@ struct Bench {
             results.append(name, .object(object))
         }
         results.append("replyBytes", .int(replyBytes))
+        results.append("pinned", .bool(isPinned))
+        if isPinned { _ = LimitBench.pinThisProcess(to: "0-\(cpus - 1)") }
 
         print("\n== The busy poll's cost: a client pinging in a loop for \(String(format1: 5 * scale)) s")
         print("| syncupsd | pings/s | daemon CPU per ping | daemon CPU |")

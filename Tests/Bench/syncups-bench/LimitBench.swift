@@ -26,11 +26,18 @@ enum LimitBench {
     }
 
     /// The limit server, answering every line with `replyBytes` bytes (newline included).
-    static func server(_ executable: String, replyBytes: Int) throws -> Daemon {
+    static func server(_ executable: String, replyBytes: Int, wrapper: [String] = []) throws -> Daemon {
         let directory = temporaryDirectory("limit")
         return try Daemon(
             executable: executable, arguments: ["server", directory + "/socket", String(replyBytes)],
-            socketPath: directory + "/socket", directory: directory)
+            socketPath: directory + "/socket", directory: directory, wrapper: wrapper)
+    }
+
+    /// Puts this process, every thread of it, and what it starts from now on, on `cpus` (a `taskset` list such
+    /// as "1" or "0-1"); returns whether it could.
+    static func pinThisProcess(to cpus: String) -> Bool {
+        let output = try? CommandOutput.run("taskset", ["-a", "-p", "-c", cpus, String(getpid())])
+        return output?.contains("new affinity list") ?? false
     }
 
     /// The size in bytes (newline included) of the reply to one `status` request.
