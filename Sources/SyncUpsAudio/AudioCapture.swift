@@ -85,7 +85,7 @@ public final class AudioCapture: Sendable {
         statistics.withLock { $0.device = stream.device }
         do {
             let thread = try DedicatedThread(name: "syncups-capture") { [self] in
-                run(stream: stream, start: start)
+                run(stream: stream)
                 exited.signal()
             }
             self.thread.withLock { $0 = thread }
@@ -100,8 +100,12 @@ public final class AudioCapture: Sendable {
     /// The frames of meeting time up to `instant` that the thread has not delivered: what a capture stuck in
     /// a read (a hung sound server) owes its file when `stop` gives up on it.
     public func undeliveredFrames(until instant: MonotonicInstant) -> Int {
-        let expected = (instant - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
-        return Int(max(0, expected - currentStatistics.deliveredFrames))
+        Int(max(0, expectedFrames(at: instant) - currentStatistics.deliveredFrames))
+    }
+
+    /// The frames of meeting time from `start` to `instant`.
+    private func expectedFrames(at instant: MonotonicInstant = .now()) -> Int64 {
+        (instant - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
     }
 
     /// Asks the thread to stop and waits up to `timeout` for it; returns whether it ended. (A read blocked
@@ -117,16 +121,13 @@ public final class AudioCapture: Sendable {
 
     // MARK: - The capture thread
 
-    private func run(stream initial: CaptureStream, start: MonotonicInstant) {
+    private func run(stream initial: CaptureStream) {
         var stream: CaptureStream? = initial
         var delivered: Int64 = 0
         var samples = [Int16](repeating: 0, count: AudioFormat.framesPerChunk)
         var recentRMS = [Double](repeating: 0, count: 10)
         var recentIndex = 0
         let period = Int64(AudioFormat.framesPerChunk)
-        func expectedFrames() -> Int64 {
-            (MonotonicInstant.now() - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
-        }
         func deliver(_ bytes: [UInt8], isFiller: Bool) {
             let chunk = AudioChunk(bytes: bytes, startFrame: delivered)
             delivered += Int64(chunk.frames)
@@ -146,6 +147,14 @@ public final class AudioCapture: Sendable {
                 deliver([UInt8](repeating: 0, count: Int(frames) * AudioFormat.bytesPerFrame), isFiller: true)
                 missing -= frames
             }
+        }
+        /// The device is gone (the loop tries to reopen it every second).
+        func disconnected(_ error: ALSAError) {
+            statistics.withLock {
+                $0.isDeviceOpen = false
+                $0.error = error.description
+            }
+            report(.disconnected(error))
         }
 
         while !isStopping.load(ordering: .relaxed) {
@@ -210,12 +219,8 @@ public final class AudioCapture: Sendable {
                     statistics.withLock { $0.device = opened.device }
                     report(.switched(device: opened.device ?? deviceName))
                 } else {
-                    let error = ALSAError(operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away")
-                    statistics.withLock {
-                        $0.isDeviceOpen = false
-                        $0.error = error.description
-                    }
-                    report(.disconnected(error))
+                    disconnected(
+                        ALSAError(operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away"))
                 }
                 continue
             }
@@ -234,12 +239,7 @@ public final class AudioCapture: Sendable {
             }
             current.close()
             stream = nil
-            let failure = ALSAError(operation: "reading \(deviceName)", code: error)
-            statistics.withLock {
-                $0.isDeviceOpen = false
-                $0.error = failure.description
-            }
-            report(.disconnected(failure))
+            disconnected(ALSAError(operation: "reading \(deviceName)", code: error))
         }
         stream?.close()
         if stream == nil { fillGap(tolerance: 0) }
