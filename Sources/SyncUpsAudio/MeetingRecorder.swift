@@ -20,6 +20,8 @@ public final class MeetingRecorder: Sendable {
         public var capture: AudioCapture.Statistics
         public var writtenSeconds: Double
         public var writeError: String?
+        /// What is wrong with this recording now: the file's write error, else the capture's.
+        public var error: String? { writeError ?? capture.error }
     }
 
     public let wavPath: String

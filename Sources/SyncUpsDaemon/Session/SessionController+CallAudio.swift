@@ -84,7 +84,7 @@ extension SessionController {
             Self.levelFields(statistics.capture, into: &object)
             // A call source that carries nothing for this long is probably the wrong device.
             object.append("silent", .bool(statistics.capture.silentSeconds >= Self.silentCallSeconds))
-            object.append("error", .optional(statistics.writeError ?? statistics.capture.error))
+            object.append("error", .optional(statistics.error))
         } else {
             object.append("device", .null)
             object.append("recording", false)

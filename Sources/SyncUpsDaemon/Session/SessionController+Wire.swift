@@ -86,7 +86,7 @@ extension SessionController {
             audio.append("seconds", .double((statistics.writtenSeconds * 10).rounded() / 10))
             audio.append("overruns", .int(statistics.capture.overruns))
             audio.append("reconnects", .int(statistics.capture.reconnects))
-            audio.append("error", .optional(statistics.writeError ?? statistics.capture.error))
+            audio.append("error", .optional(statistics.error))
         } else {
             audio.append("recording", false)
             audio.append("error", .optional(session.audioError))
