@@ -1,4 +1,3 @@
-import Glibc
 import SyncUpsAudio
 import SyncUpsCore
 import SyncUpsPOSIX
@@ -48,9 +47,9 @@ enum MeetingRecovery {
                 let audio = directory.sidecar(journal.meeting, MeetingFiles.audio)
                 if journal.hasAudio {
                     audioSeconds = try? WAVFile.repair(audio)
-                    // The call's file, beside it when the meeting recorded the call, was left the same way.
-                    let call = directory.sidecar(journal.meeting, MeetingFiles.callAudio)
-                    if access(call, F_OK) == 0 { _ = try? WAVFile.repair(call) }
+                    // The call's file, beside it when the meeting recorded the call, was left the same way
+                    // (`repair` fails, harmlessly, when there is none).
+                    _ = try? WAVFile.repair(directory.sidecar(journal.meeting, MeetingFiles.callAudio))
                 }
                 let meeting = Meeting(id: journal.meeting, date: journal.date, transcript: journal.transcript)
                 state.insertMeeting(meeting, into: syncUp.id)
