@@ -46,7 +46,7 @@ struct PocketSphinxTests {
 
     /// The endpointing rule: 0.3 s without speech ends an utterance (the library's 0.5 s made the final
     /// wait 0.2 s longer, and ran these two sentences together).
-    @Test func endsTheUtteranceAfterFourTenthsOfASecondOfSilence() throws {
+    @Test func aPauseOfFourTenthsOfASecondEndsTheUtterance() throws {
         let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer(model: Self.grammarModel))
         harness.feed(
             SpeechFixture.silence(seconds: 0.5)
