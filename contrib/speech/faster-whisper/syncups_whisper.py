@@ -194,6 +194,11 @@ def encoder_window(frames, margin_frames, step=100):
     return min(FULL_WINDOW, max(SHORTEST_WINDOW, -(-(frames + margin_frames) // step) * step))
 
 
+def has_no_word(text):
+    """Whether `text` holds no letter or digit at all (" . .", "...")."""
+    return not any(character.isalnum() for character in text)
+
+
 def made_up(text, no_speech_prob, avg_logprob, no_speech_threshold=0.6):
     """Whether a Whisper segment is text made up from silence: probably no speech; or a poor decode with some
     doubt about speech, the mark of the sign-offs tiny.en appends in the silence after an utterance ("I'll
@@ -203,7 +208,7 @@ def made_up(text, no_speech_prob, avg_logprob, no_speech_threshold=0.6):
         return True
     if avg_logprob < -1.0 and no_speech_prob > 0.2:
         return True
-    return not any(character.isalnum() for character in text)
+    return has_no_word(text)
 
 
 def spoken_words(words):
@@ -562,7 +567,7 @@ class Engine:
             # even": no_speech_prob 0.71; "And Mr. John": avg_logprob -1.17), so a partial is dropped only if
             # it has no word at all.
             if (made_up(text, segment.no_speech_prob, segment.avg_logprob, args.no_speech_threshold) if words
-                    else not any(character.isalnum() for character in text)):
+                    else has_no_word(text)):
                 if args.verbose:
                     log("dropped %r (no_speech_prob %.2f, avg_logprob %.2f)"
                         % (text, segment.no_speech_prob, segment.avg_logprob))
