@@ -147,11 +147,13 @@ public struct SessionMachine: Sendable, Equatable {
     public private(set) var isOver = false
     /// Set while the save waits for the recording and the recognizer.
     public private(set) var pendingEnding: Ending?
-    /// The settle timeout is armed (and must be cancelled when the parts are done first).
-    private var isSettleTimeoutArmed = false
-    /// Which wait is armed, and when (meeting time) the save began waiting.
-    private var armedDeadline = SettleDeadline.saving
-    private var settleBegan = 0.0
+    /// The settle timeout while it is armed (and must be cancelled when the parts are done first): which
+    /// wait, and since when (meeting time) the save has been waiting.
+    private var armedSettle: ArmedSettle?
+    private struct ArmedSettle: Equatable {
+        var deadline: SettleDeadline
+        var since: Double
+    }
 
     /// The longest an ordinary save waits for a recognizer that keeps giving words, in seconds. Its queue
     /// holds 30 s of audio at most, which a recognizer at a quarter of real time works through in two minutes.
@@ -257,10 +259,10 @@ public struct SessionMachine: Sendable, Equatable {
             let effects: [Effect] = speech.isFinal ? [.publish(.transcript), .writeJournal] : [.publish(.transcript)]
             // A recognizer that is behind (a loaded machine) still works through the audio queued for it: an
             // ordinary save waits as long as it gives words, the timeout counting from its latest.
-            let isWorkingThroughBacklog =
-                pendingEnding != nil && isSettleTimeoutArmed && armedDeadline == .saving
-                && time - settleBegan < Self.longestSettle
-            return effects + (isWorkingThroughBacklog ? [.armSettleTimeout(.saving)] : [])
+            guard pendingEnding != nil, let armed = armedSettle, armed.deadline == .saving,
+                time - armed.since < Self.longestSettle
+            else { return effects }
+            return effects + [.armSettleTimeout(.saving)]
         case .speechFailed(let message):
             guard isTranscribing else { return [] }
             isTranscribing = false
@@ -284,13 +286,13 @@ public struct SessionMachine: Sendable, Equatable {
             let cancel: [Effect] = recognizer == .stopped || recognizer == .absent ? [] : [.cancelRecognizer]
             recognizer = recognizer == .absent ? .absent : .stopped
             pendingEnding = nil
-            isSettleTimeoutArmed = false
+            armedSettle = nil
             return cancel + complete(ending, at: time)
         case .daemonStopping:
             guard pendingEnding != nil else { return end(.interrupted(meeting), at: time, deadline: .stopping) }
             // Already being saved as the user asked (or as time ran out): it stays that, with a shorter wait.
-            guard isSettleTimeoutArmed else { return [] }
-            armedDeadline = .stopping
+            guard armedSettle != nil else { return [] }
+            armedSettle?.deadline = .stopping
             return [.armSettleTimeout(.stopping)]
         }
     }
@@ -307,9 +309,7 @@ public struct SessionMachine: Sendable, Equatable {
         if wasRunning { record.stopTimer(at: time) }
         var effects: [Effect] = (wasRunning ? [.stopTimer] : []) + (wasEnding ? [] : [.publish(.ending)])
         guard recorder == .running || recognizer == .running else { return effects + settle(at: time) }
-        isSettleTimeoutArmed = true
-        armedDeadline = deadline
-        settleBegan = time
+        armedSettle = ArmedSettle(deadline: deadline, since: time)
         effects.append(.armSettleTimeout(deadline))
         return effects + settle(at: time)
     }
@@ -334,8 +334,8 @@ public struct SessionMachine: Sendable, Equatable {
             return []
         case .stopped, .absent:
             pendingEnding = nil
-            let wasWaiting = isSettleTimeoutArmed
-            isSettleTimeoutArmed = false
+            let wasWaiting = armedSettle != nil
+            armedSettle = nil
             return (wasWaiting ? [.cancelSettleTimeout] : []) + complete(ending, at: time)
         }
     }
