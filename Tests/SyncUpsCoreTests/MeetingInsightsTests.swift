@@ -18,7 +18,7 @@ import Testing
     /// for 7 s and then rotated out; the third says `next` 1.25 s into the turn, and the meeting is saved later.
     func pausedAndCutShort() -> (SessionMachine, MeetingInsights) {
         let syncUp = SyncUp.fixture(attendees: 3, seconds: 9)
-        var (machine, _) = SessionMachine.start(
+        var (machine, _) = SessionMachine.started(
             syncUp: syncUp, meetingID: meetingID, startDate: Self.date, transcribes: true)
         for second in 1...3 { _ = machine.handle(.timerTicked, at: Double(second)) }
         _ = try? machine.request(.pause, at: 3.5)
@@ -29,6 +29,7 @@ import Testing
         _ = machine.handle(.speechRecognized(words([(0.5, 1.0), (1.2, 1.5)])), at: 15)
         _ = machine.handle(.speechRecognized(words([(3.2, 3.4)])), at: 15)
         _ = try? machine.request(.end(.save), at: 20)
+        _ = machine.handle(.recorderStopped, at: 20.1)
         _ = machine.handle(.recognizerFinished, at: 20.3)
         #expect(machine.isOver)
         let record = machine.record
@@ -59,7 +60,7 @@ import Testing
 
     @Test func anAttendeeRunsOverWhenTheSyncUpIsShortenedDuringTheirTurn() {
         var syncUp = SyncUp.fixture(attendees: 3, seconds: 9)
-        var (machine, _) = SessionMachine.start(
+        var (machine, _) = SessionMachine.started(
             syncUp: syncUp, meetingID: meetingID, startDate: Self.date, transcribes: false)
         _ = machine.handle(.timerTicked, at: 1)
         syncUp.duration = .seconds(4)  // shares of 1 s from now on
@@ -78,7 +79,7 @@ import Testing
 
     @Test func anAttendeeWhoseTurnNeverCameHasNoTurnsAndIsNotCounted() {
         let syncUp = SyncUp.fixture(attendees: 3, seconds: 9)
-        var (machine, _) = SessionMachine.start(
+        var (machine, _) = SessionMachine.started(
             syncUp: syncUp, meetingID: meetingID, startDate: Self.date, transcribes: false)
         _ = try? machine.request(.end(.save), at: 2)
         let insights = MeetingInsights(

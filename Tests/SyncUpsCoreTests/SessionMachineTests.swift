@@ -11,6 +11,20 @@ extension SessionMachine {
     mutating func request(_ request: Request) throws(SessionRejection) -> [Effect] {
         try self.request(request, at: Double(secondsElapsed))
     }
+
+    /// A session whose recorder (if `records`, or to transcribe) and recognizer (if `transcribes`) started.
+    static func started(
+        syncUp: SyncUp, meetingID: Meeting.ID, startDate: Date, records: Bool = false, transcribes: Bool
+    ) -> (SessionMachine, [Effect]) {
+        var (machine, effects) = start(
+            syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records || transcribes,
+            transcribes: transcribes)
+        if effects.contains(.startRecorder(call: false)) {
+            effects = machine.handle(.recorderStarted(warnings: []), at: 0)
+        }
+        if effects == [.startRecognizer] { effects = machine.handle(.recognizerStarted, at: 0) }
+        return (machine, effects)
+    }
 }
 
 /// The SyncUps app's RecordMeeting tests, replayed one to one against the pure session machine, with every
@@ -21,14 +35,35 @@ extension SessionMachine {
     let now = Date(timeIntervalSince1970: 1_234_567_890)
     let meetingID = Meeting.ID(UUID(counting: 0))
 
+    /// A session whose parts all start: the recorder first, then the recognizer, then the timer and the turn.
     func start(_ syncUp: SyncUp, records: Bool = false, transcribes: Bool = false) -> SessionMachine {
-        let (machine, effects) = SessionMachine.start(
+        var (machine, effects) = SessionMachine.start(
             syncUp: syncUp, meetingID: meetingID, startDate: now, records: records, transcribes: transcribes)
-        #expect(effects == [.startTimer, .beginTurn(speakerIndex: 0), .writeJournal, .publish(.started)])
+        let started: [SessionMachine.Effect] = [
+            .startTimer, .beginTurn(speakerIndex: 0, speaker: syncUp.attendees.first, at: 0), .writeJournal,
+            .publish(.started),
+        ]
+        if records {
+            #expect(effects == [.startRecorder(call: false)])
+            #expect(machine.isStarting && machine.recorder == .starting)
+            effects = machine.handle(.recorderStarted(warnings: []))
+            if transcribes {
+                #expect(effects == [.startRecognizer])
+                #expect(machine.isStarting && machine.recognizer == .starting)
+                effects = machine.handle(.recognizerStarted)
+            }
+        }
+        #expect(effects == started)
+        #expect(!machine.isStarting && machine.startWarnings.isEmpty)
         #expect(machine.phase == .running && machine.secondsElapsed == 0 && machine.speakerIndex == 0)
         #expect(machine.recorder == (records ? .running : .absent))
         #expect(machine.recognizer == (transcribes ? .running : .absent))
         return machine
+    }
+
+    /// `beginTurn` for the attendee at `index` of the machine's sync-up, from `time`.
+    func turn(_ index: Int, of machine: SessionMachine, at time: Double) -> SessionMachine.Effect {
+        .beginTurn(speakerIndex: index, speaker: machine.syncUp.attendees[index], at: time)
     }
 
     func meeting(_ transcript: String) -> Meeting { Meeting(id: meetingID, date: now, transcript: transcript) }
@@ -39,7 +74,7 @@ extension SessionMachine {
     {
         let meeting = machine.meeting
         return (waited ? [.cancelSettleTimeout] : []) + [
-            .saveMeeting(meeting, machine.record), .finish, .publish(.ended(ending)),
+            .saveMeeting(meeting, machine.record, of: machine.syncUp), .finish, .publish(.ended(ending)),
         ]
     }
 
@@ -48,9 +83,9 @@ extension SessionMachine {
         var machine = start(.fixture(attendees: 3, seconds: 6))
         let expected: [(speaker: Int, elapsed: Int, remaining: Int, effects: [SessionMachine.Effect])] = [
             (0, 1, 5, [.publish(.tick)]),
-            (1, 2, 4, [.publish(.tick), .beginTurn(speakerIndex: 1), .playCue, .publish(.speaker)]),
+            (1, 2, 4, [.publish(.tick), turn(1, of: machine, at: 2), .playCue, .publish(.speaker)]),
             (1, 3, 3, [.publish(.tick)]),
-            (2, 4, 2, [.publish(.tick), .beginTurn(speakerIndex: 2), .playCue, .publish(.speaker)]),
+            (2, 4, 2, [.publish(.tick), turn(2, of: machine, at: 4), .playCue, .publish(.speaker)]),
             (2, 5, 1, [.publish(.tick)]),
         ]
         for step in expected {
@@ -128,9 +163,9 @@ extension SessionMachine {
     /// `RecordMeetingTests.nextSpeaker` (with the PF port's sound counts).
     @Test func nextSpeakerJumpsToTheSlotAndAtTheLastSpeakerWaitsToBeSaved() throws {
         var machine = start(.fixture(attendees: 3, seconds: 6))
-        #expect(try machine.request(.next) == [.beginTurn(speakerIndex: 1), .playCue, .publish(.speaker)])
+        #expect(try machine.request(.next) == [turn(1, of: machine, at: 0), .playCue, .publish(.speaker)])
         #expect((machine.speakerIndex, machine.secondsElapsed) == (1, 2))
-        #expect(try machine.request(.next) == [.beginTurn(speakerIndex: 2), .playCue, .publish(.speaker)])
+        #expect(try machine.request(.next) == [turn(2, of: machine, at: 2), .playCue, .publish(.speaker)])
         #expect((machine.speakerIndex, machine.secondsElapsed) == (2, 4))
         #expect(try machine.request(.next) == [.stopTimer, .publish(.ending)])
         #expect(machine.phase == .ending)
@@ -149,7 +184,7 @@ extension SessionMachine {
         #expect(machine.phase == .ending)
         #expect(try machine.request(.resume) == [.startTimer, .publish(.resumed)])
         #expect(machine.handle(.timerTicked) == [.publish(.tick)])
-        #expect(machine.handle(.timerTicked).contains(.saveMeeting(meeting(""), machine.record)))
+        #expect(machine.handle(.timerTicked).contains(.saveMeeting(meeting(""), machine.record, of: machine.syncUp)))
     }
 
     /// `RecordMeetingTests.continueAfterSpeechRecognitionFailure`.
@@ -237,12 +272,87 @@ extension SessionMachine {
         #expect(machine.handle(.syncUpDeleted) == [.discardMeeting, .finish, .publish(.ended(.syncUpDeleted))])
     }
 
+    // MARK: - The start: the machine starts what it stops
+
+    /// Every way the parts can come up, and what the meeting is then: it always starts (timer, first turn,
+    /// journal, `started`), asks for the recognizer only once there is audio, transcribes only with a
+    /// recognizer that started, and says each thing it goes without once, after `started`.
+    @Test(arguments: [false, true], [false, true])
+    func startsWhateverItsPartsDo(microphoneOpens: Bool, recognizerStarts: Bool) throws {
+        let syncUp = SyncUp.fixture()
+        var (machine, effects) = SessionMachine.start(
+            syncUp: syncUp, meetingID: meetingID, startDate: now, records: true, recordsCall: true,
+            transcribes: true, playsCue: true)
+        #expect(effects == [.startRecorder(call: true)])
+        var warnings = ["recording without the call: no sound server"]
+        if microphoneOpens {
+            effects = machine.handle(.recorderStarted(warnings: warnings))
+            #expect(effects == [.startRecognizer])
+            effects = machine.handle(
+                recognizerStarts ? .recognizerStarted : .recognizerFailedToStart("sphinx: no model"))
+            if !recognizerStarts { warnings.append("recording without a transcript: sphinx: no model") }
+        } else {
+            effects = machine.handle(.recorderFailedToStart("cannot open the microphone", warnings: warnings))
+            warnings += [
+                "recording without audio: cannot open the microphone",
+                "recording without a transcript: there is no audio to transcribe",
+            ]
+        }
+        #expect(
+            effects
+                == [
+                    .startCue, .startTimer, .beginTurn(speakerIndex: 0, speaker: syncUp.attendees[0], at: 0),
+                    .writeJournal, .publish(.started),
+                ] + warnings.map(SessionMachine.Effect.warn))
+        #expect(machine.startWarnings == warnings)
+        #expect(!machine.isStarting && machine.phase == .running)
+        #expect(machine.recorder == (microphoneOpens ? .running : .absent))
+        #expect(machine.recognizer == (microphoneOpens && recognizerStarts ? .running : .absent))
+        #expect(machine.isTranscribing == (microphoneOpens && recognizerStarts))
+        // The save waits for exactly the parts that run.
+        var save = try machine.request(.end(.save))
+        if microphoneOpens {
+            #expect(save == [.stopTimer, .publish(.ending), .armSettleTimeout(.saving), .stopRecorder])
+            save = machine.handle(.recorderStopped)
+            if recognizerStarts {
+                #expect(save == [.finishRecognizer])
+                save = machine.handle(.recognizerFinished)
+            }
+            #expect(save == saved(.saved(meeting("")), machine, waited: true))
+        } else {
+            #expect(save == [.stopTimer, .publish(.ending)] + saved(.saved(meeting("")), machine))
+        }
+    }
+
+    /// While its parts start, nothing else has happened: requests are refused, other facts change nothing, and
+    /// a fact about a part that is not starting is ignored.
+    @Test func isNotRunningBeforeItsPartsHaveStarted() throws {
+        var (machine, _) = SessionMachine.start(
+            syncUp: .fixture(), meetingID: meetingID, startDate: now, records: true, transcribes: true)
+        let starting = machine
+        for request in [SessionMachine.Request.next, .pause, .resume, .end(.save), .end(.discard)] {
+            #expect(throws: SessionRejection("the meeting is starting")) { try machine.request(request, at: 0) }
+        }
+        for event in [
+            SessionMachine.Event.timerTicked, .recognizerStarted, .recognizerFailedToStart("x"), .recorderStopped,
+            .recognizerFinished, .speechRecognized(.init(isFinal: true, text: "early")), .settleTimedOut,
+        ] {
+            #expect(machine.handle(event, at: 0) == [])
+        }
+        #expect(machine == starting)
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startRecognizer])
+        #expect(machine.handle(.recorderStarted(warnings: ["again"]), at: 0) == [])
+        #expect(machine.handle(.recognizerStarted, at: 0).contains(.publish(.started)))
+        #expect(machine.handle(.recognizerFailedToStart("late"), at: 0) == [])
+        #expect(machine.isTranscribing && machine.startWarnings.isEmpty)
+    }
+
     @Test func refusesRequestsThatDoNotApply() throws {
         var machine = start(.fixture())
         #expect(throws: SessionRejection("the meeting is not paused")) { try machine.request(.resume) }
         _ = try machine.request(.pause)
         #expect(throws: SessionRejection("the meeting is already paused")) { try machine.request(.pause) }
-        #expect(try machine.request(.next) == [.beginTurn(speakerIndex: 1), .playCue, .publish(.speaker)])
+        #expect(try machine.request(.next) == [turn(1, of: machine, at: 0), .playCue, .publish(.speaker)])
         #expect(machine.phase == .paused)
     }
 

@@ -36,6 +36,14 @@ public struct SessionMachine: Sendable, Equatable {
 
     /// What happened: to the clock, the sync-up, the recording, the recognizer, the daemon.
     public enum Event: Sendable, Equatable {
+        /// The recording asked for by `startRecorder` runs; `warnings` say what of it does not (the call).
+        case recorderStarted(warnings: [String])
+        /// The recording could not start (no microphone): the meeting goes on without audio.
+        case recorderFailedToStart(String, warnings: [String])
+        /// The recognizer asked for by `startRecognizer` takes audio.
+        case recognizerStarted
+        /// The recognizer could not start: the meeting goes on without a transcript.
+        case recognizerFailedToStart(String)
         /// One second of running time has passed.
         case timerTicked
         /// The sync-up was edited mid-meeting; attendee and duration changes apply from the next tick.
@@ -70,8 +78,19 @@ public struct SessionMachine: Sendable, Equatable {
     public enum Effect: Sendable, Equatable {
         /// Tell `session` subscribers; the daemon attaches the whole session object.
         case publish(Notification)
-        /// A new speaker has the floor (the turn is recorded in `turns`): force an utterance boundary.
-        case beginTurn(speakerIndex: Int)
+        /// Log this and tell `session` subscribers (as `session.error`): something the meeting goes on without.
+        case warn(String)
+        /// Start capturing the microphone (and the call, if `call`) into the meeting's files;
+        /// `recorderStarted` or `recorderFailedToStart` follows.
+        case startRecorder(call: Bool)
+        /// Start the recognizer on the recording's audio; `recognizerStarted` or `recognizerFailedToStart`
+        /// follows.
+        case startRecognizer
+        /// Open the speaker-change cue (a cue that cannot play is reported when it is played).
+        case startCue
+        /// A new speaker has the floor from `at` (meeting time; the turn is recorded in `turns`): force an
+        /// utterance boundary. `speaker` is nil when the sync-up has nobody at `speakerIndex`.
+        case beginTurn(speakerIndex: Int, speaker: Attendee?, at: Double)
         /// Play the speaker-change cue (never at the meeting's end).
         case playCue
         case stopTimer
@@ -87,8 +106,9 @@ public struct SessionMachine: Sendable, Equatable {
         /// Start the wait for the recording and the recognizer; `settleTimedOut` follows unless cancelled.
         case armSettleTimeout(SettleDeadline)
         case cancelSettleTimeout
-        /// Insert this meeting in the sync-up's history and persist it now, with `details` beside it.
-        case saveMeeting(Meeting, MeetingRecord)
+        /// Insert this meeting in the history of `syncUp` (as the meeting had it: its attendees and duration)
+        /// and persist it now, with its details (from `record`) beside it.
+        case saveMeeting(Meeting, MeetingRecord, of: SyncUp)
         /// Delete the meeting's audio and journal; nothing is saved.
         case discardMeeting
         /// Stop capture, timer and recognizer; the session is over.
@@ -127,6 +147,8 @@ public struct SessionMachine: Sendable, Equatable {
     public enum Part: Sendable, Equatable {
         /// Not used in this meeting (no audio, no transcription).
         case absent
+        /// Asked to start; whether it did has not come yet.
+        case starting
         case running
         /// Asked to stop; its last report has not come yet.
         case stopping
@@ -145,6 +167,13 @@ public struct SessionMachine: Sendable, Equatable {
     public private(set) var recorder: Part
     public private(set) var recognizer: Part
     public private(set) var isOver = false
+    /// Until the parts asked for at the start have said whether they run: no timer, no turn yet.
+    public private(set) var isStarting = true
+    /// What the meeting goes without, said when it started (the reply to `session.start` lists them).
+    public private(set) var startWarnings: [String] = []
+    /// What the start still has to ask for.
+    private var wantsTranscript: Bool
+    private let playsCue: Bool
     /// Set while the save waits for the recording and the recognizer.
     public private(set) var pendingEnding: Ending?
     /// The settle timeout while it is armed (and must be cancelled when the parts are done first): which
@@ -159,29 +188,58 @@ public struct SessionMachine: Sendable, Equatable {
     /// holds 30 s of audio at most, which a recognizer at a quarter of real time works through in two minutes.
     public static let longestSettle = 300.0
 
-    /// A new session, running from its first second; perform the returned effects (and start the timer).
-    /// `records` and `transcribes` say whether a recorder and a recognizer run for it.
+    /// A new session. It starts what it records with first (`records`: the microphone, and the call if
+    /// `recordsCall`; then the recognizer if `transcribes`; then the cue if `playsCue`), each reporting back
+    /// whether it runs, and runs from its first second once they have: perform the returned effects and
+    /// hand back the facts they produce.
     public static func start(
         syncUp: SyncUp,
         meetingID: Meeting.ID,
         startDate: Date,
         records: Bool = false,
-        transcribes: Bool
+        recordsCall: Bool = false,
+        transcribes: Bool,
+        playsCue: Bool = false
     ) -> (SessionMachine, [Effect]) {
         var machine = SessionMachine(
-            syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records, transcribes: transcribes)
-        let turn = machine.beginTurn(0, at: 0)
-        return (machine, [.startTimer] + turn + [.writeJournal, .publish(.started)])
+            syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records, transcribes: transcribes,
+            playsCue: playsCue)
+        let effects = records ? [.startRecorder(call: recordsCall)] : machine.advanceStart()
+        return (machine, effects)
     }
 
-    private init(syncUp: SyncUp, meetingID: Meeting.ID, startDate: Date, records: Bool, transcribes: Bool) {
+    private init(
+        syncUp: SyncUp, meetingID: Meeting.ID, startDate: Date, records: Bool, transcribes: Bool, playsCue: Bool
+    ) {
         self.syncUp = syncUp
         self.meetingID = meetingID
         self.startDate = startDate
-        self.isTranscribing = transcribes
-        self.recorder = records ? .running : .absent
-        self.recognizer = transcribes ? .running : .absent
+        self.isTranscribing = false
+        self.wantsTranscript = transcribes
+        self.playsCue = playsCue
+        self.recorder = records ? .starting : .absent
+        self.recognizer = .absent
         self.record = MeetingRecord()
+    }
+
+    /// The next step of the start: the recognizer once the recording runs, then the timer and the first turn.
+    private mutating func advanceStart() -> [Effect] {
+        guard isStarting, recorder != .starting else { return [] }
+        if wantsTranscript {
+            wantsTranscript = false
+            guard recorder == .running else {
+                startWarnings.append("recording without a transcript: there is no audio to transcribe")
+                return advanceStart()
+            }
+            recognizer = .starting
+            return [.startRecognizer]
+        }
+        guard recognizer != .starting else { return [] }
+        isStarting = false
+        isTranscribing = recognizer == .running
+        let turn = beginTurn(0, at: 0)
+        return (playsCue ? [.startCue] : []) + [.startTimer] + turn + [.writeJournal, .publish(.started)]
+            + startWarnings.map(Effect.warn)
     }
 
     // MARK: - Derived
@@ -205,6 +263,7 @@ public struct SessionMachine: Sendable, Equatable {
     /// current phase is refused and changes nothing.
     public mutating func request(_ request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
         guard !isOver else { throw SessionRejection("the session is over") }
+        guard !isStarting else { throw SessionRejection("the meeting is starting") }
         guard pendingEnding == nil else { throw SessionRejection("the meeting is being saved") }
         switch request {
         case .next:
@@ -241,7 +300,34 @@ public struct SessionMachine: Sendable, Equatable {
     /// nothing.
     public mutating func handle(_ event: Event, at time: Double) -> [Effect] {
         guard !isOver else { return [] }
+        if isStarting {
+            // The start reports its parts one after another, within the request that started it: nothing
+            // else can have happened yet.
+            switch event {
+            case .recorderStarted, .recorderFailedToStart, .recognizerStarted, .recognizerFailedToStart: break
+            default: return []
+            }
+        }
         switch event {
+        case .recorderStarted(let warnings):
+            guard recorder == .starting else { return [] }
+            recorder = .running
+            startWarnings += warnings
+            return advanceStart()
+        case .recorderFailedToStart(let reason, let warnings):
+            guard recorder == .starting else { return [] }
+            recorder = .absent
+            startWarnings += warnings + ["recording without audio: \(reason)"]
+            return advanceStart()
+        case .recognizerStarted:
+            guard recognizer == .starting else { return [] }
+            recognizer = .running
+            return advanceStart()
+        case .recognizerFailedToStart(let reason):
+            guard recognizer == .starting else { return [] }
+            recognizer = .absent
+            startWarnings.append("recording without a transcript: \(reason)")
+            return advanceStart()
         case .timerTicked:
             return pendingEnding == nil ? tick(at: time) : []
         case .syncUpEdited(let edited):
@@ -321,7 +407,7 @@ public struct SessionMachine: Sendable, Equatable {
         case .running:
             recorder = .stopping
             return [.stopRecorder]
-        case .stopping:
+        case .stopping, .starting:  // never starting here: nothing ends a meeting before it has started
             return []
         case .stopped, .absent:
             break
@@ -330,7 +416,7 @@ public struct SessionMachine: Sendable, Equatable {
         case .running:
             recognizer = .stopping
             return [.finishRecognizer]
-        case .stopping:
+        case .stopping, .starting:
             return []
         case .stopped, .absent:
             pendingEnding = nil
@@ -349,7 +435,7 @@ public struct SessionMachine: Sendable, Equatable {
         case .finished, .saved, .interrupted:
             if case .interrupted = ending { record.isInterrupted = true }
             final = ending.with(meeting)
-            effects.append(.saveMeeting(meeting, record))
+            effects.append(.saveMeeting(meeting, record, of: syncUp))
         case .discarded, .syncUpDeleted:
             effects.append(.discardMeeting)
         }
@@ -392,10 +478,11 @@ public struct SessionMachine: Sendable, Equatable {
     }
 
     private mutating func beginTurn(_ index: Int, at time: Double) -> [Effect] {
-        if syncUp.attendees.indices.contains(index) {
-            record.beginTurn(syncUp.attendees[index], at: time)
+        guard syncUp.attendees.indices.contains(index) else {
+            return [.beginTurn(speakerIndex: index, speaker: nil, at: time)]
         }
-        return [.beginTurn(speakerIndex: index)]
+        record.beginTurn(syncUp.attendees[index], at: time)
+        return [.beginTurn(speakerIndex: index, speaker: syncUp.attendees[index], at: record.turns.last!.start)]
     }
 }
 

@@ -153,88 +153,25 @@ final class SessionController {
 
         let meetingID = Meeting.ID(state.uuid())
         let session = ActiveSession(machine: nil, meetingID: meetingID, start: loop.now())
-        var warnings: [String] = []
-        if recordsAudio {
-            startCallRecorder(session, wanted: call ?? true, warnings: &warnings)
-            let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
-            session.microphoneThroughServer =
-                settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
-            let relay = session.relay
-            let mixer = session.mixer
-            do {
-                session.recorder = try MeetingRecorder(
-                    device: session.microphoneThroughServer ? server! : settings.captureDevice,
-                    deviceName: session.microphoneThroughServer
-                        ? CaptureDevice.defaultSource : settings.audioDeviceName,
-                    wavPath: state.dataDirectory.sidecar(meetingID, MeetingFiles.audio),
-                    start: session.start,
-                    onTrouble: { [mailbox] trouble in mailbox.post(.recorder(trouble, meetingID)) },
-                    onAudio: { chunk in
-                        if let mixer {
-                            mixer.feed(0, chunk.bytes, startFrame: chunk.startFrame)
-                        } else {
-                            relay.feed(chunk.bytes, chunk.startFrame)
-                        }
-                    }
-                )
-            } catch {
-                warnings.append("recording without audio: \(error)")
-                session.audioError = error.description
-                // The call alone is not a meeting's recording.
-                session.callRecorder?.stop(keepsFile: false)
-                session.callRecorder = nil
-                session.mixer = nil
-            }
-            if let source = session.callRecorder?.statistics.capture.device,
-                source == session.recorder?.statistics.capture.device
-            {
-                // `--call-audio` naming the default microphone: recorded twice, and the call not at all.
-                warnings.append(
-                    "the call's source \(source) is the microphone itself: the call is not recorded (syncupsctl devices lists the monitors)"
-                )
-            }
-        } else {
-            session.callAudio = .off("the meeting records no audio")
-        }
-        var transcribes = false
-        if wantsTranscript, session.recorder != nil, let recognizer = settings.recognizer {
-            do {
-                session.recognition = try recognizer.start { [mailbox] event in
-                    mailbox.post(.recognizer(event, meetingID))
-                }
-                transcribes = true
-                session.engineName = recognizer.name
-            } catch {
-                warnings.append("recording without a transcript: \(recognizer.name) did not start: \(error)")
-            }
-        } else if wantsTranscript {
-            warnings.append("recording without a transcript: there is no audio to transcribe")
-        }
-        if let cueDevice = settings.cueDeviceName {
-            session.cue = try? CuePlayer(deviceName: cueDevice) { [mailbox] error in
-                mailbox.post(.cueFailed(error, meetingID))
-            }
-        }
-
+        if !recordsAudio { session.callAudio = .off("the meeting records no audio") }
         let (machine, effects) = SessionMachine.start(
             syncUp: syncUp,
             meetingID: meetingID,
             startDate: state.now(),
-            records: session.recorder != nil,
-            transcribes: transcribes
+            records: recordsAudio,
+            recordsCall: call ?? true,
+            transcribes: wantsTranscript,
+            playsCue: settings.cueDeviceName != nil
         )
         session.machine = machine
         active = session
         // The journal refers to the sync-up: make sure the sync-up itself is on disk too.
         state.flush()
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
+        // The machine starts the recording, the recognizer and the cue, then the timer and the first turn.
         perform(effects, in: session)
-        for warning in warnings {
-            logger.warning(warning, .syncUp(syncUp.id), .meeting(meetingID))
-            publish(.error(warning), session)
-        }
         guard case .object(var reply) = sessionJSON(session) else { return .null }
-        reply["warnings"] = .array(warnings.map(JSONValue.string))
+        reply["warnings"] = .array(session.machine.startWarnings.map(JSONValue.string))
         return .object(reply)
     }
 
@@ -331,12 +268,23 @@ final class SessionController {
             switch effect {
             case .publish(let notification):
                 publish(notification, session)
-            case .beginTurn:
-                // The machine has recorded the turn; the recognizer ends its utterance where the turn starts.
-                guard let turn = session.machine.record.turns.last, turn.speaker == session.machine.speaker else {
-                    continue  // a sync-up without attendees (an outside edit) has no turns
+            case .warn(let text):
+                logger.warning(text, .syncUp(session.machine.syncUp.id), .meeting(session.meetingID))
+                publish(.error(text), session)
+            case .startRecorder(let call):
+                handle(startRecorder(session, call: call), in: session)
+            case .startRecognizer:
+                handle(startRecognizer(session), in: session)
+            case .startCue:
+                guard let cueDevice = settings.cueDeviceName else { continue }
+                let meetingID = session.meetingID
+                session.cue = try? CuePlayer(deviceName: cueDevice) { [mailbox] error in
+                    mailbox.post(.cueFailed(error, meetingID))
                 }
-                session.recognition?.turn(Int64(turn.start * Double(AudioFormat.sampleRate)), turn.speaker)
+            case .beginTurn(_, let speaker, let start):
+                // The recognizer ends its utterance where the turn starts.
+                guard let speaker else { continue }  // a sync-up without attendees (an outside edit) has no turns
+                session.recognition?.turn(Int64(start * Double(AudioFormat.sampleRate)), speaker)
             case .playCue:
                 session.cue?.play()
             case .startTimer:
@@ -373,23 +321,23 @@ final class SessionController {
                 session.settleTimer.map(loop.cancel)
                 session.settleTimer = nil
                 session.settleDeadline = nil
-            case .saveMeeting(let meeting, let record):
-                if !state.insertMeeting(meeting, into: session.machine.syncUp.id) {
+            case .saveMeeting(let meeting, let record, let syncUp):
+                if !state.insertMeeting(meeting, into: syncUp.id) {
                     // An outside edit removed the sync-up mid-meeting: it comes back, with this meeting.
-                    var syncUp = session.machine.syncUp
-                    syncUp.meetings = [meeting]
-                    state.restore(syncUp)
+                    var restored = syncUp
+                    restored.meetings = [meeting]
+                    state.restore(restored)
                     state.warn(
                         "restored the sync-up \"\(syncUp.title)\", which another program's edit had removed, with the meeting recorded meanwhile"
                     )
                 }
                 let details = MeetingDetails(
                     meeting: meeting.id,
-                    syncUp: session.machine.syncUp.id,
+                    syncUp: syncUp.id,
                     isInterrupted: record.isInterrupted,
-                    attendees: session.machine.syncUp.attendees,
+                    attendees: syncUp.attendees,
                     segments: record.segments,
-                    timeline: record.timeline(durationSeconds: session.machine.durationSeconds)
+                    timeline: record.timeline(durationSeconds: syncUp.durationSeconds)
                 )
                 saveDetails(
                     details,
@@ -405,6 +353,68 @@ final class SessionController {
         }
     }
 
+    /// `startRecorder`: the microphone (through the sound server when it follows the default there), the call
+    /// if asked for and there is one, and the mixer that gives the recognizer both.
+    private func startRecorder(_ session: ActiveSession, call: Bool) -> SessionMachine.Event {
+        var warnings: [String] = []
+        startCallRecorder(session, wanted: call, warnings: &warnings)
+        let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
+        session.microphoneThroughServer =
+            settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
+        let relay = session.relay
+        let mixer = session.mixer
+        let meetingID = session.meetingID
+        do {
+            session.recorder = try MeetingRecorder(
+                device: session.microphoneThroughServer ? server! : settings.captureDevice,
+                deviceName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
+                wavPath: state.dataDirectory.sidecar(meetingID, MeetingFiles.audio),
+                start: session.start,
+                onTrouble: { [mailbox] trouble in mailbox.post(.recorder(trouble, meetingID)) },
+                onAudio: { chunk in
+                    if let mixer {
+                        mixer.feed(0, chunk.bytes, startFrame: chunk.startFrame)
+                    } else {
+                        relay.feed(chunk.bytes, chunk.startFrame)
+                    }
+                }
+            )
+        } catch {
+            session.audioError = error.description
+            // The call alone is not a meeting's recording.
+            session.callRecorder?.stop(keepsFile: false)
+            session.callRecorder = nil
+            session.mixer = nil
+            return .recorderFailedToStart(error.description, warnings: warnings)
+        }
+        if let source = session.callRecorder?.statistics.capture.device,
+            source == session.recorder?.statistics.capture.device
+        {
+            // `--call-audio` naming the default microphone: recorded twice, and the call not at all.
+            warnings.append(
+                "the call's source \(source) is the microphone itself: the call is not recorded (syncupsctl devices lists the monitors)"
+            )
+        }
+        return .recorderStarted(warnings: warnings)
+    }
+
+    /// `startRecognizer`: the configured engine (the one the request was checked against).
+    private func startRecognizer(_ session: ActiveSession) -> SessionMachine.Event {
+        guard let recognizer = settings.recognizer else {
+            return .recognizerFailedToStart("no speech engine is available")
+        }
+        let meetingID = session.meetingID
+        do {
+            session.recognition = try recognizer.start { [mailbox] event in
+                mailbox.post(.recognizer(event, meetingID))
+            }
+        } catch {
+            return .recognizerFailedToStart("\(recognizer.name) did not start: \(error)")
+        }
+        session.engineName = recognizer.name
+        return .recognizerStarted
+    }
+
     private func armTimer(_ session: ActiveSession) {
         session.timer.map(loop.cancel)
         guard let deadline = session.schedule.nextDeadline else { return }
@@ -418,7 +428,8 @@ final class SessionController {
                 let deadline = MonotonicInstant(nanoseconds: first + Int64(index) * 1_000_000_000)
                 perform(session.machine.handle(.timerTicked, at: session.elapsedSeconds(now: deadline)), in: session)
             }
-            if active === session && session.machine.phase == .running { armTimer(session) }
+            // Unless a tick stopped the timer (`stopTimer` pauses the schedule), the next second.
+            if active === session { armTimer(session) }
         }
     }
 
