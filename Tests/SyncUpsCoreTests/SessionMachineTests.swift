@@ -347,6 +347,18 @@ extension SessionMachine {
         #expect(machine.isTranscribing && machine.startWarnings.isEmpty)
     }
 
+    /// A disk that fills at the first journal write (or any later one): the meeting goes on, and its
+    /// subscribers hear once that a crash would now lose it.
+    @Test func saysOnceThatTheJournalCannotBeWritten() throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        let error =
+            "cannot write the meeting's journal (write: No space left on device): the meeting goes on, but a crash now would lose its transcript"
+        #expect(machine.handle(.journalFailed("write: No space left on device")) == [.publish(.error(error))])
+        #expect(machine.hasReportedJournalFailure)
+        #expect(machine.handle(.journalFailed("write: No space left on device")) == [])
+        #expect(machine.phase == .running && machine.recorder == .running && machine.recognizer == .running)
+    }
+
     @Test func refusesRequestsThatDoNotApply() throws {
         var machine = start(.fixture())
         #expect(throws: SessionRejection("the meeting is not paused")) { try machine.request(.resume) }

@@ -58,6 +58,8 @@ public struct SessionMachine: Sendable, Equatable {
         case recognizerFinished
         /// Audio trouble (capture or cue); reported, the meeting goes on.
         case audioTrouble(String)
+        /// The meeting's journal (what a crash recovers it from) could not be written; said once a meeting.
+        case journalFailed(String)
         /// The recording stopped after `stopRecorder`: its file is complete.
         case recorderStopped
         /// The settle timeout armed by `armSettleTimeout` passed.
@@ -171,6 +173,8 @@ public struct SessionMachine: Sendable, Equatable {
     public private(set) var isStarting = true
     /// What the meeting goes without, said when it started (the reply to `session.start` lists them).
     public private(set) var startWarnings: [String] = []
+    /// Whether the meeting's subscribers were told that its journal cannot be written.
+    public private(set) var hasReportedJournalFailure = false
     /// What the start still has to ask for.
     private var wantsTranscript: Bool
     private let playsCue: Bool
@@ -362,6 +366,15 @@ public struct SessionMachine: Sendable, Equatable {
             return settle(at: time)
         case .audioTrouble(let message):
             return [.publish(.error(message))]
+        case .journalFailed(let reason):
+            guard !hasReportedJournalFailure else { return [] }
+            hasReportedJournalFailure = true
+            return [
+                .publish(
+                    .error(
+                        "cannot write the meeting's journal (\(reason)): the meeting goes on, but a crash now would lose its transcript"
+                    ))
+            ]
         case .recorderStopped:
             guard recorder != .absent else { return [] }
             recorder = .stopped

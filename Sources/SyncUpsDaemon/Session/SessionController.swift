@@ -524,6 +524,8 @@ final class SessionController {
             detailsWritten(meeting, error: error)
         case .journalFailed(let meeting, let error):
             logger.warning("cannot write the meeting journal: \(error)", .meeting(meeting))
+            guard let session = active, session.meetingID == meeting else { return }
+            handle(.journalFailed(error.description), in: session)
         }
     }
 
