@@ -62,7 +62,7 @@ run: build
 ## Installs what the tests need, checks formatting, builds, and runs the whole suite.
 test: deps-test lint whisper
 	$(SWIFT) build --build-tests
-	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(SWIFT) test --skip-build
+	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
 	cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
 
 ## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
