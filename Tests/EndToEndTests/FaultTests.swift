@@ -211,6 +211,33 @@ import Testing
         }
     }
 
+    /// A backup put back, as `git checkout` or a sync tool does: the daemon reloads it, and the sync-up added
+    /// since never comes back, neither in the list nor in the file.
+    @Test func reloadsARestoredEarlierFileAndNeverWritesOverIt() throws {
+        let daemon = try DaemonProcess(arguments: ["--speech-engine", "none"])
+        let client = try daemon.client()
+        let watcher = try daemon.client()
+        _ = try watcher.result("subscribe", ["topics": ["syncups"], "snapshot": false])
+        let file = daemon.dataPath + "/sync-ups.json"
+        _ = try client.result("syncups.create", ["title": "One"])
+        #expect(try waitFor { Files.readString(file)?.contains("One") == true })
+        let backup = try #require(Files.readString(file))
+        _ = try client.result("syncups.create", ["title": "Two"])
+        #expect(try waitFor { Files.readString(file)?.contains("Two") == true })
+        Files.replace(file, with: backup)
+        var reloaded: JSONValue?
+        while reloaded == nil {
+            let event = try watcher.readJSON()
+            if event["event"] == "syncups.reloaded" { reloaded = event }
+        }
+        #expect(reloaded?["data"]?["total"] == 1)
+        #expect(try client.result("syncups.list")["syncups"]?[0]?["title"] == "One")
+        #expect(try client.result("syncups.list")["total"] == 1)
+        _ = try client.result("syncups.create", ["title": "Three"])
+        #expect(try waitFor { Files.readString(file)?.contains("Three") == true })
+        #expect(Files.readString(file)?.contains("Two") == false)
+    }
+
     /// The disk is full when a meeting is saved: its details (attendees, segments) stay in memory and in
     /// the journal, the write is retried and reported, and the meeting is complete once space returns, also
     /// after a restart; a daemon killed while the disk is full completes it at the next start.
