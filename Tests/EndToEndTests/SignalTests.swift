@@ -58,6 +58,26 @@ import Testing
         #expect(try daemon.client().result("ping") == "pong")
     }
 
+    /// A huge config file on SIGHUP: the warning says why in a line every subscriber can take (quoting the
+    /// whole line cut each one off), and the daemon answers on.
+    @Test(arguments: [16 << 20, 512 << 10])
+    func refusesAHugeConfigFileOnSIGHUPInAShortWarning(zeros: Int) throws {
+        let (daemon, watcher, file) = try Self.daemon(config: "speech-engine = none\n")
+        Files.write(file, [UInt8](repeating: 0, count: zeros))
+        daemon.process.send(SIGHUP)
+        let warning = try watcher.nextEvent("daemon.warning")
+        let message = warning["data"]?["message"]?.stringValue ?? ""
+        #expect(message.hasPrefix("SIGHUP: the configuration was not reloaded, the running one stays: "), "\(message)")
+        #expect(message.utf8.count < 1_000, "\(message.prefix(300))")
+        let reason =
+            zeros > 1 << 20
+            ? "\(file): over 1 MiB, more than a config file may hold"
+            : "\(file):1: expected \"key = value\", got \"" + String(repeating: "\\u0000", count: 80) + "…\""
+        #expect(message.hasSuffix(reason), "\(message.prefix(300))")
+        #expect(try watcher.result("ping") == "pong")
+        #expect(try daemon.client().result("status")["speechEngine"] == .null)
+    }
+
     /// A stop held up by a recognizer that ignores its EOF waits up to 5 s for its last words; a second
     /// SIGTERM ends that wait at once, the meeting is saved with what there is, and the next start has it.
     @Test func aSecondSIGTERMEndsASlowStopAndTheMeetingIsKept() throws {
