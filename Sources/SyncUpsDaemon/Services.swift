@@ -53,6 +53,8 @@ final class Services {
         )
         state = owner
         self.state = owner
+        let shared = owner.sharedMeetingsWarning().map { [$0] } ?? []
+        for warning in shared { logger.warning(warning) }
         let recovered = MeetingRecovery.run(state: owner, logger: logger)
         do {
             session = try SessionController(
@@ -71,7 +73,7 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: wallClock(),
-                loadWarnings: loaded.warnings + recovered
+                loadWarnings: loaded.warnings + shared + recovered
             )
         )
         server.handler = handler.handle

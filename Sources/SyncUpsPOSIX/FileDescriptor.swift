@@ -112,11 +112,13 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         }
     }
 
-    /// Reads everything from the current position to the end of the file (or until the writer closes a pipe).
-    public func readToEnd(sizeHint: Int = 64 * 1024) throws(SystemError) -> [UInt8] {
+    /// Reads everything from the current position to the end of the file (or until the writer closes a pipe),
+    /// or its first `limit` bytes.
+    public func readToEnd(sizeHint: Int = 64 * 1024, limit: Int64 = .max) throws(SystemError) -> [UInt8] {
         var result: [UInt8] = []
         var capacity = max(sizeHint, 4096)
-        while true {
+        while Int64(result.count) < limit {
+            capacity = Int(min(Int64(capacity), limit - Int64(result.count)))
             var count = 0
             var error = Errno(rawValue: 0)
             let chunk = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
@@ -129,6 +131,7 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
             if result.isEmpty { result = chunk } else { result.append(contentsOf: chunk) }
             capacity = min(capacity * 2, 16 * 1024 * 1024)
         }
+        return result
     }
 
     /// Flushes the file's data and metadata to the device.

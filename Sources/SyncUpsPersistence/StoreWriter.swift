@@ -56,20 +56,17 @@ final class StoreWriter: Sendable {
     private let syncState = Mutex(SyncState())
     private let syncWake: WakeSignal
     private let results: Mailbox<Result>
-    private let recentWrites: RecentWrites
-    /// What the loop and the writer agree is on disk; checked just before every rename.
+    /// What the loop and the writer agree is on disk; checked just before every rename and by every
+    /// examination.
     let disk: Mutex<DiskState>
     private let threads = Mutex<[DedicatedThread]>([])
     /// Kept from one write to the next, so only changed sync-ups are encoded again. Used by the writer
     /// thread, and after it has stopped by the final flush.
     private let encoder = Mutex(SyncUpsFileEncoder())
 
-    init(file: VersionedFile, results: Mailbox<Result>, recentWrites: RecentWrites, disk: DiskState)
-        throws(SystemError)
-    {
+    init(file: VersionedFile, results: Mailbox<Result>, disk: DiskState) throws(SystemError) {
         self.file = file
         self.results = results
-        self.recentWrites = recentWrites
         self.disk = Mutex(disk)
         self.wake = try WakeSignal()
         self.syncWake = try WakeSignal()
@@ -125,7 +122,7 @@ final class StoreWriter: Sendable {
             if isStopping { return }
             // First, as the file is now. A job queued meanwhile still cannot replace another program's file:
             // the identity check before its rename refuses it.
-            if examines { results.post(.examined(FileExamination.run(file.path, recentWrites: recentWrites))) }
+            if examines { results.post(.examined(FileExamination.run(file.path, disk: disk))) }
             guard let job else { continue }
             let (result, version) = place(job)
             results.post(result)
@@ -168,13 +165,15 @@ final class StoreWriter: Sendable {
             let version = try file.put(
                 pieces: pieces,
                 eachChunk: { fingerprint.combine($0) },
-                replacingIf: { current, new in
-                    // Before the rename, so the change notification it causes is known as ours.
-                    recentWrites.remember(fingerprint.finalize(), identity: new)
-                    return disk.withLock { $0.accepts(generation, replacing: current) }
-                }
+                replacingIf: { current, _ in disk.withLock { $0.accepts(generation, replacing: current) } }
             )
-            disk.withLock { $0.identity = version.identity }
+            // Only now, and only this version, is ours: the change notification it causes is examined on this
+            // thread, after this.
+            let placed = fingerprint.finalize()
+            disk.withLock {
+                $0.identity = version.identity
+                $0.fingerprint = placed
+            }
             return (.written(generation: generation), version)
         } catch {
             switch error {
@@ -198,6 +197,11 @@ final class StoreWriter: Sendable {
 
 /// What the file at the store's path is, judged off the loop: read through one descriptor (identity and
 /// bytes describe the same file), never read back when it is the very file this process put in place.
+///
+/// Only the file in place as the store knows it is ours: the version it last renamed there (or loaded, or
+/// reloaded), by identity, or a copy of that version's bytes (a `touch`, a `cp` of the same content). An
+/// earlier version of ours put back (a backup restored, a `git checkout`) is another program's edit: it is
+/// the state now, and the store must never write over it.
 enum FileExamination: Sendable {
     /// Not there (deleted): the state in memory must be written back.
     case missing
@@ -210,18 +214,24 @@ enum FileExamination: Sendable {
     /// Another program's file that does not parse: kept aside.
     case invalid(FileIdentity, reason: String)
 
-    static func run(_ path: String, recentWrites: RecentWrites) -> FileExamination {
+    static func run(_ path: String, disk: borrowing Mutex<DiskState>) -> FileExamination {
         let identity: FileIdentity
         let bytes: [UInt8]?
         do {
-            (identity, bytes) = try SyncUpStore.readIdentified(path, readsIf: { !recentWrites.contains($0) })
+            (identity, bytes) = try SyncUpStore.readIdentified(
+                path, readsIf: { identity in disk.withLock { $0.identity != identity } })
         } catch {
             return error.errno == .noSuchFile ? .missing : .unreadable(error.description)
         }
-        guard let bytes, !recentWrites.contains(bytes) else { return .ours(identity) }
+        guard let bytes else { return .ours(identity) }
+        let fingerprint = ContentFingerprint(bytes)
+        guard disk.withLock({ $0.fingerprint != fingerprint }) else { return .ours(identity) }
         do {
             let syncUps = try SyncUpsFile.decode(bytes)
-            recentWrites.remember(bytes)
+            // Its content is the state from now on, so a second notification of the same edit is ours. Its
+            // identity is not set here: the loop does that with the generation it overtakes, so that no
+            // write queued before the edit can replace it.
+            disk.withLock { $0.fingerprint = fingerprint }
             return .edited(identity, syncUps)
         } catch {
             return .invalid(identity, reason: error.description)
@@ -233,44 +243,14 @@ enum FileExamination: Sendable {
 struct DiskState: Sendable {
     /// The identity of the file last written by us or loaded; a different one on disk means an outside edit.
     var identity: FileIdentity?
+    /// The content of the file last written by us or reloaded: the same bytes under another identity are
+    /// ours still. Nil until the store first writes or reloads.
+    var fingerprint: ContentFingerprint?
     /// Snapshots older than this were overtaken by another program's edit and must not be written.
     var minimumGeneration = 0
 
     func accepts(_ generation: Int, replacing current: FileIdentity?) -> Bool {
         generation >= minimumGeneration && (current == nil || current == identity)
-    }
-}
-
-/// The last few files this process wrote, so a change notification for one of them is recognised as ours.
-///
-/// By identity first: the very file put in place (inode, size and mtime to the nanosecond) needs no reading,
-/// which at 10,000 sync-ups saves the event loop reading 118 MB back after every write. Else by content, so
-/// a copy of our bytes (or a `touch`) is ours too, while an edit is not, whatever its mtime.
-final class RecentWrites: Sendable {
-    private let fingerprints = Mutex<[ContentFingerprint]>([])
-    private let identities = Mutex<[FileIdentity]>([])
-
-    func remember(_ bytes: [UInt8]) {
-        remember(ContentFingerprint(bytes), identity: nil)
-    }
-
-    func remember(_ fingerprint: ContentFingerprint, identity: FileIdentity?) {
-        fingerprints.withLock { Self.append(fingerprint, to: &$0) }
-        if let identity { identities.withLock { Self.append(identity, to: &$0) } }
-    }
-
-    private static func append<Element>(_ element: Element, to recent: inout [Element]) {
-        recent.append(element)
-        if recent.count > 8 { recent.removeFirst() }
-    }
-
-    func contains(_ identity: FileIdentity) -> Bool {
-        identities.withLock { $0.contains(identity) }
-    }
-
-    func contains(_ bytes: [UInt8]) -> Bool {
-        let fingerprint = ContentFingerprint(bytes)
-        return fingerprints.withLock { $0.contains(fingerprint) }
     }
 }
 

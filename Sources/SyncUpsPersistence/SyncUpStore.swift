@@ -36,7 +36,6 @@ public final class SyncUpStore {
     private let wallClock: WallClock
     private let file: VersionedFile
     private let onEvent: (Event) -> Void
-    private let recentWrites = RecentWrites()
     private let results: Mailbox<StoreWriter.Result>
     private var writer: StoreWriter?
     private var inotify: Inotify?
@@ -98,7 +97,6 @@ public final class SyncUpStore {
         let writer = try StoreWriter(
             file: file,
             results: results,
-            recentWrites: recentWrites,
             disk: DiskState(identity: fileSystem.identity(directory.syncUpsFile))
         )
         self.writer = writer
@@ -335,7 +333,7 @@ public final class SyncUpStore {
         if case .conflict = result {
             // Decide whose the file is, as the running store would: ours after all (write again), another
             // program's valid edit (it wins: nothing to write), or an invalid one (moved aside: write again).
-            apply(FileExamination.run(directory.syncUpsFile, recentWrites: recentWrites))
+            apply(FileExamination.run(directory.syncUpsFile, disk: writer.disk))
             guard durableGeneration < generation else { return nil }
             result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
         }

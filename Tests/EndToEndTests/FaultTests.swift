@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
@@ -209,6 +210,78 @@ import Testing
             #expect(Files.readString(movedTo) == "{ broken \(round)")
             #expect(try waitFor { Files.readString(file)?.contains("edited \(round)") == true })
         }
+    }
+
+    /// A backup put back, as `git checkout` or a sync tool does: the daemon reloads it, and the sync-up added
+    /// since never comes back, neither in the list nor in the file.
+    @Test func reloadsARestoredEarlierFileAndNeverWritesOverIt() throws {
+        let daemon = try DaemonProcess(arguments: ["--speech-engine", "none"])
+        let client = try daemon.client()
+        let watcher = try daemon.client()
+        _ = try watcher.result("subscribe", ["topics": ["syncups"], "snapshot": false])
+        let file = daemon.dataPath + "/sync-ups.json"
+        _ = try client.result("syncups.create", ["title": "One"])
+        #expect(try waitFor { Files.readString(file)?.contains("One") == true })
+        let backup = try #require(Files.readString(file))
+        _ = try client.result("syncups.create", ["title": "Two"])
+        #expect(try waitFor { Files.readString(file)?.contains("Two") == true })
+        Files.replace(file, with: backup)
+        var reloaded: JSONValue?
+        while reloaded == nil {
+            let event = try watcher.readJSON()
+            if event["event"] == "syncups.reloaded" { reloaded = event }
+        }
+        #expect(reloaded?["data"]?["total"] == 1)
+        #expect(try client.result("syncups.list")["syncups"]?[0]?["title"] == "One")
+        #expect(try client.result("syncups.list")["total"] == 1)
+        _ = try client.result("syncups.create", ["title": "Three"])
+        #expect(try waitFor { Files.readString(file)?.contains("Three") == true })
+        #expect(Files.readString(file)?.contains("Two") == false)
+    }
+
+    /// A sync-up copied by hand inside sync-ups.json, meetings and all: both hold the same meeting ids, so the
+    /// same files. The daemon says so at start and on a reload, and deleting one copy, or its meeting, keeps
+    /// the files the other still holds; they go with the last sync-up that holds the meeting.
+    @Test func keepsTheFilesOfAMeetingThatASyncUpCopiedByHandStillHolds() throws {
+        let directory = TemporaryDirectory("copied")
+        let data = directory.appending("data")
+        mkdir(data, 0o700)
+        mkdir(data + "/meetings", 0o700)
+        let original = SyncUp.realistic(index: 0, meetingCount: 2, transcriptBytes: 16)
+        var copy = SyncUp.realistic(index: 1, meetingCount: 0, transcriptBytes: 16)
+        copy.meetings = [original.meetings[1]]
+        Files.write(data + "/sync-ups.json", SyncUpsFile.encode([original, copy]))
+        let (own, shared) = (original.meetings[0].id, original.meetings[1].id)
+        func files(of meeting: Meeting.ID) -> [String] {
+            Files.list(data + "/meetings").filter { $0.hasPrefix(meeting.description) }.sorted()
+        }
+        for meeting in [own, shared] {
+            for suffix in ["wav", "json"] { Files.write(data + "/meetings/\(meeting).\(suffix)", "recorded") }
+        }
+        let daemon = try DaemonProcess(arguments: ["--speech-engine", "none"], directory: directory)
+        let client = try daemon.client()
+        let warnings = try client.result("status")["persistence"]?["warnings"]?.arrayValue ?? []
+        #expect(
+            warnings.contains {
+                $0.stringValue?.hasPrefix("1 meeting is in more than one sync-up (copied by hand?): \(shared)") == true
+            }, "\(warnings)")
+
+        _ = try client.result("syncups.delete", ["id": .string(original.id.description)])
+        #expect(files(of: own).isEmpty)
+        #expect(files(of: shared) == ["\(shared).json", "\(shared).wav"], "the copy still holds the meeting")
+        _ = try client.result(
+            "meetings.delete", ["syncup": .string(copy.id.description), "meeting": .string("\(shared)")])
+        #expect(files(of: shared).isEmpty, "no sync-up holds it any more")
+
+        // The same copy made while the daemon runs: a warning with the reload.
+        let watcher = try daemon.client()
+        _ = try watcher.result("subscribe", ["topics": ["daemon"], "snapshot": false])
+        Files.replace(
+            daemon.dataPath + "/sync-ups.json",
+            with: String(decoding: SyncUpsFile.encode([original, copy]), as: UTF8.self))
+        let warning = try watcher.nextEvent("daemon.warning")["data"]?["message"]?.stringValue ?? ""
+        #expect(warning.hasPrefix("1 meeting is in more than one sync-up"), "\(warning)")
+        #expect(warning.contains("\"Team 0\", \"Team 1\""), "\(warning)")
     }
 
     /// The disk is full when a meeting is saved: its details (attendees, segments) stay in memory and in

@@ -32,10 +32,14 @@ import Testing
         #expect(message.contains("max-connections: 256 -> 7 needs a restart"), "\(message)")
         // Applied before the warning was sent: the next meeting would transcribe with the command.
         #expect(try client.result("status")["speechEngine"] == "command")
+        // Logged before the warning was sent, but read from the pipe by the collector's thread, which a loaded
+        // machine may not have run yet: wait for the line rather than read what has arrived so far.
         #expect(
-            daemon.log.contents.contains(
-                "SIGHUP: reloaded the configuration: speech-engine: none -> command (from the next meeting); speech-command: unset -> cat > /dev/null (from the next meeting)"
-            ), "\(daemon.log.contents)")
+            daemon.log.wait {
+                $0.contains(
+                    "SIGHUP: reloaded the configuration: speech-engine: none -> command (from the next meeting); speech-command: unset -> cat > /dev/null (from the next meeting)"
+                )
+            }, "\(daemon.log.contents)")
         let syncUp = try client.result("syncups.create", ["title": "Solo", "attendees": ["Ann"]])
         let started = try client.result("session.start", ["syncup": syncUp["id"]!, "audio": true])
         #expect(started["transcription"]?["engine"] == "command", "\(started)")
@@ -52,6 +56,26 @@ import Testing
         #expect(message.contains("\(file):4: unknown option \"no-such-option\""), "\(message)")
         #expect(try daemon.client().result("status")["speechEngine"] == .null)
         #expect(try daemon.client().result("ping") == "pong")
+    }
+
+    /// A huge config file on SIGHUP: the warning says why in a line every subscriber can take (quoting the
+    /// whole line cut each one off), and the daemon answers on.
+    @Test(arguments: [16 << 20, 512 << 10])
+    func refusesAHugeConfigFileOnSIGHUPInAShortWarning(zeros: Int) throws {
+        let (daemon, watcher, file) = try Self.daemon(config: "speech-engine = none\n")
+        Files.write(file, [UInt8](repeating: 0, count: zeros))
+        daemon.process.send(SIGHUP)
+        let warning = try watcher.nextEvent("daemon.warning")
+        let message = warning["data"]?["message"]?.stringValue ?? ""
+        #expect(message.hasPrefix("SIGHUP: the configuration was not reloaded, the running one stays: "), "\(message)")
+        #expect(message.utf8.count < 1_000, "\(message.prefix(300))")
+        let reason =
+            zeros > 1 << 20
+            ? "\(file): over 1 MiB, more than a config file may hold"
+            : "\(file):1: expected \"key = value\", got \"" + String(repeating: "\\u0000", count: 80) + "…\""
+        #expect(message.hasSuffix(reason), "\(message.prefix(300))")
+        #expect(try watcher.result("ping") == "pong")
+        #expect(try daemon.client().result("status")["speechEngine"] == .null)
     }
 
     /// A stop held up by a recognizer that ignores its EOF waits up to 5 s for its last words; a second

@@ -132,6 +132,70 @@ import Testing
         }
     }
 
+    /// Reported in full, 500,000 bad lines would make a message of megabytes for the log and every `daemon`
+    /// subscriber: the first ten are described, the rest counted.
+    @Test func describesTheFirstTenBadLinesAndCountsTheRest() {
+        do {
+            _ = try load([], file: String(repeating: "nonsense\n", count: 25))
+            Issue.record("expected an error")
+        } catch {
+            let lines = error.description.split(separator: "\n")
+            #expect(lines.count == 11, "\(error.description)")
+            #expect(lines[9].hasSuffix("syncupsd.conf:10: expected \"key = value\", got \"nonsense\""))
+            #expect(lines.last == "and 15 more lines with errors")
+        }
+    }
+
+    /// A line of any size or content is quoted as a short excerpt on one line: its first 80 characters, control
+    /// characters escaped.
+    @Test(arguments: [
+        (String(repeating: "\0", count: 100_000), "got \"" + String(repeating: "\\u0000", count: 80) + "…\""),
+        (
+            String(repeating: "x", count: 100_000) + " = 1",
+            "unknown option \"" + String(repeating: "x", count: 80) + "…\""
+        ),
+        ("cue = yes\u{1B}[2J", "\"yes\\u001b[2J\" is not true or false"),
+        ("ann\tbo", "got \"ann\\tbo\""),
+    ])
+    func quotesAShortEscapedExcerptOfABadLine(line: String, quoted: String) {
+        do {
+            _ = try load([], file: line + "\n")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description.hasSuffix(quoted), "\(error.description.prefix(300))")
+            #expect(error.description.utf8.count < 600)
+        }
+    }
+
+    /// 16 MB of zeros on SIGHUP stalled the event loop for seconds: a file over 1 MiB is refused unread.
+    @Test func refusesAFileOverOneMebibyteWithoutReadingIt() {
+        do {
+            _ = try load([], file: String(repeating: "# comment line.\n", count: 65_537))
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description.hasSuffix("syncupsd.conf: over 1 MiB, more than a config file may hold"))
+        }
+        #expect(throws: Never.self) { try load([], file: String(repeating: "# comment line.\n", count: 65_536)) }
+    }
+
+    /// What is not a regular file is refused without reading: a FIFO would block the loop, /dev/zero never end.
+    @Test(arguments: ["fifo", "directory", "symlink to /dev/zero"])
+    func refusesAConfigFileThatIsNotARegularFile(kind: String) {
+        mkdir(directory.appending("syncups"), 0o700)
+        let path = directory.appending("syncups/syncupsd.conf")
+        switch kind {
+        case "fifo": mkfifo(path, 0o600)
+        case "directory": mkdir(path, 0o700)
+        default: symlink("/dev/zero", path)
+        }
+        do {
+            _ = try load([])
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description.hasSuffix("not a regular file: Invalid argument"), "\(error.description)")
+        }
+    }
+
     @Test func keepsHashesAndEscapesInsideQuotes() throws {
         let configuration = try load(
             [],

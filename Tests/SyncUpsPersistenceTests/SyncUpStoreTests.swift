@@ -219,19 +219,48 @@ final class StoreHarness {
         harness.store.close()
     }
 
+    /// Every state is written in turn, C among them; then another program writes C again. Only the version
+    /// in place is ours: C, an earlier write, is an outside edit, and the writes' own notifications are not.
     @Test func doesNotMistakeItsOwnWritesForOutsideEdits() throws {
         let harness = try StoreHarness(throttleWindow: .milliseconds(50))
         _ = try harness.store.open()
         for (index, state) in [a, b, c, a, b].enumerated() {
-            harness.store.save(state, urgent: index % 2 == 0)
+            harness.store.save(state, urgent: true)
+            #expect(harness.run { harness.onDisk() == state && harness.writes == index + 1 })
         }
-        #expect(harness.run { harness.onDisk() == b && !harness.store.hasUnsavedChanges })
+        #expect(harness.run { !harness.store.hasUnsavedChanges })
         // Another program's edit after them: its notification comes after those of our writes, and its
         // examination after theirs, so once it is reported every write of ours has been looked at.
         Files.replace(harness.file, with: String(decoding: SyncUpsFile.encode(c), as: UTF8.self))
         #expect(harness.run { !harness.events.isEmpty })
         #expect(harness.events == [.reloaded(c)])
         harness.store.close()
+    }
+
+    /// A backup put back (`cp`, `git checkout`, a sync tool): the earlier version is the state now, and the
+    /// sync-up added since is never written back over it.
+    @Test func reloadsAnEarlierVersionOfItsOwnPutBackAndNeverWritesOverIt() throws {
+        let harness = try StoreHarness(throttleWindow: .milliseconds(50))
+        _ = try harness.store.open()
+        let one = [SyncUp.fixture(seed: 1, title: "One")]
+        let two = one + [.fixture(seed: 2, title: "Two")]
+        harness.store.save(one, urgent: true)
+        #expect(harness.run { harness.onDisk() == one && harness.isDurable })
+        let backup = try #require(Files.readString(harness.file))
+        harness.store.save(two, urgent: true)
+        #expect(harness.run { harness.onDisk() == two && harness.isDurable })
+        Files.replace(harness.file, with: backup)
+        #expect(harness.run { !harness.events.isEmpty })
+        #expect(harness.events == [.reloaded(one)])
+        #expect(!harness.store.hasUnsavedChanges && harness.loop.scheduledTimerCount == 0)
+        #expect(harness.onDisk() == one && harness.writes == 2)
+        // The next change starts from the restored state.
+        let three = one + [.fixture(seed: 3, title: "Three")]
+        harness.store.save(three, urgent: true)
+        #expect(harness.run { harness.onDisk() == three })
+        #expect(harness.events == [.reloaded(one)])
+        harness.store.close()
+        #expect(harness.onDisk() == three)
     }
 
     @Test func movesAnInvalidOutsideEditAsideAndRewritesTheState() throws {

@@ -10,7 +10,9 @@ enum ConfigurationLine {
         // A key never holds "#", so an "=" after one is inside a comment.
         let beforeComment = content.prefix { $0 != "#" }
         guard let equals = beforeComment.firstIndex(of: "=") else {
-            throw .syntax("expected \"key = value\", got \"\(String(beforeComment).trimmingWhitespace())\"")
+            throw .syntax(
+                "expected \"key = value\", got \(ConfigurationError.quoted(String(beforeComment).trimmingWhitespace()))"
+            )
         }
         let key = String(content[..<equals]).trimmingWhitespace()
         guard !key.isEmpty else { throw .syntax("a line starts with \"=\" and names no option") }
@@ -36,10 +38,14 @@ enum ConfigurationLine {
             }
             value.append(character)
         }
-        guard closed else { throw .syntax("the value of \(key) opens a \(quote) quote that is never closed") }
+        guard closed else {
+            throw .syntax("the value of \(ConfigurationError.excerpt(key)) opens a \(quote) quote that is never closed")
+        }
         let trailing = rest[index...].drop { $0 == " " || $0 == "\t" || $0 == "\r" }
         guard trailing.isEmpty || trailing.first == "#" else {
-            throw .syntax("unexpected \"\(String(trailing).trimmingWhitespace())\" after the quoted value of \(key)")
+            throw .syntax(
+                "unexpected \(ConfigurationError.quoted(String(trailing).trimmingWhitespace())) after the quoted value of \(ConfigurationError.excerpt(key))"
+            )
         }
         return (key, value)
     }

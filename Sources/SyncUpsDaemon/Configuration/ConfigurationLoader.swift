@@ -11,6 +11,10 @@ public enum ConfigurationLoader {
         case version
     }
 
+    /// The largest config file read, in bytes: a few dozen options need a few kilobytes, and a larger file
+    /// (16 MB of zeros, say) is refused before it is read rather than stall the event loop on SIGHUP.
+    public static let maximumFileSize: Int64 = 1 << 20
+
     /// Parses `arguments` (without argv[0]) and the config file they point at (or the default one).
     public static func load(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Action {
         // First pass: find --help, --version, --config and --no-config, which decide what else is read.
@@ -104,29 +108,40 @@ public enum ConfigurationLoader {
         throws(ConfigurationError)
     {
         let bytes: [UInt8]
+        let size: Int64
         do {
-            let (fd, _) = try FileDescriptor.openRegularFile(path)
+            let (fd, info) = try FileDescriptor.openRegularFile(path)
             defer { fd.close() }
-            bytes = try fd.readToEnd()
+            size = Int64(info.st_size)
+            // One byte past the limit at most, even from a file that grows while it is read: SIGHUP reads it
+            // on the event loop.
+            bytes = size > maximumFileSize ? [] : try fd.readToEnd(limit: maximumFileSize + 1)
         } catch {
             if error.errno == .noSuchFile && !mustExist { return }
             throw ConfigurationError(location: path, reason: .unreadable(error.description))
         }
+        guard size <= maximumFileSize, bytes.count <= maximumFileSize else {
+            throw ConfigurationError(
+                location: path, reason: .unreadable("over 1 MiB, more than a config file may hold"))
+        }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ConfigurationError(location: path, reason: .unreadable("not UTF-8 text"))
         }
-        // Every bad line, not just the first: fixing a file one error per start is slow.
+        // Every bad line, not just the first: fixing a file one error per start is slow. (The first few are
+        // described, the rest counted: the message goes to every `daemon` subscriber.)
         var errors: [ConfigurationError] = []
+        var unreported = 0
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let location = "\(path):\(number + 1)"
             do throws(ConfigurationError) {
                 try applyLine(rawLine, to: &configuration, location)
             } catch {
-                errors.append(error)
+                if errors.count < ConfigurationError.maximumReported { errors.append(error) } else { unreported += 1 }
             }
         }
         guard var first = errors.first else { return }
         first.following = Array(errors.dropFirst())
+        first.unreported = unreported
         throw first
     }
 

@@ -1,3 +1,4 @@
+import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsSpeech
 
@@ -245,11 +246,18 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
         case unreadable(String)
     }
 
+    /// The most characters (Unicode scalars) of a name, value or line an error quotes.
+    public static let excerptLength = 80
+    /// The most errors of one file described; the rest are counted.
+    public static let maximumReported = 10
+
     /// "the command line", or "FILE:LINE".
     public var location: String
     public var reason: Reason
-    /// The errors of the file's later lines, reported with this one.
+    /// The errors of the file's later lines, reported with this one (at most `maximumReported` in all).
     public var following: [ConfigurationError] = []
+    /// How many more lines had errors.
+    public var unreported = 0
 
     public init(location: String, reason: Reason) {
         self.location = location
@@ -259,13 +267,30 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     public var description: String {
         let detail =
             switch reason {
-            case .unknownOption(let name): "unknown option \"\(name)\""
-            case .missingValue(let name): "\"\(name)\" needs a value"
-            case .invalidValue(let value, let expected): "\"\(value)\" is not \(expected)"
+            case .unknownOption(let name): "unknown option \(Self.quoted(name))"
+            case .missingValue(let name): "\(Self.quoted(name)) needs a value"
+            case .invalidValue(let value, let expected): "\(Self.quoted(value)) is not \(expected)"
             case .syntax(let text): text
             case .unreadable(let text): text
             }
         // One line per error (main prints them under one "syncupsd:").
-        return (["\(location): \(detail)"] + following.map(\.description)).joined(separator: "\n")
+        let more = unreported > 0 ? ["and \(unreported) more lines with errors"] : []
+        return (["\(location): \(detail)"] + following.map(\.description) + more).joined(separator: "\n")
+    }
+
+    /// What an error quotes of the user's text, in double quotes: `excerpt(text)`.
+    public static func quoted(_ text: some StringProtocol) -> String { "\"" + excerpt(text) + "\"" }
+
+    /// What an error shows of the user's text: control characters and quotes escaped as in JSON, at most
+    /// `excerptLength` scalars and then "…". A line of any size or content makes a short one-line message (the
+    /// log's, and a `daemon.warning` that every subscriber can take).
+    public static func excerpt(_ text: some StringProtocol) -> String {
+        let scalars = text.unicodeScalars
+        var kept = String.UnicodeScalarView()
+        kept.append(contentsOf: scalars.prefix(excerptLength))
+        var output: [UInt8] = []
+        JSONWriter.writeString(String(kept), into: &output)
+        let isCut = !scalars.dropFirst(excerptLength).isEmpty
+        return String(decoding: output.dropFirst().dropLast(), as: UTF8.self) + (isCut ? "…" : "")
     }
 }

@@ -124,8 +124,9 @@ final class DaemonState {
         meetingCount -= syncUp.meetings.count
         session?.syncUpDeleted(syncUp.id)
         store.save(syncUps)
-        session?.meetingsDeleted(syncUp.meetings.map(\.id))
-        dataDirectory.removeSidecars(of: syncUp.meetings.map(\.id))
+        let orphaned = unheld(syncUp.meetings.map(\.id))
+        session?.meetingsDeleted(orphaned)
+        dataDirectory.removeSidecars(of: orphaned)
         publish(.syncups, "syncup.deleted", ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
         logger.info("deleted sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
         return syncUp
@@ -135,8 +136,9 @@ final class DaemonState {
         let meeting = syncUps[syncUpIndex].meetings.remove(at: meetingIndex)
         meetingCount -= 1
         store.save(syncUps)
-        session?.meetingsDeleted([meeting.id])
-        dataDirectory.removeSidecars(of: meeting.id)
+        let orphaned = unheld([meeting.id])
+        session?.meetingsDeleted(orphaned)
+        dataDirectory.removeSidecars(of: orphaned)
         publishUpdate(syncUps[syncUpIndex], change: "meeting.deleted", meeting: .string(meeting.id.description))
         return meeting
     }
@@ -156,6 +158,35 @@ final class DaemonState {
         publishUpdate(syncUp, change: "meeting.saved", meeting: WireFormat.meeting(meeting, includesTranscript: true))
         logger.info("saved a meeting of \"\(syncUp.title)\"", .syncUp(syncUpID), .meeting(meeting.id))
         return true
+    }
+
+    /// Those of `meetings` that no sync-up holds any more: only their files may go. A sync-up copied by hand
+    /// inside sync-ups.json holds the same meeting ids as the original, and so the same files.
+    private func unheld(_ meetings: [Meeting.ID]) -> [Meeting.ID] {
+        var candidates = Set(meetings)
+        for syncUp in syncUps where !candidates.isEmpty {
+            for meeting in syncUp.meetings { candidates.remove(meeting.id) }
+        }
+        return meetings.filter(candidates.contains)
+    }
+
+    /// A warning if a meeting id is held more than once (a sync-up copied by hand inside sync-ups.json, with
+    /// its meetings): they share one set of files, which stay until no sync-up holds the meeting.
+    func sharedMeetingsWarning() -> String? {
+        var holders: [Meeting.ID: [Int]] = [:]
+        for (index, syncUp) in syncUps.enumerated() {
+            for meeting in syncUp.meetings { holders[meeting.id, default: []].append(index) }
+        }
+        let shared = holders.filter { $0.value.count > 1 }
+        guard !shared.isEmpty else { return nil }
+        let examples = shared.sorted { $0.key.description < $1.key.description }.prefix(3).map { id, indices in
+            "\(id) (in " + indices.map { "\"\(syncUps[$0].title)\"" }.joined(separator: ", ") + ")"
+        }
+        let more = shared.count > examples.count ? " and \(shared.count - examples.count) more" : ""
+        return
+            "\(shared.count) meeting\(shared.count == 1 ? " is" : "s are") in more than one sync-up (copied by hand?): "
+            + examples.joined(separator: ", ") + more
+            + "; they share their files, which are kept until no sync-up holds the meeting"
     }
 
     /// Runs `action` once every change made so far is on disk (see `SyncUpStore.whenWritten`).
@@ -199,6 +230,7 @@ final class DaemonState {
         // However large the new state, the event is one page (as in a snapshot): a client fetches the rest.
         publish(.syncups, "syncups.reloaded", .object(firstPage()))
         logger.notice("reloaded \(syncUps.count) sync-ups after another program changed \(dataDirectory.syncUpsFile)")
+        if let warning = sharedMeetingsWarning() { warn(warning) }
     }
 
     /// The first page of sync-ups, as the `subscribe` snapshot and `syncups.reloaded` carry it:
