@@ -175,8 +175,12 @@ public enum CommandRecognizer {
 
     private static func forwardLog(_ stderr: FileDescriptor, events: @Sendable (RecognizerEvent) -> Void) {
         var reader = LineReader(fd: stderr, maxLineBytes: 4096, keepsUnterminatedLastLine: true)
-        var lines = 0
-        var windowStart = MonotonicInstant.now()
+        // At most 20 lines a second reach the daemon's loop and log; the rest are summed up.
+        let throttle = LogThrottle()
+        func forward(_ decision: LogThrottle.Decision, _ line: String) {
+            for summary in decision.summaries { events(.log(summary.line)) }
+            if decision.logsMessage { events(.log(line)) }
+        }
         while true {
             let line: ArraySlice<UInt8>
             do {
@@ -186,14 +190,10 @@ public enum CommandRecognizer {
             } catch {
                 break
             }
-            let now = MonotonicInstant.now()
-            if now - windowStart > .seconds(1) {
-                windowStart = now
-                lines = 0
-            }
-            lines += 1
-            if lines <= 20 { events(.log(String(decoding: line, as: UTF8.self))) }  // at most 20 log lines a second
+            let text = String(decoding: line, as: UTF8.self)
+            forward(throttle.admit("stderr", text, level: .info, burst: 20), text)
         }
+        for summary in throttle.takeAllSummaries() { events(.log(summary.line)) }
         stderr.close()
     }
 
