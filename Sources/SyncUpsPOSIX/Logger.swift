@@ -51,10 +51,16 @@ public struct Logger: Sendable {
     /// configuration reloaded on SIGHUP) reaches every part of the daemon and its threads at once.
     public var minimumLevel: Level { Level(rawValue: level.value.load(ordering: .relaxed)) ?? .info }
     private let level: SharedLevel
+    /// Holds back the repeats of each kind of message an outsider can trigger (`throttled`); shared by copies.
+    public let throttle: LogThrottle
     private let sink: @Sendable (Level, String, [Field]) -> Void
 
-    public init(minimumLevel: Level = .info, sink: @escaping @Sendable (Level, String, [Field]) -> Void) {
+    public init(
+        minimumLevel: Level = .info, throttle: LogThrottle = LogThrottle(),
+        sink: @escaping @Sendable (Level, String, [Field]) -> Void
+    ) {
         self.level = SharedLevel(minimumLevel.rawValue)
+        self.throttle = throttle
         self.sink = sink
     }
 
@@ -64,8 +70,28 @@ public struct Logger: Sendable {
     }
 
     public func log(_ level: Level, _ message: String, _ fields: [Field] = []) {
+        log(level, kind: nil, message, fields)
+    }
+
+    /// Logs `message` unless `burst` messages of `kind` were logged within the throttle's interval already; the
+    /// ones held back are summed up later in one line ("… repeated N times: …"). For every message an outsider
+    /// can make the daemon log again and again: a client, a device, the sound server, a speech engine.
+    public func throttled(_ level: Level, _ kind: String, _ message: String, burst: Int = 1, _ fields: Field...) {
+        log(level, kind: kind, message, fields, burst: burst)
+    }
+
+    /// Logs the summaries of every message held back so far (the daemon is stopping).
+    public func flushThrottled() {
+        for summary in throttle.takeAllSummaries() where summary.level >= minimumLevel {
+            sink(summary.level, summary.line, [])
+        }
+    }
+
+    private func log(_ level: Level, kind: String?, _ message: String, _ fields: [Field], burst: Int = 1) {
         guard level >= minimumLevel else { return }
-        sink(level, message, fields)
+        let decision = throttle.admit(kind, message, level: level, burst: burst)
+        for summary in decision.summaries where summary.level >= minimumLevel { sink(summary.level, summary.line, []) }
+        if decision.logsMessage { sink(level, message, fields) }
     }
 
     private final class SharedLevel: Sendable {

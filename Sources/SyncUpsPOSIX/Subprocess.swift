@@ -32,7 +32,22 @@ public final class Subprocess: Sendable {
         }
     }
 
+    /// How far a child's end takes what it started with it.
+    public enum Containment: Sendable, Equatable {
+        /// Nothing: the child is one more process of this one's group.
+        case none
+        /// Its own process group (`send(_:toGroup:)` reaches all of it).
+        case processGroup
+        /// Its own process group, SIGKILLed when the thread that started it exits (PR_SET_PDEATHSIG, so even
+        /// when this process is SIGKILLed), and, where the kernel lets this process create a user namespace,
+        /// init of its own PID namespace: when it ends, the kernel kills everything it started, however it
+        /// detached (`setsid`, a double fork). `isContained` says whether it got the namespace.
+        case supervised
+    }
+
     public let pid: pid_t
+    /// Whether the child is init of its own PID namespace (`Containment.supervised` where the kernel allows).
+    public let isContained: Bool
     /// The parent's end of the child's stdin pipe (write to it), when `.pipe` was asked for.
     public let standardInput: FileDescriptor?
     /// The parent's end of the child's stdout pipe (read from it).
@@ -50,7 +65,7 @@ public final class Subprocess: Sendable {
         standardOutput stdoutMode: Stream = .inherit,
         standardError stderrMode: Stream = .inherit,
         extraDescriptors: [(parent: FileDescriptor, child: CInt)] = [],
-        newProcessGroup: Bool = false
+        containment: Containment = .none
     ) throws(SystemError) {
         var parentEnds: [FileDescriptor?] = [nil, nil, nil]
         var childEnds: [FileDescriptor] = []  // closed in the parent after the spawn
@@ -98,16 +113,25 @@ public final class Subprocess: Sendable {
 
             let path = executable.contains("/") ? executable : Self.search(executable, environment: environment)
             var pid: pid_t = 0
+            var contained: CInt = 0
             let argv = [executable] + arguments
             let envp = (environment ?? Self.currentEnvironment()).map { "\($0.key)=\($0.value)" }
             let result = Self.withCStrings(argv) { argvPointer in
                 Self.withCStrings(envp) { envpPointer in
-                    syncups_spawn(
-                        &pid, path, argvPointer, envpPointer, dups, CInt(dups.count / 2), newProcessGroup ? 1 : 0)
+                    switch containment {
+                    case .none, .processGroup:
+                        syncups_spawn(
+                            &pid, path, argvPointer, envpPointer, dups, CInt(dups.count / 2),
+                            containment == .processGroup ? 1 : 0)
+                    case .supervised:
+                        syncups_spawn_supervised(
+                            &pid, path, argvPointer, envpPointer, dups, CInt(dups.count / 2), 1, &contained)
+                    }
                 }
             }
             guard result == 0 else { throw SystemError("posix_spawn(\(executable))", Errno(rawValue: result)) }
             self.pid = pid
+            self.isContained = contained != 0
         } catch {
             for fd in parentEnds.compactMap({ $0 }) { fd.close() }
             throw error

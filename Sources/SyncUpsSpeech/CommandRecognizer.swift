@@ -21,8 +21,11 @@ public enum CommandRecognizer {
     /// The most settled text a second that goes on to the transcript; the results past it are dropped.
     public static let maxTextPerSecond = 64 << 10
     public static let badLineWindow = Duration.seconds(10)
-    /// After the engine closes its stdout, how long it has to exit before its process group is killed.
+    /// After the engine closes its stdout, how long it has to exit before its process group is killed; and
+    /// after it exited, how long its stdout is read on while something it started still holds it open.
     public static let exitGrace = Duration.seconds(1)
+    /// How often reading its stdout looks whether the engine has exited.
+    static let exitPoll = Duration.milliseconds(250)
 
     /// `textClock` times the windows of `maxTextPerSecond` (a test holds it still, so a loaded machine
     /// reading a burst slowly cannot spread it over two windows).
@@ -54,7 +57,7 @@ public enum CommandRecognizer {
                         standardOutput: .pipe,
                         standardError: .pipe,
                         extraDescriptors: [(controlRead, 3)],
-                        newProcessGroup: true
+                        containment: .supervised
                     )
                     supervised.insert(process.pid)
                     return process
@@ -65,6 +68,12 @@ public enum CommandRecognizer {
                 throw SpeechError("cannot start the speech command: \(error)")
             }
             controlRead.close()
+            if !process.isContained {
+                events(
+                    .log(
+                        "no PID namespace for the speech command (user namespaces are unavailable): should syncupsd be killed, what the engine detached from its process group ends only with a cgroup that holds syncupsd (a systemd unit's)"
+                    ))
+            }
             let shared = Shared(process: process, events: events, textClock: textClock)
             do {
                 _ = try DedicatedThread(name: "syncups-asr-in") {
@@ -175,8 +184,12 @@ public enum CommandRecognizer {
 
     private static func forwardLog(_ stderr: FileDescriptor, events: @Sendable (RecognizerEvent) -> Void) {
         var reader = LineReader(fd: stderr, maxLineBytes: 4096, keepsUnterminatedLastLine: true)
-        var lines = 0
-        var windowStart = MonotonicInstant.now()
+        // At most 20 lines a second reach the daemon's loop and log; the rest are summed up.
+        let throttle = LogThrottle()
+        func forward(_ decision: LogThrottle.Decision, _ line: String) {
+            for summary in decision.summaries { events(.log(summary.line)) }
+            if decision.logsMessage { events(.log(line)) }
+        }
         while true {
             let line: ArraySlice<UInt8>
             do {
@@ -186,14 +199,10 @@ public enum CommandRecognizer {
             } catch {
                 break
             }
-            let now = MonotonicInstant.now()
-            if now - windowStart > .seconds(1) {
-                windowStart = now
-                lines = 0
-            }
-            lines += 1
-            if lines <= 20 { events(.log(String(decoding: line, as: UTF8.self))) }  // at most 20 log lines a second
+            let text = String(decoding: line, as: UTF8.self)
+            forward(throttle.admit("stderr", text, level: .info, burst: 20), text)
         }
+        for summary in throttle.takeAllSummaries() { events(.log(summary.line)) }
         stderr.close()
     }
 
@@ -216,8 +225,12 @@ public enum CommandRecognizer {
         var lastPartialSent = MonotonicInstant.now()
         var badLines = BadLines()
         var isReady = false
-        while true {
-            let wait = pendingPartial == nil ? silenceLimit : .milliseconds(100)
+        // When the engine was first seen to have exited: a process it started (`setsid helper &`) may hold
+        // its stdout open for ever, and the engine's end is the end of its output after `exitGrace`.
+        var lastExitCheck = MonotonicInstant.now()
+        var exitedAt: MonotonicInstant?
+        reading: while true {
+            let wait = pendingPartial == nil ? exitPoll : .milliseconds(100)
             let read: Result<ArraySlice<UInt8>, LineReader.Failure>
             do {
                 read = .success(try reader.nextLine(timeout: wait))
@@ -227,6 +240,14 @@ public enum CommandRecognizer {
                 read = .failure(error)
             }
             let now = MonotonicInstant.now()
+            if now - lastExitCheck >= exitPoll {
+                lastExitCheck = now
+                if let exitedAt, now - exitedAt >= exitGrace {
+                    shared.events(.log("the speech command exited but something it started holds its output open"))
+                    break reading
+                }
+                if exitedAt == nil && shared.process.hasEnded { exitedAt = now }
+            }
             if let partial = pendingPartial, now - lastPartialSent >= .milliseconds(100) {
                 shared.events(.result(partial))
                 pendingPartial = nil

@@ -168,9 +168,10 @@ import Testing
     /// recognizer's last words (it has been told to finish already).
     @Test(arguments: [false, true])
     func stopsWithinSecondsWhenTheRecognizerNeverFinishes(whileSaving: Bool) throws {
+        let marker = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: marker) }
         let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
-            "echo $$ > '\(directory.appending("engine.pid"))'\ncat > /dev/null\ntouch '\(directory.appending("eof"))'\n"
-                + "exec sleep 60\n"
+            "cat > /dev/null\ntouch '\(directory.appending("eof"))'\nexec sleep \(marker)\n"
         }
         let (daemon, started) = (meeting.daemon, meeting.started)
         _ = try meeting.client.nextEvent("session.tick")
@@ -184,20 +185,12 @@ import Testing
         #expect(daemon.log.contents.contains("the recognizer did not finish within 5.0 seconds"))
         #expect(
             Files.readString(daemon.dataPath + "/sync-ups.json")?.contains(started["meeting"]!.stringValue!) == true)
-        // The engine does not outlive the daemon.
-        let engine = try #require(
-            Files.readString(meeting.alsa.directory.appending("engine.pid")).flatMap {
-                pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        // The engine does not outlive the daemon (its shell runs the script; it may have become the sleep).
+        #expect(
+            try waitFor {
+                ProcessTable.processes(withArgument: meeting.script).isEmpty
+                    && ProcessTable.processes(withArgument: marker).isEmpty
             })
-        #expect(try waitFor { !isRunning(engine) })
-    }
-
-    /// Whether `pid` runs (a zombie nobody has reaped yet has ended).
-    func isRunning(_ pid: pid_t) -> Bool {
-        guard let stat = Files.readString("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else {
-            return false
-        }
-        return !stat[close...].hasPrefix(") Z")
     }
 
     /// A transcript of 600 KB, far over the largest reply: every reply and event stays under the limits,
@@ -306,28 +299,68 @@ import Testing
     /// Whatever the engine starts ends with the meeting, however it detached; and an engine that closes its
     /// stdout at the end ends the save at once, without waiting for its exit.
     @Test func anEnginesDetachedChildrenEndWithTheMeetingAndItsClosedOutputEndsTheSave() throws {
-        let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
-            let pids = directory.appending("detached.pid")
-            return """
-                setsid sh -c 'echo $$ > \(pids); exec sleep 300' > /dev/null 2>&1 < /dev/null &
-                cat > /dev/null
-                exec 1>&-
-                exec sleep 60
+        let marker = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: marker) }
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in
+            """
+            setsid sleep \(marker) > /dev/null 2>&1 < /dev/null &
+            cat > /dev/null
+            exec 1>&-
+            exec sleep 60
 
-                """
+            """
         }
         let client = meeting.client
-        let pidFile = meeting.alsa.directory.appending("detached.pid")
-        #expect(try waitFor { Files.readString(pidFile)?.isEmpty == false })
-        let detached = try #require(
-            Files.readString(pidFile).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
-        #expect(isRunning(detached))
+        #expect(try waitFor { !ProcessTable.processes(withArgument: marker).isEmpty })
         _ = try client.result("session.end", ["action": "save"])
         // Well inside the 20 s the save would wait for an engine that never ends its output.
         let ended = try client.nextEvent("session.ended", timeout: .seconds(15))
         #expect(ended["data"]?["outcome"] == "saved")
         #expect(!meeting.daemon.log.contents.contains("did not finish within"))
-        #expect(try waitFor { !isRunning(detached) }, "the detached child outlived its meeting")
+        #expect(
+            try waitFor { ProcessTable.processes(withArgument: marker).isEmpty },
+            "the detached child outlived its meeting")
+    }
+
+    /// An engine that exited at the end of its input has finished, though a helper it detached
+    /// (`setsid helper & exec engine`) holds its stdout open: the save does not wait for the helper (it waited
+    /// the 10 s silence limit and ended the transcript with ❌), and the helper ends with the meeting.
+    @Test func anEngineThatExitedHasFinishedThoughADetachedHelperHoldsItsOutput() throws {
+        let marker = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: marker) }
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in
+            """
+            setsid sleep \(marker) &
+            cat > /dev/null
+            echo '{"type":"final","text":"finished","start":0,"end":1,"words":[]}'
+
+            """
+        }
+        let client = meeting.client
+        #expect(try waitFor { !ProcessTable.processes(withArgument: marker).isEmpty }, "the helper started")
+        let saving = MonotonicInstant.now()
+        _ = try client.result("session.end", ["action": "save"])
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(20))
+        #expect(MonotonicInstant.now() - saving < .seconds(5), "not the 10 s silence limit")
+        #expect(ended["data"]?["outcome"] == "saved")
+        #expect(ended["data"]?["meeting"]?["transcript"] == "finished")
+        #expect(try waitFor { ProcessTable.processes(withArgument: marker).isEmpty }, "the helper outlived its meeting")
+    }
+
+    /// Nothing the speech command started outlives a SIGKILLed daemon by more than a few seconds: neither the
+    /// engine nor what it detached with `setsid`.
+    @Test func nothingTheSpeechCommandStartedOutlivesAKilledDaemon() throws {
+        let marker = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: marker) }
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in
+            "setsid sleep \(marker) > /dev/null 2>&1 < /dev/null &\nexec sleep \(marker)\n"
+        }
+        #expect(
+            try waitFor { ProcessTable.processes(withArgument: marker).count == 2 }, "the engine and its helper run")
+        #expect(meeting.daemon.stop(signal: SIGKILL) == .signaled(SIGKILL))
+        #expect(
+            try waitFor(timeout: .seconds(5)) { ProcessTable.processes(withArgument: marker).isEmpty },
+            "left running: \(ProcessTable.processes(withArgument: marker))")
     }
 
     @Test func refusesToTranscribeWithoutAnEngineAndSaysHowToGoOn() throws {
@@ -348,6 +381,8 @@ import Testing
 /// with a client subscribed to the session.
 struct ScriptedEngineMeeting {
     let alsa: ALSAFixture
+    /// The engine's script: the shell that runs it has it in its arguments.
+    let script: String
     let daemon: DaemonProcess
     let client: RawClient
     let started: JSONValue
@@ -355,6 +390,7 @@ struct ScriptedEngineMeeting {
     init(seconds: Int, attendees: [String] = ["Ann"], script: (TemporaryDirectory) -> String) throws {
         alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
         let path = alsa.directory.appending("engine.sh")
+        self.script = path
         Files.write(path, script(alsa.directory))
         daemon = try DaemonProcess(
             arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "exec sh \(path)"],

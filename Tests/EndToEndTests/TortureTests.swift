@@ -210,6 +210,38 @@ import Testing
         // A refused connection also gets a line: only a greeting says the freed slot is taken again.
         #expect(try waitFor { (try? RawClient(path: daemon.socketPath))?.greeting["event"] == "hello" })
     }
+
+    /// Out of descriptors (a hard limit of 40, and 60 clients), the daemon neither spins nor floods its log:
+    /// it stops accepting until a descriptor frees, refuses what it cannot take with an error line, logs
+    /// that at most once a second, and serves again once clients leave. (It burnt a core and logged
+    /// `accept4: Too many open files` 1.6 million times in 3 s.)
+    @Test func outOfDescriptorsItNeitherSpinsNorFloodsTheLogAndServesAgainOnceClientsLeave() throws {
+        let daemon = try DaemonProcess(wrapper: ["prlimit", "--nofile=40:40"])
+        var clients: [RawClient] = []
+        for _ in 0..<60 { clients.append(try RawClient(path: daemon.socketPath, readGreeting: false)) }
+        #expect(daemon.log.wait { $0.contains("Too many open files") })
+        let saturated = Self.cpuSeconds(daemon.pid)
+        #expect(
+            try !waitFor(timeout: .seconds(2)) { Self.cpuSeconds(daemon.pid) - saturated > 0.5 },
+            "a spinning accept loop burns a core")
+        let log = daemon.log.contents
+        let lines = log.components(separatedBy: "Too many open files").count - 1
+        #expect(lines <= 5, "at most a line a second, and a summary: \(lines) lines, \(log.utf8.count) bytes")
+        #expect(log.contains("refused a connection"))
+        clients.removeAll()
+        #expect(try waitFor { (try? RawClient(path: daemon.socketPath))?.greeting["event"] == "hello" })
+        #expect(try daemon.client().result("ping") == "pong")
+        #expect(daemon.log.wait { $0.contains("accepting connections again") })
+    }
+
+    /// The user and system CPU time `pid` has used, from /proc.
+    static func cpuSeconds(_ pid: pid_t) -> Double {
+        guard let stat = Files.readString("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime 14 and stime 15.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
 }
 
 extension FileDescriptor {

@@ -63,7 +63,7 @@ import Testing
                 BuiltProducts.path("syncupsctl"), daemon.socketPath, format,
             ],
             standardInput: .null, standardOutput: .pipe, standardError: .null, extraDescriptors: exit.forChild,
-            newProcessGroup: true)
+            containment: .processGroup)
         exit.closeOurEnd()
         let output = try OutputCollector(shell.standardOutput!)
         defer {
@@ -90,7 +90,7 @@ import Testing
                 BuiltProducts.path("syncupsctl"), daemon.socketPath, directory.appending("log"),
             ],
             standardInput: .null, standardOutput: .null, standardError: .null, extraDescriptors: exit.forChild,
-            newProcessGroup: true)
+            containment: .processGroup)
         exit.closeOurEnd()
         defer { kill(-shell.pid, SIGKILL) }
         #expect(try waitFor { Files.readString(directory.appending("log")) == "no meeting\n" })

@@ -1,8 +1,32 @@
 import Glibc
 import SyncUpsPOSIX
+import SyncUpsTestSupport
 import Testing
 
 @Suite struct SubprocessTests {
+    /// A supervised child leads its own process group, and, as init of its own PID namespace (user
+    /// namespaces work here: `unshare -Urp --fork true`), takes what it detached with `setsid` with it
+    /// when it is killed.
+    @Test func aSupervisedChildTakesWhatItDetachedWithIt() throws {
+        let marker = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: marker) }
+        let child = try Subprocess(
+            executable: "/bin/sh",
+            arguments: ["-c", "setsid sleep \(marker) > /dev/null 2>&1 < /dev/null & echo $$; exec sleep \(marker)"],
+            standardOutput: .pipe, containment: .supervised)
+        defer { child.closeStreams() }
+        var reader = LineReader(fd: child.standardOutput!, maxLineBytes: 64)
+        let pidInside = String(decoding: try reader.nextLine(timeout: .seconds(10)), as: UTF8.self)
+        #expect(getpgid(child.pid) == child.pid)
+        #expect(child.isContained)
+        #expect(pidInside == "1", "init of its own namespace")
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while ProcessTable.processes(withArgument: marker).count < 2 && MonotonicInstant.now() < deadline {}
+        child.send(SIGKILL)
+        #expect(child.wait() == .signaled(SIGKILL))
+        #expect(ProcessTable.processes(withArgument: marker).isEmpty, "the kernel ended the namespace with its init")
+    }
+
     /// Every descriptor of ours is close-on-exec and the child's are made by dup2 in order: a descriptor
     /// passed at its own number must still reach the child, and one whose number an earlier pair targets
     /// must not be overwritten before it is passed on.

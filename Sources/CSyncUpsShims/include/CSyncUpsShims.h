@@ -42,5 +42,15 @@ int syncups_pipe_cloexec(int fds[2]);
 int syncups_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int *dups,
                   int dup_count, int new_process_group);
 
+/// Like `syncups_spawn`, for a child that must take everything it starts with it (a speech command): it gets
+/// its own process group and PR_SET_PDEATHSIG(SIGKILL) (sent when the calling *thread* ends), and, when
+/// `contain` and the kernel lets this process create a user namespace, it runs as init of a PID namespace of
+/// its own (in a user namespace that maps only the caller's uid and gid): when it ends, the kernel kills
+/// every process left in the namespace, however it detached. `*contained` says whether it does; where user
+/// namespaces are unavailable (EPERM, ENOSPC, EINVAL) it starts without one. A clone(CLONE_VM|CLONE_VFORK)
+/// like posix_spawn's: returns once the child has called execve, with its error if that failed.
+int syncups_spawn_supervised(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int *dups,
+                             int dup_count, int contain, int *contained);
+
 /// libFuzzer's entry point for programs with their own main (only linked into `make fuzz` builds).
 int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *data, size_t size));

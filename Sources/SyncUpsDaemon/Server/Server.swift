@@ -36,7 +36,8 @@ final class Server {
     let version: String
 
     private var listener: FileDescriptor?
-    private var listenerWatch: EventLoop.Watch?
+    /// Watches `listener`, and pauses accepting while the process is out of descriptors.
+    private var listenerGate: ListenerGate?
     private(set) var connections: [Int: Connection] = [:]
     private var nextNumber = 1
     private(set) var subscriberCount = 0
@@ -125,7 +126,7 @@ final class Server {
     /// Starts accepting on `listener`, a listening, non-blocking Unix stream socket.
     func start(listener: FileDescriptor) throws(SystemError) {
         self.listener = listener
-        listenerWatch = try loop.watch(listener, for: .readable) { [unowned self] _ in acceptPending() }
+        listenerGate = try ListenerGate(loop: loop, listener: listener) { [unowned self] in acceptPending() }
     }
 
     private func acceptPending() {
@@ -136,13 +137,27 @@ final class Server {
                 guard let accepted = try UnixSocket.accept(listener) else { return }
                 fd = accepted
             } catch {
-                // EMFILE and friends: log and stop for this round; the listener stays readable and retries.
-                logger.warning("accepting a connection failed: \(error)")
+                if let listenerGate, ListenerGate.isShortage(error) {
+                    let refused = listenerGate.pause { refuse($0, Self.outOfDescriptors) }
+                    logger.throttled(
+                        .warning, "accept.descriptors",
+                        "out of file descriptors (\(error)): \(refused ? "refused a connection, " : "")\(listenerGate.refusals) refused so far; accepting again when a connection closes"
+                    )
+                } else {
+                    // The listener stays readable and retries on the next turn.
+                    logger.throttled(.warning, "accept", "accepting a connection failed: \(error)")
+                }
                 return
+            }
+            if let refused = listenerGate?.acceptedAfterShortage() {
+                logger.notice("accepting connections again, after refusing \(refused) for want of file descriptors")
             }
             admit(fd)
         }
     }
+
+    static let outOfDescriptors = ProtocolError(
+        .tooManyConnections, "syncupsd is out of file descriptors; try again once other clients have left")
 
     /// Adds a connection on `fd` as if accepted (the in-process daemon's client end of a socket pair).
     func adopt(_ fd: FileDescriptor) -> Connection? {
@@ -168,13 +183,16 @@ final class Server {
             return
         }
         if peer.uid != ownUID {
-            logger.warning(
+            logger.throttled(
+                .warning, "accept.uid",
                 "refused a connection from uid \(peer.uid) (pid \(peer.pid)): only uid \(ownUID) may connect")
             refuse(fd, ProtocolError(.permissionDenied, "only the user running syncupsd (uid \(ownUID)) may connect"))
             return
         }
         if connections.count >= limits.maxConnections {
-            logger.warning("refused a connection from pid \(peer.pid): already \(connections.count) connections")
+            logger.throttled(
+                .warning, "accept.limit",
+                "refused a connection from pid \(peer.pid): already \(connections.count) connections")
             refuse(
                 fd, ProtocolError(.tooManyConnections, "the daemon already serves \(limits.maxConnections) connections")
             )
@@ -187,7 +205,7 @@ final class Server {
                 handleEvents(events, on: connection)
             }
         } catch {
-            logger.warning("cannot watch a new connection: \(error)")
+            logger.throttled(.warning, "accept.watch", "cannot watch a new connection: \(error)")
             fd.close()
             return
         }
@@ -274,7 +292,9 @@ final class Server {
             [unowned self, unowned connection] in
             connection.partialLineTimer = nil
             guard !connection.isClosed, connection.partialLineSince == since else { return }
-            logger.notice("\(connection.label) left a request line incomplete for \(timeout) s; closing it")
+            logger.throttled(
+                .notice, "client.partial",
+                "\(connection.label) left a request line incomplete for \(timeout) s; closing it")
             drop(
                 connection,
                 ProtocolError(
@@ -393,7 +413,9 @@ final class Server {
     }
 
     private func rejectLongLine(_ connection: Connection, length: Int) {
-        logger.notice("\(connection.label) sent a line over \(limits.maxLineBytes) bytes; closing it")
+        logger.throttled(
+            .notice, "client.long-line", "\(connection.label) sent a line over \(limits.maxLineBytes) bytes; closing it"
+        )
         drop(
             connection,
             ProtocolError(.lineTooLong, "request line longer than \(limits.maxLineBytes) bytes; closing the connection")
@@ -693,7 +715,7 @@ final class Server {
         guard !connection.isClosed else { return }
         connection.isClosed = true
         if let reason {
-            logger.notice("closing \(connection.label): \(reason)")
+            logger.throttled(.notice, "client.closed", "closing \(connection.label): \(reason)")
         } else {
             logger.debug("\(connection.label) disconnected")
         }
@@ -703,6 +725,7 @@ final class Server {
         if connection.isSubscriber { subscriberCount -= 1 }
         for topic in connection.topics { topicSubscriberCounts[topic, default: 0] -= 1 }
         connection.fd.close()
+        listenerGate?.resume()  // a descriptor is free: accept again if short of them
         connections[connection.number] = nil
         noteReleased(connection.input.capacity + connection.output.capacity)
     }
@@ -723,7 +746,8 @@ final class Server {
     /// everything, listener included.
     func shutDown(reason: String) {
         publish(.daemon, "daemon.stopping", ["reason": .string(reason)])
-        if let listenerWatch { loop.unwatch(listenerWatch) }
+        listenerGate?.close()
+        listenerGate = nil
         listener?.close()
         listener = nil
         for connection in Array(connections.values) {

@@ -491,7 +491,7 @@ final class SessionController {
             case .writeFailed(let error): text = "writing the meeting's audio failed: \(error); recording goes on"
             case .writeRecovered: text = "writing the meeting's audio works again"
             }
-            logger.warning(text, .meeting(meeting))
+            logger.throttled(.warning, "audio.microphone", text, .meeting(meeting))
             handle(.audioTrouble(text), in: session)
         case .callRecorder(let trouble, let meeting):
             guard let session = active, session.meetingID == meeting else { return }
@@ -506,7 +506,7 @@ final class SessionController {
                 case .writeFailed(let error): "writing the call audio failed: \(error); recording goes on"
                 case .writeRecovered: "writing the call audio works again"
                 }
-            logger.warning(text, .meeting(meeting))
+            logger.throttled(.warning, "audio.call", text, .meeting(meeting))
             handle(.audioTrouble(text), in: session)
         case .recorderStopped(let meeting):
             guard let session = active, session.meetingID == meeting else { return }
@@ -553,12 +553,12 @@ final class SessionController {
             logger.info("speech: \(line)", .meeting(session.meetingID))
         case .fallingBehind(let seconds):
             let text = "speech recognition is \(Int(seconds)) s behind the meeting"
-            logger.warning(text, .meeting(session.meetingID))
+            logger.throttled(.warning, "speech.behind", text, .meeting(session.meetingID))
             handle(.audioTrouble(text), in: session)
         case .dropped(let seconds):
             let text =
                 "speech recognition could not keep up: \(String(format1: seconds)) s of audio were not transcribed"
-            logger.warning(text, .meeting(session.meetingID))
+            logger.throttled(.warning, "speech.dropped", text, .meeting(session.meetingID))
             handle(.audioTrouble(text), in: session)
         }
     }
