@@ -63,14 +63,14 @@ extension Context {
 
 extension Format {
     static func meeting(_ meeting: JSONValue) -> String {
-        var text = "\(string(meeting["syncup"]?["title"])), \(date(meeting["date"]))  (\(string(meeting["id"])))\n"
+        var text = "\(name(meeting["syncup"]?["title"])), \(date(meeting["date"]))  (\(string(meeting["id"])))\n"
         if meeting["interrupted"] == .bool(true) { text += "(recovered after the daemon stopped mid-meeting)\n" }
         text += insights(meeting)
         if let segments = meeting["segments"]?.arrayValue, !segments.isEmpty {
             text += "\n"
             for segment in segments {
-                let name = string(segment["speaker"]?["name"])
-                text += "\(name.isEmpty ? "(unknown)" : name): \(string(segment["text"]))\n"
+                let speaker = name(segment["speaker"]?["name"])
+                text += "\(speaker.isEmpty ? "(unknown)" : speaker): \(name(segment["text"]))\n"
             }
         } else {
             let transcript = string(meeting["transcript"])
