@@ -15,12 +15,24 @@ extension Syncupsctl {
         },
         Subcommand(
             name: "rm-meeting",
-            usage: "rm-meeting SYNCUP MEETING",
+            usage: "rm-meeting SYNCUP MEETING [--yes]",
             summary: "Delete a past meeting and its audio.",
-            spec: ArgumentSpec(positionals: 2...2)
+            details: """
+                --yes   do not ask: needed when not on a terminal (on a terminal, rm-meeting asks, as rm does)
+                """,
+            spec: ArgumentSpec(flagOptions: ["yes"], positionals: 2...2)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             let ids = try context.meetingIDs(arguments.positionals[0], arguments.positionals[1], on: connection)
+            if !arguments.has("yes") {
+                let meeting = try context.call(
+                    on: connection, "meetings.get",
+                    ["syncup": .string(ids.syncUp), "meeting": .string(ids.meeting), "segmentsLimit": 1])
+                try context.confirm(
+                    deleting:
+                        "the meeting of \"\(Format.name(meeting["syncup"]?["title"]))\" on \(Format.date(meeting["date"])) and its audio",
+                    for: "rm-meeting")
+            }
             let result = try context.call(
                 on: connection, "meetings.delete", ["syncup": .string(ids.syncUp), "meeting": .string(ids.meeting)])
             context.show(result) { "deleted meeting \(Format.string(result["meeting"]))\n" }

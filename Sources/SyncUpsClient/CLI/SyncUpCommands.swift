@@ -274,13 +274,19 @@ extension Context {
         if meetings > 0 { losses.append("\(meetings) meeting\(meetings == 1 ? "" : "s") and their audio") }
         if session != .null && session["syncup"] == syncUp["id"] { losses.append("the meeting being recorded") }
         guard !losses.isEmpty else { return }
-        let what = "\"\(Format.name(syncUp["title"]))\" with \(losses.joined(separator: " and "))"
+        try confirm(
+            deleting: "\"\(Format.name(syncUp["title"]))\" with \(losses.joined(separator: " and "))", for: "rm")
+    }
+
+    /// Asks before deleting `what`: on a terminal with a y/N question (no answer, or any other, is no), elsewhere
+    /// by refusing with a usage error that says to pass `--yes`.
+    func confirm(deleting what: String, for command: String) throws(CLIError) {
         guard isatty(0) == 1 && isatty(2) == 1 else {
-            throw .usage("rm: this would delete \(what); pass --yes to do it")
+            throw .usage("\(command): this would delete \(what); pass --yes to do it")
         }
         output.error("delete \(what)? [y/N] ")
         guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
-            throw CLIError(.failure, "rm: nothing deleted", code: "cancelled")
+            throw CLIError(.failure, "\(command): nothing deleted", code: "cancelled")
         }
     }
 }
