@@ -44,7 +44,8 @@ MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
 .PHONY: all build run test test-systemd test-desktop whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
-all: build
+## The binaries and the rendered man pages (.build/man; `man -l .build/man/syncupsctl.1` reads one).
+all: build man
 
 deps:
 	@scripts/ensure-packages $(RUN_PACKAGES)

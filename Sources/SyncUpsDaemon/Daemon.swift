@@ -167,6 +167,7 @@ public final class Daemon {
         let engine = configuration.speechEngine
         let (recognizer, description) = engine.recognizer(command: configuration.speechCommand, model: model)
         settings.recognizer = recognizer
+        settings.isTranscriptionOff = engine == .none
         logger.info("speech: \(description)")
         return settings
     }

@@ -217,7 +217,7 @@ import Testing
         #expect(ambiguous.exitCode == 65)
         #expect(ambiguous.standardError.contains("\"Design Review\"") && ambiguous.standardError.contains("\"Daily\""))
         #expect(try daemon.ctl(["start", "daily", "--no-audio"]).exitCode == 0)
-        #expect(try daemon.ctl(["rm-meeting", "Design", "latest"]).exitCode == 0)
+        #expect(try daemon.ctl(["rm-meeting", "Design", "latest", "--yes"]).exitCode == 0)
         #expect(try daemon.ctl(["ids", "Design"]).standardOutput.hasPrefix(meetings[0] + "\t"))
     }
 

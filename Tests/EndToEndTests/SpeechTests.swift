@@ -363,8 +363,32 @@ import Testing
             "left running: \(ProcessTable.processes(withArgument: marker))")
     }
 
-    @Test func refusesToTranscribeWithoutAnEngineAndSaysHowToGoOn() throws {
+    /// `--speech-engine none` is a choice: a plain `start` records without a transcript and says so once;
+    /// only a start that asks for a transcript is refused.
+    @Test func recordsWithoutATranscriptWhenTheConfigurationTurnedSpeechOff() throws {
         let daemon = try DaemonProcess(arguments: ["--speech-engine", "none", "--audio-device", "null", "--no-cue"])
+        let client = try daemon.client()
+        let created = try client.result("syncups.create", ["title": "x", "attendees": ["A"]])
+        let first = try daemon.ctl(["start", "x"])
+        #expect(first.exitCode == 0, "\(first.standardError)")
+        #expect(
+            first.standardError.contains("warning: recording without a transcript: speech recognition is off"),
+            "\(first.standardError)")
+        #expect(try client.result("session.get")["transcription"]?["engine"] == .null)
+        #expect(try daemon.ctl(["end"]).exitCode == 0)
+        let second = try daemon.ctl(["start", "x"])
+        #expect(second.exitCode == 0)
+        #expect(second.standardError.isEmpty, "said once: \(second.standardError)")
+        #expect(try daemon.ctl(["end"]).exitCode == 0)
+        let asked = try client.request("session.start", ["syncup": created["id"]!, "transcribe": true])
+        #expect(asked["error"]?["code"] == "speech_unavailable")
+        #expect(try client.result("status")["speechEngine"] == .null)
+    }
+
+    /// An engine that cannot be had (`command` without a command) is not a choice: a start that would
+    /// transcribe is refused and the error says how to go on.
+    @Test func refusesToTranscribeWithoutAnEngineAndSaysHowToGoOn() throws {
+        let daemon = try DaemonProcess(arguments: ["--speech-engine", "command", "--audio-device", "null", "--no-cue"])
         let client = try daemon.client()
         let created = try client.result("syncups.create", ["title": "x", "attendees": ["A"]])
         let reply = try client.request("session.start", ["syncup": created["id"]!])
@@ -372,7 +396,6 @@ import Testing
         #expect(reply["error"]?["message"]?.stringValue?.contains("\"transcribe\": false") == true)
         #expect(
             try client.result("session.start", ["syncup": created["id"]!, "transcribe": false])["state"] == "running")
-        #expect(try client.result("status")["speechEngine"] == .null)
     }
 }
 

@@ -88,7 +88,7 @@ import Testing
         (["add"], 64, "missing argument"),
         (["add", "x", "--duration", "soon"], 64, "is not a duration"),
         (["add", "x", "--colour", "red"], 64, "unknown option --colour"),
-        (["show", "FFFFFFFF"], 65, "not_found: no sync-up with id FFFFFFFF"),
+        (["show", "FFFFFFFF"], 65, "not_found: no sync-up with the id or title \"FFFFFFFF\""),
         (["add", "x", "--theme", "mauve"], 65, "invalid_argument: theme: unknown theme"),
         (["call", "dance"], 65, "unknown_command"),
         (["call", "ping", "[1]"], 64, "must be a JSON object"),

@@ -86,6 +86,36 @@ public final class DaemonProcess {
             environment: ["SYNCUPSD_SOCKET": socketPath].merging(environment) { $1 }
         )
     }
+
+    /// Runs `syncupsctl ARGS` on a pseudo-terminal (util-linux `script`), typing `input`: what a person at a
+    /// terminal sees. Standard output and error both come back in `standardOutput`, as on a screen.
+    public func ctlOnTerminal(_ arguments: [String], input: String = "") throws -> CommandResult {
+        try CommandResult.runOnTerminal(
+            [BuiltProducts.path("syncupsctl")] + arguments, input: input, environment: ["SYNCUPSD_SOCKET": socketPath])
+    }
+}
+
+extension CommandResult {
+    /// Runs a command on a pseudo-terminal with `input` typed into it; its exit status is the command's
+    /// (`script` ends with it).
+    public static func runOnTerminal(_ command: [String], input: String, environment: [String: String] = [:])
+        throws -> CommandResult
+    {
+        let quoted = command.map { "'" + $0.replacing("'", with: "'\\''") + "'" }.joined(separator: " ")
+        var fullEnvironment = Subprocess.currentEnvironment()
+        for (key, value) in environment { fullEnvironment[key] = value }
+        let process = try Subprocess(
+            executable: "/usr/bin/script", arguments: ["-qec", quoted, "/dev/null"], environment: fullEnvironment,
+            standardInput: .pipe, standardOutput: .pipe, standardError: .pipe)
+        let errors = try OutputCollector(process.standardError!, name: "terminal-stderr")
+        let output = try OutputCollector(process.standardOutput!, name: "terminal")
+        try process.standardInput!.writeAll(Array(input.utf8))
+        output.join()
+        errors.join()
+        let status = process.wait()
+        process.closeStreams()
+        return CommandResult(status: status, standardOutput: output.contents, standardError: errors.contents)
+    }
 }
 
 /// A test's own failure with a message.

@@ -155,7 +155,7 @@ _syncupsctl() {
             export) options=(--format --output --help) ;;
             start) options+=(--no-audio --no-transcribe --no-call) ;;
             end) options+=(--save --discard --no-wait) ;;
-            rm | delete) options+=(--yes) ;;
+            rm | delete | rm-meeting) options+=(--yes) ;;
             stats) options+=(--last) ;;
             watch) options=(--format --topic --once --text --idle-text --offline-text --clicks --no-clicks --help) ;;
         esac

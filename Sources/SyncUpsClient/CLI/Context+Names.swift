@@ -1,35 +1,54 @@
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsProtocol
 
 /// How a command line names things, beyond the ids the daemon resolves: a sync-up by its title or a title
 /// prefix, a meeting as `latest` or `latest~N`, as git names commits.
 extension Context {
-    /// The full id of the sync-up `text` names: an id or a unique id prefix (the daemon's rule) first, else a
-    /// title, ignoring case, else a unique title prefix. Several matching titles is an error that lists them.
+    /// The full id of the sync-up `text` names. An exact full id or an exact title wins over any prefix (a
+    /// sync-up titled `6587` is not another whose id starts with 6587); titles compare as `NameKey` does,
+    /// ignoring case, accents and extra spaces. Else a unique id prefix (the daemon's rule) or title prefix;
+    /// prefixes matching several sync-ups, or a title several share, are errors that list them by id.
     func syncUpID(_ text: String, on connection: DaemonConnection) throws(CLIError) -> String {
-        let byID: CLIError
+        let all = try Syncupsctl.allSyncUps(self, on: connection)
+        func id(_ syncUp: JSONValue) -> String { Format.string(syncUp["id"]) }
+        func title(_ syncUp: JSONValue) -> String { NameKey.of(Format.string(syncUp["title"])) }
+        if let exact = all.first(where: { id($0).lowercased() == text.lowercased() }) { return id(exact) }
+        let wanted = NameKey.of(text)
+        let sameTitle = all.filter { !wanted.isEmpty && title($0) == wanted }
+        if sameTitle.count == 1 { return id(sameTitle[0]) }
+        guard sameTitle.isEmpty else {
+            throw Self.ambiguous(
+                "\"\(text)\" is the title of \(sameTitle.count) sync-ups", sameTitle,
+                hint: "name one by its id (syncupsctl ids lists them)")
+        }
+        var matches: [JSONValue] = []
+        var byID: CLIError?
         do {
             let syncUp = try connection.call("syncups.get", ["id": .string(text), "meetingsLimit": 1])
-            return Format.string(syncUp["id"])
+            matches += all.filter { id($0) == Format.string(syncUp["id"]) }
         } catch .rejected(let error) where error.code == .notFound || error.code == .invalidArgument {
-            byID = .rejected(code: error.code.rawValue, message: error.message)
+            if error.code == .invalidArgument { byID = .rejected(code: error.code.rawValue, message: error.message) }
         } catch {
             throw Self.cliError(error)
         }
-        let all = try Syncupsctl.allSyncUps(self, on: connection)
-        let wanted = text.lowercased()
-        let exact = all.filter { Format.string($0["title"]).lowercased() == wanted }
-        let matches = exact.isEmpty ? all.filter { Format.string($0["title"]).lowercased().hasPrefix(wanted) } : exact
-        guard matches.count <= 1 else {
-            let listed = matches.map { "\(Format.shortID(Format.string($0["id"]))) \"\(Format.string($0["title"]))\"" }
-            throw .rejected(
-                code: "invalid_argument",
-                message:
-                    "\"\(text)\" matches \(matches.count) sync-ups: \(listed.joined(separator: ", ")); give more of the title or the id"
-            )
+        for syncUp in all where !wanted.isEmpty && title(syncUp).hasPrefix(wanted) {
+            if !matches.contains(where: { id($0) == id(syncUp) }) { matches.append(syncUp) }
         }
-        guard let match = matches.first, !wanted.isEmpty else { throw byID }
-        return Format.string(match["id"])
+        guard matches.count <= 1 else {
+            throw Self.ambiguous(
+                "\"\(text)\" matches \(matches.count) sync-ups", matches, hint: "give more of the title or the id")
+        }
+        if let match = matches.first { return id(match) }
+        throw byID ?? .rejected(code: "not_found", message: "no sync-up with the id or title \"\(text)\"")
+    }
+
+    /// Several sync-ups fit: each by its short id and title.
+    private static func ambiguous(_ what: String, _ syncUps: [JSONValue], hint: String) -> CLIError {
+        let listed = syncUps.map {
+            "\(Format.shortID(Format.string($0["id"]))) \"\(Format.string($0["title"]).visibleOnOneLine)\""
+        }
+        return .rejected(code: "invalid_argument", message: "\(what): \(listed.joined(separator: ", ")); \(hint)")
     }
 
     /// The id of the meeting `text` names in the sync-up `syncUpID`: `latest` (the newest), `latest~N` (the
@@ -58,7 +77,7 @@ extension Context {
             throw .rejected(
                 code: "not_found",
                 message:
-                    "\"\(Format.string(syncUp["title"]))\" has \(total) meeting\(total == 1 ? "" : "s"), so no \(text)")
+                    "\"\(Format.name(syncUp["title"]))\" has \(total) meeting\(total == 1 ? "" : "s"), so no \(text)")
         }
         return Format.string(meeting["id"])
     }

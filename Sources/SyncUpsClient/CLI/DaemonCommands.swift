@@ -59,6 +59,9 @@ extension Syncupsctl {
 enum Format {
     static func string(_ value: JSONValue?) -> String { value?.stringValue ?? "" }
     static func int(_ value: JSONValue?) -> Int { value?.numberValue?.int64.map(Int.init) ?? 0 }
+    /// A title or name for a person to read: on one line, its control characters visible, so that it cannot
+    /// fake a line of the output (`visibleOnOneLine`).
+    static func name(_ value: JSONValue?) -> String { string(value).visibleOnOneLine }
 
     static func status(_ status: JSONValue) -> String {
         let uptime = Int(status["uptime"]?.numberValue?.double ?? 0)
@@ -114,11 +117,11 @@ enum Format {
         let state = string(session["state"])
         let verb = state == "running" ? "recording" : state
         let elapsed = DurationText.clock(int(session["secondsElapsed"]))
-        let speaker = string(session["speaker"]?["name"])
+        let speaker = name(session["speaker"]?["name"])
         let index = int(session["speakerIndex"]) + 1
         let count = int(session["attendeeCount"])
         return
-            "\(verb) \"\(string(session["title"]))\" \(elapsed) · \(speaker.isEmpty ? "(no name)" : speaker) \(index)/\(count)"
+            "\(verb) \"\(name(session["title"]))\" \(elapsed) · \(speaker.isEmpty ? "(no name)" : speaker) \(index)/\(count)"
     }
 
     static func shortID(_ id: String) -> String { String(id.prefix(8)) }

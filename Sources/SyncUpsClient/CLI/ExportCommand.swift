@@ -9,16 +9,14 @@ extension Syncupsctl {
         usage: "export SYNCUP MEETING [--format md|json|srt|vtt] [--output FILE]",
         summary: "Write a meeting's attributed transcript as Markdown, JSON, SubRip or WebVTT (to stdout by default).",
         details: """
-            --format F     md (default), json, srt or vtt; srt and vtt need the timed transcript a
-                           speech engine records
+            --format F     md, json, srt or vtt; srt and vtt need the timed transcript a speech
+                           engine records. Default: the one FILE's extension names (.md, .json,
+                           .srt, .vtt), else md; a --format other than FILE's extension is an error
             --output FILE  write to FILE (created 0600) instead of standard output
             """,
         spec: ArgumentSpec(valueOptions: ["format", "output"], positionals: 2...2)
     ) { context, arguments throws(CLIError) in
-        let format = (arguments.value("format") ?? "md").lowercased()
-        guard ["md", "json", "srt", "vtt"].contains(format) else {
-            throw .usage("--format must be md, json, srt or vtt, not \"\(format)\"")
-        }
+        let format = try exportFormat(given: arguments.value("format"), output: arguments.value("output"))
         let meeting = try context.wholeMeeting(syncUp: arguments.positionals[0], meeting: arguments.positionals[1])
         let text = try TranscriptExport.render(meeting, format: format)
         if let path = arguments.value("output") {
@@ -41,6 +39,30 @@ extension Syncupsctl {
         } else {
             context.print(text)
         }
+    }
+}
+
+extension Syncupsctl {
+    static let exportFormats = ["md", "json", "srt", "vtt"]
+
+    /// The format `--format` names, else the one the output file's extension names (`out.vtt`), else md. A
+    /// `--format` that contradicts the extension is a usage error: `--format md --output out.vtt` is a mistake.
+    static func exportFormat(given: String?, output: String?) throws(CLIError) -> String {
+        let fileName = output.map { FilePath.name(of: $0) } ?? ""
+        let parts = fileName.split(separator: ".")
+        let suffix = parts.count > 1 ? parts[parts.count - 1].lowercased() : ""
+        let byExtension = suffix == "markdown" ? "md" : exportFormats.contains(suffix) ? suffix : nil
+        guard let given else { return byExtension ?? "md" }
+        let format = given.lowercased()
+        guard exportFormats.contains(format) else {
+            throw .usage("--format must be md, json, srt or vtt, not \"\(given)\"")
+        }
+        if let byExtension, byExtension != format {
+            throw .usage(
+                "--format \(format) contradicts --output \(fileName), a .\(suffix) file; give one of them, or make them agree"
+            )
+        }
+        return format
     }
 }
 

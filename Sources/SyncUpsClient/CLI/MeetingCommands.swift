@@ -15,12 +15,24 @@ extension Syncupsctl {
         },
         Subcommand(
             name: "rm-meeting",
-            usage: "rm-meeting SYNCUP MEETING",
+            usage: "rm-meeting SYNCUP MEETING [--yes]",
             summary: "Delete a past meeting and its audio.",
-            spec: ArgumentSpec(positionals: 2...2)
+            details: """
+                --yes   do not ask: needed when not on a terminal (on a terminal, rm-meeting asks, as rm does)
+                """,
+            spec: ArgumentSpec(flagOptions: ["yes"], positionals: 2...2)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             let ids = try context.meetingIDs(arguments.positionals[0], arguments.positionals[1], on: connection)
+            if !arguments.has("yes") {
+                let meeting = try context.call(
+                    on: connection, "meetings.get",
+                    ["syncup": .string(ids.syncUp), "meeting": .string(ids.meeting), "segmentsLimit": 1])
+                try context.confirm(
+                    deleting:
+                        "the meeting of \"\(Format.name(meeting["syncup"]?["title"]))\" on \(Format.date(meeting["date"])) and its audio",
+                    for: "rm-meeting")
+            }
             let result = try context.call(
                 on: connection, "meetings.delete", ["syncup": .string(ids.syncUp), "meeting": .string(ids.meeting)])
             context.show(result) { "deleted meeting \(Format.string(result["meeting"]))\n" }
@@ -63,14 +75,14 @@ extension Context {
 
 extension Format {
     static func meeting(_ meeting: JSONValue) -> String {
-        var text = "\(string(meeting["syncup"]?["title"])), \(date(meeting["date"]))  (\(string(meeting["id"])))\n"
+        var text = "\(name(meeting["syncup"]?["title"])), \(date(meeting["date"]))  (\(string(meeting["id"])))\n"
         if meeting["interrupted"] == .bool(true) { text += "(recovered after the daemon stopped mid-meeting)\n" }
         text += insights(meeting)
         if let segments = meeting["segments"]?.arrayValue, !segments.isEmpty {
             text += "\n"
             for segment in segments {
-                let name = string(segment["speaker"]?["name"])
-                text += "\(name.isEmpty ? "(unknown)" : name): \(string(segment["text"]))\n"
+                let speaker = name(segment["speaker"]?["name"])
+                text += "\(speaker.isEmpty ? "(unknown)" : speaker): \(name(segment["text"]))\n"
             }
         } else {
             let transcript = string(meeting["transcript"])

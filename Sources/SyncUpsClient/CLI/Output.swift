@@ -39,6 +39,27 @@ struct Table {
 }
 
 extension String {
+    /// The text on one line, every character of it visible: a line break shows as `⏎`, a tab as a space,
+    /// another control character as its Unicode control picture (`␛` for ESC). A name can then neither
+    /// make a one-line format print two lines nor fake a line of a multi-line output.
+    var visibleOnOneLine: String {
+        var result = ""
+        for character in self {
+            if character.isNewline {
+                result += "⏎"
+            } else if character == "\t" {
+                result += " "
+            } else if let scalar = character.unicodeScalars.first, scalar.properties.generalCategory == .control {
+                let value = scalar.value
+                let picture = value < 0x20 ? 0x2400 + value : value == 0x7F ? 0x2421 : 0xFFFD
+                result.unicodeScalars.append(Unicode.Scalar(picture)!)
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
     /// The first line, cut to `limit` characters with an ellipsis.
     func excerpt(_ limit: Int) -> String {
         let firstLine = split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""

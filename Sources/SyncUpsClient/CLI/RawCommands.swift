@@ -30,10 +30,12 @@ extension Syncupsctl {
                 --format json      {"state","text","session"} per change
                 --format waybar    {"text","alt","tooltip","class","percentage"}, Pango-escaped
                 --format polybar   text with %{B…}%{F…} theme colours
-                --format i3blocks  {"full_text","short_text","color","background","urgent"}; reads clicks on
-                                   stdin (button 1: next speaker, button 3: pause/resume)
+                --format i3blocks  {"full_text","short_text","markup","urgent"}, the theme colours as a
+                                   Pango span; reads clicks on stdin (button 1: next speaker,
+                                   button 3: pause/resume)
                 --format tmux      text with #[fg=…,bg=…] theme colours, # doubled for tmux's #(…)
-                --format 'TEXT'    a template (below), printed as it is
+                --format 'TEXT'    a template (below), printed as it is (a line break in a
+                                   name shows as ⏎: one line per change, in every bar format)
                 --text TEMPLATE    the text bar formats show during a meeting
                                    (default "\(StatusLine().textTemplate)")
                 --idle-text TEXT   what they show with no meeting (default "\(StatusLine().idleText)")
@@ -71,7 +73,7 @@ extension Syncupsctl {
             if let idle = arguments.value("idle-text") { watch.line.idleText = idle }
             if let offline = arguments.value("offline-text") { watch.line.offlineText = offline }
             watch.readsClicks = !arguments.has("no-clicks") && (arguments.has("clicks") || watch.format == "i3blocks")
-            if arguments.has("once") { try watch.printOnce() } else { watch.run() }
+            if arguments.has("once") { try watch.printOnce() } else { try watch.run() }
         },
     ]
 }

@@ -93,7 +93,7 @@ extension Syncupsctl {
             if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
             request.append("attendees", .array(arguments.all("attendee").map(JSONValue.string)))
             let syncUp = try context.call("syncups.create", request)
-            context.show(syncUp) { "created \(Format.string(syncUp["id"])) \"\(Format.string(syncUp["title"]))\"\n" }
+            context.show(syncUp) { "created \(Format.string(syncUp["id"])) \"\(Format.name(syncUp["title"]))\"\n" }
         },
         Subcommand(
             name: "edit",
@@ -142,7 +142,7 @@ extension Syncupsctl {
                 request.append("attendees", .array(attendees))
             }
             let syncUp = try context.call(on: connection, "syncups.update", request)
-            context.show(syncUp) { "updated \(Format.string(syncUp["id"])) \"\(Format.string(syncUp["title"]))\"\n" }
+            context.show(syncUp) { "updated \(Format.string(syncUp["id"])) \"\(Format.name(syncUp["title"]))\"\n" }
         },
         Subcommand(
             name: "rm",
@@ -159,7 +159,7 @@ extension Syncupsctl {
             let id = try context.syncUpID(arguments.positionals[0], on: connection)
             if !arguments.has("yes") { try context.confirmDeletion(of: id, on: connection) }
             let result = try context.call(on: connection, "syncups.delete", ["id": .string(id)])
-            context.show(result) { "deleted \(Format.string(result["id"])) \"\(Format.string(result["title"]))\"\n" }
+            context.show(result) { "deleted \(Format.string(result["id"])) \"\(Format.name(result["title"]))\"\n" }
         },
     ]
 
@@ -227,7 +227,7 @@ extension Format {
         for syncUp in syncUps {
             table.rows.append([
                 shortID(string(syncUp["id"])),
-                string(syncUp["title"]).excerpt(40),
+                name(syncUp["title"]).excerpt(40),
                 DurationText.units(int(syncUp["duration"])),
                 String(syncUp["attendees"]?.arrayValue?.count ?? 0),
                 String(syncUp["meetings"]?.arrayValue?.count ?? 0),
@@ -240,12 +240,12 @@ extension Format {
     static func syncUp(_ syncUp: JSONValue) -> String {
         let attendees = syncUp["attendees"]?.arrayValue ?? []
         let duration = int(syncUp["duration"])
-        var text = "\(string(syncUp["title"]))  (\(string(syncUp["id"])))\n"
+        var text = "\(name(syncUp["title"]))  (\(string(syncUp["id"])))\n"
         let share = attendees.isEmpty ? "" : " (\(DurationText.units(duration / attendees.count)) each)"
         text += "length:     \(DurationText.units(duration))\(share)\n"
         text += "theme:      \(string(syncUp["theme"]))\n"
         text +=
-            "attendees:  \(attendees.map { string($0["name"]).isEmpty ? "(no name)" : string($0["name"]) }.joined(separator: ", "))\n"
+            "attendees:  \(attendees.map { name($0["name"]).isEmpty ? "(no name)" : name($0["name"]) }.joined(separator: ", "))\n"
         let meetings = syncUp["meetings"]?.arrayValue ?? []
         let total = int(syncUp["meetingsTotal"])
         if meetings.isEmpty {
@@ -274,13 +274,19 @@ extension Context {
         if meetings > 0 { losses.append("\(meetings) meeting\(meetings == 1 ? "" : "s") and their audio") }
         if session != .null && session["syncup"] == syncUp["id"] { losses.append("the meeting being recorded") }
         guard !losses.isEmpty else { return }
-        let what = "\"\(Format.string(syncUp["title"]))\" with \(losses.joined(separator: " and "))"
+        try confirm(
+            deleting: "\"\(Format.name(syncUp["title"]))\" with \(losses.joined(separator: " and "))", for: "rm")
+    }
+
+    /// Asks before deleting `what`: on a terminal with a y/N question (no answer, or any other, is no), elsewhere
+    /// by refusing with a usage error that says to pass `--yes`.
+    func confirm(deleting what: String, for command: String) throws(CLIError) {
         guard isatty(0) == 1 && isatty(2) == 1 else {
-            throw .usage("rm: this would delete \(what); pass --yes to do it")
+            throw .usage("\(command): this would delete \(what); pass --yes to do it")
         }
         output.error("delete \(what)? [y/N] ")
         guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
-            throw CLIError(.failure, "rm: nothing deleted", code: "cancelled")
+            throw CLIError(.failure, "\(command): nothing deleted", code: "cancelled")
         }
     }
 }

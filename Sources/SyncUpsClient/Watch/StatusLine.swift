@@ -50,8 +50,13 @@ public struct StatusLine: Sendable, Equatable {
         "callAudioSuffix",
     ]
 
-    /// The values of the placeholders for a session object.
+    /// The values of the placeholders for a session object, each on one line (`visibleOnOneLine`): a name
+    /// holding a line break must not make a bar print two lines for one change.
     public static func values(_ session: JSONValue) -> [String: String] {
+        rawValues(session).mapValues(\.visibleOnOneLine)
+    }
+
+    private static func rawValues(_ session: JSONValue) -> [String: String] {
         func int(_ key: String) -> Int { session[key]?.numberValue?.int64.map(Int.init) ?? 0 }
         let speaker = session["speaker"]?["name"]?.stringValue ?? ""
         let state = session["state"]?.stringValue ?? ""
@@ -133,10 +138,10 @@ public struct StatusLine: Sendable, Equatable {
         switch situation {
         case .idle:
             state = "idle"
-            text = idleText
+            text = idleText.visibleOnOneLine
         case .offline:
             state = "offline"
-            text = offlineText
+            text = offlineText.visibleOnOneLine
         case .meeting(let session):
             values = Self.values(session)
             state = values["state"] ?? "running"

@@ -70,14 +70,16 @@ struct Watch {
         }
     }
 
-    /// Runs until standard output or the parent goes away.
-    func run() {
+    /// Runs until standard output or the parent goes away. A subscription the daemon refuses (`--topic
+    /// sesion`) is a usage error at once: waiting for a daemon that is up would make a typo look like an outage.
+    func run() throws(CLIError) {
         let parent = Self.isOutputFollowedLive ? ParentWatch.start() : nil
         var backoff = Self.initialBackoff
         var lastLine: String?
         while parent?.isParentGone != true {
             switch follow(lastLine: &lastLine, parent: parent, onConnected: { backoff = Self.initialBackoff }) {
             case .outputClosed: return
+            case .refused(let error): throw CLIError(.usage, error.message, code: error.code)
             case .disconnected(let reason):
                 if isEventStream {
                     // Said once per outage, as the bar formats do with their offline line.
@@ -101,6 +103,8 @@ struct Watch {
 
     private enum Ending {
         case outputClosed
+        /// The daemon refused the subscription: retrying cannot help.
+        case refused(CLIError)
         /// The daemon is not reachable, or went away; why.
         case disconnected(String)
     }
@@ -124,6 +128,8 @@ struct Watch {
         let subscribed: JSONValue
         do {
             subscribed = try connection.call("subscribe", arguments)
+        } catch .rejected(let error) {
+            return .refused(Context.cliError(.rejected(error)))
         } catch {
             return .disconnected(error.description)
         }

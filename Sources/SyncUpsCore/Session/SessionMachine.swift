@@ -195,7 +195,7 @@ public struct SessionMachine: Sendable, Equatable {
     /// A new session. It starts what it records with first (`records`: the microphone, and the call if
     /// `recordsCall`; then the recognizer if `transcribes`; then the cue if `playsCue`), each reporting back
     /// whether it runs, and runs from its first second once they have: perform the returned effects and
-    /// hand back the facts they produce.
+    /// hand back the facts they produce. `warnings` are what the request already says the meeting goes without.
     public static func start(
         syncUp: SyncUp,
         meetingID: Meeting.ID,
@@ -203,11 +203,13 @@ public struct SessionMachine: Sendable, Equatable {
         records: Bool = false,
         recordsCall: Bool = false,
         transcribes: Bool,
-        playsCue: Bool = false
+        playsCue: Bool = false,
+        warnings: [String] = []
     ) -> (SessionMachine, [Effect]) {
         var machine = SessionMachine(
             syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records, transcribes: transcribes,
             playsCue: playsCue)
+        machine.startWarnings = warnings
         let effects = records ? [.startRecorder(call: recordsCall)] : machine.advanceStart()
         return (machine, effects)
     }

@@ -29,6 +29,9 @@ final class SessionController {
         var cueDeviceName: String? = "default"
         /// Nil when no speech engine is available.
         var recognizer: SpeechRecognizer?
+        /// The configuration turned transcription off (`--speech-engine none`): a start that does not ask for a
+        /// transcript records without one, rather than failing for want of an engine.
+        var isTranscriptionOff = false
         /// How long saving waits for the recognizer's last words before giving up on them.
         var settleTimeout: Duration = .seconds(20)
         /// The same wait when the daemon is stopping: shorter, well inside systemd's 30 s to stop.
@@ -65,6 +68,8 @@ final class SessionController {
     /// The running meeting's journal, written off the loop.
     let journals: JournalWriter
     private(set) var active: ActiveSession?
+    /// A start has said that meetings record without a transcript (`Settings.isTranscriptionOff`).
+    private var hasSaidTranscriptionIsOff = false
     /// Saved meetings whose details file is not written yet (`saveDetails`).
     var pendingDetails: [Meeting.ID: PendingDetails] = [:]
     /// Why writing a meeting's details fails, while it does (for `status` and the snapshot).
@@ -137,7 +142,16 @@ final class SessionController {
         }
         let syncUp = state.syncUps[try state.index(of: text)]
         let recordsAudio = audio ?? true
-        let wantsTranscript = transcribe ?? recordsAudio
+        var wantsTranscript = transcribe ?? recordsAudio
+        var warnings: [String] = []
+        if wantsTranscript && transcribe == nil && settings.recognizer == nil && settings.isTranscriptionOff {
+            wantsTranscript = false
+            // Said at the first such start, not at every one: it is what the user configured.
+            if !hasSaidTranscriptionIsOff {
+                warnings.append("recording without a transcript: speech recognition is off (--speech-engine none)")
+                hasSaidTranscriptionIsOff = true
+            }
+        }
         if wantsTranscript && !recordsAudio {
             throw .invalidArgument("transcribing needs audio: pass \"transcribe\": false with \"audio\": false")
         }
@@ -161,7 +175,8 @@ final class SessionController {
             records: recordsAudio,
             recordsCall: call ?? true,
             transcribes: wantsTranscript,
-            playsCue: settings.cueDeviceName != nil
+            playsCue: settings.cueDeviceName != nil,
+            warnings: warnings
         )
         session.machine = machine
         active = session

@@ -1,0 +1,111 @@
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+/// syncupsctl for a person (issue 31): what a new user trips on, each through the built binaries.
+@Suite struct GuidanceTests {
+    /// A saved meeting of "Quick" (audio off), for the commands that name one.
+    static func quickMeeting(_ daemon: DaemonProcess) throws -> String {
+        let client = try daemon.client()
+        let syncUp = try client.result("syncups.create", ["title": "Quick", "attendees": ["Ann"]])
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.start", ["syncup": syncUp["id"] ?? .null, "audio": false])
+        _ = try client.result("session.end", ["action": "save"])
+        return try #require(client.nextEvent("session.ended")["data"]?["meeting"]?["id"]?.stringValue)
+    }
+
+    /// A topic the daemon refuses is a usage error at once, not an endless wait that looks like an outage.
+    @Test func aMistypedWatchTopicExitsAsAUsageError() throws {
+        let daemon = try DaemonProcess()
+        let watch = try Subprocess(
+            executable: BuiltProducts.path("syncupsctl"),
+            arguments: ["--socket", daemon.socketPath, "watch", "--topic", "sesion"],
+            standardOutput: .pipe, standardError: .pipe)
+        let output = try OutputCollector(watch.standardOutput!, name: "watch-out")
+        let errors = try OutputCollector(watch.standardError!, name: "watch-err")
+        let ended = try waitFor(timeout: .seconds(10)) { watch.hasEnded }
+        if !ended { watch.send(SIGTERM) }
+        let status = watch.wait()
+        output.join()
+        errors.join()
+        watch.closeStreams()
+        #expect(ended, "watch kept waiting")
+        #expect(status == .exited(64))
+        #expect(errors.contents.contains("unknown topic \"sesion\""), "\(errors.contents)")
+        #expect(!output.contents.contains("watch.offline"))
+    }
+
+    /// `rm-meeting` asks on a terminal, as `rm` does, and needs `--yes` elsewhere.
+    @Test func rmMeetingAsksOnATerminalAndNeedsYesElsewhere() throws {
+        let daemon = try DaemonProcess()
+        let meeting = try Self.quickMeeting(daemon)
+        let refused = try daemon.ctl(["rm-meeting", "Quick", "latest"])
+        #expect(refused.exitCode == 64)
+        #expect(refused.standardError.contains("pass --yes"), "\(refused.standardError)")
+        let declined = try daemon.ctlOnTerminal(["rm-meeting", "Quick", "latest"], input: "n\n")
+        #expect(declined.exitCode == 1)
+        #expect(declined.standardOutput.contains("[y/N]"), "\(declined.standardOutput)")
+        #expect(declined.standardOutput.contains("nothing deleted"))
+        #expect(try daemon.ctl(["ids", "Quick"]).standardOutput.hasPrefix(meeting))
+        let accepted = try daemon.ctlOnTerminal(["rm-meeting", "Quick", "latest"], input: "y\n")
+        #expect(accepted.exitCode == 0, "\(accepted.standardOutput)")
+        #expect(try daemon.ctl(["ids", "Quick"]).standardOutput == "")
+    }
+
+    /// The export's format follows the output file's extension; a contradicting `--format` is a usage error.
+    @Test func exportTakesItsFormatFromTheOutputsExtension() throws {
+        let daemon = try DaemonProcess()
+        _ = try Self.quickMeeting(daemon)
+        let directory = TemporaryDirectory("export")
+        let json = directory.appending("out.json")
+        #expect(try daemon.ctl(["export", "quick", "latest", "--output", json]).exitCode == 0)
+        #expect(try JSONParser().parse(try #require(Files.readString(json)))["id"] != nil)
+        let conflicting = try daemon.ctl([
+            "export", "quick", "latest", "--format", "md", "--output", directory.appending("out.vtt"),
+        ])
+        #expect(conflicting.exitCode == 64)
+        #expect(conflicting.standardError.contains("contradicts --output"), "\(conflicting.standardError)")
+        let markdown = directory.appending("notes.txt")
+        #expect(try daemon.ctl(["export", "quick", "latest", "--output", markdown]).exitCode == 0)
+        #expect(try #require(Files.readString(markdown)).hasPrefix("# Quick, "))
+    }
+
+    /// The keys `watch --help` and the man page give for each JSON format are the keys it prints.
+    @Test(arguments: ["json", "waybar", "i3blocks"])
+    func theDocumentedKeysOfEachJSONFormatAreTheOnesPrinted(format: String) throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let client = try daemon.client()
+        let syncUp = try client.result("syncups.create", ["title": "Keys", "attendees": ["Ann"]])
+        _ = try client.result("session.start", ["syncup": syncUp["id"] ?? .null, "audio": false])
+        let line = try daemon.ctl(["watch", "--once", "--format", format]).standardOutput
+        guard case .object(let object) = try JSONParser().parse(line) else {
+            throw TestFailure("not an object: \(line)")
+        }
+        let printed = Set(object.keys)
+
+        func quotedKeys(_ text: Substring) -> Set<String> {
+            guard let open = text.firstIndex(of: "{"), let close = text[open...].firstIndex(of: "}") else { return [] }
+            return Set(
+                text[open...close].split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }.map {
+                    String($0.element)
+                })
+        }
+        let help = try CommandResult.run(BuiltProducts.path("syncupsctl"), ["watch", "--help"]).standardOutput
+        let helpLine = try #require(help.split(separator: "\n").first { $0.contains("--format \(format) ") })
+        #expect(quotedKeys(helpLine) == printed, "watch --help: \(helpLine)")
+        let man = try #require(Files.readString(BuiltProducts.repositoryRoot + "/man/syncupsctl.1.scd"))
+        let section = try #require(man.range(of: "\n*\(format)*\n"))
+        #expect(quotedKeys(man[section.upperBound...]) == printed, "syncupsctl(1) on \(format)")
+    }
+
+    /// `make` renders the man pages (man -l on the scdoc sources shows raw markup).
+    @Test func makeRendersTheManPages() throws {
+        let dryRun = try CommandResult.run(
+            "/usr/bin/make", ["-C", BuiltProducts.repositoryRoot, "--dry-run", "--always-make"])
+        for page in ["syncupsctl.1", "syncupsd.8", "syncupsd.conf.5"] {
+            #expect(dryRun.standardOutput.contains("scdoc < man/\(page).scd > .build/man/\(page)"), "\(page)")
+        }
+    }
+}
