@@ -231,3 +231,4 @@ format:
 
 clean:
 	rm -rf .build
+	rm -f syncupsd_*.deb
