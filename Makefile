@@ -18,6 +18,10 @@ DESKTOP_PACKAGES = xvfb i3-wm i3blocks polybar sway waybar grim imagemagick font
 BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind pipewire wireplumber pipewire-pulse pulseaudio-utils dbus
 SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
 
+# The .deb: Debian's own packaging tools (debian/ is a debhelper package), and mmdebstrap for `make test-deb`.
+DEB_PACKAGES = $(RUN_PACKAGES) scdoc debhelper dpkg-dev fakeroot lintian
+TEST_DEB_PACKAGES = $(DEB_PACKAGES) mmdebstrap
+
 # Where `make install` puts things. System-wide: make && sudo make install (PREFIX=/usr/local). For yourself,
 # no root: make install PREFIX=~/.local (user units then go where systemd --user looks in your home).
 # DESTDIR stages the tree for a package.
@@ -42,7 +46,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
-.PHONY: all build run test test-systemd test-desktop whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
+.PHONY: all build run test test-systemd test-desktop deb test-deb deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
 ## The binaries and the rendered man pages (.build/man; `man -l .build/man/syncupsctl.1` reads one).
 all: build man
@@ -52,6 +56,9 @@ deps:
 
 deps-test:
 	@scripts/ensure-packages $(TEST_PACKAGES)
+
+deps-deb:
+	@scripts/ensure-packages $(DEB_PACKAGES)
 
 build: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
@@ -165,6 +172,34 @@ install: man
 	ln -sf ../share/syncupsd/speech/faster-whisper/syncups-whisper $(DESTDIR)$(BINDIR)/syncups-whisper
 	@echo "Installed. Start it at login: systemctl --user daemon-reload && systemctl --user enable --now syncupsd.socket"
 
+## The Debian package, syncupsd_VERSION_ARCH.deb in this directory, from debian/ with Debian's own tools
+## (dpkg-buildpackage, debhelper; dpkg-shlibdeps finds the dependencies), then lintian on it. It reuses the
+## release build; the .deb, .buildinfo and .changes are made in .build/deb. DEB_VERSION gives the package another version
+## (`make test-deb` builds an older one from the same tree).
+VERSION := $(shell sed -n 's/.*static let current = "\(.*\)"/\1/p' Sources/SyncUpsProtocol/Wire.swift)
+DEB_VERSION ?= $(VERSION)
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_FILE = syncupsd_$(DEB_VERSION)_$(DEB_ARCH).deb
+deb: deps-deb
+	@[ "$$(dpkg-parsechangelog -S Version)" = "$(VERSION)" ] || \
+		{ echo "debian/changelog is not at $(VERSION), the version in Sources/SyncUpsProtocol/Wire.swift" >&2; exit 1; }
+	@mkdir -p .build/deb
+	SYNCUPS_DEB_DESTDIR=$(CURDIR)/.build/deb SYNCUPS_DEB_VERSION=$(DEB_VERSION) dpkg-buildpackage -b -us -uc \
+		--buildinfo-file=.build/deb/syncupsd_$(DEB_VERSION)_$(DEB_ARCH).buildinfo --buildinfo-option=-u.build/deb \
+		--changes-file=.build/deb/syncupsd_$(DEB_VERSION)_$(DEB_ARCH).changes --changes-option=-u.build/deb
+	ln -f .build/deb/$(DEB_FILE) $(DEB_FILE)
+	lintian --fail-on error,warning $(DEB_FILE)
+	@echo "Built $(DEB_FILE): apt install ./$(DEB_FILE)"
+
+## The package on a clean Debian 12 made by mmdebstrap from this machine's Debian mirror, as root: installed with
+## apt-get, run by an ordinary user by hand and under a real systemd --user, purged mid-meeting, and upgraded
+## from an older package mid-meeting (scripts/test-deb says what it checks).
+test-deb:
+	@scripts/ensure-packages $(TEST_DEB_PACKAGES)
+	$(MAKE) --no-print-directory deb
+	$(MAKE) --no-print-directory deb DEB_VERSION=$(VERSION)~prev
+	scripts/test-deb $(DEB_FILE) syncupsd_$(VERSION)~prev_$(DEB_ARCH).deb
+
 ## systemd's own checker on the user units, installed as `make install PREFIX=~/.local` would, in a scratch
 ## home. A bare `systemd-analyze verify systemd/syncupsd.service` cannot pass in a build tree: in user scope it
 ## needs $$XDG_RUNTIME_DIR ("Failed to lookup RuntimeDirectory path"), and either way the binary and the man
@@ -197,3 +232,4 @@ format:
 
 clean:
 	rm -rf .build
+	rm -f syncupsd_*.deb
