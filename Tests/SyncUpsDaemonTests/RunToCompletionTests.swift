@@ -196,8 +196,9 @@ final class LoopClient {
         }
     }
 
-    /// Turns the loop and reads until a line matches; fails after `timeout`.
-    func take(timeout: Duration = .seconds(10), where matches: (JSONValue) -> Bool) throws -> [JSONValue] {
+    /// Turns the loop and reads until a line matches; fails after `timeout` (a guard against a hang, not a
+    /// measure: a debug build answering thousands of lines on a loaded machine takes seconds).
+    func take(timeout: Duration = .seconds(60), where matches: (JSONValue) -> Bool) throws -> [JSONValue] {
         let deadline = MonotonicInstant.now() + timeout
         while true {
             drainSocket()
