@@ -17,12 +17,14 @@ public final class InProcessDaemon {
 
     /// A daemon on `dataDirectory` with no audio, no cue and no speech engine. `readPauseThreshold` is the
     /// unsent output at which a client's reading pauses, and `limits` the server's (smaller in tests, to reach
-    /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests).
+    /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests); `clock` is the
+    /// loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds).
     public init(
         dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 192 * 1024,
-        limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system
+        limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system,
+        clock: EventLoop.Clock = .monotonic
     ) throws {
-        loop = try EventLoop()
+        loop = try EventLoop(clock: clock)
         server = Server(
             loop: loop, limits: limits, version: SyncUpsVersion.current, logger: logger,
             readPauseThreshold: readPauseThreshold)
@@ -35,7 +37,7 @@ public final class InProcessDaemon {
             directory: DataDirectory(path: dataDirectory),
             sessionSettings: settings,
             socketDescription: "(in process)",
-            startedAt: .now(),
+            startedAt: loop.now(),
             logger: logger,
             uuid: uuid,
             wallClock: wallClock
@@ -87,6 +89,13 @@ public final class InProcessDaemon {
     @discardableResult
     public func turn(waitingUpTo timeoutMilliseconds: CInt = 0) -> Int {
         loop.runOnce(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Moves a manual clock on by `duration`, firing every timer due by then at its own deadline (the
+    /// session's ticks, the settle wait, the stall limit), then turns the loop once for what they caused.
+    public func advanceTime(by duration: Duration) {
+        loop.advanceTime(by: duration)
+        loop.runOnce(timeoutMilliseconds: 0)
     }
 
     /// What the server holds in buffers: each connection's input and output capacity, in bytes, and its

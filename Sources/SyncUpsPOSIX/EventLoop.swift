@@ -56,9 +56,22 @@ public final class EventLoop {
     private static let eventCapacity: CInt = 128
     private static let timerToken = UInt64.max
 
-    /// `busyPollWindow`: see `run()`; zero never polls.
-    public init(busyPollWindow: Duration = .microseconds(50)) throws(SystemError) {
+    /// Where the loop's time comes from.
+    public enum Clock: Sendable {
+        /// CLOCK_MONOTONIC, with the timers on a timerfd: the daemon's.
+        case monotonic
+        /// Time that stands still until `advanceTime(by:)` moves it, firing the timers that come due in
+        /// deadline order, each at its own deadline (SwiftNIO's `EmbeddedEventLoop`): a test's.
+        case manual(startingAt: MonotonicInstant)
+    }
+
+    /// The manual clock's time; nil on the monotonic clock.
+    private var manualNow: MonotonicInstant?
+
+    /// `busyPollWindow`: see `run()`; zero never polls. `clock`: `.manual` for a test that drives time.
+    public init(busyPollWindow: Duration = .microseconds(50), clock: Clock = .monotonic) throws(SystemError) {
         self.busyPollWindow = busyPollWindow
+        if case .manual(let start) = clock { manualNow = start }
         epoll = FileDescriptor(rawValue: try syscall("epoll_create1") { epoll_create1(CInt(EPOLL_CLOEXEC)) })
         timerFD = FileDescriptor(
             rawValue: try syscall("timerfd_create") {
@@ -125,8 +138,22 @@ public final class EventLoop {
 
     // MARK: - Timers
 
-    /// The loop's clock.
-    public func now() -> MonotonicInstant { .now() }
+    /// The loop's clock: CLOCK_MONOTONIC, or the manual clock's time.
+    public func now() -> MonotonicInstant { manualNow ?? .now() }
+
+    /// Moves the manual clock on by `duration`: each timer due by then fires in deadline order with the
+    /// clock at its deadline, and so does what it schedules within the span; the work it defers runs before
+    /// the next timer, as a turn of the loop would run it. Only for a loop made with `.manual`.
+    public func advanceTime(by duration: Duration) {
+        guard let start = manualNow else { preconditionFailure("advanceTime(by:) needs a loop with a manual clock") }
+        let target = start + duration
+        while let deadline = timers.earliestDeadline, deadline <= target {
+            manualNow = max(deadline, manualNow ?? deadline)
+            while let handler = timers.popDue(now: manualNow!) { handler() }
+            while runDeferred() > 0 {}
+        }
+        manualNow = target
+    }
 
     /// Calls `handler` once, on this loop, at `deadline` (at once if it has passed).
     @discardableResult
@@ -153,6 +180,8 @@ public final class EventLoop {
 
     private func arm(_ deadline: MonotonicInstant?) {
         armedDeadline = deadline
+        // On the manual clock only `advanceTime(by:)` fires timers.
+        guard manualNow == nil else { return }
         var spec = itimerspec()
         if let deadline {
             spec.it_value = deadline.timeSpec

@@ -45,25 +45,6 @@ import Testing
         #expect(try waitFor { try client.result("status")["connections"] == 1 })
     }
 
-    @Test func closesAConnectionWhoseRequestLineStaysIncompleteAndOnlyThatOne() throws {
-        let daemon = try DaemonProcess()
-        let stalled = try daemon.client()
-        let timeout = try #require(
-            stalled.greeting["data"]?["limits"]?["partialLineTimeoutSeconds"]?.numberValue?.int64)
-        try stalled.send(#"{"cmd":"pi"#)
-        // A line completed in time is answered as usual, however it was split.
-        let patient = try daemon.client()
-        try patient.send(#"{"cmd":"#)
-        try patient.send(#""ping"}"# + "\n")
-        #expect(try patient.readJSON()["result"] == "pong")
-
-        let reply = try stalled.readJSON(timeout: .seconds(Int64(timeout) + 10))
-        #expect(reply["error"]?["code"] == "request_timeout")
-        #expect(reply["id"] == .null)
-        #expect(stalled.waitUntilClosed())
-        #expect(try patient.request("ping")["result"] == "pong")
-    }
-
     @Test func greetsEveryConnectionWithVersionAndLimits() throws {
         let daemon = try DaemonProcess()
         let client = try daemon.client()

@@ -123,4 +123,34 @@ import Testing
         loop.runOnce(timeoutMilliseconds: 0)
         #expect(events.count == count)
     }
+
+    /// On a manual clock time stands still until the test moves it; then every timer due fires in deadline
+    /// order with the clock at its own deadline, including one a handler schedules within the span and the
+    /// work a handler defers, and never a cancelled one or one due later.
+    @Test func aManualClockFiresTimersInOrderAtTheirDeadlinesOnlyWhenAdvanced() throws {
+        let start = MonotonicInstant(nanoseconds: 5_000_000_000)
+        let loop = try EventLoop(clock: .manual(startingAt: start))
+        var fired: [(String, Int64)] = []
+        func note(_ name: String) { fired.append((name, (loop.now() - start).nanoseconds / 1_000_000)) }
+        loop.schedule(after: .milliseconds(300)) { note("c") }
+        loop.schedule(after: .milliseconds(100)) {
+            note("a")
+            loop.schedule(after: .milliseconds(50)) { note("a+50") }
+            loop.execute { note("deferred by a") }
+        }
+        let cancelled = loop.schedule(after: .milliseconds(200)) { note("cancelled") }
+        loop.schedule(after: .milliseconds(900)) { note("later") }
+        loop.cancel(cancelled)
+        for _ in 0..<3 { loop.runOnce(timeoutMilliseconds: 0) }
+        #expect(fired.isEmpty)
+        #expect(loop.now() == start)
+
+        loop.advanceTime(by: .milliseconds(500))
+        #expect(fired.map(\.0) == ["a", "deferred by a", "a+50", "c"])
+        #expect(fired.map(\.1) == [100, 100, 150, 300])
+        #expect(loop.now() == start + .milliseconds(500))
+        #expect(loop.scheduledTimerCount == 1)
+        loop.advanceTime(by: .milliseconds(400))
+        #expect(fired.last?.0 == "later" && fired.last?.1 == 900)
+    }
 }

@@ -1,0 +1,124 @@
+import Glibc
+import SyncUpsDaemon
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+/// The whole daemon (server, command handler, session controller, machine) on a loop whose clock the test
+/// moves: a meeting's seconds, the stall and the partial-line limits pass in microseconds, each timer at its
+/// own deadline, and nothing happens while time stands still.
+@Suite struct VirtualTimeTests {
+    static let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+
+    static func daemon(_ directory: TemporaryDirectory) throws -> InProcessDaemon {
+        try InProcessDaemon(dataDirectory: directory.path, clock: .manual(startingAt: start))
+    }
+
+    /// The app's own `timer` test through the whole daemon: 3 attendees, 6 seconds, speakers 0, 1, 1, 2, 2,
+    /// then saved because time is up, with each turn exactly its share.
+    @Test func runsTheAppsSixSecondMeetingInVirtualTime() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result(
+            "syncups.create", ["title": "Design", "duration": 6, "attendees": ["Blob", "Blob Jr", "Blob Sr"]])
+        let id = try #require(created["id"]?.stringValue)
+        let watcher = LoopClient(try daemon.connect(), daemon)
+        _ = try watcher.result("subscribe", ["topics": ["session"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
+        #expect(started["secondsElapsed"] == 0)
+
+        // Time stands still: however often the loop turns, no tick.
+        for _ in 0..<50 { daemon.turn() }
+        watcher.drainSocket()
+        #expect(!watcher.hasLine { $0["event"] == "session.tick" })
+
+        var ticks: [(speaker: Int64?, elapsed: Int64?)] = []
+        for second in 1...6 {
+            daemon.advanceTime(by: .seconds(1))
+            let tick = try watcher.events(until: "session.tick").last?["data"]?["session"]
+            ticks.append((tick?["speakerIndex"]?.numberValue?.int64, tick?["secondsElapsed"]?.numberValue?.int64))
+            #expect(ticks.last?.elapsed == Int64(second))
+        }
+        #expect(ticks.map(\.speaker) == [0, 1, 1, 2, 2, 2])
+        let ended = try watcher.events(until: "session.ended").last?["data"]
+        #expect(ended?["outcome"] == "saved")
+        #expect(ended?["reason"] == "time is up")
+        let meeting = try #require(ended?["meeting"]?["id"]?.stringValue)
+
+        let got = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meeting)])
+        let rows = try #require(got["insights"]?["attendees"]?.arrayValue)
+        // Virtual time is exact: each turn is its share to the nanosecond, however busy the machine.
+        #expect(rows.map { $0["floor"] } == [2, 2, 2])
+        #expect(got["insights"]?["realSeconds"] == 6)
+        #expect(got["insights"]?["pausedSeconds"] == 0)
+    }
+
+    /// A pause holds the timer for exactly as long as virtual time says, and the seconds after it count on.
+    @Test func aPauseHoldsTheTimerForAsLongAsItLasts() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result("syncups.create", ["title": "Solo", "duration": 4, "attendees": ["Ann"]])
+        let id = try #require(created["id"]?.stringValue)
+        _ = try client.result("session.start", ["syncup": .string(id), "audio": false])
+        daemon.advanceTime(by: .milliseconds(1500))
+        _ = try client.result("session.pause")
+        daemon.advanceTime(by: .seconds(30))
+        #expect(try client.result("session.get")["secondsElapsed"] == 1)
+        _ = try client.result("session.resume")
+        // The second that was half run when the pause came ends half a second after the resume.
+        daemon.advanceTime(by: .milliseconds(499))
+        #expect(try client.result("session.get")["secondsElapsed"] == 1)
+        daemon.advanceTime(by: .milliseconds(1))
+        #expect(try client.result("session.get")["secondsElapsed"] == 2)
+    }
+
+    /// A request line left incomplete is answered `request_timeout` and closed at the limit, not before;
+    /// another client's complete lines are answered meanwhile.
+    @Test func closesAConnectionWhoseRequestLineStaysIncompleteAtTheLimit() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let stalled = LoopClient(try daemon.connect(), daemon)
+        let patient = LoopClient(try daemon.connect(), daemon)
+        try stalled.send(#"{"cmd":"pi"#)
+        daemon.turn()
+        daemon.advanceTime(by: .milliseconds(9_999))
+        // A line completed in time is answered as usual, however it was split.
+        try patient.send(#"{"id":"split","cmd":"#)
+        daemon.advanceTime(by: .zero)
+        try patient.send(#""ping"}"# + "\n")
+        #expect(try patient.reply(to: "split")["result"] == "pong")
+        stalled.drainSocket()
+        #expect(!stalled.hasLine { _ in true })
+        daemon.advanceTime(by: .milliseconds(1))
+        let reply = try stalled.take { $0["error"] != nil }.last
+        #expect(reply?["error"]?["code"] == "request_timeout")
+        #expect(reply?["id"] == .null)
+        #expect(try patient.result("ping") == "pong")
+    }
+
+    /// A subscriber whose socket is full and who reads nothing is cut off once it has read nothing for the
+    /// stall limit, counted from its last progress; the producer goes on.
+    @Test func cutsOffASubscriberThatReadsNothingForTheStallLimit() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let sleeper = LoopClient(try daemon.connect(sendBufferBytes: 4096), daemon)
+        var size: CInt = 4096
+        setsockopt(sleeper.fd.rawValue, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<CInt>.size))
+        _ = try sleeper.result("subscribe", ["topics": ["syncups"], "snapshot": false])
+        let producer = LoopClient(try daemon.connect(), daemon)
+        let created = try producer.result("syncups.create", ["title": "y"])
+        let id = try #require(created["id"])
+        for index in 0..<100 {
+            _ = try producer.result(
+                "syncups.update", ["id": id, "title": .string("\(index) " + String(repeating: "y", count: 250))])
+        }
+        #expect(try producer.result("status")["subscribers"] == 1)
+        daemon.advanceTime(by: .milliseconds(9_990))
+        #expect(try producer.result("status")["subscribers"] == 1)
+        daemon.advanceTime(by: .milliseconds(10))
+        #expect(try producer.result("status")["subscribers"] == 0)
+    }
+}
