@@ -108,4 +108,76 @@ import Testing
             #expect(dryRun.standardOutput.contains("scdoc < man/\(page).scd > .build/man/\(page)"), "\(page)")
         }
     }
+
+    /// A near miss gets the nearest command, option or theme, as git suggests.
+    @Test(arguments: [
+        (["strat", "Design"], 64, "did you mean \"start\"?"),
+        (["lsit"], 64, "did you mean \"list\"?"),
+        (["--jsno", "list"], 64, "unknown option --jsno; did you mean \"--json\"?"),
+        (["edit", "Design", "--them", "orange"], 64, "did you mean \"--theme\"?"),
+        (["add", "Design", "--theme", "oragne"], 65, "did you mean \"orange\"?"),
+    ])
+    func suggestsTheNearestName(arguments: [String], status: CInt, suggestion: String) throws {
+        let daemon = try DaemonProcess()
+        let result = try daemon.ctl(arguments)
+        #expect(result.exitCode == status)
+        #expect(result.standardError.contains(suggestion), "\(result.standardError)")
+    }
+
+    /// The daemon's flags and configuration keys get the same suggestion.
+    @Test func suggestsTheNearestOptionOrKeyOfTheDaemon() throws {
+        let flag = try CommandResult.run(BuiltProducts.path("syncupsd"), ["--no-config", "--audio-devcie", "null"])
+        #expect(flag.exitCode != 0)
+        #expect(flag.standardError.contains("did you mean \"--audio-device\"?"), "\(flag.standardError)")
+        let directory = TemporaryDirectory("config")
+        let file = directory.appending("syncupsd.conf")
+        Files.write(file, "audio-devcie = null\n")
+        let key = try CommandResult.run(BuiltProducts.path("syncupsd"), ["--config", file])
+        #expect(key.exitCode != 0)
+        #expect(key.standardError.contains("did you mean \"audio-device\"?"), "\(key.standardError)")
+    }
+
+    /// Durations as `list` prints them are accepted; a bare number under a minute is seconds, with a warning.
+    @Test func acceptsDurationsAsListPrintsThemAndWarnsOnSeconds() throws {
+        let daemon = try DaemonProcess()
+        #expect(try daemon.ctl(["add", "Fifteen", "--duration", "15 min"]).exitCode == 0)
+        #expect(try daemon.ctl(["show", "Fifteen"]).standardOutput.contains("length:     15 min"))
+        #expect(try daemon.ctl(["add", "Ninety", "--duration", "1 min 30 s"]).exitCode == 0)
+        #expect(try daemon.ctl(["show", "Ninety"]).standardOutput.contains("length:     1 min, 30 secs"))
+        #expect(try daemon.ctl(["edit", "Ninety", "--duration", "1 hr, 30 min"]).exitCode == 0)
+        let seconds = try daemon.ctl(["add", "Ten", "--duration", "10"])
+        #expect(seconds.exitCode == 0)
+        #expect(seconds.standardError.contains("warning: 10 seconds; did you mean 10m?"), "\(seconds.standardError)")
+    }
+
+    /// The small things of item 13: `meeting` defaults to the latest, `status` counts in the singular,
+    /// `--timeout 0` waits as long as it takes, `end` says a sentence on a terminal, and the log says a
+    /// meeting was discarded as it says one was saved.
+    @Test func smallThingsAPersonNotices() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let meeting = try Self.quickMeeting(daemon)
+        let latest = try daemon.ctl(["meeting", "Quick"])
+        #expect(latest.exitCode == 0, "\(latest.standardError)")
+        #expect(latest.standardOutput.hasPrefix("Quick, ") && latest.standardOutput.contains(meeting))
+        #expect(try daemon.ctl(["status"]).standardOutput.contains("(1 meeting)\n"))
+        let unlimited = try daemon.ctl(["--timeout", "0", "ping"])
+        #expect(unlimited.exitCode == 0, "\(unlimited.standardError)")
+        #expect(try daemon.ctl(["start", "Quick"]).exitCode == 0)
+        let saved = try daemon.ctlOnTerminal(["end"])
+        #expect(saved.exitCode == 0)
+        #expect(saved.standardOutput.contains("saved meeting "), "\(saved.standardOutput)")
+        #expect(try daemon.ctl(["start", "Quick"]).exitCode == 0)
+        #expect(try daemon.ctl(["end", "--discard"]).exitCode == 0)
+        #expect(daemon.log.wait { $0.contains("discarded a meeting of \"Quick\"") })
+    }
+
+    /// `cue = no` in the file is a flag's usual spelling, not an error.
+    @Test(arguments: ["no", "off", "Yes", "1"])
+    func acceptsTheUsualSpellingsOfAFlagInTheFile(value: String) throws {
+        let config = TemporaryDirectory("config")
+        let file = config.appending("syncupsd.conf")
+        Files.write(file, "cue = \(value)\n")
+        let daemon = try DaemonProcess(arguments: ["--config", file])
+        #expect(try daemon.ctl(["ping"]).exitCode == 0)
+    }
 }

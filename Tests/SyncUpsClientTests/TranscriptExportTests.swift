@@ -246,3 +246,25 @@ enum MarkdownRules {
         return result
     }
 }
+
+/// How `syncupsctl meeting` and the Markdown export say how a turn went.
+@Suite struct OvertimeTests {
+    /// A turn that took exactly its share is on time, not `±00:00.0`.
+    @Test func anOnTimeTurnSaysOnTime() {
+        let meeting: JSONValue = [
+            "insights": [
+                "plannedSeconds": 60, "realSeconds": 60, "pausedSeconds": 0, "turnsCutShort": 0,
+                "attendees": [
+                    [
+                        "attendee": ["id": "00000000-0000-0000-0000-000000000001", "name": "Ann"],
+                        "share": 60, "floor": 60, "speaking": 0, "turns": 1,
+                    ]
+                ],
+            ]
+        ]
+        let text = Format.insights(meeting)
+        #expect(text.contains("on time"), "\(text)")
+        #expect(!text.contains("±"), "\(text)")
+        #expect(TranscriptExport.markdownInsights(meeting).contains("| on time |"))
+    }
+}

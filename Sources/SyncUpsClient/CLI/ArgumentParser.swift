@@ -1,3 +1,5 @@
+import SyncUpsCore
+
 /// The options a subcommand takes, and what the command line gave it.
 struct ParsedArguments {
     var positionals: [String] = []
@@ -51,7 +53,10 @@ struct ArgumentSpec: Sendable {
                 }
                 parsed.values[name, default: []].append(value)
             } else {
-                throw .usage("unknown option --\(name) for \(command); see syncupsctl \(command) --help")
+                let known = valueOptions.union(flagOptions).map { "--" + $0 } + Syncupsctl.globalOptions
+                throw .usage(
+                    "unknown option --\(name) for \(command)\(Suggestion.phrase(for: "--" + name, among: known)); see syncupsctl \(command) --help"
+                )
             }
         }
         guard positionals.contains(parsed.positionals.count) else {

@@ -78,8 +78,9 @@ extension Syncupsctl {
             usage: "add TITLE [--duration D] [--theme T] [--attendee NAME]…",
             summary: "Create a sync-up.",
             details: """
-                --duration D     length: 90, 90s, 15m, 1h30m, 1:30, 1:30:00 (default 5m; from 1s to
-                                 24h, and at least a second for each attendee)
+                --duration D     length: 15m, 15 min, 90s, 1h30m, 1 min 30 s, 1:30, 1:30:00, or a bare
+                                 number of seconds (default 5m; from 1s to 24h, and at least a
+                                 second for each attendee)
                 --theme T        one of `syncupsctl themes` (default bubblegum)
                 --attendee NAME  an attendee; repeat for each (blank names are dropped)
                 """,
@@ -88,7 +89,7 @@ extension Syncupsctl {
             var request = JSONObject()
             request.append("title", .string(arguments.positionals[0]))
             if let duration = arguments.value("duration") {
-                request.append("duration", .int(try parseDuration(duration)))
+                request.append("duration", .int(try parseDuration(duration, context)))
             }
             if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
             request.append("attendees", .array(arguments.all("attendee").map(JSONValue.string)))
@@ -121,7 +122,7 @@ extension Syncupsctl {
             request.append("id", .string(id))
             if let title = arguments.value("title") { request.append("title", .string(title)) }
             if let duration = arguments.value("duration") {
-                request.append("duration", .int(try parseDuration(duration)))
+                request.append("duration", .int(try parseDuration(duration, context)))
             }
             if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
             let editsAttendees = ["attendee", "add-attendee", "remove-attendee", "rename-attendee"].contains {
@@ -163,9 +164,16 @@ extension Syncupsctl {
         },
     ]
 
-    static func parseDuration(_ text: String) throws(CLIError) -> Int {
+    /// A `--duration`. A bare number is seconds, as the daemon counts, but a stand-up lasts minutes: one
+    /// under a minute gets a warning that names the minutes (`10 seconds; did you mean 10m?`).
+    static func parseDuration(_ text: String, _ context: Context) throws(CLIError) -> Int {
         guard let seconds = DurationText.parseSeconds(text) else {
-            throw .usage("\"\(text)\" is not a duration; write 90, 90s, 15m, 1h30m, 1:30 (m:ss) or 1:30:00 (h:mm:ss)")
+            throw .usage(
+                "\"\(text)\" is not a duration; write 90 (seconds), 90s, 15m, 15 min, 1h30m, 1 min 30 s, 1:30 (m:ss) or 1:30:00 (h:mm:ss)"
+            )
+        }
+        if let bare = Int(text.trimmingWhitespace()), bare < 60 {
+            context.output.error("warning: \(bare) second\(bare == 1 ? "" : "s"); did you mean \(bare)m?\n")
         }
         return seconds
     }

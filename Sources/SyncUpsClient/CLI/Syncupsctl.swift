@@ -59,10 +59,12 @@ public struct Syncupsctl {
                 globals.socket = arguments[index]
                 index += 1
             case "--timeout":
-                guard index < arguments.count, let seconds = Double(arguments[index]), seconds > 0 else {
-                    throw .usage("--timeout needs a number of seconds")
+                guard index < arguments.count, let seconds = Double(arguments[index]), seconds >= 0,
+                    seconds < 1e9
+                else {
+                    throw .usage("--timeout needs a number of seconds (0: wait as long as it takes)")
                 }
-                globals.timeout = .milliseconds(Int64(seconds * 1000))
+                globals.timeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
                 index += 1
             case "-V" where rest.isEmpty, "--version" where rest.isEmpty:
                 versionAsked = true
@@ -83,18 +85,14 @@ public struct Syncupsctl {
         }
         if name == "help" || name == "-h" || name == "--help" {
             if let topic = rest.dropFirst().first {
-                guard let command = Self.command(topic) else {
-                    throw .usage("unknown command \"\(topic)\"; run syncupsctl help")
-                }
+                guard let command = Self.command(topic) else { throw Self.unknownCommand(topic) }
                 printHelp(command.helpText, json: globals.json)
             } else {
                 printHelp(Self.overview, json: globals.json)
             }
             return .success
         }
-        guard let command = Self.command(name) else {
-            throw .usage("unknown command \"\(name)\"; run syncupsctl help")
-        }
+        guard let command = Self.command(name) else { throw Self.unknownCommand(name) }
         let commandArguments = Array(rest.dropFirst())
         if commandArguments.contains("--help") || commandArguments.contains("-h") {
             printHelp(command.helpText, json: globals.json)
@@ -123,6 +121,19 @@ public struct Syncupsctl {
         _ = output.out(json ? JSONWriter().string(["help": .string(text)]) + "\n" : text)
     }
 
+    /// The options every command takes (`Globals`), as the command line writes them.
+    static let globalOptions = ["--socket", "--json", "--timeout", "--version", "--help"]
+
+    /// `strat` (did you mean "start"?), or `--jsno` before any command: an unknown option, not a command.
+    static func unknownCommand(_ name: String) -> CLIError {
+        if name.hasPrefix("-") {
+            return .usage(
+                "unknown option \(name)\(Suggestion.phrase(for: name, among: globalOptions)); run syncupsctl help")
+        }
+        let names = allCommands.flatMap { [$0.name] + $0.aliases }
+        return .usage("unknown command \"\(name)\"\(Suggestion.phrase(for: name, among: names)); run syncupsctl help")
+    }
+
     static func command(_ name: String) -> Subcommand? {
         allCommands.first { $0.name == name || $0.aliases.contains(name) }
     }
@@ -142,7 +153,7 @@ public struct Syncupsctl {
 
             --json prints the daemon's raw result, or {"ok":false,"error":{"code","message"}}: always one JSON
             document. Exit status: 0 ok, 64 usage, 65 request rejected, 69 daemon unavailable, 73 a file
-            could not be written. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
+            could not be written. --timeout 0 waits as long as it takes. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
             (/tmp/syncupsd-UID/socket, which must be yours and 0700, where XDG_RUNTIME_DIR is unset).
             Run `syncupsctl COMMAND --help` for a command's options.
 

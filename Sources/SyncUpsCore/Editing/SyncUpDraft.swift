@@ -140,8 +140,12 @@ enum SyncUpFields {
 
     static func theme(_ name: String) throws(ValidationError) -> Theme {
         guard let theme = Theme(named: name) else {
-            let valid = Theme.allCases.map(\.rawValue).joined(separator: ", ")
-            throw ValidationError(field: "theme", message: "unknown theme \"\(name)\"; valid themes: \(valid)")
+            let names = Theme.allCases.map(\.rawValue)
+            throw ValidationError(
+                field: "theme",
+                message:
+                    "unknown theme \"\(name)\"\(Suggestion.phrase(for: name, among: names)); valid themes: \(names.joined(separator: ", "))"
+            )
         }
         return theme
     }

@@ -150,6 +150,12 @@ public enum ConfigurationLoader {
         ConfigurationOption.all.first { $0.name == name }
     }
 
+    /// The usual ways to write a flag's value in a file (`cue = no`), as `true` or `false`.
+    static let booleans = [
+        "true": "true", "yes": "true", "on": "true", "1": "true",
+        "false": "false", "no": "false", "off": "false", "0": "false",
+    ]
+
     static func apply(
         _ option: ConfigurationOption,
         _ value: String,
@@ -159,9 +165,11 @@ public enum ConfigurationLoader {
         do throws(ConfigurationError.Reason) {
             switch option.kind {
             case .flag:
-                guard value == "true" || value == "false" else {
-                    throw ConfigurationError.Reason.invalidValue(value, "true or false")
+                guard let truth = booleans[value.lowercased()] else {
+                    throw ConfigurationError.Reason.invalidValue(value, "true or false (or yes/no, on/off, 1/0)")
                 }
+                try option.apply(&configuration, truth)
+                return
             case .choice(let choices):
                 guard choices.contains(value) else {
                     throw ConfigurationError.Reason.invalidValue(value, "one of " + choices.joined(separator: ", "))

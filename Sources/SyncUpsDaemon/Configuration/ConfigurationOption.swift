@@ -1,3 +1,4 @@
+import SyncUpsCore
 import SyncUpsPOSIX
 import SyncUpsSpeech
 
@@ -259,7 +260,12 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     public var description: String {
         let detail =
             switch reason {
-            case .unknownOption(let name): "unknown option \"\(name)\""
+            case .unknownOption(let name):
+                // A flag (`--audio-devcie`) or a key of the file (`audio-devcie`), each among its own kind.
+                "unknown option \"\(name)\""
+                    + Suggestion.phrase(
+                        for: name,
+                        among: ConfigurationOption.all.map { name.hasPrefix("--") ? "--" + $0.name : $0.name })
             case .missingValue(let name): "\"\(name)\" needs a value"
             case .invalidValue(let value, let expected): "\"\(value)\" is not \(expected)"
             case .syntax(let text): text
