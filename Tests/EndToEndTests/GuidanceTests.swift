@@ -180,4 +180,26 @@ import Testing
         let daemon = try DaemonProcess(arguments: ["--config", file])
         #expect(try daemon.ctl(["ping"]).exitCode == 0)
     }
+
+    /// Blanks are refused by the daemon (for every client); look-alike names and titles get a warning.
+    @Test func refusesBlanksAndWarnsAboutLookalikes() throws {
+        let daemon = try DaemonProcess()
+        let blank = try daemon.ctl(["add", "  "])
+        #expect(blank.exitCode == 65)
+        #expect(blank.standardError.contains("title: is blank"), "\(blank.standardError)")
+        #expect(try daemon.ctl(["add", "Design", "--attendee", "Bob"]).exitCode == 0)
+        let blankTitle = try daemon.ctl(["edit", "Design", "--title", ""])
+        #expect(blankTitle.exitCode == 65)
+        #expect(try daemon.ctl(["show", "Design"]).exitCode == 0)
+        let blankName = try daemon.ctl(["edit", "Design", "--add-attendee", ""])
+        #expect(blankName.exitCode == 65)
+        #expect(blankName.standardError.contains("is blank"), "\(blankName.standardError)")
+
+        let anns = try daemon.ctl(["add", "Anns", "--attendee", "Ann", "--attendee", "ann", "--attendee", "Ann "])
+        #expect(anns.exitCode == 0)
+        #expect(anns.standardError.contains("differ only by case, accents or spaces"), "\(anns.standardError)")
+        let twin = try daemon.ctl(["add", "design"])
+        #expect(twin.exitCode == 0)
+        #expect(twin.standardError.contains("the same title; name each by its id"), "\(twin.standardError)")
+    }
 }

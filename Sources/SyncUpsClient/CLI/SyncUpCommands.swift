@@ -93,7 +93,9 @@ extension Syncupsctl {
             }
             if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
             request.append("attendees", .array(arguments.all("attendee").map(JSONValue.string)))
-            let syncUp = try context.call("syncups.create", request)
+            let connection = try context.connect()
+            let syncUp = try context.call(on: connection, "syncups.create", request)
+            try context.warnAboutLookalikes(syncUp, on: connection)
             context.show(syncUp) { "created \(Format.string(syncUp["id"])) \"\(Format.name(syncUp["title"]))\"\n" }
         },
         Subcommand(
@@ -143,6 +145,7 @@ extension Syncupsctl {
                 request.append("attendees", .array(attendees))
             }
             let syncUp = try context.call(on: connection, "syncups.update", request)
+            try context.warnAboutLookalikes(syncUp, on: connection)
             context.show(syncUp) { "updated \(Format.string(syncUp["id"])) \"\(Format.name(syncUp["title"]))\"\n" }
         },
         Subcommand(
@@ -272,6 +275,36 @@ extension Format {
 }
 
 extension Context {
+    /// Warns about names a person will mix up (`NameKey`: differing only by case, accents or spaces):
+    /// attendees of `syncUp`, and another sync-up with the same title, which commands must then name by id.
+    func warnAboutLookalikes(_ syncUp: JSONValue, on connection: DaemonConnection) throws(CLIError) {
+        var groups: [String: [String]] = [:]
+        var order: [String] = []
+        for attendee in syncUp["attendees"]?.arrayValue ?? [] {
+            let name = Format.string(attendee["name"])
+            let key = NameKey.of(name)
+            guard !key.isEmpty else { continue }
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(name)
+        }
+        for key in order where groups[key]!.count > 1 {
+            let names = groups[key]!.map { "\"\($0.visibleOnOneLine)\"" }
+            output.error(
+                "warning: the attendees \(names.joined(separator: ", ")) differ only by case, accents or spaces: one person twice?\n"
+            )
+        }
+        let title = NameKey.of(Format.string(syncUp["title"]))
+        let others = try Syncupsctl.allSyncUps(self, on: connection).filter {
+            $0["id"] != syncUp["id"] && NameKey.of(Format.string($0["title"])) == title
+        }
+        if !others.isEmpty {
+            let ids = others.map { Format.shortID(Format.string($0["id"])) }.joined(separator: ", ")
+            output.error(
+                "warning: \(ids) \(others.count == 1 ? "has" : "have") the same title; name each by its id (syncupsctl ids lists them)\n"
+            )
+        }
+    }
+
     /// Asks before deleting a sync-up that has meetings or is being recorded: on a terminal with a y/N
     /// question, elsewhere (a script) by refusing without `--yes`. Nothing to lose, nothing asked.
     func confirmDeletion(of id: String, on connection: DaemonConnection) throws(CLIError) {
