@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
@@ -201,5 +202,41 @@ import Testing
         let twin = try daemon.ctl(["add", "design"])
         #expect(twin.exitCode == 0)
         #expect(twin.standardError.contains("the same title; name each by its id"), "\(twin.standardError)")
+    }
+
+    /// Wide characters take two columns: the columns after a title line up however it is written.
+    @Test func tablesLineUpWithWideCharacters() throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.client()
+        let titles = ["Abcd", "日本", "🚀🚀"]
+        for title in titles {
+            _ = try client.result("syncups.create", ["title": .string(title), "attendees": ["Ann"]])
+        }
+        let lines = try daemon.ctl(["list"]).standardOutput.split(separator: "\n").dropFirst()
+        let rests = titles.map { title in
+            lines.first { $0.contains(title) }.map { String($0.split(separator: title)[1]) }
+        }
+        #expect(Set(rests).count == 1, "\(lines)")
+    }
+
+    /// `{turnRemaining}` is the current speaker's time left; `{remaining}` the meeting's.
+    @Test func aTemplateShowsTheSpeakersTimeLeft() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let client = try daemon.client()
+        let syncUp = try client.result(
+            "syncups.create", ["title": "Turns", "duration": 540, "attendees": ["Ann", "Bob", "Cy"]])
+        _ = try client.result("session.start", ["syncup": syncUp["id"] ?? .null, "audio": false])
+        let paused = try client.result("session.pause")
+        // However many ticks came before the pause.
+        let elapsed = Int(try #require(paused["secondsElapsed"]?.numberValue?.int64))
+        let line = try daemon.ctl(["watch", "--once", "--format", "{speaker} {turnRemaining} of {remaining}"])
+        #expect(
+            line.standardOutput
+                == "Ann \(DurationText.clock(180 - elapsed)) of \(DurationText.clock(540 - elapsed))\n",
+            "\(line.standardOutput)")
+        _ = try client.result("session.next")
+        _ = try client.result("session.next")
+        let last = try daemon.ctl(["watch", "--once", "--format", "{speaker} {turnRemaining} of {remaining}"])
+        #expect(last.standardOutput == "Cy 03:00 of 03:00\n", "\(last.standardOutput)")
     }
 }

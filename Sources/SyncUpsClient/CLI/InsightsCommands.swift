@@ -53,9 +53,9 @@ extension Syncupsctl {
 }
 
 extension Format {
-    /// A left-aligned table, columns two spaces apart (names may be wide: counted in characters).
+    /// A left-aligned table, columns two spaces apart (names may be wide: counted in terminal columns).
     static func table(_ rows: [[String]], indent: String = "  ") -> String {
-        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].displayWidth }.max() ?? 0 }
         return rows.map { row in
             var line = indent
             for (column, cell) in row.enumerated() {

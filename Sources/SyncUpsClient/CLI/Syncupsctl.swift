@@ -30,12 +30,21 @@ public struct Syncupsctl {
             // wherever it is, as runThrowing reads it).
             if arguments.contains("--json") { _ = output.out(JSONWriter().string(error.document) + "\n") }
             if error.exitCode == .unavailable {
+                let namesSocket = arguments.contains { $0 == "--socket" || $0.hasPrefix("--socket=") }
+                let searched = namesSocket ? "" : " (looked for: \(searchedSockets.joined(separator: ", ")))"
                 output.error(
-                    "hint: start the daemon with `syncupsd` (or `systemctl --user start syncupsd.socket`), or point SYNCUPSD_SOCKET at its socket\n"
+                    "hint: start the daemon with `syncupsd` (or `systemctl --user start syncupsd.socket`), or point SYNCUPSD_SOCKET at its socket\(searched)\n"
                 )
             }
             return error.exitCode
         }
+    }
+
+    /// The sockets a connection tries, for the hint when none answers.
+    private var searchedSockets: [String] {
+        if let socket = environment["SYNCUPSD_SOCKET"], !socket.isEmpty { return [socket] }
+        let located = RuntimeDirectory.locate(environment: environment).socketPath
+        return [located] + [SocketLocation.fallback(explicit: nil, environment: environment)].compactMap { $0 }
     }
 
     private func runThrowing(_ given: [String]) throws(CLIError) -> ExitCode {
@@ -178,6 +187,12 @@ struct Context {
         do {
             return try DaemonConnection(path: path, timeout: globals.timeout)
         } catch {
+            if case .unavailable = error,
+                let fallback = SocketLocation.fallback(explicit: globals.socket, environment: environment),
+                let connection = try? DaemonConnection(path: fallback, timeout: globals.timeout)
+            {
+                return connection
+            }
             throw Self.cliError(error)
         }
     }
@@ -232,7 +247,9 @@ struct Context {
 }
 
 extension String {
+    /// The text and spaces up to `width` terminal columns (`displayWidth`), or one space if it is wider.
     func padded(to width: Int) -> String {
-        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+        let columns = displayWidth
+        return columns >= width ? self + " " : self + String(repeating: " ", count: width - columns)
     }
 }
