@@ -46,6 +46,19 @@ public enum ConfigurationLoader {
         return .run(configuration)
     }
 
+    /// The arguments that choose the file (`--config PATH`, `--no-config`), without the options: loading them
+    /// gives what the file alone says.
+    public static func fileArguments(_ arguments: [String]) -> [String] {
+        var kept: [String] = []
+        var index = 0
+        while index < arguments.count {
+            if arguments[index] == "--no-config" { kept.append("--no-config") }
+            if arguments[index] == "--config" { kept += arguments[index..<min(index + 2, arguments.count)] }
+            index += 1
+        }
+        return kept
+    }
+
     /// `$XDG_CONFIG_HOME/syncups/syncupsd.conf`, else `~/.config/syncups/syncupsd.conf`.
     public static func defaultConfigFile(environment: [String: String]) -> String? {
         if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
