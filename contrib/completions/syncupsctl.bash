@@ -177,6 +177,8 @@ _syncupsctl() {
         meeting:1 | rm-meeting:1 | export:1)
             mapfile -t ids < <(_syncupsctl_meeting_ids "${positionals[0]}")
             _syncupsctl_reply "$cur" upper "${ids[@]}"
+            # The newest meeting by name, as git names HEAD (latest~N for older ones).
+            [[ -n ${ids[0]:-} && latest == "$cur"* ]] && COMPREPLY+=(latest)
             ;;
         help:0) _syncupsctl_reply "$cur" exact "${_syncupsctl_commands[@]}" ;;
         call:0) _syncupsctl_reply "$cur" exact "${_syncupsctl_requests[@]}" ;;

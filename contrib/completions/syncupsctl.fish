@@ -73,7 +73,10 @@ end
 function __syncupsctl_meetings
     set -l words (__syncupsctl_words)
     set -q words[2]; or return
-    __syncupsctl_run ids $words[2]
+    set -l meetings (__syncupsctl_run ids $words[2])
+    set -q meetings[1]; or return
+    printf '%s\n' $meetings
+    printf 'latest\tthe newest meeting\n'
 end
 
 complete -c syncupsctl -f

@@ -170,7 +170,8 @@ else
         echo "FAIL: no sync-up has a meeting; record one to check the meeting id completion"
         failures=$((failures + 1))
     else
-        expect "syncupsctl meeting $(printf '%s' "${id:0:8}" | tr 'A-F' 'a-f') " "${meetings[@]}"
+        expect "syncupsctl meeting $(printf '%s' "${id:0:8}" | tr 'A-F' 'a-f') " "${meetings[@]}" latest
+        expect "syncupsctl rm-meeting ${id:0:8} la" latest
         expect "syncupsctl export ${id:0:8} ${meetings[0]:0:8}" "${meetings[0]}"
     fi
 fi
