@@ -114,7 +114,7 @@ import Testing
     @Test(arguments: [
         (["strat", "Design"], 64, "did you mean \"start\"?"),
         (["lsit"], 64, "did you mean \"list\"?"),
-        (["--jsno", "list"], 64, "unknown option --jsno; did you mean \"--json\"?"),
+        (["--jsno", "list"], 64, "unknown option --jsno (did you mean \"--json\"?)"),
         (["edit", "Design", "--them", "orange"], 64, "did you mean \"--theme\"?"),
         (["add", "Design", "--theme", "oragne"], 65, "did you mean \"orange\"?"),
     ])
@@ -238,5 +238,19 @@ import Testing
         _ = try client.result("session.next")
         let last = try daemon.ctl(["watch", "--once", "--format", "{speaker} {turnRemaining} of {remaining}"])
         #expect(last.standardOutput == "Cy 03:00 of 03:00\n", "\(last.standardOutput)")
+    }
+
+    /// What a new user tripped on in a week of stand-ups: `export` without a meeting exports the latest, and
+    /// an attendee is named as loosely as a sync-up (`--remove-attendee ann`).
+    @Test func exportDefaultsToTheLatestAndAttendeesMatchLoosely() throws {
+        let daemon = try DaemonProcess()
+        _ = try Self.quickMeeting(daemon)
+        let exported = try daemon.ctl(["export", "quick"])
+        #expect(exported.exitCode == 0, "\(exported.standardError)")
+        #expect(exported.standardOutput.hasPrefix("# Quick, "))
+        #expect(try daemon.ctl(["edit", "quick", "--add-attendee", "Chloé"]).exitCode == 0)
+        let removed = try daemon.ctl(["edit", "quick", "--remove-attendee", "chloe", "--rename-attendee", "ann=Anna"])
+        #expect(removed.exitCode == 0, "\(removed.standardError)")
+        #expect(try daemon.ctl(["show", "quick"]).standardOutput.contains("attendees:  Anna\n"))
     }
 }

@@ -194,6 +194,22 @@ extension Syncupsctl {
         return (old, new)
     }
 
+    /// The attendee `name` names in `attendees`: the one of exactly that name, else the only one whose name
+    /// matches ignoring case, accents and spaces (`NameKey`), as sync-up titles match.
+    static func attendeeIndex(_ name: String, in attendees: [(id: String?, name: String)]) throws(CLIError) -> Int {
+        if let exact = attendees.firstIndex(where: { $0.name == name }) { return exact }
+        let alike = attendees.indices.filter { NameKey.of(attendees[$0].name) == NameKey.of(name) }
+        guard alike.count == 1 else {
+            throw CLIError(
+                .rejected,
+                alike.isEmpty
+                    ? "no attendee named \"\(name)\""
+                    : "\"\(name)\" could be any of \(alike.count) attendees; write the name exactly",
+                code: alike.isEmpty ? "not_found" : "invalid_argument")
+        }
+        return alike[0]
+    }
+
     /// The attendee list an `edit` asks for, keeping existing people's ids by name.
     static func attendeeEdits(_ syncUp: JSONValue, _ arguments: ParsedArguments) throws(CLIError) -> [(
         id: String?, name: String
@@ -213,16 +229,10 @@ extension Syncupsctl {
         }
         for rename in arguments.all("rename-attendee") {
             let (old, new) = try parseRename(rename)
-            guard let index = attendees.firstIndex(where: { $0.name == old }) else {
-                throw CLIError(.rejected, "no attendee named \"\(old)\"", code: "not_found")
-            }
-            attendees[index].name = new
+            attendees[try attendeeIndex(old, in: attendees)].name = new
         }
         for name in arguments.all("remove-attendee") {
-            guard let index = attendees.firstIndex(where: { $0.name == name }) else {
-                throw CLIError(.rejected, "no attendee named \"\(name)\"", code: "not_found")
-            }
-            attendees.remove(at: index)
+            attendees.remove(at: try attendeeIndex(name, in: attendees))
         }
         for name in arguments.all("add-attendee") { attendees.append((nil, name)) }
         return attendees
@@ -312,7 +322,9 @@ extension Context {
         let session = try call(on: connection, "session.get")
         let meetings = Format.int(syncUp["meetingsTotal"])
         var losses: [String] = []
-        if meetings > 0 { losses.append("\(meetings) meeting\(meetings == 1 ? "" : "s") and their audio") }
+        if meetings > 0 {
+            losses.append(meetings == 1 ? "1 meeting and its audio" : "\(meetings) meetings and their audio")
+        }
         if session != .null && session["syncup"] == syncUp["id"] { losses.append("the meeting being recorded") }
         guard !losses.isEmpty else { return }
         try confirm(

@@ -14,9 +14,9 @@ public enum Suggestion {
         return best?.candidate
     }
 
-    /// `; did you mean "x"?` for an error message, or nothing.
+    /// ` (did you mean "x"?)` for an error message, or nothing.
     public static func phrase(for typed: String, among candidates: some Sequence<String>) -> String {
-        nearest(to: typed, among: candidates).map { "; did you mean \"\($0)\"?" } ?? ""
+        nearest(to: typed, among: candidates).map { " (did you mean \"\($0)\"?)" } ?? ""
     }
 
     /// The optimal string alignment distance: insertions, deletions, substitutions and transpositions of
