@@ -149,6 +149,9 @@ import Testing
         let seconds = try daemon.ctl(["add", "Ten", "--duration", "10"])
         #expect(seconds.exitCode == 0)
         #expect(seconds.standardError.contains("warning: 10 seconds; did you mean 10m?"), "\(seconds.standardError)")
+        let zero = try daemon.ctl(["add", "Zero", "--duration", "0"])
+        #expect(zero.exitCode == 65)
+        #expect(!zero.standardError.contains("warning"), "no minutes to suggest: \(zero.standardError)")
     }
 
     /// The small things of item 13: `meeting` defaults to the latest, `status` counts in the singular,

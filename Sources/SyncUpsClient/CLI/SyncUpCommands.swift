@@ -175,7 +175,7 @@ extension Syncupsctl {
                 "\"\(text)\" is not a duration; write 90 (seconds), 90s, 15m, 15 min, 1h30m, 1 min 30 s, 1:30 (m:ss) or 1:30:00 (h:mm:ss)"
             )
         }
-        if let bare = Int(text.trimmingWhitespace()), bare < 60 {
+        if let bare = Int(text.trimmingWhitespace()), (1..<60).contains(bare) {
             context.output.error("warning: \(bare) second\(bare == 1 ? "" : "s"); did you mean \(bare)m?\n")
         }
         return seconds
