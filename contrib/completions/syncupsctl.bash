@@ -154,6 +154,16 @@ _syncupsctl() {
         case $option in
             --socket | --output) _syncupsctl_files "$value" ;;
             --theme) _syncupsctl_reply "$value" exact "${_syncupsctl_themes[@]}" ;;
+            --remove-attendee | --rename-attendee)
+                # The sync-up's attendees by name, escaped (a rename's =NEW is the user's to type).
+                local name escaped names=()
+                while IFS=$'\t' read -r _ name; do
+                    [[ -n $name ]] || continue
+                    printf -v escaped '%q' "$name"
+                    names+=("$escaped")
+                done < <(_syncupsctl_run ids "$(_syncupsctl_dequote "${positionals[0]:-}")" --attendees)
+                _syncupsctl_reply "$value" exact "${names[@]}"
+                ;;
             --format)
                 case $command in
                     export) _syncupsctl_reply "$value" exact md json srt vtt ;;
@@ -177,6 +187,7 @@ _syncupsctl() {
             end) options+=(--save --discard --no-wait) ;;
             rm | delete | rm-meeting) options+=(--yes) ;;
             stats) options+=(--last) ;;
+            ids) options+=(--attendees) ;;
             watch) options=(--format --topic --once --text --idle-text --offline-text --clicks --no-clicks --help) ;;
         esac
         _syncupsctl_reply "$cur" exact "${options[@]}"

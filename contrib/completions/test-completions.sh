@@ -172,6 +172,10 @@ else
         for i in "${!ids[@]}"; do [[ ${ids[i]} == "$id" ]] && title=${escaped[i]}; done
         expect "syncupsctl export $title " "${meetings[@]}" latest
         expect "syncupsctl rm-meeting ${id:0:8} la" latest
+        # The sync-up's attendees, by name, for the edits that name one.
+        mapfile -t attendees < <("$program" ids "$id" --attendees | cut -f2)
+        expect "syncupsctl edit ${id:0:8} --remove-attendee " "${attendees[@]}"
+        expect "syncupsctl edit $title --rename-attendee=" "${attendees[@]}"
         expect "syncupsctl export ${id:0:8} ${meetings[0]:0:8}" "${meetings[0]}"
     fi
 fi

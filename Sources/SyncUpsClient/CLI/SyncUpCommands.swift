@@ -28,21 +28,31 @@ extension Syncupsctl {
         },
         Subcommand(
             name: "ids",
-            usage: "ids [ID]",
+            usage: "ids [ID [--attendees]]",
             summary:
                 "Print ids and a label, tab-separated: every sync-up and its title, or ID's meetings and their dates.",
             details: """
                 One line each, full ids, the label on one line (tabs and newlines become spaces). Shell
                 completions use it; so can scripts: syncupsctl ids | cut -f1. In JSON mode, an array of
                 {"id","title"} or {"id","date"} (RFC 3339 UTC).
+                --attendees   ID's attendees and their names instead ({"id","name"} in JSON mode)
                 """,
-            spec: ArgumentSpec(positionals: 0...1)
+            spec: ArgumentSpec(flagOptions: ["attendees"], positionals: 0...1)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             let all = try allSyncUps(context, on: connection)
             // (id, label for people, the same for --json)
             var entries: [(id: String, label: String, json: JSONValue)] = []
-            if let wanted = arguments.positionals.first {
+            if arguments.has("attendees") {
+                guard let wanted = arguments.positionals.first else { throw .usage("ids: --attendees needs an ID") }
+                let id = try context.syncUpID(wanted, on: connection)
+                for attendee in all.first(where: { $0["id"] == .string(id) })?["attendees"]?.arrayValue ?? [] {
+                    let name = Format.string(attendee["name"])
+                    let attendeeID = Format.string(attendee["id"])
+                    entries.append(
+                        (attendeeID, Format.oneLine(name), ["id": .string(attendeeID), "name": .string(name)]))
+                }
+            } else if let wanted = arguments.positionals.first {
                 // The daemon resolves the prefix; the list already carries every meeting's id and date.
                 let id = try context.syncUpID(wanted, on: connection)
                 let meetings = all.first { $0["id"] == .string(id) }?["meetings"]?.arrayValue ?? []
