@@ -268,3 +268,18 @@ enum MarkdownRules {
         #expect(TranscriptExport.markdownInsights(meeting).contains("| on time |"))
     }
 }
+
+/// `syncupsctl meeting` prints one `Name: text` line per segment, whatever the name holds.
+@Suite struct MeetingTextTests {
+    @Test func aSpeakersNameCannotForgeAnotherLine() {
+        let meeting: JSONValue = [
+            "syncup": ["id": "S", "title": "Design"], "id": "M", "date": "2026-12-01T09:00:00Z",
+            "segments": [
+                ["speaker": ["id": "A", "name": "Ann\nBob"], "start": 0, "end": 1, "text": "fine\r\nCy: forged"]
+            ],
+        ]
+        let lines = Format.meeting(meeting).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.contains("Ann⏎Bob: fine⏎Cy: forged"), "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("Bob") || $0.hasPrefix("Cy") })
+    }
+}
