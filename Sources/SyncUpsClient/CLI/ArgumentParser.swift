@@ -18,7 +18,8 @@ struct ArgumentSpec: Sendable {
     var flagOptions: Set<String> = []
     var positionals: ClosedRange<Int> = 0...0
 
-    func parse(_ arguments: [String], command: String) throws(CLIError) -> ParsedArguments {
+    /// `usage`, the command's usage line, is quoted when an argument is missing: it names what is.
+    func parse(_ arguments: [String], command: String, usage: String? = nil) throws(CLIError) -> ParsedArguments {
         var parsed = ParsedArguments()
         var index = 0
         var optionsEnded = false
@@ -61,7 +62,9 @@ struct ArgumentSpec: Sendable {
         }
         guard positionals.contains(parsed.positionals.count) else {
             if parsed.positionals.count < positionals.lowerBound {
-                throw .usage("\(command): missing argument; see syncupsctl \(command) --help")
+                throw .usage(
+                    "\(command): missing argument; usage: syncupsctl \(usage ?? command) (see syncupsctl \(command) --help)"
+                )
             }
             throw .usage("\(command): unexpected argument \"\(parsed.positionals[positionals.upperBound])\"")
         }

@@ -107,7 +107,7 @@ public struct Syncupsctl {
             printHelp(command.helpText, json: globals.json)
             return .success
         }
-        let parsed = try command.spec.parse(commandArguments, command: command.name)
+        let parsed = try command.spec.parse(commandArguments, command: command.name, usage: command.usage)
         let context = Context(globals: globals, environment: environment, output: output)
         try command.run(context, parsed)
         return .success
