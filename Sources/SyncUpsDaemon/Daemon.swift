@@ -259,13 +259,28 @@ public final class Daemon {
             services.session.settings = sessionSettings(
                 new, soundServer: services.session.settings.soundServer, isReload: true)
         }
+        // What the file says but the command line overrides: "nothing changed" alone would hide why.
+        var overridden = ""
+        if case .run(let fileAlone)? = try? ConfigurationLoader.load(
+            arguments: ConfigurationLoader.fileArguments(arguments), environment: environment)
+        {
+            let shadowed = ConfigurationReload.shadowed(file: fileAlone, effective: new)
+            if !shadowed.isEmpty {
+                overridden =
+                    "; the command line overrides "
+                    + shadowed.map {
+                        "\($0.option) (the file says \($0.old ?? "unset"), it stays \($0.new ?? "unset"))"
+                    }
+                    .joined(separator: ", ")
+            }
+        }
         if reload.changesAnything {
             let changes =
                 reload.appliedAtOnce.map(\.description)
                 + reload.appliedFromNextMeeting.map { "\($0) (from the next meeting)" }
-            logger.notice("SIGHUP: reloaded the configuration: \(changes.joined(separator: "; "))")
-        } else if reload.needsRestart.isEmpty {
-            logger.notice("SIGHUP: reloaded the configuration: nothing changed")
+            logger.notice("SIGHUP: reloaded the configuration: \(changes.joined(separator: "; "))\(overridden)")
+        } else if reload.needsRestart.isEmpty || !overridden.isEmpty {
+            logger.notice("SIGHUP: reloaded the configuration: nothing changed\(overridden)")
         }
         for change in reload.needsRestart {
             services.state.warn(

@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
@@ -107,5 +108,152 @@ import Testing
         for page in ["syncupsctl.1", "syncupsd.8", "syncupsd.conf.5"] {
             #expect(dryRun.standardOutput.contains("scdoc < man/\(page).scd > .build/man/\(page)"), "\(page)")
         }
+    }
+
+    /// A near miss gets the nearest command, option or theme, as git suggests.
+    @Test(arguments: [
+        (["strat", "Design"], 64, "did you mean \"start\"?"),
+        (["lsit"], 64, "did you mean \"list\"?"),
+        (["--jsno", "list"], 64, "unknown option --jsno (did you mean \"--json\"?)"),
+        (["edit", "Design", "--them", "orange"], 64, "did you mean \"--theme\"?"),
+        (["add", "Design", "--theme", "oragne"], 65, "did you mean \"orange\"?"),
+    ])
+    func suggestsTheNearestName(arguments: [String], status: CInt, suggestion: String) throws {
+        let daemon = try DaemonProcess()
+        let result = try daemon.ctl(arguments)
+        #expect(result.exitCode == status)
+        #expect(result.standardError.contains(suggestion), "\(result.standardError)")
+    }
+
+    /// The daemon's flags and configuration keys get the same suggestion.
+    @Test func suggestsTheNearestOptionOrKeyOfTheDaemon() throws {
+        let flag = try CommandResult.run(BuiltProducts.path("syncupsd"), ["--no-config", "--audio-devcie", "null"])
+        #expect(flag.exitCode != 0)
+        #expect(flag.standardError.contains("did you mean \"--audio-device\"?"), "\(flag.standardError)")
+        let directory = TemporaryDirectory("config")
+        let file = directory.appending("syncupsd.conf")
+        Files.write(file, "audio-devcie = null\n")
+        let key = try CommandResult.run(BuiltProducts.path("syncupsd"), ["--config", file])
+        #expect(key.exitCode != 0)
+        #expect(key.standardError.contains("did you mean \"audio-device\"?"), "\(key.standardError)")
+    }
+
+    /// Durations as `list` prints them are accepted; a bare number under a minute is seconds, with a warning.
+    @Test func acceptsDurationsAsListPrintsThemAndWarnsOnSeconds() throws {
+        let daemon = try DaemonProcess()
+        #expect(try daemon.ctl(["add", "Fifteen", "--duration", "15 min"]).exitCode == 0)
+        #expect(try daemon.ctl(["show", "Fifteen"]).standardOutput.contains("length:     15 min"))
+        #expect(try daemon.ctl(["add", "Ninety", "--duration", "1 min 30 s"]).exitCode == 0)
+        #expect(try daemon.ctl(["show", "Ninety"]).standardOutput.contains("length:     1 min, 30 secs"))
+        #expect(try daemon.ctl(["edit", "Ninety", "--duration", "1 hr, 30 min"]).exitCode == 0)
+        let seconds = try daemon.ctl(["add", "Ten", "--duration", "10"])
+        #expect(seconds.exitCode == 0)
+        #expect(seconds.standardError.contains("warning: 10 seconds; did you mean 10m?"), "\(seconds.standardError)")
+        let zero = try daemon.ctl(["add", "Zero", "--duration", "0"])
+        #expect(zero.exitCode == 65)
+        #expect(!zero.standardError.contains("warning"), "no minutes to suggest: \(zero.standardError)")
+    }
+
+    /// The small things of item 13: `meeting` defaults to the latest, `status` counts in the singular,
+    /// `--timeout 0` waits as long as it takes, `end` says a sentence on a terminal, and the log says a
+    /// meeting was discarded as it says one was saved.
+    @Test func smallThingsAPersonNotices() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let meeting = try Self.quickMeeting(daemon)
+        let latest = try daemon.ctl(["meeting", "Quick"])
+        #expect(latest.exitCode == 0, "\(latest.standardError)")
+        #expect(latest.standardOutput.hasPrefix("Quick, ") && latest.standardOutput.contains(meeting))
+        #expect(try daemon.ctl(["status"]).standardOutput.contains("(1 meeting)\n"))
+        let unlimited = try daemon.ctl(["--timeout", "0", "ping"])
+        #expect(unlimited.exitCode == 0, "\(unlimited.standardError)")
+        #expect(try daemon.ctl(["start", "Quick"]).exitCode == 0)
+        let saved = try daemon.ctlOnTerminal(["end"])
+        #expect(saved.exitCode == 0)
+        #expect(saved.standardOutput.contains("saved meeting "), "\(saved.standardOutput)")
+        #expect(try daemon.ctl(["start", "Quick"]).exitCode == 0)
+        #expect(try daemon.ctl(["end", "--discard"]).exitCode == 0)
+        #expect(daemon.log.wait { $0.contains("discarded a meeting of \"Quick\"") })
+    }
+
+    /// `cue = no` in the file is a flag's usual spelling, not an error.
+    @Test(arguments: ["no", "off", "Yes", "1"])
+    func acceptsTheUsualSpellingsOfAFlagInTheFile(value: String) throws {
+        let config = TemporaryDirectory("config")
+        let file = config.appending("syncupsd.conf")
+        Files.write(file, "cue = \(value)\n")
+        let daemon = try DaemonProcess(arguments: ["--config", file])
+        #expect(try daemon.ctl(["ping"]).exitCode == 0)
+    }
+
+    /// Blanks are refused by the daemon (for every client); look-alike names and titles get a warning.
+    @Test func refusesBlanksAndWarnsAboutLookalikes() throws {
+        let daemon = try DaemonProcess()
+        let blank = try daemon.ctl(["add", "  "])
+        #expect(blank.exitCode == 65)
+        #expect(blank.standardError.contains("title: is blank"), "\(blank.standardError)")
+        #expect(try daemon.ctl(["add", "Design", "--attendee", "Bob"]).exitCode == 0)
+        let blankTitle = try daemon.ctl(["edit", "Design", "--title", ""])
+        #expect(blankTitle.exitCode == 65)
+        #expect(try daemon.ctl(["show", "Design"]).exitCode == 0)
+        let blankName = try daemon.ctl(["edit", "Design", "--add-attendee", ""])
+        #expect(blankName.exitCode == 65)
+        #expect(blankName.standardError.contains("is blank"), "\(blankName.standardError)")
+
+        let anns = try daemon.ctl(["add", "Anns", "--attendee", "Ann", "--attendee", "ann", "--attendee", "Ann "])
+        #expect(anns.exitCode == 0)
+        #expect(anns.standardError.contains("differ only by case, accents or spaces"), "\(anns.standardError)")
+        let twin = try daemon.ctl(["add", "design"])
+        #expect(twin.exitCode == 0)
+        #expect(twin.standardError.contains("the same title; name each by its id"), "\(twin.standardError)")
+    }
+
+    /// Wide characters take two columns: the columns after a title line up however it is written.
+    @Test func tablesLineUpWithWideCharacters() throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.client()
+        let titles = ["Abcd", "日本", "🚀🚀"]
+        for title in titles {
+            _ = try client.result("syncups.create", ["title": .string(title), "attendees": ["Ann"]])
+        }
+        let lines = try daemon.ctl(["list"]).standardOutput.split(separator: "\n").dropFirst()
+        let rests = titles.map { title in
+            lines.first { $0.contains(title) }.map { String($0.split(separator: title)[1]) }
+        }
+        #expect(Set(rests).count == 1, "\(lines)")
+    }
+
+    /// `{turnRemaining}` is the current speaker's time left; `{remaining}` the meeting's.
+    @Test func aTemplateShowsTheSpeakersTimeLeft() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue"])
+        let client = try daemon.client()
+        let syncUp = try client.result(
+            "syncups.create", ["title": "Turns", "duration": 540, "attendees": ["Ann", "Bob", "Cy"]])
+        _ = try client.result("session.start", ["syncup": syncUp["id"] ?? .null, "audio": false])
+        let paused = try client.result("session.pause")
+        // However many ticks came before the pause.
+        let elapsed = Int(try #require(paused["secondsElapsed"]?.numberValue?.int64))
+        let line = try daemon.ctl(["watch", "--once", "--format", "{speaker} {turnRemaining} of {remaining}"])
+        #expect(
+            line.standardOutput
+                == "Ann \(DurationText.clock(180 - elapsed)) of \(DurationText.clock(540 - elapsed))\n",
+            "\(line.standardOutput)")
+        _ = try client.result("session.next")
+        _ = try client.result("session.next")
+        let last = try daemon.ctl(["watch", "--once", "--format", "{speaker} {turnRemaining} of {remaining}"])
+        #expect(last.standardOutput == "Cy 03:00 of 03:00\n", "\(last.standardOutput)")
+    }
+
+    /// What a new user tripped on in a week of stand-ups: `export` without a meeting exports the latest, and
+    /// an attendee is named as loosely as a sync-up (`--remove-attendee ann`).
+    @Test func exportDefaultsToTheLatestAndAttendeesMatchLoosely() throws {
+        let daemon = try DaemonProcess()
+        _ = try Self.quickMeeting(daemon)
+        let exported = try daemon.ctl(["export", "quick"])
+        #expect(exported.exitCode == 0, "\(exported.standardError)")
+        #expect(exported.standardOutput.hasPrefix("# Quick, "))
+        #expect(try daemon.ctl(["edit", "quick", "--add-attendee", "Chloé"]).exitCode == 0)
+        let removed = try daemon.ctl(["edit", "quick", "--remove-attendee", "chloe", "--rename-attendee", "ann=Anna"])
+        #expect(removed.exitCode == 0, "\(removed.standardError)")
+        #expect(try daemon.ctl(["show", "quick"]).standardOutput.contains("attendees:  Anna\n"))
     }
 }

@@ -228,7 +228,7 @@ import Testing
         let saved = try Self.savedMeeting(daemon)
         let refused = try daemon.ctl(["rm", saved.syncUp])
         #expect(refused.exitCode == 64)
-        #expect(refused.standardError.contains("1 meeting and their audio; pass --yes"), "\(refused.standardError)")
+        #expect(refused.standardError.contains("1 meeting and its audio; pass --yes"), "\(refused.standardError)")
         #expect(try daemon.ctl(["show", saved.syncUp]).exitCode == 0)
         #expect(try daemon.ctl(["rm", saved.syncUp, "--yes"]).exitCode == 0)
 

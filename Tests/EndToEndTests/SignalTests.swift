@@ -20,6 +20,19 @@ import Testing
         return (daemon, watcher, file)
     }
 
+    /// A file value the command line overrides is not "nothing changed" without a word: the log says which.
+    @Test func saysWhichOptionsTheCommandLineOverridesOnSIGHUP() throws {
+        let (daemon, _, file) = try Self.daemon(config: "")
+        Files.write(file, "audio-device = hw:9\n")
+        daemon.process.send(SIGHUP)
+        #expect(
+            daemon.log.wait {
+                $0.contains(
+                    "SIGHUP: reloaded the configuration: nothing changed; the command line overrides audio-device (the file says hw:9, it stays null)"
+                )
+            }, "\(daemon.log.contents)")
+    }
+
     @Test func reloadsTheSpeechEngineOnSIGHUPAndSaysWhatNeedsARestart() throws {
         let (daemon, watcher, file) = try Self.daemon(config: "speech-engine = none\n")
         let client = try daemon.client()

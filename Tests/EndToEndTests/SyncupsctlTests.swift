@@ -85,7 +85,7 @@ import Testing
 
     @Test(arguments: [
         (["bogus"], 64, "unknown command"),
-        (["add"], 64, "missing argument"),
+        (["add"], 64, "missing argument; usage: syncupsctl add TITLE"),
         (["add", "x", "--duration", "soon"], 64, "is not a duration"),
         (["add", "x", "--colour", "red"], 64, "unknown option --colour"),
         (["show", "FFFFFFFF"], 65, "not_found: no sync-up with the id or title \"FFFFFFFF\""),

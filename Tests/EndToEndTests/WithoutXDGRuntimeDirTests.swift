@@ -45,13 +45,15 @@ struct WithoutXDGRuntimeDirTests {
 
         /// `nsenter … env -u XDG_RUNTIME_DIR -u SYNCUPSD_SOCKET setpriv --reuid … PROGRAM ARGS`: what a shell
         /// without a runtime directory runs, in the namespace.
-        func command(_ program: String, _ arguments: [String], asRoot: Bool = false) -> [String] {
+        func command(_ program: String, _ arguments: [String], asRoot: Bool = false, setting: [String] = [])
+            -> [String]
+        {
             let user = asRoot ? [] : ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"]
             return [
                 "-t", String(namespace.pid), "-m", "--", "/usr/bin/env", "-u", "XDG_RUNTIME_DIR", "-u",
                 "SYNCUPSD_SOCKET", "HOME=/tmp/home", "XDG_DATA_HOME=/tmp/home/data",
                 "XDG_CONFIG_HOME=/tmp/home/config",
-            ] + user + [program] + arguments
+            ] + setting + user + [program] + arguments
         }
 
         /// Runs a shell command as root in the namespace (to set up /tmp).
@@ -69,8 +71,16 @@ struct WithoutXDGRuntimeDirTests {
             return (daemon, try OutputCollector(daemon.standardError!, name: "syncupsd-log"))
         }
 
-        func syncupsctl(_ arguments: [String]) throws -> CommandResult {
-            try CommandResult.run("/usr/bin/nsenter", command(BuiltProducts.path("syncupsctl"), arguments))
+        /// syncupsctl as the user, with `setting` (`KEY=VALUE`) in its environment.
+        func stop(_ daemon: Subprocess, _ log: OutputCollector) {
+            daemon.send(SIGTERM)
+            _ = daemon.wait()
+            log.join()
+        }
+
+        func syncupsctl(_ arguments: [String], setting: [String] = []) throws -> CommandResult {
+            try CommandResult.run(
+                "/usr/bin/nsenter", command(BuiltProducts.path("syncupsctl"), arguments, setting: setting))
         }
     }
 
@@ -78,11 +88,7 @@ struct WithoutXDGRuntimeDirTests {
         let user = try ScratchUser()
         try user.asRoot("mkdir -m 0700 /tmp/home && chown \(user.uid):\(user.uid) /tmp/home")
         let (daemon, log) = try user.startDaemon()
-        defer {
-            daemon.send(SIGTERM)
-            _ = daemon.wait()
-            log.join()
-        }
+        defer { user.stop(daemon, log) }
         #expect(log.wait { $0.contains(" ready on ") || $0.contains("error") })
         #expect(log.contents.contains("ready on \(user.runtimeDirectory)/socket"), "\(log.contents)")
         let warnings = log.contents.split(separator: "\n").filter { $0.contains("XDG_RUNTIME_DIR is not set") }
@@ -93,6 +99,25 @@ struct WithoutXDGRuntimeDirTests {
         #expect(listing.standardOutput == "UNKNOWN \(user.uid) 700 directory\n")
 
         let status = try user.syncupsctl(["status"])
+        #expect(status.exitCode == 0, "\(status.standardError)")
+        #expect(status.standardOutput.contains("socket:    \(user.runtimeDirectory)/socket\n"))
+    }
+
+    /// A client whose XDG_RUNTIME_DIR is set (another login of the same user) still finds a daemon started
+    /// without it, in /tmp; with no daemon at all, the hint names both places.
+    @Test func aClientWithXDGRuntimeDirFindsTheDaemonInTmp() throws {
+        let user = try ScratchUser()
+        try user.asRoot(
+            "mkdir -m 0700 /tmp/home /tmp/home/run && chown \(user.uid):\(user.uid) /tmp/home /tmp/home/run")
+        let nobody = try user.syncupsctl(["status"], setting: ["XDG_RUNTIME_DIR=/tmp/home/run"])
+        #expect(nobody.exitCode == 69)
+        #expect(
+            nobody.standardError.contains("/tmp/home/run/syncupsd/socket, \(user.runtimeDirectory)/socket"),
+            "\(nobody.standardError)")
+        let (daemon, log) = try user.startDaemon()
+        defer { user.stop(daemon, log) }
+        #expect(log.wait { $0.contains(" ready on ") || $0.contains("error") })
+        let status = try user.syncupsctl(["status"], setting: ["XDG_RUNTIME_DIR=/tmp/home/run"])
         #expect(status.exitCode == 0, "\(status.standardError)")
         #expect(status.standardOutput.contains("socket:    \(user.runtimeDirectory)/socket\n"))
     }

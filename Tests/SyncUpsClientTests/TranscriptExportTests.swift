@@ -246,3 +246,40 @@ enum MarkdownRules {
         return result
     }
 }
+
+/// How `syncupsctl meeting` and the Markdown export say how a turn went.
+@Suite struct OvertimeTests {
+    /// A turn that took exactly its share is on time, not `±00:00.0`.
+    @Test func anOnTimeTurnSaysOnTime() {
+        let meeting: JSONValue = [
+            "insights": [
+                "plannedSeconds": 60, "realSeconds": 60, "pausedSeconds": 0, "turnsCutShort": 0,
+                "attendees": [
+                    [
+                        "attendee": ["id": "00000000-0000-0000-0000-000000000001", "name": "Ann"],
+                        "share": 60, "floor": 60, "speaking": 0, "turns": 1,
+                    ]
+                ],
+            ]
+        ]
+        let text = Format.insights(meeting)
+        #expect(text.contains("on time"), "\(text)")
+        #expect(!text.contains("±"), "\(text)")
+        #expect(TranscriptExport.markdownInsights(meeting).contains("| on time |"))
+    }
+}
+
+/// `syncupsctl meeting` prints one `Name: text` line per segment, whatever the name holds.
+@Suite struct MeetingTextTests {
+    @Test func aSpeakersNameCannotForgeAnotherLine() {
+        let meeting: JSONValue = [
+            "syncup": ["id": "S", "title": "Design"], "id": "M", "date": "2026-12-01T09:00:00Z",
+            "segments": [
+                ["speaker": ["id": "A", "name": "Ann\nBob"], "start": 0, "end": 1, "text": "fine\r\nCy: forged"]
+            ],
+        ]
+        let lines = Format.meeting(meeting).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.contains("Ann⏎Bob: fine⏎Cy: forged"), "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("Bob") || $0.hasPrefix("Cy") })
+    }
+}

@@ -119,6 +119,24 @@ import Testing
         #expect(syncUp.attendees.map(\.id) == [blobSr.id, Attendee.ID(UUID(counting: 99)), blob.id])
     }
 
+    /// A blank title, a new attendee without a name and a rename to nothing are refused, not lost silently.
+    @Test func refusesBlankTitlesAndBlankNamesInAnEdit() throws {
+        #expect(throws: ValidationError.self) { try SyncUpDraft(title: " \n").validated(id: id, uuid: .incrementing()) }
+        var syncUp = try blobs()
+        let before = syncUp
+        #expect(throws: ValidationError.self) { try syncUp.apply(SyncUpUpdate(title: ""), uuid: .incrementing()) }
+        let added =
+            syncUp.attendees.map { AttendeeChange(id: $0.id, name: $0.name) } + [AttendeeChange(id: nil, name: " ")]
+        #expect(throws: ValidationError.self) {
+            try syncUp.apply(SyncUpUpdate(attendees: added), uuid: .incrementing())
+        }
+        let renamed = syncUp.attendees.map { AttendeeChange(id: $0.id, name: "") }
+        #expect(throws: ValidationError.self) {
+            try syncUp.apply(SyncUpUpdate(attendees: renamed), uuid: .incrementing())
+        }
+        #expect(syncUp == before)
+    }
+
     @Test func neverLeavesASyncUpWithoutAttendees() throws {
         var syncUp = try blobs()
         try syncUp.apply(SyncUpUpdate(attendees: []), uuid: UUIDGenerator { UUID(counting: 7) })

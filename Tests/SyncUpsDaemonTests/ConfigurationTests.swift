@@ -95,7 +95,7 @@ import Testing
     @Test(arguments: [
         ("colour = red\n", "syncupsd.conf:1: unknown option \"colour\""),
         ("\n\nlog-level = loud\n", "syncupsd.conf:3: \"loud\" is not one of debug, info, notice, warning, error"),
-        ("cue = maybe\n", "syncupsd.conf:1: \"maybe\" is not true or false"),
+        ("cue = maybe\n", "syncupsd.conf:1: \"maybe\" is not true or false (or yes/no, on/off, 1/0)"),
         ("data-dir = relative/path\n", "syncupsd.conf:1: \"relative/path\" is not an absolute path"),
         ("just words\n", "syncupsd.conf:1: expected \"key = value\", got \"just words\""),
         ("just words # a = b\n", "syncupsd.conf:1: expected \"key = value\", got \"just words\""),

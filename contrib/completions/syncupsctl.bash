@@ -4,7 +4,7 @@
 # symbolic link or copy named syncupsd beside it), or to
 # ~/.local/share/bash-completion/completions/syncupsctl, or source it from ~/.bashrc.
 #
-# Sync-up and meeting ids are asked from the running daemon (`syncupsctl ids`,
+# Sync-up titles (escaped) and ids, and meeting ids, are asked from the running daemon (`syncupsctl ids`,
 # `syncupsctl ids ID`); when it does not answer, nothing is offered. Needs bash 4.
 
 _syncupsctl_commands=(status ping devices themes list ids show add edit rm meeting rm-meeting stats export start next
@@ -40,9 +40,29 @@ _syncupsctl_dequote() {
     printf '%s' "$value"
 }
 
-# The ids of the sync-ups, one a line.
-_syncupsctl_syncup_ids() {
-    _syncupsctl_run ids | cut -f1
+# COMPREPLY = the sync-ups $1 may name: their titles, escaped as the shell reads them back and
+# matched ignoring case (fish and zsh show the titles beside the ids; bash cannot show both), and
+# the ids a typed prefix starts (in any case). A blank title, or one several sync-ups share, is
+# offered as the ids.
+_syncupsctl_syncups() {
+    local cur=$1 id title escaped i
+    local -a ids=() titles=()
+    local -A count=()
+    while IFS=$'\t' read -r id title; do
+        ids+=("$id")
+        titles+=("$title")
+        [[ -n $title ]] && count[$title]=$((${count[$title]:-0} + 1))
+    done < <(_syncupsctl_run ids)
+    COMPREPLY=()
+    for i in "${!ids[@]}"; do
+        title=${titles[i]}
+        if [[ -z $title || ${count[$title]} -gt 1 || -n $cur && ${ids[i]} == "${cur^^}"* ]]; then
+            [[ ${ids[i]} == "${cur^^}"* ]] && COMPREPLY+=("${ids[i]}")
+        fi
+        [[ -z $title || ${count[$title]} -gt 1 ]] && continue
+        printf -v escaped '%q' "$title"
+        [[ ${escaped,,} == "${cur,,}"* ]] && COMPREPLY+=("$escaped")
+    done
 }
 
 # The ids of the meetings of sync-up $1, one a line.
@@ -134,6 +154,16 @@ _syncupsctl() {
         case $option in
             --socket | --output) _syncupsctl_files "$value" ;;
             --theme) _syncupsctl_reply "$value" exact "${_syncupsctl_themes[@]}" ;;
+            --remove-attendee | --rename-attendee)
+                # The sync-up's attendees by name, escaped (a rename's =NEW is the user's to type).
+                local name escaped names=()
+                while IFS=$'\t' read -r _ name; do
+                    [[ -n $name ]] || continue
+                    printf -v escaped '%q' "$name"
+                    names+=("$escaped")
+                done < <(_syncupsctl_run ids "$(_syncupsctl_dequote "${positionals[0]:-}")" --attendees)
+                _syncupsctl_reply "$value" exact "${names[@]}"
+                ;;
             --format)
                 case $command in
                     export) _syncupsctl_reply "$value" exact md json srt vtt ;;
@@ -157,6 +187,7 @@ _syncupsctl() {
             end) options+=(--save --discard --no-wait) ;;
             rm | delete | rm-meeting) options+=(--yes) ;;
             stats) options+=(--last) ;;
+            ids) options+=(--attendees) ;;
             watch) options=(--format --topic --once --text --idle-text --offline-text --clicks --no-clicks --help) ;;
         esac
         _syncupsctl_reply "$cur" exact "${options[@]}"
@@ -171,12 +202,14 @@ _syncupsctl() {
     local ids=()
     case $command:${#positionals[@]} in
         ids:0 | show:0 | edit:0 | rm:0 | delete:0 | start:0 | meeting:0 | rm-meeting:0 | stats:0 | export:0)
-            mapfile -t ids < <(_syncupsctl_syncup_ids)
-            _syncupsctl_reply "$cur" upper "${ids[@]}"
+            _syncupsctl_syncups "$cur"
             ;;
         meeting:1 | rm-meeting:1 | export:1)
-            mapfile -t ids < <(_syncupsctl_meeting_ids "${positionals[0]}")
+            # The sync-up as typed, maybe an escaped title (Daily\ stand-up).
+            mapfile -t ids < <(_syncupsctl_meeting_ids "$(_syncupsctl_dequote "${positionals[0]}")")
             _syncupsctl_reply "$cur" upper "${ids[@]}"
+            # The newest meeting by name, as git names HEAD (latest~N for older ones).
+            [[ -n ${ids[0]:-} && latest == "$cur"* ]] && COMPREPLY+=(latest)
             ;;
         help:0) _syncupsctl_reply "$cur" exact "${_syncupsctl_commands[@]}" ;;
         call:0) _syncupsctl_reply "$cur" exact "${_syncupsctl_requests[@]}" ;;

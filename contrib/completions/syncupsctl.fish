@@ -69,11 +69,21 @@ function __syncupsctl_syncups
     __syncupsctl_run ids
 end
 
+# The names of the attendees of the sync-up given as the command's first argument.
+function __syncupsctl_attendees
+    set -l words (__syncupsctl_words)
+    set -q words[2]; or return
+    __syncupsctl_run ids $words[2] --attendees | cut -f2
+end
+
 # The meetings of the sync-up given as the command's first argument.
 function __syncupsctl_meetings
     set -l words (__syncupsctl_words)
     set -q words[2]; or return
-    __syncupsctl_run ids $words[2]
+    set -l meetings (__syncupsctl_run ids $words[2])
+    set -q meetings[1]; or return
+    printf '%s\n' $meetings
+    printf 'latest\tthe newest meeting\n'
 end
 
 complete -c syncupsctl -f
@@ -128,8 +138,9 @@ complete -c syncupsctl -n '__syncupsctl_using add create' -l attendee -x -d 'An 
 complete -c syncupsctl -n '__syncupsctl_using edit' -l title -x -d 'The new title'
 complete -c syncupsctl -n '__syncupsctl_using edit' -l attendee -x -d 'The whole new attendee list (repeat)'
 complete -c syncupsctl -n '__syncupsctl_using edit' -l add-attendee -x -d 'Add someone at the end'
-complete -c syncupsctl -n '__syncupsctl_using edit' -l remove-attendee -x -d 'Remove someone'
-complete -c syncupsctl -n '__syncupsctl_using edit' -l rename-attendee -x -d 'Rename someone: OLD=NEW'
+complete -c syncupsctl -n '__syncupsctl_using edit' -l remove-attendee -x -a '(__syncupsctl_attendees)' -d 'Remove someone'
+complete -c syncupsctl -n '__syncupsctl_using edit' -l rename-attendee -x -a '(__syncupsctl_attendees)' -d 'Rename someone: OLD=NEW'
+complete -c syncupsctl -n '__syncupsctl_using ids' -l attendees -d "The sync-up's attendees instead of its meetings"
 complete -c syncupsctl -n '__syncupsctl_using export' -l format -x -a 'md\tMarkdown json\tJSON srt\tSubRip vtt\tWebVTT' -d 'Output format'
 complete -c syncupsctl -n '__syncupsctl_using export' -l output -r -F -d 'Write to this file'
 complete -c syncupsctl -n '__syncupsctl_using stats' -l last -x -d 'Only the N newest meetings'

@@ -119,33 +119,30 @@ for command in "${commands[@]}"; do
     fi
 done
 
-# The sync-up ids: the full ids of what `syncupsctl list` shows by their first 8 characters.
-mapfile -t prefixes < <("$program" list | awk 'NR > 1 { print $1 }')
-if ((${#prefixes[@]} == 0)); then
+# The sync-ups: by default their titles, escaped as the shell reads them back (as `syncupsctl ids`
+# lists them); the ids when the word starts like one.
+mapfile -t ids < <("$program" ids | cut -f1)
+mapfile -t titles < <("$program" ids | cut -f2)
+if ((${#ids[@]} == 0)); then
     echo "FAIL: the daemon has no sync-ups; create one to check the id completion"
     failures=$((failures + 1))
 else
-    complete_line 'syncupsctl show '
-    ids=("${COMPREPLY[@]}")
-    ok=1
-    if ((${#COMPREPLY[@]} != ${#prefixes[@]})); then ok=0; fi
-    for prefix in "${prefixes[@]}"; do
-        printf '%s\n' "${COMPREPLY[@]}" | grep -q "^$prefix" || ok=0
+    escaped=()
+    for title in "${titles[@]}"; do
+        printf -v title '%q' "$title"
+        escaped+=("$title")
     done
-    for id in "${COMPREPLY[@]}"; do
-        [[ $id =~ ^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$ ]] || ok=0
+    expect 'syncupsctl show ' "${escaped[@]}"
+    for id in "${ids[@]}"; do
+        [[ $id =~ ^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$ ]] || {
+            echo "FAIL: \`syncupsctl ids\` gave $id"
+            failures=$((failures + 1))
+        }
     done
-    if ((ok)); then
-        echo "ok: 'syncupsctl show ' gives the sync-up ids (${#prefixes[@]})"
-    else
-        echo "FAIL: 'syncupsctl show '"
-        echo "  expected ids starting with: ${prefixes[*]}"
-        echo "  got: ${COMPREPLY[*]}"
-        failures=$((failures + 1))
-    fi
+    expect "syncupsctl show ${escaped[0]:0:3}" "${escaped[0]}"
 
     # A lower-case prefix completes to the upper-case id.
-    first=${COMPREPLY[0]}
+    first=${ids[0]}
     lower=$(printf '%s' "${first:0:4}" | tr 'A-F' 'a-f')
     complete_line "syncupsctl start $lower"
     if printf '%s\n' "${COMPREPLY[@]}" | grep -qx "$first"; then
@@ -155,8 +152,8 @@ else
         failures=$((failures + 1))
     fi
 
-    # ids takes a sync-up id too.
-    expect 'syncupsctl ids ' "${ids[@]}"
+    # ids takes a sync-up too.
+    expect 'syncupsctl ids ' "${escaped[@]}"
     expect "syncupsctl ids $(printf '%s' "${first:0:8}" | tr 'A-F' 'a-f')" "$first"
 
     # The meetings of a sync-up that has some, as `syncupsctl ids ID` lists them, after a
@@ -170,7 +167,15 @@ else
         echo "FAIL: no sync-up has a meeting; record one to check the meeting id completion"
         failures=$((failures + 1))
     else
-        expect "syncupsctl meeting $(printf '%s' "${id:0:8}" | tr 'A-F' 'a-f') " "${meetings[@]}"
+        expect "syncupsctl meeting $(printf '%s' "${id:0:8}" | tr 'A-F' 'a-f') " "${meetings[@]}" latest
+        # After a title, escaped as completed.
+        for i in "${!ids[@]}"; do [[ ${ids[i]} == "$id" ]] && title=${escaped[i]}; done
+        expect "syncupsctl export $title " "${meetings[@]}" latest
+        expect "syncupsctl rm-meeting ${id:0:8} la" latest
+        # The sync-up's attendees, by name, for the edits that name one.
+        mapfile -t attendees < <("$program" ids "$id" --attendees | cut -f2)
+        expect "syncupsctl edit ${id:0:8} --remove-attendee " "${attendees[@]}"
+        expect "syncupsctl edit $title --rename-attendee=" "${attendees[@]}"
         expect "syncupsctl export ${id:0:8} ${meetings[0]:0:8}" "${meetings[0]}"
     fi
 fi

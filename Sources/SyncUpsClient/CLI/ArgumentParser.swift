@@ -1,3 +1,5 @@
+import SyncUpsCore
+
 /// The options a subcommand takes, and what the command line gave it.
 struct ParsedArguments {
     var positionals: [String] = []
@@ -16,7 +18,8 @@ struct ArgumentSpec: Sendable {
     var flagOptions: Set<String> = []
     var positionals: ClosedRange<Int> = 0...0
 
-    func parse(_ arguments: [String], command: String) throws(CLIError) -> ParsedArguments {
+    /// `usage`, the command's usage line, is quoted when an argument is missing: it names what is.
+    func parse(_ arguments: [String], command: String, usage: String? = nil) throws(CLIError) -> ParsedArguments {
         var parsed = ParsedArguments()
         var index = 0
         var optionsEnded = false
@@ -51,12 +54,17 @@ struct ArgumentSpec: Sendable {
                 }
                 parsed.values[name, default: []].append(value)
             } else {
-                throw .usage("unknown option --\(name) for \(command); see syncupsctl \(command) --help")
+                let known = valueOptions.union(flagOptions).map { "--" + $0 } + Syncupsctl.globalOptions
+                throw .usage(
+                    "unknown option --\(name) for \(command)\(Suggestion.phrase(for: "--" + name, among: known)); see syncupsctl \(command) --help"
+                )
             }
         }
         guard positionals.contains(parsed.positionals.count) else {
             if parsed.positionals.count < positionals.lowerBound {
-                throw .usage("\(command): missing argument; see syncupsctl \(command) --help")
+                throw .usage(
+                    "\(command): missing argument; usage: syncupsctl \(usage ?? command) (see syncupsctl \(command) --help)"
+                )
             }
             throw .usage("\(command): unexpected argument \"\(parsed.positionals[positionals.upperBound])\"")
         }

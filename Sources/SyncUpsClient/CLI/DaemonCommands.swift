@@ -69,7 +69,8 @@ enum Format {
             "syncupsd \(string(status["version"])), up \(DurationText.units(uptime)) (pid \(int(status["pid"])))\n"
         text += "socket:    \(string(status["socket"]))\n"
         text += "data:      \(string(status["dataFile"]))\n"
-        text += "sync-ups:  \(int(status["syncups"] ?? status["syncUps"])) (\(int(status["meetings"])) meetings)\n"
+        text +=
+            "sync-ups:  \(int(status["syncups"] ?? status["syncUps"])) (\(counted(int(status["meetings"]), "meeting")))\n"
         text += "clients:   \(int(status["connections"])) (\(int(status["subscribers"])) subscribed)\n"
         let engine = status["speechEngine"]?.stringValue ?? "none"
         if let session = status["session"], session != .null {
@@ -125,6 +126,9 @@ enum Format {
     }
 
     static func shortID(_ id: String) -> String { String(id.prefix(8)) }
+
+    /// `1 meeting`, `2 meetings`.
+    static func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
 
     /// The text on one line: tabs and line breaks become spaces (for tab-separated output).
     static func oneLine(_ text: String) -> String {

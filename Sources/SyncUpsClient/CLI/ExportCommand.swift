@@ -6,18 +6,20 @@ import SyncUpsPOSIX
 extension Syncupsctl {
     static let exportCommand = Subcommand(
         name: "export",
-        usage: "export SYNCUP MEETING [--format md|json|srt|vtt] [--output FILE]",
-        summary: "Write a meeting's attributed transcript as Markdown, JSON, SubRip or WebVTT (to stdout by default).",
+        usage: "export SYNCUP [MEETING] [--format md|json|srt|vtt] [--output FILE]",
+        summary:
+            "Write a meeting's attributed transcript (default: the latest) as Markdown, JSON, SubRip or WebVTT (to stdout by default).",
         details: """
             --format F     md, json, srt or vtt; srt and vtt need the timed transcript a speech
                            engine records. Default: the one FILE's extension names (.md, .json,
                            .srt, .vtt), else md; a --format other than FILE's extension is an error
             --output FILE  write to FILE (created 0600) instead of standard output
             """,
-        spec: ArgumentSpec(valueOptions: ["format", "output"], positionals: 2...2)
+        spec: ArgumentSpec(valueOptions: ["format", "output"], positionals: 1...2)
     ) { context, arguments throws(CLIError) in
         let format = try exportFormat(given: arguments.value("format"), output: arguments.value("output"))
-        let meeting = try context.wholeMeeting(syncUp: arguments.positionals[0], meeting: arguments.positionals[1])
+        let meeting = try context.wholeMeeting(
+            syncUp: arguments.positionals[0], meeting: arguments.positionals.dropFirst().first ?? "latest")
         let text = try TranscriptExport.render(meeting, format: format)
         if let path = arguments.value("output") {
             do {

@@ -53,9 +53,9 @@ extension Syncupsctl {
 }
 
 extension Format {
-    /// A left-aligned table, columns two spaces apart (names may be wide: counted in characters).
+    /// A left-aligned table, columns two spaces apart (names may be wide: counted in terminal columns).
     static func table(_ rows: [[String]], indent: String = "  ") -> String {
-        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].displayWidth }.max() ?? 0 }
         return rows.map { row in
             var line = indent
             for (column, cell) in row.enumerated() {
@@ -63,6 +63,14 @@ extension Format {
             }
             return line
         }.joined(separator: "\n") + "\n"
+    }
+
+    /// How far a turn went past its share (`+00:12.0`, then `ranOver`) or stopped before it (`-00:03.5`):
+    /// `on time` when that rounds to nothing (not `±00:00.0`), `no turn` without a turn.
+    static func overtime(_ row: MeetingInsights.AttendeeInsights, ranOver: String) -> String {
+        guard row.turns > 0 else { return "no turn" }
+        guard abs(row.overtime) >= 0.05 else { return "on time" }
+        return DurationText.tenths(row.overtime, sign: true) + (row.ranOver ? ranOver : "")
     }
 
     /// The insights block of `syncupsctl meeting`: the meeting's planned and real length, then a table.
@@ -81,9 +89,7 @@ extension Format {
         var rows = [["attendee", "share", "floor", "spoke", "over"]]
         for row in insights.attendees {
             let name = oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name)
-            let over =
-                row.turns == 0
-                ? "no turn" : DurationText.tenths(row.overtime, sign: true) + (row.ranOver ? " ran over" : "")
+            let over = overtime(row, ranOver: " ran over")
             rows.append([
                 name, DurationText.tenths(row.share), DurationText.tenths(row.floor), DurationText.tenths(row.speaking),
                 over,
@@ -127,9 +133,7 @@ extension TranscriptExport {
         text += "| Attendee | Share | Floor | Spoke | Over |\n| --- | ---: | ---: | ---: | ---: |\n"
         for row in insights.attendees {
             let name = Escape.markdown(row.attendee.name.isEmpty ? "Unknown" : row.attendee.name)
-            let over =
-                row.turns == 0
-                ? "no turn" : DurationText.tenths(row.overtime, sign: true) + (row.ranOver ? " (ran over)" : "")
+            let over = Format.overtime(row, ranOver: " (ran over)")
             text +=
                 "| \(name) | \(DurationText.tenths(row.share)) | \(DurationText.tenths(row.floor)) | \(DurationText.tenths(row.speaking)) | \(over) |\n"
         }

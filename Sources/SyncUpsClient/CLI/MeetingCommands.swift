@@ -5,12 +5,13 @@ extension Syncupsctl {
     static let meetingCommands: [Subcommand] = [
         Subcommand(
             name: "meeting",
-            usage: "meeting SYNCUP MEETING",
+            usage: "meeting SYNCUP [MEETING]",
             summary:
-                "Show a past meeting and its transcript. SYNCUP: an id, id prefix, title or title prefix; MEETING: an id, id prefix, latest or latest~N.",
-            spec: ArgumentSpec(positionals: 2...2)
+                "Show a past meeting and its transcript. SYNCUP: an id, id prefix, title or title prefix; MEETING: an id, id prefix, latest (the default) or latest~N.",
+            spec: ArgumentSpec(positionals: 1...2)
         ) { context, arguments throws(CLIError) in
-            let meeting = try context.wholeMeeting(syncUp: arguments.positionals[0], meeting: arguments.positionals[1])
+            let meeting = try context.wholeMeeting(
+                syncUp: arguments.positionals[0], meeting: arguments.positionals.dropFirst().first ?? "latest")
             context.show(meeting) { Format.meeting(meeting) }
         },
         Subcommand(

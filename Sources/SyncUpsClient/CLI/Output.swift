@@ -21,14 +21,14 @@ struct Table {
     var rightAligned: Set<Int> = []
 
     var text: String {
-        var widths = headers.map(\.count)
+        var widths = headers.map(\.displayWidth)
         for row in rows {
-            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
+            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.displayWidth) }
         }
         func line(_ cells: [String]) -> String {
             var parts: [String] = []
             for (column, cell) in cells.enumerated() {
-                let padding = String(repeating: " ", count: widths[column] - cell.count)
+                let padding = String(repeating: " ", count: widths[column] - cell.displayWidth)
                 let isLast = column == cells.count - 1
                 parts.append(rightAligned.contains(column) ? padding + cell : (isLast ? cell : cell + padding))
             }
@@ -39,6 +39,12 @@ struct Table {
 }
 
 extension String {
+    /// How many terminal columns the text takes: two for each emoji and East Asian wide or full-width
+    /// character, one for the others (a combining mark is part of its character), so that tables line up.
+    var displayWidth: Int {
+        reduce(0) { $0 + $1.displayWidth }
+    }
+
     /// The text on one line, every character of it visible: a line break shows as `⏎`, a tab as a space,
     /// another control character as its Unicode control picture (`␛` for ESC). A name can then neither
     /// make a one-line format print two lines nor fake a line of a multi-line output.
@@ -65,4 +71,25 @@ extension String {
         let firstLine = split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         return firstLine.count <= limit ? firstLine : String(firstLine.prefix(limit - 1)) + "…"
     }
+}
+
+extension Character {
+    /// Terminal columns: 2 for an emoji shown as one (by default, or with the emoji variation selector) and
+    /// for East Asian wide and full-width characters (Unicode's EastAsianWidth W and F), else 1.
+    var displayWidth: Int {
+        guard let first = unicodeScalars.first else { return 0 }
+        let properties = first.properties
+        if properties.isEmojiPresentation || (properties.isEmoji && unicodeScalars.contains("\u{FE0F}")) {
+            return 2
+        }
+        return Self.wideRanges.contains { $0.contains(first.value) } ? 2 : 1
+    }
+
+    /// The East Asian wide and full-width blocks: Hangul Jamo, CJK and its punctuation, Hangul syllables,
+    /// compatibility ideographs, vertical and small forms, full-width forms, the supplementary ideographs.
+    private static let wideRanges: [ClosedRange<UInt32>] = [
+        0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+        0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60, 0xFFE0...0xFFE6,
+        0x20000...0x2FFFD, 0x30000...0x3FFFD,
+    ]
 }

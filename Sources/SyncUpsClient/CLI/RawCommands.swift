@@ -40,7 +40,8 @@ extension Syncupsctl {
                                    (default "\(StatusLine().textTemplate)")
                 --idle-text TEXT   what they show with no meeting (default "\(StatusLine().idleText)")
                 --offline-text T   what they show while syncupsd is down (default "\(StatusLine().offlineText)")
-                --topic TOPIC      with --format events: syncups, session or daemon (repeat; default all)
+                --topic TOPIC      with --format events: syncups, session or daemon (repeat; default all);
+                                   one the daemon does not know is a usage error (status 64)
                 --once             print the current line and exit (for tmux's #(…) and polling bars)
                 --clicks           read click events on stdin (on by default for i3blocks)
                 --no-clicks        do not read stdin, even for i3blocks

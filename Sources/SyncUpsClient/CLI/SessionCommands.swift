@@ -1,3 +1,4 @@
+import Glibc
 import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
@@ -55,7 +56,8 @@ extension Syncupsctl {
             usage: "end [--save | --discard] [--no-wait]",
             summary: "End the meeting: save it with its transcript so far (the default), or discard it and its audio.",
             details: """
-                --save      save it (the default); prints the saved meeting's id once it is saved
+                --save      save it (the default); once it is saved, prints its id (for scripts:
+                            meeting=$(syncupsctl end)), or on a terminal "saved meeting ID"
                 --discard   save nothing and delete its audio
                 --no-wait   return as soon as the daemon has the request, before the save is done
                             (the recognizer's last words can take a moment); prints "saving meeting ID"
@@ -75,7 +77,10 @@ extension Syncupsctl {
             }
             let ended = try context.endSession(action: action, on: connection)
             context.show(ended) {
-                action == "save" ? Format.string(ended["meeting"]?["id"]) + "\n" : "discarded the meeting\n"
+                let id = Format.string(ended["meeting"]?["id"])
+                guard action == "save" else { return "discarded the meeting\n" }
+                // A sentence for a person, as --discard says one; the bare id a script captures stays as it was.
+                return isatty(1) == 1 ? "saved meeting \(id)\n" : id + "\n"
             }
         },
         Subcommand(

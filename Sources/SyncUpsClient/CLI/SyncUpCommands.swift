@@ -28,21 +28,31 @@ extension Syncupsctl {
         },
         Subcommand(
             name: "ids",
-            usage: "ids [ID]",
+            usage: "ids [ID [--attendees]]",
             summary:
                 "Print ids and a label, tab-separated: every sync-up and its title, or ID's meetings and their dates.",
             details: """
                 One line each, full ids, the label on one line (tabs and newlines become spaces). Shell
                 completions use it; so can scripts: syncupsctl ids | cut -f1. In JSON mode, an array of
                 {"id","title"} or {"id","date"} (RFC 3339 UTC).
+                --attendees   ID's attendees and their names instead ({"id","name"} in JSON mode)
                 """,
-            spec: ArgumentSpec(positionals: 0...1)
+            spec: ArgumentSpec(flagOptions: ["attendees"], positionals: 0...1)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             let all = try allSyncUps(context, on: connection)
             // (id, label for people, the same for --json)
             var entries: [(id: String, label: String, json: JSONValue)] = []
-            if let wanted = arguments.positionals.first {
+            if arguments.has("attendees") {
+                guard let wanted = arguments.positionals.first else { throw .usage("ids: --attendees needs an ID") }
+                let id = try context.syncUpID(wanted, on: connection)
+                for attendee in all.first(where: { $0["id"] == .string(id) })?["attendees"]?.arrayValue ?? [] {
+                    let name = Format.string(attendee["name"])
+                    let attendeeID = Format.string(attendee["id"])
+                    entries.append(
+                        (attendeeID, Format.oneLine(name), ["id": .string(attendeeID), "name": .string(name)]))
+                }
+            } else if let wanted = arguments.positionals.first {
                 // The daemon resolves the prefix; the list already carries every meeting's id and date.
                 let id = try context.syncUpID(wanted, on: connection)
                 let meetings = all.first { $0["id"] == .string(id) }?["meetings"]?.arrayValue ?? []
@@ -78,8 +88,9 @@ extension Syncupsctl {
             usage: "add TITLE [--duration D] [--theme T] [--attendee NAME]…",
             summary: "Create a sync-up.",
             details: """
-                --duration D     length: 90, 90s, 15m, 1h30m, 1:30, 1:30:00 (default 5m; from 1s to
-                                 24h, and at least a second for each attendee)
+                --duration D     length: 15m, 15 min, 90s, 1h30m, 1 min 30 s, 1:30, 1:30:00, or a bare
+                                 number of seconds (default 5m; from 1s to 24h, and at least a
+                                 second for each attendee)
                 --theme T        one of `syncupsctl themes` (default bubblegum)
                 --attendee NAME  an attendee; repeat for each (blank names are dropped)
                 """,
@@ -88,11 +99,13 @@ extension Syncupsctl {
             var request = JSONObject()
             request.append("title", .string(arguments.positionals[0]))
             if let duration = arguments.value("duration") {
-                request.append("duration", .int(try parseDuration(duration)))
+                request.append("duration", .int(try parseDuration(duration, context)))
             }
             if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
             request.append("attendees", .array(arguments.all("attendee").map(JSONValue.string)))
-            let syncUp = try context.call("syncups.create", request)
+            let connection = try context.connect()
+            let syncUp = try context.call(on: connection, "syncups.create", request)
+            try context.warnAboutLookalikes(syncUp, on: connection)
             context.show(syncUp) { "created \(Format.string(syncUp["id"])) \"\(Format.name(syncUp["title"]))\"\n" }
         },
         Subcommand(
@@ -121,7 +134,7 @@ extension Syncupsctl {
             request.append("id", .string(id))
             if let title = arguments.value("title") { request.append("title", .string(title)) }
             if let duration = arguments.value("duration") {
-                request.append("duration", .int(try parseDuration(duration)))
+                request.append("duration", .int(try parseDuration(duration, context)))
             }
             if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
             let editsAttendees = ["attendee", "add-attendee", "remove-attendee", "rename-attendee"].contains {
@@ -142,6 +155,7 @@ extension Syncupsctl {
                 request.append("attendees", .array(attendees))
             }
             let syncUp = try context.call(on: connection, "syncups.update", request)
+            try context.warnAboutLookalikes(syncUp, on: connection)
             context.show(syncUp) { "updated \(Format.string(syncUp["id"])) \"\(Format.name(syncUp["title"]))\"\n" }
         },
         Subcommand(
@@ -163,9 +177,16 @@ extension Syncupsctl {
         },
     ]
 
-    static func parseDuration(_ text: String) throws(CLIError) -> Int {
+    /// A `--duration`. A bare number is seconds, as the daemon counts, but a stand-up lasts minutes: one
+    /// under a minute gets a warning that names the minutes (`10 seconds; did you mean 10m?`).
+    static func parseDuration(_ text: String, _ context: Context) throws(CLIError) -> Int {
         guard let seconds = DurationText.parseSeconds(text) else {
-            throw .usage("\"\(text)\" is not a duration; write 90, 90s, 15m, 1h30m, 1:30 (m:ss) or 1:30:00 (h:mm:ss)")
+            throw .usage(
+                "\"\(text)\" is not a duration; write 90 (seconds), 90s, 15m, 15 min, 1h30m, 1 min 30 s, 1:30 (m:ss) or 1:30:00 (h:mm:ss)"
+            )
+        }
+        if let bare = Int(text.trimmingWhitespace()), (1..<60).contains(bare) {
+            context.output.error("warning: \(bare) second\(bare == 1 ? "" : "s"); did you mean \(bare)m?\n")
         }
         return seconds
     }
@@ -181,6 +202,22 @@ extension Syncupsctl {
                 "--rename-attendee takes OLD=NEW, both names non-empty; to remove someone, use --remove-attendee NAME")
         }
         return (old, new)
+    }
+
+    /// The attendee `name` names in `attendees`: the one of exactly that name, else the only one whose name
+    /// matches ignoring case, accents and spaces (`NameKey`), as sync-up titles match.
+    static func attendeeIndex(_ name: String, in attendees: [(id: String?, name: String)]) throws(CLIError) -> Int {
+        if let exact = attendees.firstIndex(where: { $0.name == name }) { return exact }
+        let alike = attendees.indices.filter { NameKey.of(attendees[$0].name) == NameKey.of(name) }
+        guard alike.count == 1 else {
+            throw CLIError(
+                .rejected,
+                alike.isEmpty
+                    ? "no attendee named \"\(name)\""
+                    : "\"\(name)\" could be any of \(alike.count) attendees; write the name exactly",
+                code: alike.isEmpty ? "not_found" : "invalid_argument")
+        }
+        return alike[0]
     }
 
     /// The attendee list an `edit` asks for, keeping existing people's ids by name.
@@ -202,16 +239,10 @@ extension Syncupsctl {
         }
         for rename in arguments.all("rename-attendee") {
             let (old, new) = try parseRename(rename)
-            guard let index = attendees.firstIndex(where: { $0.name == old }) else {
-                throw CLIError(.rejected, "no attendee named \"\(old)\"", code: "not_found")
-            }
-            attendees[index].name = new
+            attendees[try attendeeIndex(old, in: attendees)].name = new
         }
         for name in arguments.all("remove-attendee") {
-            guard let index = attendees.firstIndex(where: { $0.name == name }) else {
-                throw CLIError(.rejected, "no attendee named \"\(name)\"", code: "not_found")
-            }
-            attendees.remove(at: index)
+            attendees.remove(at: try attendeeIndex(name, in: attendees))
         }
         for name in arguments.all("add-attendee") { attendees.append((nil, name)) }
         return attendees
@@ -264,6 +295,36 @@ extension Format {
 }
 
 extension Context {
+    /// Warns about names a person will mix up (`NameKey`: differing only by case, accents or spaces):
+    /// attendees of `syncUp`, and another sync-up with the same title, which commands must then name by id.
+    func warnAboutLookalikes(_ syncUp: JSONValue, on connection: DaemonConnection) throws(CLIError) {
+        var groups: [String: [String]] = [:]
+        var order: [String] = []
+        for attendee in syncUp["attendees"]?.arrayValue ?? [] {
+            let name = Format.string(attendee["name"])
+            let key = NameKey.of(name)
+            guard !key.isEmpty else { continue }
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(name)
+        }
+        for key in order where groups[key]!.count > 1 {
+            let names = groups[key]!.map { "\"\($0.visibleOnOneLine)\"" }
+            output.error(
+                "warning: the attendees \(names.joined(separator: ", ")) differ only by case, accents or spaces: one person twice?\n"
+            )
+        }
+        let title = NameKey.of(Format.string(syncUp["title"]))
+        let others = try Syncupsctl.allSyncUps(self, on: connection).filter {
+            $0["id"] != syncUp["id"] && NameKey.of(Format.string($0["title"])) == title
+        }
+        if !others.isEmpty {
+            let ids = others.map { Format.shortID(Format.string($0["id"])) }.joined(separator: ", ")
+            output.error(
+                "warning: \(ids) \(others.count == 1 ? "has" : "have") the same title; name each by its id (syncupsctl ids lists them)\n"
+            )
+        }
+    }
+
     /// Asks before deleting a sync-up that has meetings or is being recorded: on a terminal with a y/N
     /// question, elsewhere (a script) by refusing without `--yes`. Nothing to lose, nothing asked.
     func confirmDeletion(of id: String, on connection: DaemonConnection) throws(CLIError) {
@@ -271,7 +332,9 @@ extension Context {
         let session = try call(on: connection, "session.get")
         let meetings = Format.int(syncUp["meetingsTotal"])
         var losses: [String] = []
-        if meetings > 0 { losses.append("\(meetings) meeting\(meetings == 1 ? "" : "s") and their audio") }
+        if meetings > 0 {
+            losses.append(meetings == 1 ? "1 meeting and its audio" : "\(meetings) meetings and their audio")
+        }
         if session != .null && session["syncup"] == syncUp["id"] { losses.append("the meeting being recorded") }
         guard !losses.isEmpty else { return }
         try confirm(

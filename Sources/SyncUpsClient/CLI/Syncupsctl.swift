@@ -30,12 +30,21 @@ public struct Syncupsctl {
             // wherever it is, as runThrowing reads it).
             if arguments.contains("--json") { _ = output.out(JSONWriter().string(error.document) + "\n") }
             if error.exitCode == .unavailable {
+                let namesSocket = arguments.contains { $0 == "--socket" || $0.hasPrefix("--socket=") }
+                let searched = namesSocket ? "" : " (looked for: \(searchedSockets.joined(separator: ", ")))"
                 output.error(
-                    "hint: start the daemon with `syncupsd` (or `systemctl --user start syncupsd.socket`), or point SYNCUPSD_SOCKET at its socket\n"
+                    "hint: start the daemon with `syncupsd` (or `systemctl --user start syncupsd.socket`), or point SYNCUPSD_SOCKET at its socket\(searched)\n"
                 )
             }
             return error.exitCode
         }
+    }
+
+    /// The sockets a connection tries, for the hint when none answers.
+    private var searchedSockets: [String] {
+        if let socket = environment["SYNCUPSD_SOCKET"], !socket.isEmpty { return [socket] }
+        let located = RuntimeDirectory.locate(environment: environment).socketPath
+        return [located] + [SocketLocation.fallback(explicit: nil, environment: environment)].compactMap { $0 }
     }
 
     private func runThrowing(_ given: [String]) throws(CLIError) -> ExitCode {
@@ -59,10 +68,12 @@ public struct Syncupsctl {
                 globals.socket = arguments[index]
                 index += 1
             case "--timeout":
-                guard index < arguments.count, let seconds = Double(arguments[index]), seconds > 0 else {
-                    throw .usage("--timeout needs a number of seconds")
+                guard index < arguments.count, let seconds = Double(arguments[index]), seconds >= 0,
+                    seconds < 1e9
+                else {
+                    throw .usage("--timeout needs a number of seconds (0: wait as long as it takes)")
                 }
-                globals.timeout = .milliseconds(Int64(seconds * 1000))
+                globals.timeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
                 index += 1
             case "-V" where rest.isEmpty, "--version" where rest.isEmpty:
                 versionAsked = true
@@ -83,24 +94,20 @@ public struct Syncupsctl {
         }
         if name == "help" || name == "-h" || name == "--help" {
             if let topic = rest.dropFirst().first {
-                guard let command = Self.command(topic) else {
-                    throw .usage("unknown command \"\(topic)\"; run syncupsctl help")
-                }
+                guard let command = Self.command(topic) else { throw Self.unknownCommand(topic) }
                 printHelp(command.helpText, json: globals.json)
             } else {
                 printHelp(Self.overview, json: globals.json)
             }
             return .success
         }
-        guard let command = Self.command(name) else {
-            throw .usage("unknown command \"\(name)\"; run syncupsctl help")
-        }
+        guard let command = Self.command(name) else { throw Self.unknownCommand(name) }
         let commandArguments = Array(rest.dropFirst())
         if commandArguments.contains("--help") || commandArguments.contains("-h") {
             printHelp(command.helpText, json: globals.json)
             return .success
         }
-        let parsed = try command.spec.parse(commandArguments, command: command.name)
+        let parsed = try command.spec.parse(commandArguments, command: command.name, usage: command.usage)
         let context = Context(globals: globals, environment: environment, output: output)
         try command.run(context, parsed)
         return .success
@@ -123,6 +130,19 @@ public struct Syncupsctl {
         _ = output.out(json ? JSONWriter().string(["help": .string(text)]) + "\n" : text)
     }
 
+    /// The options every command takes (`Globals`), as the command line writes them.
+    static let globalOptions = ["--socket", "--json", "--timeout", "--version", "--help"]
+
+    /// `strat` (did you mean "start"?), or `--jsno` before any command: an unknown option, not a command.
+    static func unknownCommand(_ name: String) -> CLIError {
+        if name.hasPrefix("-") {
+            return .usage(
+                "unknown option \(name)\(Suggestion.phrase(for: name, among: globalOptions)); run syncupsctl help")
+        }
+        let names = allCommands.flatMap { [$0.name] + $0.aliases }
+        return .usage("unknown command \"\(name)\"\(Suggestion.phrase(for: name, among: names)); run syncupsctl help")
+    }
+
     static func command(_ name: String) -> Subcommand? {
         allCommands.first { $0.name == name || $0.aliases.contains(name) }
     }
@@ -142,7 +162,7 @@ public struct Syncupsctl {
 
             --json prints the daemon's raw result, or {"ok":false,"error":{"code","message"}}: always one JSON
             document. Exit status: 0 ok, 64 usage, 65 request rejected, 69 daemon unavailable, 73 a file
-            could not be written. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
+            could not be written. --timeout 0 waits as long as it takes. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
             (/tmp/syncupsd-UID/socket, which must be yours and 0700, where XDG_RUNTIME_DIR is unset).
             Run `syncupsctl COMMAND --help` for a command's options.
 
@@ -167,6 +187,12 @@ struct Context {
         do {
             return try DaemonConnection(path: path, timeout: globals.timeout)
         } catch {
+            if case .unavailable = error,
+                let fallback = SocketLocation.fallback(explicit: globals.socket, environment: environment),
+                let connection = try? DaemonConnection(path: fallback, timeout: globals.timeout)
+            {
+                return connection
+            }
             throw Self.cliError(error)
         }
     }
@@ -221,7 +247,9 @@ struct Context {
 }
 
 extension String {
+    /// The text and spaces up to `width` terminal columns (`displayWidth`), or one space if it is wider.
     func padded(to width: Int) -> String {
-        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+        let columns = displayWidth
+        return columns >= width ? self + " " : self + String(repeating: " ", count: width - columns)
     }
 }

@@ -45,7 +45,8 @@ public struct StatusLine: Sendable, Equatable {
 
     /// Every placeholder a template may use.
     public static let placeholders = [
-        "title", "speaker", "speakerNumber", "speakerCount", "elapsed", "remaining", "duration", "progress",
+        "title", "speaker", "speakerNumber", "speakerCount", "elapsed", "remaining", "turnRemaining", "duration",
+        "progress",
         "state", "stateSuffix", "theme", "main", "accent", "transcript", "callAudio",
         "callAudioSuffix",
     ]
@@ -68,6 +69,7 @@ public struct StatusLine: Sendable, Equatable {
             "speakerCount": String(int("attendeeCount")),
             "elapsed": DurationText.clock(int("secondsElapsed")),
             "remaining": DurationText.clock(int("durationRemaining")),
+            "turnRemaining": DurationText.clock(turnRemaining(session)),
             "duration": DurationText.clock(int("duration")),
             "progress": String(progress(session)),
             "state": state,
@@ -80,6 +82,16 @@ public struct StatusLine: Sendable, Equatable {
             "callAudio": isCallSilent ? "call audio: silent" : "",
             "callAudioSuffix": isCallSilent ? " · call audio: silent" : "",
         ]
+    }
+
+    /// The seconds left of the current speaker's slot, as the daemon's timer passes the floor: each slot is
+    /// `secondsPerAttendee`, the last one runs to the end of the meeting.
+    public static func turnRemaining(_ session: JSONValue) -> Int {
+        func int(_ key: String) -> Int { session[key]?.numberValue?.int64.map(Int.init) ?? 0 }
+        let index = int("speakerIndex")
+        let isLast = index + 1 >= int("attendeeCount")
+        let slotEnd = isLast ? int("duration") : (index + 1) * int("secondsPerAttendee")
+        return max(0, slotEnd - int("secondsElapsed"))
     }
 
     /// Meeting progress in percent, as the app's progress bar: elapsed / (elapsed + remaining).

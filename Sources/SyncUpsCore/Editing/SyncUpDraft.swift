@@ -75,7 +75,7 @@ extension SyncUp {
         if let seconds = update.durationSeconds { copy.duration = try SyncUpFields.duration(seconds) }
         if let name = update.themeName { copy.theme = try SyncUpFields.theme(name) }
         if let changes = update.attendees {
-            copy.attendees = try SyncUpFields.attendees(changes, existing: attendees, uuid: uuid)
+            copy.attendees = try SyncUpFields.attendees(changes, existing: attendees, uuid: uuid, refusesBlanks: true)
         }
         // Checked only when it could change: one loaded from the file as it is can still be renamed.
         if update.durationSeconds != nil || update.attendees != nil {
@@ -106,6 +106,10 @@ enum SyncUpFields {
     static func title(_ raw: String) throws(ValidationError) -> String {
         try checkPrintable(raw, field: "title")
         let title = raw.trimmingWhitespace()
+        // A blank title cannot be shown, named on a command line or told apart from another.
+        guard !title.isEmpty else {
+            throw ValidationError(field: "title", message: "is blank; give the sync-up a title")
+        }
         guard title.count <= SyncUpLimits.maxTitleLength else {
             throw ValidationError(field: "title", message: "longer than \(SyncUpLimits.maxTitleLength) characters")
         }
@@ -140,19 +144,25 @@ enum SyncUpFields {
 
     static func theme(_ name: String) throws(ValidationError) -> Theme {
         guard let theme = Theme(named: name) else {
-            let valid = Theme.allCases.map(\.rawValue).joined(separator: ", ")
-            throw ValidationError(field: "theme", message: "unknown theme \"\(name)\"; valid themes: \(valid)")
+            let names = Theme.allCases.map(\.rawValue)
+            throw ValidationError(
+                field: "theme",
+                message:
+                    "unknown theme \"\(name)\"\(Suggestion.phrase(for: name, among: names)); valid themes: \(names.joined(separator: ", "))"
+            )
         }
         return theme
     }
 
     /// The new attendee list: names trimmed, blank ones dropped, existing ids kept, new ids made. If nobody is
     /// left, the first listed attendee stays with a blank name (the app's rule), or a new blank one if the list
-    /// was empty.
+    /// was empty. An edit (`refusesBlanks`) refuses a blank name where it would be lost silently: a new
+    /// attendee without a name, or someone renamed to nothing (the app's Add form drops blank rows instead).
     static func attendees(
         _ changes: [AttendeeChange],
         existing: [Attendee],
-        uuid: UUIDGenerator
+        uuid: UUIDGenerator,
+        refusesBlanks: Bool = false
     ) throws(ValidationError) -> [Attendee] {
         guard changes.count <= SyncUpLimits.maxAttendees else {
             throw ValidationError(field: "attendees", message: "more than \(SyncUpLimits.maxAttendees) attendees")
@@ -163,6 +173,13 @@ enum SyncUpFields {
         for (index, change) in changes.enumerated() {
             try checkPrintable(change.name, field: "attendees[\(index)].name")
             let name = change.name.trimmingWhitespace()
+            if refusesBlanks, name.isEmpty,
+                change.id.map({ id in existing.contains { $0.id == id && !$0.name.isEmpty } }) ?? true
+            {
+                throw ValidationError(
+                    field: "attendees[\(index)].name",
+                    message: "is blank; an attendee needs a name (to remove someone, leave them out of the list)")
+            }
             guard name.count <= SyncUpLimits.maxNameLength else {
                 throw ValidationError(
                     field: "attendees[\(index)].name",

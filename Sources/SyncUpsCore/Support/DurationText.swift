@@ -1,7 +1,8 @@
 /// Durations as people write and read them.
 public enum DurationText {
-    /// Parses `90`, `90s`, `15m`, `1h30m`, `2m30s`, `1h`, or a clock as `clock` prints it (`1:30`, `1:30:00`)
-    /// into whole seconds; nil if it is not one of those.
+    /// Parses `90`, `90s`, `15m`, `1h30m`, `2m30s`, `1h`, what `units` prints (`15 min`, `1 hr, 30 min`,
+    /// `42 secs`) and its spellings (`1 min 30 s`, `2 hours`), or a clock as `clock` prints it (`1:30`,
+    /// `1:30:00`) into whole seconds; nil if it is not one of those.
     public static func parseSeconds(_ text: String) -> Int? {
         let trimmed = text.trimmingWhitespace().lowercased()
         guard !trimmed.isEmpty else { return nil }
@@ -9,28 +10,40 @@ public enum DurationText {
         if trimmed.contains(":") { return parseClock(trimmed) }
         var total = 0
         var number = ""
+        var unit = ""
         var lastUnitRank = 4  // h=3, m=2, s=1: units must come in decreasing order, once each
-        for character in trimmed {
-            if character.isASCII && character.isNumber {
-                number.append(character)
-                continue
+        func addPart() -> Bool {
+            guard let (multiplier, rank) = unitWords[unit], let value = Int(number), rank < lastUnitRank else {
+                return false
             }
-            let (multiplier, rank): (Int, Int)
-            switch character {
-            case "h": (multiplier, rank) = (3600, 3)
-            case "m": (multiplier, rank) = (60, 2)
-            case "s": (multiplier, rank) = (1, 1)
-            default: return nil
-            }
-            guard let value = Int(number), rank < lastUnitRank else { return nil }
             let (product, overflow) = value.multipliedReportingOverflow(by: multiplier)
-            guard !overflow else { return nil }
+            guard !overflow else { return false }
             total += product
-            number = ""
-            lastUnitRank = rank
+            (number, unit, lastUnitRank) = ("", "", rank)
+            return true
         }
-        return number.isEmpty ? total : nil
+        // Spaces and commas only separate: `1 hr, 30 min` reads as `1hr30min`.
+        for character in trimmed where character != " " && character != "," {
+            if character.isASCII && character.isNumber {
+                guard unit.isEmpty || addPart() else { return nil }
+                number.append(character)
+            } else if character.isASCII && character.isLetter && !number.isEmpty {
+                unit.append(character)
+            } else {
+                return nil
+            }
+        }
+        return number.isEmpty || addPart() ? total : nil
     }
+
+    /// The unit words `parseSeconds` reads: each unit's seconds and rank.
+    private static let unitWords: [String: (Int, Int)] = {
+        var words: [String: (Int, Int)] = [:]
+        for word in ["h", "hr", "hrs", "hour", "hours"] { words[word] = (3600, 3) }
+        for word in ["m", "min", "mins", "minute", "minutes"] { words[word] = (60, 2) }
+        for word in ["s", "sec", "secs", "second", "seconds"] { words[word] = (1, 1) }
+        return words
+    }()
 
     /// `m:ss` or `h:mm:ss`, as `clock` prints them (minutes alone may pass 59: `90:00`).
     private static func parseClock(_ text: String) -> Int? {

@@ -50,6 +50,19 @@ public enum ConfigurationLoader {
         return .run(configuration)
     }
 
+    /// The arguments that choose the file (`--config PATH`, `--no-config`), without the options: loading them
+    /// gives what the file alone says.
+    public static func fileArguments(_ arguments: [String]) -> [String] {
+        var kept: [String] = []
+        var index = 0
+        while index < arguments.count {
+            if arguments[index] == "--no-config" { kept.append("--no-config") }
+            if arguments[index] == "--config" { kept += arguments[index..<min(index + 2, arguments.count)] }
+            index += 1
+        }
+        return kept
+    }
+
     /// `$XDG_CONFIG_HOME/syncups/syncupsd.conf`, else `~/.config/syncups/syncupsd.conf`.
     public static func defaultConfigFile(environment: [String: String]) -> String? {
         if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
@@ -165,6 +178,12 @@ public enum ConfigurationLoader {
         ConfigurationOption.all.first { $0.name == name }
     }
 
+    /// The usual ways to write a flag's value in a file (`cue = no`), as `true` or `false`.
+    static let booleans = [
+        "true": "true", "yes": "true", "on": "true", "1": "true",
+        "false": "false", "no": "false", "off": "false", "0": "false",
+    ]
+
     static func apply(
         _ option: ConfigurationOption,
         _ value: String,
@@ -174,9 +193,11 @@ public enum ConfigurationLoader {
         do throws(ConfigurationError.Reason) {
             switch option.kind {
             case .flag:
-                guard value == "true" || value == "false" else {
-                    throw ConfigurationError.Reason.invalidValue(value, "true or false")
+                guard let truth = booleans[value.lowercased()] else {
+                    throw ConfigurationError.Reason.invalidValue(value, "true or false (or yes/no, on/off, 1/0)")
                 }
+                try option.apply(&configuration, truth)
+                return
             case .choice(let choices):
                 guard choices.contains(value) else {
                     throw ConfigurationError.Reason.invalidValue(value, "one of " + choices.joined(separator: ", "))

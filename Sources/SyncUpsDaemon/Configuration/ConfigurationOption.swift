@@ -1,3 +1,4 @@
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsSpeech
@@ -267,7 +268,12 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     public var description: String {
         let detail =
             switch reason {
-            case .unknownOption(let name): "unknown option \(Self.quoted(name))"
+            case .unknownOption(let name):
+                // A flag (`--audio-devcie`) or a key of the file (`audio-devcie`), each among its own kind.
+                "unknown option \(Self.quoted(name))"
+                    + Suggestion.phrase(
+                        for: name,
+                        among: ConfigurationOption.all.map { name.hasPrefix("--") ? "--" + $0.name : $0.name })
             case .missingValue(let name): "\(Self.quoted(name)) needs a value"
             case .invalidValue(let value, let expected): "\(Self.quoted(value)) is not \(expected)"
             case .syntax(let text): text

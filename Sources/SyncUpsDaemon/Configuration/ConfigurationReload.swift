@@ -36,4 +36,15 @@ public struct ConfigurationReload: Sendable, Equatable {
 
     /// Whether anything applies.
     public var changesAnything: Bool { !appliedAtOnce.isEmpty || !appliedFromNextMeeting.isEmpty }
+
+    /// The options the file sets (to other than the default) that the command line overrides, each with the
+    /// file's value as `old` and the one in force as `new`: a reload cannot apply them, and should say why.
+    public static func shadowed(file: Configuration, effective: Configuration) -> [Change] {
+        ConfigurationOption.all.compactMap { option in
+            let inFile = option.value(file)
+            let inForce = option.value(effective)
+            guard inFile != inForce, inFile != option.value(Configuration()) else { return nil }
+            return Change(option: option.name, old: inFile, new: inForce)
+        }
+    }
 }

@@ -359,6 +359,10 @@ final class SessionController {
                     finalJournal: makeJournal(
                         session, transcript: meeting.transcript, isInterrupted: record.isInterrupted))
             case .discardMeeting:
+                // Logged as a start and a save are: the log then says where every meeting went.
+                logger.info(
+                    "discarded a meeting of \"\(session.machine.syncUp.title)\"", .syncUp(session.machine.syncUp.id),
+                    .meeting(session.meetingID))
                 session.discardsAudio = true
                 state.dataDirectory.removeSidecars(of: session.meetingID)
                 journals.remove(session.meetingID)  // after a write that may still be in progress
