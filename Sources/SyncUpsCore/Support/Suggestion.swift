@@ -3,12 +3,20 @@
 public enum Suggestion {
     /// The candidate nearest to `typed` (ignoring case), if it is near enough to be what was meant: at most
     /// a third of the typed length in edits (a swap of two letters counts as one), and at least one.
+    /// Nothing is suggested for a longer word: no name is that long, and a client's megabyte of a name must
+    /// not cost a megabyte of comparisons per candidate.
+    static let longestWord = 64
+
     public static func nearest(to typed: String, among candidates: some Sequence<String>) -> String? {
+        guard typed.utf8.count <= longestWord * 4 else { return nil }
         let word = Array(typed.lowercased())
+        guard word.count <= longestWord else { return nil }
         let limit = max(1, word.count / 3)
         var best: (candidate: String, distance: Int)?
         for candidate in candidates {
-            let distance = self.distance(word, Array(candidate.lowercased()))
+            let other = Array(candidate.lowercased())
+            guard abs(other.count - word.count) <= limit else { continue }  // more edits than that already
+            let distance = self.distance(word, other)
             if distance <= limit, distance < (best?.distance ?? .max) { best = (candidate, distance) }
         }
         return best?.candidate
