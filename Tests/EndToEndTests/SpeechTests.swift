@@ -407,6 +407,31 @@ import Testing
         #expect(try waitFor { (try? meeting.daemon.client().result("ping")) == "pong" })
     }
 
+    /// An engine that closes its stdout mid-meeting, detaches a helper and goes on reading: it has failed
+    /// (it can give no more results), is killed with all it started, and the meeting goes on and is saved.
+    @Test func anEngineThatClosesItsOutputMidMeetingIsEndedWithItsHelper() throws {
+        let helper = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: helper) }
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in
+            """
+            head -c 32000 > /dev/null
+            echo '{"type":"final","text":"before","start":0,"end":1,"words":[]}'
+            exec 1>&-
+            setsid sleep \(helper) > /dev/null 2>&1 < /dev/null &
+            exec cat > /dev/null
+
+            """
+        }
+        let client = meeting.client
+        let error = try client.nextEvent("session.error")
+        #expect(error["data"]?["message"]?.stringValue?.hasPrefix("speech recognition failed") == true)
+        #expect(try waitFor { ProcessTable.processes(withArgument: helper).isEmpty }, "the helper ended with it")
+        _ = try client.result("session.end", ["action": "save"])
+        let ended = try client.nextEvent("session.ended")
+        #expect(ended["data"]?["outcome"] == "saved")
+        #expect(ended["data"]?["meeting"]?["transcript"] == "before ❌")
+    }
+
     @Test func refusesToTranscribeWithoutAnEngineAndSaysHowToGoOn() throws {
         let daemon = try DaemonProcess(arguments: ["--speech-engine", "none", "--audio-device", "null", "--no-cue"])
         let client = try daemon.client()
