@@ -168,10 +168,11 @@ import Testing
     /// recognizer's last words (it has been told to finish already).
     @Test(arguments: [false, true])
     func stopsWithinSecondsWhenTheRecognizerNeverFinishes(whileSaving: Bool) throws {
-        let marker = ProcessTable.uniqueSleep()
-        defer { ProcessTable.kill(withArgument: marker) }
+        let (marker, helper) = (ProcessTable.uniqueSleep(), ProcessTable.uniqueSleep())
+        defer { for marker in [marker, helper] { ProcessTable.kill(withArgument: marker) } }
         let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
-            "cat > /dev/null\ntouch '\(directory.appending("eof"))'\nexec sleep \(marker)\n"
+            "setsid sleep \(helper) > /dev/null 2>&1 < /dev/null &\n"
+                + "cat > /dev/null\ntouch '\(directory.appending("eof"))'\nexec sleep \(marker)\n"
         }
         let (daemon, started) = (meeting.daemon, meeting.started)
         _ = try meeting.client.nextEvent("session.tick")
@@ -185,11 +186,11 @@ import Testing
         #expect(daemon.log.contents.contains("the recognizer did not finish within 5.0 seconds"))
         #expect(
             Files.readString(daemon.dataPath + "/sync-ups.json")?.contains(started["meeting"]!.stringValue!) == true)
-        // The engine does not outlive the daemon (its shell runs the script; it may have become the sleep).
+        // Neither the engine (its shell runs the script; it may have become the sleep) nor what it detached
+        // outlives the daemon.
         #expect(
             try waitFor {
-                ProcessTable.processes(withArgument: meeting.script).isEmpty
-                    && ProcessTable.processes(withArgument: marker).isEmpty
+                [meeting.script, marker, helper].allSatisfy { ProcessTable.processes(withArgument: $0).isEmpty }
             })
     }
 
@@ -345,22 +346,90 @@ import Testing
         #expect(ended["data"]?["outcome"] == "saved")
         #expect(ended["data"]?["meeting"]?["transcript"] == "finished")
         #expect(try waitFor { ProcessTable.processes(withArgument: marker).isEmpty }, "the helper outlived its meeting")
+        #expect(
+            try waitFor {
+                ProcessTable.threadNames(of: meeting.daemon.pid).allSatisfy { !$0.hasPrefix("syncups-asr") }
+            },
+            "the recognizer's threads end: \(ProcessTable.threadNames(of: meeting.daemon.pid))")
     }
 
     /// Nothing the speech command started outlives a SIGKILLed daemon by more than a few seconds: neither the
-    /// engine nor what it detached with `setsid`.
+    /// engine (the parent-death signal) nor, where user namespaces work, what it detached with `setsid` (the
+    /// engine is init of its own PID namespace). Without them only a cgroup reaches the helper (protocol.md).
     @Test func nothingTheSpeechCommandStartedOutlivesAKilledDaemon() throws {
-        let marker = ProcessTable.uniqueSleep()
-        defer { ProcessTable.kill(withArgument: marker) }
+        let (engine, helper) = (ProcessTable.uniqueSleep(), ProcessTable.uniqueSleep())
+        defer { for marker in [engine, helper] { ProcessTable.kill(withArgument: marker) } }
         let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in
-            "setsid sleep \(marker) > /dev/null 2>&1 < /dev/null &\nexec sleep \(marker)\n"
+            "setsid sleep \(helper) > /dev/null 2>&1 < /dev/null &\nexec sleep \(engine)\n"
         }
         #expect(
-            try waitFor { ProcessTable.processes(withArgument: marker).count == 2 }, "the engine and its helper run")
+            try waitFor {
+                !ProcessTable.processes(withArgument: engine).isEmpty
+                    && !ProcessTable.processes(withArgument: helper).isEmpty
+            }, "the engine and its helper run")
         #expect(meeting.daemon.stop(signal: SIGKILL) == .signaled(SIGKILL))
+        let markers = ProcessTable.userNamespacesWork ? [engine, helper] : [engine]
         #expect(
-            try waitFor(timeout: .seconds(5)) { ProcessTable.processes(withArgument: marker).isEmpty },
-            "left running: \(ProcessTable.processes(withArgument: marker))")
+            try waitFor(timeout: .seconds(5)) {
+                markers.allSatisfy { ProcessTable.processes(withArgument: $0).isEmpty }
+            }, "left running: \(markers.map(ProcessTable.processes(withArgument:)))")
+    }
+
+    /// Out of descriptors while a meeting runs (a hard limit of 60, and clients taking all the rest): the
+    /// daemon does not spin, the meeting is saved with its transcript once the clients leave, and the
+    /// engine and its helper end with it.
+    @Test func aMeetingOutOfDescriptorsIsSavedWhole() throws {
+        let helper = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: helper) }
+        let meeting = try ScriptedEngineMeeting(seconds: 600, wrapper: ["prlimit", "--nofile=60:60"]) { _ in
+            """
+            setsid sleep \(helper) &
+            cat > /dev/null
+            echo '{"type":"final","text":"finished","start":0,"end":1,"words":[]}'
+
+            """
+        }
+        let client = meeting.client
+        _ = try client.nextEvent("session.tick")
+        var clients: [RawClient] = []
+        for _ in 0..<80 { clients.append(try RawClient(path: meeting.daemon.socketPath, readGreeting: false)) }
+        #expect(meeting.daemon.log.wait { $0.contains("Too many open files") })
+        let saturated = TortureTests.cpuSeconds(meeting.daemon.pid)
+        _ = try client.result("session.end", ["action": "save"])
+        #expect(
+            try !waitFor(timeout: .seconds(2)) { TortureTests.cpuSeconds(meeting.daemon.pid) - saturated > 0.5 },
+            "no spinning")
+        clients.removeAll()
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(20))
+        #expect(ended["data"]?["outcome"] == "saved")
+        #expect(ended["data"]?["meeting"]?["transcript"] == "finished")
+        #expect(try waitFor { ProcessTable.processes(withArgument: helper).isEmpty })
+        #expect(try waitFor { (try? meeting.daemon.client().result("ping")) == "pong" })
+    }
+
+    /// An engine that closes its stdout mid-meeting, detaches a helper and goes on reading: it has failed
+    /// (it can give no more results), is killed with all it started, and the meeting goes on and is saved.
+    @Test func anEngineThatClosesItsOutputMidMeetingIsEndedWithItsHelper() throws {
+        let helper = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: helper) }
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in
+            """
+            head -c 32000 > /dev/null
+            echo '{"type":"final","text":"before","start":0,"end":1,"words":[]}'
+            exec 1>&-
+            setsid sleep \(helper) > /dev/null 2>&1 < /dev/null &
+            exec cat > /dev/null
+
+            """
+        }
+        let client = meeting.client
+        let error = try client.nextEvent("session.error")
+        #expect(error["data"]?["message"]?.stringValue?.hasPrefix("speech recognition failed") == true)
+        #expect(try waitFor { ProcessTable.processes(withArgument: helper).isEmpty }, "the helper ended with it")
+        _ = try client.result("session.end", ["action": "save"])
+        let ended = try client.nextEvent("session.ended")
+        #expect(ended["data"]?["outcome"] == "saved")
+        #expect(ended["data"]?["meeting"]?["transcript"] == "before ❌")
     }
 
     /// `--speech-engine none` is a choice: a plain `start` records without a transcript and says so once;
@@ -410,14 +479,16 @@ struct ScriptedEngineMeeting {
     let client: RawClient
     let started: JSONValue
 
-    init(seconds: Int, attendees: [String] = ["Ann"], script: (TemporaryDirectory) -> String) throws {
+    init(
+        seconds: Int, attendees: [String] = ["Ann"], wrapper: [String] = [], script: (TemporaryDirectory) -> String
+    ) throws {
         alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
         let path = alsa.directory.appending("engine.sh")
         self.script = path
         Files.write(path, script(alsa.directory))
         daemon = try DaemonProcess(
             arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "exec sh \(path)"],
-            environment: alsa.environment
+            environment: alsa.environment, wrapper: wrapper
         )
         client = try daemon.client()
         let created = try client.result(

@@ -227,10 +227,12 @@ import Testing
         let log = daemon.log.contents
         let lines = log.components(separatedBy: "Too many open files").count - 1
         #expect(lines <= 5, "at most a line a second, and a summary: \(lines) lines, \(log.utf8.count) bytes")
-        #expect(log.contains("refused a connection"))
+        let isRefusalLogged = log.contains("refused a connection")
+        #expect(isRefusalLogged)
         clients.removeAll()
-        #expect(try waitFor { (try? RawClient(path: daemon.socketPath))?.greeting["event"] == "hello" })
-        #expect(try daemon.client().result("ping") == "pong")
+        // Until the daemon has taken and closed the connections left in its backlog, a new one may still be
+        // refused: each retry is a new connection.
+        #expect(try waitFor { (try? daemon.client().result("ping")) == "pong" })
         #expect(daemon.log.wait { $0.contains("accepting connections again") })
     }
 

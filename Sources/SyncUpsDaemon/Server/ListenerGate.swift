@@ -1,13 +1,14 @@
 import Glibc
 import SyncUpsPOSIX
 
-/// Watches the listening socket, and stops watching it while the process is out of descriptors.
+/// Watches the listening socket, and stops watching it for a while when accepting fails.
 ///
 /// Out of descriptors (EMFILE, ENFILE), `accept4` fails and leaves the connection waiting, so the listener
 /// stays readable: retrying at once spun the loop (1.6 million failed calls in 3 s, each logged). Instead,
 /// the one spare descriptor held for this is given up to take the waiting connection and refuse it with an
 /// error line (the client learns why at once; `refusals` counts them), and the listener leaves epoll until a
-/// connection closes (`resume`) or `retryDelay` passes (a descriptor freed elsewhere).
+/// connection closes (`resume`) or `retryDelay` passes (a descriptor freed elsewhere). Any other failure
+/// of `accept4` pauses it the same way, without a refusal: none is worth a spinning loop.
 final class ListenerGate {
     /// How long accepting pauses when no connection closes meanwhile.
     static let retryDelay = Duration.milliseconds(250)
@@ -38,11 +39,12 @@ final class ListenerGate {
         error.errno == Errno(rawValue: EMFILE) || error.errno == Errno(rawValue: ENFILE)
     }
 
-    /// Refuses one waiting connection, with the spare descriptor, through `refuse` (which closes it); stops
-    /// watching the listener until `resume` or `retryDelay`. Returns whether a connection was refused.
-    func pause(refusingWith refuse: (FileDescriptor) -> Void) -> Bool {
+    /// Stops watching the listener until `resume` or `retryDelay`; short of descriptors, first refuses one
+    /// waiting connection, with the spare descriptor, through `refuse` (which closes it). Returns whether a
+    /// connection was refused.
+    func pause(refusingWith refuse: ((FileDescriptor) -> Void)?) -> Bool {
         var refused = false
-        if let spare {
+        if let refuse, let spare {
             spare.close()
             self.spare = nil
             if let fd = try? UnixSocket.accept(listener) {

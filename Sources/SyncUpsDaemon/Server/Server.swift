@@ -137,14 +137,16 @@ final class Server {
                 guard let accepted = try UnixSocket.accept(listener) else { return }
                 fd = accepted
             } catch {
-                if let listenerGate, ListenerGate.isShortage(error) {
-                    let refused = listenerGate.pause { refuse($0, Self.outOfDescriptors) }
+                // The listener stays readable: retrying at once would spin.
+                guard let listenerGate else { return }
+                if ListenerGate.isShortage(error) {
+                    let refused = listenerGate.pause { self.refuse($0, Self.outOfDescriptors) }
                     logger.throttled(
                         .warning, "accept.descriptors",
                         "out of file descriptors (\(error)): \(refused ? "refused a connection, " : "")\(listenerGate.refusals) refused so far; accepting again when a connection closes"
                     )
                 } else {
-                    // The listener stays readable and retries on the next turn.
+                    _ = listenerGate.pause(refusingWith: nil)
                     logger.throttled(.warning, "accept", "accepting a connection failed: \(error)")
                 }
                 return

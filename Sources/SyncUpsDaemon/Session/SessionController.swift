@@ -542,7 +542,7 @@ final class SessionController {
         case .detailsWritten(let meeting, let error):
             detailsWritten(meeting, error: error)
         case .journalFailed(let meeting, let error):
-            logger.warning("cannot write the meeting journal: \(error)", .meeting(meeting))
+            logger.throttled(.warning, "journal", "cannot write the meeting journal: \(error)", .meeting(meeting))
             guard let session = active, session.meetingID == meeting else { return }
             handle(.journalFailed(error.description), in: session)
         }
