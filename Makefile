@@ -173,9 +173,9 @@ install: man
 	@echo "Installed. Start it at login: systemctl --user daemon-reload && systemctl --user enable --now syncupsd.socket"
 
 ## The Debian package, syncupsd_VERSION_ARCH.deb in this directory, from debian/ with Debian's own tools
-## (dpkg-buildpackage, debhelper; dpkg-shlibdeps finds the dependencies), then lintian on it. It reuses the
-## release build; the .deb, .buildinfo and .changes are made in .build/deb. DEB_VERSION gives the package another version
-## (`make test-deb` builds an older one from the same tree).
+## (dpkg-buildpackage, debhelper; dpkg-shlibdeps finds the dependencies), then lintian on it, which must report
+## no warning or error. It reuses the release build; the .deb, .buildinfo and .changes are made in .build/deb.
+## DEB_VERSION gives the package another version (`make test-deb` builds an older one from the same tree).
 VERSION := $(shell sed -n 's/.*static let current = "\(.*\)"/\1/p' Sources/SyncUpsProtocol/Wire.swift)
 DEB_VERSION ?= $(VERSION)
 DEB_ARCH = $(shell dpkg --print-architecture)
