@@ -345,6 +345,32 @@ final class StoreHarness {
         harness.store.close()
     }
 
+    /// The fsync of a version written before the failure, late on a busy disk, says nothing of the failed
+    /// write: the error stays (and no "recovered") until a write after it is durable. (Under load this made
+    /// keepsTheStateAndRetriesWhenTheDiskIsFull see "recovered" while the retry was still being synced.)
+    @Test func aLateFsyncOfAnEarlierVersionDoesNotClearAWriteError() throws {
+        let gate = try Gate()
+        let harness = try StoreHarness(throttleWindow: .milliseconds(50)) { if $0 == .sync { gate.pass() } }
+        _ = try harness.store.open()
+        gate.close()
+        harness.store.save(a, urgent: true)
+        var isADurable = false
+        harness.store.whenWritten { isADurable = true }
+        #expect(harness.run { harness.onDisk() == a })
+        harness.faults.fail(.write, with: .noSpace)
+        harness.store.save(b, urgent: true)
+        #expect(harness.run { harness.store.lastError != nil })
+        #expect(!isADurable)
+        gate.open()  // A's fsync completes now
+        #expect(harness.run { isADurable })
+        #expect(harness.store.lastError != nil)
+        #expect(!harness.events.contains(.writeRecovered), "\(harness.events)")
+        harness.faults.heal()
+        #expect(harness.run { harness.events.last == .writeRecovered && harness.isDurable })
+        #expect(harness.onDisk() == b && harness.store.lastError == nil)
+        harness.store.close()
+    }
+
     @Test func reportsAFailedFsyncAndWritesAFreshFileNextTime() throws {
         let harness = try StoreHarness(throttleWindow: .milliseconds(50))
         _ = try harness.store.open()
