@@ -59,6 +59,9 @@ public final class SyncUpStore {
 
     /// The last write error, or nil when the file is up to date or a write is merely pending.
     public private(set) var lastError: String?
+    /// The newest generation whose write or sync failed: only it or a later one made durable is a recovery (an
+    /// earlier version's fsync, late on a busy disk, says nothing of the failure).
+    private var failedGeneration = 0
     /// True while the file lags behind the state (a version in place that is not yet synced counts as saved).
     public var hasUnsavedChanges: Bool { writtenGeneration < generation }
     /// True when the state is in the file and synced: it would survive a power cut.
@@ -191,6 +194,7 @@ public final class SyncUpStore {
         case .durable(let durable):
             durableGeneration = max(durableGeneration, durable)
             runActionsAfterWrite()
+            guard durable >= failedGeneration else { return }
             retryDelay = StoreRetry.initialDelay
             if lastError != nil {
                 lastError = nil
@@ -198,10 +202,12 @@ public final class SyncUpStore {
             }
         case .failed(let failed, let error):
             guard failed > writtenGeneration else { return }
+            failedGeneration = max(failedGeneration, failed)
             report("writing \(directory.syncUpsFile) failed: \(error)")
         case .notDurable(let failed, let error):
             // In place but maybe not on the device: write the state again, in a fresh file.
             writtenGeneration = min(writtenGeneration, failed - 1)
+            failedGeneration = max(failedGeneration, failed)
             report("syncing \(directory.syncUpsFile) failed: \(error)")
         case .conflict:
             guard !isClosing else { return }

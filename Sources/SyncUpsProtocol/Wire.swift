@@ -65,10 +65,14 @@ public enum Wire {
     }
 }
 
-/// A command's result: a value to encode, or JSON text already encoded.
+/// A command's result: a value to encode, or JSON text already encoded, or work that makes one.
 public enum ReplyBody: Sendable {
     case value(JSONValue)
     case encoded([UInt8])
+    /// What the reply needs takes blocking work (reading a large file): the daemon runs it on a thread of
+    /// its own and sends what it returns, and handles the client's next request only after that, so replies
+    /// keep their order. The work returns a `value` or an `encoded` result, or an error.
+    case later(@Sendable () -> Result<ReplyBody, ProtocolError>)
 }
 
 /// A line received by a client: a reply to one of its requests, or an event.

@@ -244,13 +244,10 @@ import Testing
     /// the files the other still holds; they go with the last sync-up that holds the meeting.
     @Test func keepsTheFilesOfAMeetingThatASyncUpCopiedByHandStillHolds() throws {
         let directory = TemporaryDirectory("copied")
-        let data = directory.appending("data")
-        mkdir(data, 0o700)
-        mkdir(data + "/meetings", 0o700)
         let original = SyncUp.realistic(index: 0, meetingCount: 2, transcriptBytes: 16)
         var copy = SyncUp.realistic(index: 1, meetingCount: 0, transcriptBytes: 16)
         copy.meetings = [original.meetings[1]]
-        Files.write(data + "/sync-ups.json", SyncUpsFile.encode([original, copy]))
+        let data = directory.dataDirectory(holding: [original, copy])
         let (own, shared) = (original.meetings[0].id, original.meetings[1].id)
         func files(of meeting: Meeting.ID) -> [String] {
             Files.list(data + "/meetings").filter { $0.hasPrefix(meeting.description) }.sorted()

@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
@@ -30,6 +31,55 @@ import Testing
         return all.filter {
             $0.typeName != value.typeName && !(value.typeName == "a number" && $0.typeName == "a number")
         }
+    }
+
+    /// A long meeting's details file (tens of megabytes) is read and parsed off the event loop: another
+    /// client's `ping` is answered while `meetings.get` waits for it, and the reply is the whole page.
+    @Test func readsALargeDetailsFileOffTheLoop() throws {
+        let directory = TemporaryDirectory("details")
+        let syncUp = SyncUp.realistic(index: 0, meetingCount: 1, transcriptBytes: 16)
+        let meeting = syncUp.meetings[0].id
+        let data = directory.dataDirectory(holding: [syncUp])
+        let segment = #"{"speaker":null,"start":1.5,"end":2.5,"text":"hello there","words":[]}"#
+        let segments = [String](repeating: segment, count: 300_000).joined(separator: ",")
+        Files.write(
+            data + "/meetings/\(meeting).json",
+            #"{"meeting":"\#(meeting)","syncup":"\#(syncUp.id)","interrupted":false,"attendees":[],"segments":["#
+                + segments + "]}")
+        let daemon = try DaemonProcess(arguments: ["--speech-engine", "none"], directory: directory)
+        let reader = try daemon.client()
+        let pinger = try daemon.client()
+        try reader.send(
+            #"{"id":"get","cmd":"meetings.get","args":{"syncup":"\#(syncUp.id)","meeting":"\#(meeting)"}}"# + "\n")
+        // Once the daemon has taken the line from the socket, it is handling it: before, it parsed the file
+        // then and there, and the ping below waited for the whole file.
+        #expect(
+            try waitFor {
+                var unsent: CInt = 0
+                return ioctl(reader.fd.rawValue, UInt(TIOCOUTQ), &unsent) == 0 && unsent == 0
+            })
+        #expect(try pinger.result("ping") == "pong")
+        var ready = pollfd(fd: reader.fd.rawValue, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&ready, 1, 0) == 0, "the meeting's reply came first: the loop parsed the file")
+        let reply = try reader.readJSON(timeout: .seconds(120))
+        #expect(reply["id"] == "get")
+        #expect(reply["result"]?["segmentsTotal"] == 300_000)
+        #expect(reply["result"]?["segments"]?[0]?["text"] == "hello there")
+        #expect(reply["result"]?["segmentsNext"] == reply["result"]?["segments"]?.arrayValue.map { .int($0.count) })
+        #expect(try reader.result("ping") == "pong")
+
+        // Pipelined behind it, as `echo … | socat` sends them (then half-closes): answered in order, and the
+        // connection ends only once the reply made off the loop is sent.
+        let piped = try daemon.client()
+        try piped.send(
+            #"{"id":1,"cmd":"meetings.get","args":{"syncup":"\#(syncUp.id)","meeting":"\#(meeting)","segmentsLimit":1}}"#
+                + "\n" + #"{"id":2,"cmd":"ping"}"# + "\n")
+        shutdown(piped.fd.rawValue, CInt(SHUT_WR))
+        var replies: [JSONValue] = []
+        while let line = try piped.readLine(timeout: .seconds(120)) { replies.append(try JSONParser().parse(line)) }
+        #expect(replies.map { $0["id"] } == [1, 2])
+        #expect(replies.first?["result"]?["segments"]?.arrayValue?.count == 1)
+        #expect(replies.last?["result"] == "pong")
     }
 
     @Test func answersWrongTypesForEveryArgumentOfEveryCommand() throws {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import SyncUpsCore
 
 extension SyncUp {
@@ -48,5 +49,17 @@ extension SyncUp {
             theme: Theme.allCases[index % Theme.allCases.count],
             title: "Team \(index)"
         )
+    }
+}
+
+extension TemporaryDirectory {
+    /// `data` (where `DaemonProcess(directory:)` keeps its data) with `meetings` and a sync-ups.json that
+    /// holds `syncUps`; returns its path.
+    public func dataDirectory(holding syncUps: [SyncUp]) -> String {
+        let data = appending("data")
+        mkdir(data, 0o700)
+        mkdir(data + "/meetings", 0o700)
+        Files.write(data + "/sync-ups.json", SyncUpsFile.encode(syncUps))
+        return data
     }
 }

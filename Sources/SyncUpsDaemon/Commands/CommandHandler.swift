@@ -90,11 +90,9 @@ final class CommandHandler {
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.deleteSyncUp(arguments)
             }),
-        Command(
-            "meetings.get", ["syncup", "meeting", "segmentsOffset", "segmentsLimit"],
-            value: {
-                (handler, arguments, _) throws(ProtocolError) in try handler.getMeeting(arguments)
-            }),
+        Command("meetings.get", ["syncup", "meeting", "segmentsOffset", "segmentsLimit"]) {
+            (handler, arguments, _) throws(ProtocolError) in try handler.getMeeting(arguments)
+        },
         Command(
             "meetings.delete", ["syncup", "meeting"],
             value: { (handler, arguments, _) throws(ProtocolError) in
@@ -413,19 +411,54 @@ final class CommandHandler {
 
     // MARK: - Meetings
 
-    private func getMeeting(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+    /// The meeting from the state; its details (a file of up to hundreds of megabytes for a long meeting) and
+    /// its audio's length are read off the loop, unless the details are still in memory.
+    private func getMeeting(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let syncUpText = try arguments.string("syncup")
         let meetingText = try arguments.string("meeting")
         let page = try Paging(arguments, offsetKey: "segmentsOffset", limitKey: "segmentsLimit", limits: server.limits)
         let (syncUpIndex, meetingIndex) = try state.meetingIndex(syncUp: syncUpText, meeting: meetingText)
         let syncUp = state.syncUps[syncUpIndex]
         let meeting = syncUp.meetings[meetingIndex]
-        guard case .object(var object) = WireFormat.meeting(meeting, includesTranscript: true) else { return .null }
-        object["syncup"] = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
+        guard case .object(var found) = WireFormat.meeting(meeting, includesTranscript: true) else {
+            return .value(.null)
+        }
+        found["syncup"] = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
+        let object = found
+        let directory = state.dataDirectory
+        let budget = server.limits.maxReplyBytes * 7 / 8
+        let pending = state.detailsBeingWritten[meeting.id]
+        let reply: @Sendable () -> JSONValue = {
+            let details: Result<MeetingDetails?, MeetingDetails.Unreadable>
+            do throws(MeetingDetails.Unreadable) {
+                if let pending {
+                    details = .success(pending)
+                } else {
+                    details = .success(try MeetingDetails.read(meeting.id, in: directory))
+                }
+            } catch {
+                details = .failure(error)
+            }
+            return Self.meetingReply(
+                object, details: details, audio: directory.sidecar(meeting.id, MeetingFiles.audio), page: page,
+                budget: budget)
+        }
+        guard pending == nil else { return .value(reply()) }
+        return .later { .success(.value(reply())) }
+    }
+
+    /// `meetings.get`'s reply: `meeting`'s object with its details and its audio file's length.
+    private static func meetingReply(
+        _ meeting: JSONObject, details read: Result<MeetingDetails?, MeetingDetails.Unreadable>,
+        audio audioPath: String, page: Paging, budget: Int
+    ) -> JSONValue {
+        var object = meeting
         var details: MeetingDetails? = nil
         object["detailsError"] = .null
-        do { details = try state.details(of: meeting.id) } catch { object["detailsError"] = .string(error.description) }
-        let audioPath = state.dataDirectory.sidecar(meeting.id, MeetingFiles.audio)
+        switch read {
+        case .success(let found): details = found
+        case .failure(let error): object["detailsError"] = .string(error.description)
+        }
         object["interrupted"] = .bool(details?.isInterrupted ?? false)
         object["audio"] =
             WAVFile.seconds(at: audioPath).map { ["file": .string(audioPath), "seconds": .double($0)] } ?? .null
@@ -433,9 +466,7 @@ final class CommandHandler {
         object["insights"] = details?.insights?.json ?? .null
         // The segments are paged within what the rest of the reply leaves (a long meeting has megabytes).
         let used = JSONWriter().encode(.object(object)).count
-        let (segments, next) = page.take(details?.segments ?? [], budget: server.limits.maxReplyBytes * 7 / 8 - used) {
-            $0.json
-        }
+        let (segments, next) = page.take(details?.segments ?? [], budget: budget - used) { $0.json }
         object["segments"] = .array(segments)
         object["segmentsTotal"] = .int(details?.segments.count ?? 0)
         object["segmentsNext"] = next.map(JSONValue.int) ?? .null
@@ -557,7 +588,7 @@ final class CommandHandler {
 }
 
 /// `offset`/`limit` arguments, and taking a page of items that also fits a byte budget.
-struct Paging {
+struct Paging: Sendable {
     var offset: Int
     var limit: Int
 

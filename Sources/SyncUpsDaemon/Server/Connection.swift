@@ -1,3 +1,4 @@
+import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsProtocol
 
@@ -26,6 +27,12 @@ final class Connection {
     var isReadingPaused = false
     /// Its backlog gave way to other clients for a turn (`Server.turnBudgetNanoseconds`); it goes on after the next poll.
     var isYielding = false
+    /// The id of the request whose reply is being made off the loop (`ReplyBody.later`), if one is: nothing
+    /// more of its input is handled until that reply is queued.
+    var awaitedReplyID: JSONValue?
+    var isAwaitingReply: Bool { awaitedReplyID != nil }
+    /// It handles no input for now: it gave way for a turn, or waits for a reply.
+    var isHeld: Bool { isYielding || isAwaitingReply }
     /// Queued in the server's list of connections to send to on the loop's next turn.
     var isFlushPending = false
     /// Must be dropped once its output is sent (after `line_too_long`, `request_timeout`).
@@ -38,7 +45,9 @@ final class Connection {
     /// A complete line is waiting to be handled.
     var hasPendingLine: Bool { input[inputStart...].contains(0x0A) }
     /// Nothing more will be read or answered: close once the output is sent.
-    var isDone: Bool { closesWhenFlushed || (isInputClosed && !hasPendingInput && !isSubscriber) }
+    var isDone: Bool {
+        !isAwaitingReply && (closesWhenFlushed || (isInputClosed && !hasPendingInput && !isSubscriber))
+    }
     var isClosed = false
 
     init(number: Int, fd: FileDescriptor, peer: PeerCredentials, now: MonotonicInstant) {

@@ -104,6 +104,9 @@ final class Server {
     private var heapTrim: EventLoop.Timer?
     /// How many times the heap was trimmed (for tests).
     private(set) var heapTrims = 0
+    /// The thread that makes replies needing blocking work (`ReplyBody.later`), and the way back.
+    private var laterReplies: (SerialWorker, Mailbox<LaterReply>)?
+    private var laterReplyWatch: EventLoop.Watch?
     /// Freed buffers under glibc's mmap threshold (128 KiB, `Memory.mapLargeBlocksSeparately`) stay in the
     /// heap, resident: 500 connections that had each pipelined 1,500 `status` lines without reading held
     /// 91 MB once idle, 34 MB after `malloc_trim`. So once this much was freed, the heap is trimmed a second
@@ -236,6 +239,12 @@ final class Server {
         let hungUp = !events.isDisjoint(with: .hangup)
         if events.contains(.writable) || hungUp { flush(connection) }
         if connection.isClosed { return }
+        if hungUp && connection.isAwaitingReply {
+            // Gone while its reply is being made: nobody is left to read it (and the hang-up would be
+            // reported on every turn until then).
+            close(connection, reason: nil)
+            return
+        }
         if hungUp && connection.isInputClosed {
             // Both directions are shut: a half-closed subscriber has gone away.
             close(connection, reason: nil)
@@ -245,7 +254,7 @@ final class Server {
     }
 
     private func read(_ connection: Connection) {
-        guard !connection.isReadingPaused, !connection.isYielding, !connection.closesWhenFlushed,
+        guard !connection.isReadingPaused, !connection.isHeld, !connection.closesWhenFlushed,
             !connection.isInputClosed
         else { return }
         let read = readBuffer.withUnsafeMutableBytes { buffer in
@@ -278,7 +287,7 @@ final class Server {
     /// disarms it. (Complete lines waiting behind a paused reader are the daemon's wait, not the client's.)
     private func watchPartialLine(_ connection: Connection) {
         let isPartial =
-            !connection.isClosed && !connection.isReadingPaused && !connection.isYielding && !connection.isInputClosed
+            !connection.isClosed && !connection.isReadingPaused && !connection.isHeld && !connection.isInputClosed
             && connection.hasPendingInput
         guard isPartial else {
             connection.partialLineSince = nil
@@ -334,7 +343,7 @@ final class Server {
         var handled = 0
         var nextClockRead = 1
         var isSocketFull = false
-        while !connection.isClosed {
+        while !connection.isClosed && !connection.isAwaitingReply {
             if connection.output.count >= Self.sendChunk && !isSocketFull {
                 isSocketFull = !sendQueued(connection)
                 if connection.isClosed { return }
@@ -452,6 +461,10 @@ final class Server {
         case .success(let decoded): (request, id, outcome) = (decoded, decoded.id, handler(decoded, connection))
         }
         guard !connection.isClosed else { return false }
+        if case .success(.later(let work)) = outcome {
+            awaitReply(id: id, work: work, on: connection)
+            return false
+        }
         if connection.output.isEmpty { connection.lastProgress = loop.now() }
         replyScratch.removeAll(keepingCapacity: true)
         appendReply(id: id, outcome: outcome, to: &replyScratch)
@@ -514,7 +527,8 @@ final class Server {
     /// The reply line (with its newline) to one request line.
     func reply(to line: UnsafeRawBufferPointer, from connection: Connection) -> [UInt8] {
         lineTime = loop.now()
-        let (id, outcome) = handle(line, from: connection)
+        var (id, outcome) = handle(line, from: connection)
+        if case .success(.later(let work)) = outcome { outcome = work() }  // in process: the caller waits
         var reply: [UInt8] = []
         appendReply(id: id, outcome: outcome, to: &reply)
         return reply
@@ -535,6 +549,10 @@ final class Server {
         switch outcome {
         case .success(.value(let result)): Wire.appendSuccess(id: id, result: result, to: &bytes)
         case .success(.encoded(let result)): Wire.appendSuccess(id: id, encodedResult: result, to: &bytes)
+        case .success(.later):
+            let error = ProtocolError(.internalError, "the reply was to be made later once more")
+            Wire.appendFailure(id: id, error: error, to: &bytes)
+            return
         case .failure(let error):
             Wire.appendFailure(id: id, error: error, to: &bytes)
             return
@@ -548,6 +566,73 @@ final class Server {
             )
             Wire.appendFailure(id: id, error: error, to: &bytes)
         }
+    }
+
+    // MARK: - Replies made off the loop
+
+    /// A reply made on the `syncups-reply` thread, for the connection numbered `connection`.
+    private struct LaterReply: Sendable {
+        var connection: Int
+        var outcome: Result<ReplyBody, ProtocolError>
+    }
+
+    /// Runs `work` on the reply thread; the connection handles nothing more until its reply is queued
+    /// (`answer`). Jobs run one at a time, so two clients reading large files hold one in memory, not two.
+    private func awaitReply(
+        id: JSONValue, work: @escaping @Sendable () -> Result<ReplyBody, ProtocolError>, on connection: Connection
+    ) {
+        connection.awaitedReplyID = id
+        let number = connection.number
+        let queued = replyThread().map { worker, mailbox in
+            worker.tryRun { mailbox.post(LaterReply(connection: number, outcome: work())) }
+        }
+        switch queued {
+        case true?:
+            updateInterest(connection)
+        case false?:
+            connection.awaitedReplyID = nil
+            queueReply(
+                id: id, outcome: .failure(ProtocolError(.internalError, "too many replies are being made; try again")),
+                to: connection)
+        case nil:
+            connection.awaitedReplyID = nil
+            queueReply(id: id, outcome: work(), to: connection)  // no thread to be had: here, then
+        }
+    }
+
+    /// The reply thread and its mailbox, started with the first reply made off the loop; nil if that fails.
+    private func replyThread() -> (SerialWorker, Mailbox<LaterReply>)? {
+        if let laterReplies { return laterReplies }
+        do throws(SystemError) {
+            let mailbox = try Mailbox<LaterReply>(capacity: 64)
+            let worker = try SerialWorker(name: "syncups-reply", capacity: 1024)
+            laterReplyWatch = try mailbox.attach(to: loop) { [unowned self] in $0.forEach(answer) }
+            laterReplies = (worker, mailbox)
+            return laterReplies
+        } catch {
+            logger.error("cannot start the syncups-reply thread: \(error); making replies on the event loop")
+            return nil
+        }
+    }
+
+    /// Queues a reply made off the loop and lets its connection go on with the lines it sent meanwhile (on
+    /// the loop's next turn, as a reader resumes). A connection closed meanwhile gets nothing.
+    private func answer(_ later: LaterReply) {
+        guard let connection = connections[later.connection], !connection.isClosed,
+            let id = connection.awaitedReplyID
+        else { return }
+        connection.awaitedReplyID = nil
+        queueReply(id: id, outcome: later.outcome, to: connection)
+        flush(connection)
+        if !connection.isClosed && !connection.isReadingPaused { resumeReading(connection) }
+    }
+
+    private func queueReply(id: JSONValue, outcome: Result<ReplyBody, ProtocolError>, to connection: Connection) {
+        if connection.output.isEmpty { connection.lastProgress = loop.now() }
+        var reply: [UInt8] = []
+        appendReply(id: id, outcome: outcome, to: &reply)
+        connection.output.append(reply)
+        checkOutputLimit(connection)
     }
 
     private func pauseReading(_ connection: Connection, _ isPaused: Bool) {
@@ -584,7 +669,7 @@ final class Server {
             // Not in `sendQueued`, nor while reading is paused: a batch that sends as it goes, or that waited
             // for its client to read, keeps its buffer until it is done. (Given up at a pause, the rest of the
             // batch grew a new buffer, which the idle connection then kept.)
-            if !connection.isReadingPaused && !connection.isYielding {
+            if !connection.isReadingPaused && !connection.isHeld {
                 noteReleased(connection.output.releaseCapacity(into: &spareOutput))
             }
             if let timer = connection.stallTimer {
@@ -598,7 +683,7 @@ final class Server {
         } else if connection.stallTimer == nil {
             scheduleStallCheck(connection)
         }
-        if connection.isReadingPaused && !connection.isYielding && connection.output.count <= readPauseThreshold / 2 {
+        if connection.isReadingPaused && !connection.isHeld && connection.output.count <= readPauseThreshold / 2 {
             resumeReading(connection)
         }
         updateInterest(connection)
@@ -631,7 +716,7 @@ final class Server {
     private func resumeReading(_ connection: Connection) {
         pauseReading(connection, false)
         loop.execute { [weak self, weak connection] in
-            guard let self, let connection, !connection.isClosed, !connection.isReadingPaused, !connection.isYielding
+            guard let self, let connection, !connection.isClosed, !connection.isReadingPaused, !connection.isHeld
             else { return }
             processInput(connection)
             watchPartialLine(connection)
@@ -665,7 +750,7 @@ final class Server {
     private func updateInterest(_ connection: Connection) {
         guard let watch = connection.watch, !connection.isClosed else { return }
         var events: IOEvents = []
-        if !connection.isReadingPaused && !connection.isYielding && !connection.closesWhenFlushed
+        if !connection.isReadingPaused && !connection.isHeld && !connection.closesWhenFlushed
             && !connection.isInputClosed
         {
             events.insert(.readable)
@@ -750,6 +835,8 @@ final class Server {
         publish(.daemon, "daemon.stopping", ["reason": .string(reason)])
         listenerGate?.close()
         listenerGate = nil
+        if let laterReplyWatch { loop.unwatch(laterReplyWatch) }
+        laterReplyWatch = nil
         listener?.close()
         listener = nil
         for connection in Array(connections.values) {

@@ -50,13 +50,6 @@ final class DaemonState {
 
     var dataDirectory: DataDirectory { store.directory }
 
-    /// A meeting's attendees and attributed transcript: from memory while being written, else from its file
-    /// (nil if it has none; throws if the file is damaged).
-    func details(of meeting: Meeting.ID) throws(MeetingDetails.Unreadable) -> MeetingDetails? {
-        if let pending = detailsBeingWritten[meeting] { return pending }
-        return try MeetingDetails.read(meeting, in: dataDirectory)
-    }
-
     // MARK: - Finding
 
     /// The index of the sync-up `text` names (a full id or a unique prefix of 4+ characters).
