@@ -154,7 +154,7 @@ import Testing
             String(repeating: "x", count: 100_000) + " = 1",
             "unknown option \"" + String(repeating: "x", count: 80) + "…\""
         ),
-        ("cue = yes\u{1B}[2J", "\"yes\\u001b[2J\" is not true or false"),
+        ("cue = yes\u{1B}[2J", "\"yes\\u001b[2J\" is not true or false (or yes/no, on/off, 1/0)"),
         ("ann\tbo", "got \"ann\\tbo\""),
     ])
     func quotesAShortEscapedExcerptOfABadLine(line: String, quoted: String) {
