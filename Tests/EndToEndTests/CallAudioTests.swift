@@ -54,6 +54,18 @@ struct CallAudioTests {
         throw TestFailure("the session never showed \(what): \(JSONWriter().string(try client.result("session.get")))")
     }
 
+    /// Waits until the sound server has `count` recording streams (the daemon's microphone and call).
+    static func waitForCaptureStreams(_ graph: PipeWireGraph, count: Int, timeout: Duration = .seconds(10)) throws {
+        let deadline = MonotonicInstant.now() + timeout
+        var streams = ""
+        while MonotonicInstant.now() < deadline {
+            streams = try graph.pactl(["list", "short", "source-outputs"])
+            if streams.split(separator: "\n").count >= count { return }
+            _ = poll(nil, 0, 20)  // the server has no event for this to wait on: ask again in 20 ms
+        }
+        throw TestFailure("the sound server never had \(count) recording streams: \(streams)")
+    }
+
     static func samples(ofWAV path: String) throws -> [Int16] {
         let bytes = try #require(Files.read(path), "\(path) exists")
         return bytes.dropFirst(44).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
@@ -87,6 +99,9 @@ struct CallAudioTests {
         #expect(started["callAudio"]?["device"] == "call.monitor")
         #expect(started["audio"]?["through"] == "sound server")
         #expect(started["audio"]?["source"] == "mic")
+        // The sound server's streams connect on the capture threads: what is played before they are up is
+        // heard by no one (a loaded machine takes longer than the 0.3 s of silence below).
+        try waitForCaptureStreams(graph, count: 2)
 
         try graph.play(SpeechFixture.silence(seconds: 0.3) + SpeechFixture.say(local, voice: "en-gb"), into: "micfeed")
         try client.waitUntilElapsed(5)
