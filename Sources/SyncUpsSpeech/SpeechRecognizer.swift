@@ -43,10 +43,11 @@ public enum RecognizerEvent: Sendable, Equatable {
     case log(String)
 }
 
-/// A speech-to-text engine behind one interface (PocketSphinx in process, an external command, or none):
-/// fed the captured 16 kHz mono PCM, it produces partial and final results with word timings.
+/// A speech-to-text engine behind one interface (PocketSphinx in process, or an external command; a daemon
+/// that transcribes nothing has none): fed the captured 16 kHz mono PCM, it produces partial and final
+/// results with word timings.
 public struct SpeechRecognizer: Sendable {
-    /// The engine's name for `status` and logs ("pocketsphinx", "command: …").
+    /// The engine's name for `status` and logs: "pocketsphinx" or "command".
     public var name: String
     /// Starts recognising one meeting; events arrive on the recognizer's thread.
     public var start:

@@ -5,8 +5,9 @@ import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsProtocol
 
-/// The one owner of the daemon's data: every sync-up and meeting. Every change goes through here, which
-/// persists it and publishes the event that describes it, in that order.
+/// The one owner of the daemon's data: every sync-up and meeting. Every change to them goes through here,
+/// which hands the store the new state (written off the loop, throttled; a meeting at once) and then
+/// publishes the event that describes the change.
 ///
 /// Lives on the event loop's thread; nothing else holds a reference to the array.
 final class DaemonState {
