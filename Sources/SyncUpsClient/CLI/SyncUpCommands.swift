@@ -164,13 +164,13 @@ extension Syncupsctl {
             usage: "rm ID [--yes]",
             summary: "Delete a sync-up with its meetings and their audio.",
             details: """
-                --yes   do not ask: needed, when not on a terminal, to delete a sync-up that has
-                        meetings or is being recorded (on a terminal, rm asks)
+                ID: an id, an id prefix (4+ characters) or the whole title (never a title prefix).
+                --yes   do not ask: needed when not on a terminal (on a terminal, rm asks)
                 """,
             spec: ArgumentSpec(flagOptions: ["yes"], positionals: 1...1)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
-            let id = try context.syncUpID(arguments.positionals[0], on: connection)
+            let id = try context.syncUpID(arguments.positionals[0], on: connection, titlePrefixes: false)
             if !arguments.has("yes") { try context.confirmDeletion(of: id, on: connection) }
             let result = try context.call(on: connection, "syncups.delete", ["id": .string(id)])
             context.show(result) { "deleted \(Format.string(result["id"])) \"\(Format.name(result["title"]))\"\n" }
@@ -325,8 +325,10 @@ extension Context {
         }
     }
 
-    /// Asks before deleting a sync-up that has meetings or is being recorded: on a terminal with a y/N
-    /// question, elsewhere (a script) by refusing without `--yes`. Nothing to lose, nothing asked.
+    /// Asks before deleting a sync-up, naming what goes with it (its meetings, the meeting being recorded): on
+    /// a terminal with a y/N question, elsewhere (a script) by refusing without `--yes`. Even one with
+    /// nothing else to lose: its title, attendees and settings are gone too, and a slip of the shell (a
+    /// history line run twice) must not delete quietly.
     func confirmDeletion(of id: String, on connection: DaemonConnection) throws(CLIError) {
         let syncUp = try call(on: connection, "syncups.get", ["id": .string(id), "meetingsLimit": 1])
         let session = try call(on: connection, "session.get")
@@ -336,9 +338,8 @@ extension Context {
             losses.append(meetings == 1 ? "1 meeting and its audio" : "\(meetings) meetings and their audio")
         }
         if session != .null && session["syncup"] == syncUp["id"] { losses.append("the meeting being recorded") }
-        guard !losses.isEmpty else { return }
-        try confirm(
-            deleting: "\"\(Format.name(syncUp["title"]))\" with \(losses.joined(separator: " and "))", for: "rm")
+        let with = losses.isEmpty ? "" : " with \(losses.joined(separator: " and "))"
+        try confirm(deleting: "\"\(Format.name(syncUp["title"]))\" (\(Format.string(syncUp["id"])))\(with)", for: "rm")
     }
 
     /// Asks before deleting `what`: on a terminal with a y/N question (no answer, or any other, is no), elsewhere
