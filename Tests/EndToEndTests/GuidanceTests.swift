@@ -256,4 +256,16 @@ import Testing
         #expect(removed.exitCode == 0, "\(removed.standardError)")
         #expect(try daemon.ctl(["show", "quick"]).standardOutput.contains("attendees:  Anna\n"))
     }
+
+    // MARK: - What an attacker and a new user found
+
+    /// A `--timeout` past a day (poll's milliseconds overflow at 2147484 s) is a usage error, never a crash.
+    @Test(arguments: ["2147484", "1e10", "inf", "nan", "86401", "-1"])
+    func aTimeoutPastADayIsAUsageError(timeout: String) throws {
+        let daemon = try DaemonProcess()
+        let result = try daemon.ctl(["--timeout", timeout, "ping"])
+        #expect(result.exitCode == 64, "\(result.status) \(result.standardError)")
+        #expect(result.standardError.contains("--timeout needs a number of seconds up to 86400"))
+        #expect(try daemon.ctl(["--timeout=86400", "ping"]).exitCode == 0)
+    }
 }

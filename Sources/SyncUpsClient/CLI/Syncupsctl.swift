@@ -68,10 +68,13 @@ public struct Syncupsctl {
                 globals.socket = arguments[index]
                 index += 1
             case "--timeout":
+                // At most a day: poll(2) takes milliseconds in a C int, which 2147484 s overflows.
                 guard index < arguments.count, let seconds = Double(arguments[index]), seconds >= 0,
-                    seconds < 1e9
+                    seconds <= Self.maximumTimeout
                 else {
-                    throw .usage("--timeout needs a number of seconds (0: wait as long as it takes)")
+                    throw .usage(
+                        "--timeout needs a number of seconds up to \(Int(Self.maximumTimeout)) (a day); 0 waits as long as it takes"
+                    )
                 }
                 globals.timeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
                 index += 1
@@ -129,6 +132,9 @@ public struct Syncupsctl {
     private func printHelp(_ text: String, json: Bool) {
         _ = output.out(json ? JSONWriter().string(["help": .string(text)]) + "\n" : text)
     }
+
+    /// The longest `--timeout`, in seconds; `0` is the way to wait without end.
+    static let maximumTimeout: Double = 86400
 
     /// The options every command takes (`Globals`), as the command line writes them.
     static let globalOptions = ["--socket", "--json", "--timeout", "--version", "--help"]
