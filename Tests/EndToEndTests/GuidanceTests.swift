@@ -268,4 +268,40 @@ import Testing
         #expect(result.standardError.contains("--timeout needs a number of seconds up to 86400"))
         #expect(try daemon.ctl(["--timeout=86400", "ping"]).exitCode == 0)
     }
+
+    /// A daemon at its connection limit is busy, not gone: syncupsctl says it refused and why (status 75, no
+    /// hint to start it), and the bars show it busy.
+    @Test func aDaemonAtItsConnectionLimitIsBusyNotOffline() throws {
+        let daemon = try DaemonProcess(arguments: ["--max-connections", "1"])
+        let holder = try daemon.client()
+        _ = try holder.result("ping")
+        let refused = try daemon.ctl(["ping"])
+        #expect(refused.exitCode == 75, "\(refused.standardError)")
+        #expect(refused.standardError.contains("refused the connection"), "\(refused.standardError)")
+        #expect(refused.standardError.contains("already serves 1 connection"), "\(refused.standardError)")
+        #expect(!refused.standardError.contains("start the daemon"), "\(refused.standardError)")
+        let json = try JSONParser().parse(try daemon.ctl(["--json", "ping"]).standardOutput)
+        #expect(json["error"]?["code"] == "too_many_connections", "\(json)")
+        let bar = try daemon.ctl(["watch", "--format", "waybar", "--once"])
+        let line = try JSONParser().parse(bar.standardOutput)
+        #expect(line["class"] == "busy", "\(bar.standardOutput)")
+        #expect(line["tooltip"]?.stringValue?.contains("refused the connection") == true, "\(bar.standardOutput)")
+        #expect(!bar.standardOutput.contains("not running"))
+    }
+
+    /// The daemon answered nothing in time, but the socket connected: it runs, so no hint to start it.
+    @Test func aTimeoutAfterConnectingGivesNoHintToStartTheDaemon() throws {
+        let directory = TemporaryDirectory("silent")
+        let path = directory.appending("socket")
+        let listener = try UnixSocket.listen(path: path)
+        defer { listener.close() }
+        let result = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"), ["--socket", path, "--timeout", "0.001", "ping"])
+        #expect(result.exitCode == 69, "\(result.standardError)")
+        #expect(result.standardError.contains("did not answer within"), "\(result.standardError)")
+        #expect(!result.standardError.contains("start the daemon"), "\(result.standardError)")
+        let missing = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"), ["--socket", directory.appending("none"), "ping"])
+        #expect(missing.standardError.contains("hint: start the daemon"), "\(missing.standardError)")
+    }
 }

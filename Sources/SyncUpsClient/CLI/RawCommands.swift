@@ -53,7 +53,9 @@ extension Syncupsctl {
                 {{ and }} are literal braces. Format names may be in any case; an unknown name or
                 placeholder is a usage error.
 
-                Lines are flushed one by one. When the daemon is down it prints the offline line and
+                Lines are flushed one by one. While the daemon turns connections away (too_many_connections)
+                the status formats show "\(StatusLine().busyText)" (state and class busy) and the events format
+                {"event":"watch.busy","data":{"message"}}. When the daemon is down it prints the offline line and
                 reconnects, waiting 0.25 s, then twice as long each time up to 5 s. It prints an empty line only
                 when you chose an empty text (--idle-text '' hides a bar's module while no meeting runs).
                 """,

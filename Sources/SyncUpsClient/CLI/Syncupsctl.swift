@@ -29,7 +29,7 @@ public struct Syncupsctl {
             // A program reading --json gets one document on stdout whatever happened (`--json` counts
             // wherever it is, as runThrowing reads it).
             if arguments.contains("--json") { _ = output.out(JSONWriter().string(error.document) + "\n") }
-            if error.exitCode == .unavailable {
+            if error.suggestsStartingDaemon {
                 let namesSocket = arguments.contains { $0 == "--socket" || $0.hasPrefix("--socket=") }
                 let searched = namesSocket ? "" : " (looked for: \(searchedSockets.joined(separator: ", ")))"
                 output.error(
@@ -168,7 +168,7 @@ public struct Syncupsctl {
 
             --json prints the daemon's raw result, or {"ok":false,"error":{"code","message"}}: always one JSON
             document. Exit status: 0 ok, 64 usage, 65 request rejected, 69 daemon unavailable, 73 a file
-            could not be written. --timeout 0 waits as long as it takes. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
+            could not be written, 75 the daemon refused the connection (too many; try again). --timeout 0 waits as long as it takes. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
             (/tmp/syncupsd-UID/socket, which must be yours and 0700, where XDG_RUNTIME_DIR is unset).
             Run `syncupsctl COMMAND --help` for a command's options.
 
@@ -188,7 +188,7 @@ struct Context {
         do {
             path = try SocketLocation.resolve(explicit: globals.socket, environment: environment)
         } catch {
-            throw CLIError(.unavailable, "\(error); pass --socket PATH or set SYNCUPSD_SOCKET")
+            throw .notReached("\(error); pass --socket PATH or set SYNCUPSD_SOCKET")
         }
         do {
             return try DaemonConnection(path: path, timeout: globals.timeout)
@@ -205,10 +205,11 @@ struct Context {
 
     static func cliError(_ failure: DaemonConnection.Failure) -> CLIError {
         switch failure {
-        case .unavailable(let message): CLIError(.unavailable, message)
+        case .unavailable(let message): .notReached(message)
         case .rejected(let error):
             .rejected(code: error.code.rawValue, message: error.message, forPeople: Self.inCLITerms(error.message))
         case .broken(let message): CLIError(.unavailable, message)
+        case .turnedAway(let error): CLIError(.temporaryFailure, failure.description, code: error.code.rawValue)
         }
     }
 

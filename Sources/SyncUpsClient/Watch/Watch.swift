@@ -67,6 +67,8 @@ struct Watch {
             context.print(line.render(session == .null ? .idle : .meeting(session), format: statusFormat) + "\n")
         } catch let error where error.exitCode == .unavailable {
             context.print(line.render(.offline, format: statusFormat) + "\n")
+        } catch let error where error.exitCode == .temporaryFailure {
+            context.print(line.render(.busy(error.detail), format: statusFormat) + "\n")
         }
     }
 
@@ -77,19 +79,23 @@ struct Watch {
         var backoff = Self.initialBackoff
         var lastLine: String?
         while parent?.isParentGone != true {
-            switch follow(lastLine: &lastLine, parent: parent, onConnected: { backoff = Self.initialBackoff }) {
+            let ending = follow(lastLine: &lastLine, parent: parent, onConnected: { backoff = Self.initialBackoff })
+            switch ending {
             case .outputClosed: return
             case .refused(let error): throw CLIError(.usage, error.message, code: error.code)
-            case .disconnected(let reason):
+            case .disconnected(let reason), .turnedAway(let reason):
+                let isBusy: Bool
+                if case .turnedAway = ending { isBusy = true } else { isBusy = false }
                 if isEventStream {
-                    // Said once per outage, as the bar formats do with their offline line.
-                    if lastLine == nil {
-                        let event: JSONValue = ["event": "watch.offline", "data": ["message": .string(reason)]]
+                    // Said once per outage (and again when it turns from busy to down), as the bar formats do.
+                    let name = isBusy ? "watch.busy" : "watch.offline"
+                    if lastLine != name {
+                        let event: JSONValue = ["event": .string(name), "data": ["message": .string(reason)]]
                         guard context.output.out(JSONWriter().string(event) + "\n") else { return }
-                        lastLine = "watch.offline"
+                        lastLine = name
                     }
                 } else {
-                    let offline = line.render(.offline, format: statusFormat)
+                    let offline = line.render(isBusy ? .busy(reason) : .offline, format: statusFormat)
                     if offline != lastLine {
                         guard context.output.out(offline + "\n") else { return }
                         lastLine = offline
@@ -107,6 +113,8 @@ struct Watch {
         case refused(CLIError)
         /// The daemon is not reachable, or went away; why.
         case disconnected(String)
+        /// The daemon runs but turned the connection away (`too_many_connections`); its message.
+        case turnedAway(String)
     }
 
     /// One connection's worth of following.
@@ -115,7 +123,7 @@ struct Watch {
         do {
             connection = try context.connect()
         } catch {
-            return .disconnected(error.message)
+            return error.exitCode == .temporaryFailure ? .turnedAway(error.detail) : .disconnected(error.message)
         }
         connection.timeout = .seconds(10)
         var arguments = JSONObject()
