@@ -304,4 +304,20 @@ import Testing
             BuiltProducts.path("syncupsctl"), ["--socket", directory.appending("none"), "ping"])
         #expect(missing.standardError.contains("hint: start the daemon"), "\(missing.standardError)")
     }
+
+    /// `watch` options the chosen format would ignore are usage errors naming the conflict.
+    @Test(arguments: [
+        (["watch", "--text", "{title}"], "--text"),
+        (["watch", "--idle-text", "free"], "--idle-text"),
+        (["watch", "--offline-text", "down"], "--offline-text"),
+        (["watch", "--topic", "session", "--format", "tmux"], "--topic"),
+        (["watch", "--format", "{title}", "--text", "{speaker}"], "--text"),
+    ])
+    func watchOptionsTheFormatIgnoresAreUsageErrors(arguments: [String], option: String) throws {
+        let daemon = try DaemonProcess()
+        // --once: the old code, ignoring the option, printed one line (or refused --once) instead of waiting.
+        let result = try daemon.ctl(arguments + ["--once"])
+        #expect(result.exitCode == 64, "\(arguments): \(result.standardOutput)")
+        #expect(result.standardError.contains(option), "\(result.standardError)")
+    }
 }

@@ -44,6 +44,29 @@ struct Watch {
         return given
     }
 
+    /// Options the format would ignore are usage errors, as `--once` with events is: `--text` and the idle
+    /// and offline texts are for status lines (`--text` for a named format: a template is its own meeting
+    /// text), `--topic` for the events format (the status formats follow the session).
+    static func checkOptionsFit(format: String, _ arguments: ParsedArguments) throws(CLIError) {
+        if format == "events" {
+            for option in ["text", "idle-text", "offline-text"] where arguments.value(option) != nil {
+                throw .usage(
+                    "watch: --\(option) is for status lines, which --format events does not print; choose a --format such as waybar or a template"
+                )
+            }
+        } else {
+            if !arguments.all("topic").isEmpty {
+                throw .usage(
+                    "watch: --topic chooses events for --format events; --format \(format) follows the session only")
+            }
+            if arguments.value("text") != nil && !formatNames.contains(format) {
+                throw .usage(
+                    "watch: --text and a --format template both say the meeting's text; put the template in one of them"
+                )
+            }
+        }
+    }
+
     /// A template's placeholders all exist, or a usage error lists the valid ones.
     static func checkTemplate(_ template: String, option: String) throws(CLIError) {
         let unknown = StatusLine.unknownPlaceholders(in: template)
