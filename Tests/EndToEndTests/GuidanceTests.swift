@@ -320,4 +320,21 @@ import Testing
         #expect(result.exitCode == 64, "\(arguments): \(result.standardOutput)")
         #expect(result.standardError.contains(option), "\(result.standardError)")
     }
+
+    /// `export --output -` writes to standard output, not to a file named `-`.
+    @Test func exportToDashIsStandardOutput() throws {
+        let daemon = try DaemonProcess()
+        _ = try Self.quickMeeting(daemon)
+        let directory = TemporaryDirectory("dash")
+        let result = try CommandResult.run(
+            "/bin/sh",
+            [
+                "-c", "cd \"$1\" && exec \"$2\" export quick --output -", "sh", directory.path,
+                BuiltProducts.path("syncupsctl"),
+            ],
+            environment: ["SYNCUPSD_SOCKET": daemon.socketPath])
+        #expect(result.exitCode == 0, "\(result.standardError)")
+        #expect(result.standardOutput.hasPrefix("# Quick, "), "\(result.standardOutput)")
+        #expect(!Files.exists(directory.appending("-")))
+    }
 }

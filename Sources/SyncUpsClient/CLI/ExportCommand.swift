@@ -13,7 +13,8 @@ extension Syncupsctl {
             --format F     md, json, srt or vtt; srt and vtt need the timed transcript a speech
                            engine records. Default: the one FILE's extension names (.md, .json,
                            .srt, .vtt), else md; a --format other than FILE's extension is an error
-            --output FILE  write to FILE (created 0600) instead of standard output
+            --output FILE  write to FILE (created 0600) instead of standard output; - is
+                           standard output
             """,
         spec: ArgumentSpec(valueOptions: ["format", "output"], positionals: 1...2)
     ) { context, arguments throws(CLIError) in
@@ -21,7 +22,7 @@ extension Syncupsctl {
         let meeting = try context.wholeMeeting(
             syncUp: arguments.positionals[0], meeting: arguments.positionals.dropFirst().first ?? "latest")
         let text = try TranscriptExport.render(meeting, format: format)
-        if let path = arguments.value("output") {
+        if let path = arguments.value("output"), path != "-" {
             do {
                 let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
                 defer { fd.close() }
