@@ -337,4 +337,29 @@ import Testing
         #expect(result.standardOutput.hasPrefix("# Quick, "), "\(result.standardOutput)")
         #expect(!Files.exists(directory.appending("-")))
     }
+
+    /// The Markdown export has one paragraph per speaker turn, as the man page says: a speaker's consecutive
+    /// phrases together.
+    @Test func markdownHasOneParagraphPerSpeakerTurn() throws {
+        let directory = TemporaryDirectory("paragraphs")
+        let syncUp = SyncUp.realistic(index: 0, meetingCount: 1, transcriptBytes: 16)
+        let meeting = syncUp.meetings[0].id
+        let data = directory.dataDirectory(holding: [syncUp])
+        let ann = #"{"id":"A0000000-0000-0000-0000-000000000001","name":"Ann"}"#
+        let bob = #"{"id":"B0000000-0000-0000-0000-000000000002","name":"Bob"}"#
+        let segments = [(ann, "yesterday i finished"), (ann, "the review"), (bob, "no blockers"), (ann, "one more")]
+            .enumerated().map { index, segment in
+                #"{"speaker":\#(segment.0),"start":\#(index),"end":\#(index + 1),"text":"\#(segment.1)","words":[]}"#
+            }
+        Files.write(
+            data + "/meetings/\(meeting).json",
+            #"{"meeting":"\#(meeting)","syncup":"\#(syncUp.id)","interrupted":false,"attendees":[],"segments":["#
+                + segments.joined(separator: ",") + "]}")
+        let daemon = try DaemonProcess(arguments: ["--speech-engine", "none"], directory: directory)
+        let markdown = try daemon.ctl(["export", syncUp.id.description, "latest"]).standardOutput
+        #expect(
+            markdown.contains(
+                "\n\n**Ann:** yesterday i finished the review\n\n**Bob:** no blockers\n\n**Ann:** one more\n\n"),
+            "\(markdown)")
+    }
 }
