@@ -362,4 +362,15 @@ import Testing
                 "\n\n**Ann:** yesterday i finished the review\n\n**Bob:** no blockers\n\n**Ann:** one more\n\n"),
             "\(markdown)")
     }
+
+    /// `show` escapes bidirectional controls (U+202E would reorder the rest of the line) as other controls.
+    @Test func showEscapesBidiControls() throws {
+        let daemon = try DaemonProcess()
+        _ = try daemon.client().result(
+            "syncups.create", ["title": "Pay\u{202E}lmth.exe", "attendees": ["Ann\u{2067}x"]])
+        let shown = try daemon.ctl(["show", "Pay"])
+        #expect(shown.exitCode == 0, "\(shown.standardError)")
+        #expect(!shown.standardOutput.unicodeScalars.contains { [0x202E, 0x2067].contains($0.value) })
+        #expect(shown.standardOutput.hasPrefix("Pay\u{FFFD}lmth.exe  ("), "\(shown.standardOutput)")
+    }
 }
