@@ -363,6 +363,22 @@ import Testing
             "\(markdown)")
     }
 
+    /// The man page shows `ids`' meeting dates as `ids` prints them: local time with its offset, not UTC.
+    @Test(.enabled(if: Files.exists("/usr/share/zoneinfo/Asia/Kolkata")))
+    func idsDatesAreDocumentedAsPrinted() throws {
+        let man = try #require(Files.readString(BuiltProducts.repositoryRoot + "/man/syncupsctl.1.scd"))
+        let entry = try #require(man.firstRange(of: "*ids* [_ID_").map { man[$0.lowerBound...].prefix(600) })
+        let documented = try #require(entry.firstMatch(of: /\d{4}-\d\d-\d\d \d\d:\d\d [+-]\d\d:\d\d/), "\(entry)")
+        #expect(!entry.contains("UTC_"), "\(entry)")
+        let daemon = try DaemonProcess()
+        let meeting = try Self.quickMeeting(daemon)
+        let ids = try daemon.ctl(["ids", "Quick"], environment: ["TZ": "Asia/Kolkata"]).standardOutput
+        let printed = try #require(ids.firstMatch(of: /\t(.+)\n/)?.1, "\(ids)")
+        #expect(ids.hasPrefix(meeting + "\t"))
+        #expect(printed.wholeMatch(of: /\d{4}-\d\d-\d\d \d\d:\d\d \+05:30/) != nil, "\(ids)")
+        #expect(documented.output.count == printed.count, "the documented example has the printed shape")
+    }
+
     /// `show` escapes bidirectional controls (U+202E would reorder the rest of the line) as other controls.
     @Test func showEscapesBidiControls() throws {
         let daemon = try DaemonProcess()
