@@ -204,7 +204,11 @@ import Testing
         #expect(anns.standardError.contains("differ only by case, accents or spaces"), "\(anns.standardError)")
         let twin = try daemon.ctl(["add", "design"])
         #expect(twin.exitCode == 0)
-        #expect(twin.standardError.contains("the same title; name each by its id"), "\(twin.standardError)")
+        #expect(
+            twin.standardError.contains("differs only by case, accents or spaces; write the title exactly"),
+            "\(twin.standardError)")
+        let same = try daemon.ctl(["add", "design"])
+        #expect(same.standardError.contains("has the same title; name each by its id"), "\(same.standardError)")
     }
 
     /// Wide characters take two columns: the columns after a title line up however it is written.

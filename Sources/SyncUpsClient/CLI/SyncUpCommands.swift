@@ -296,7 +296,8 @@ extension Format {
 
 extension Context {
     /// Warns about names a person will mix up (`NameKey`: differing only by case, accents or spaces):
-    /// attendees of `syncUp`, and another sync-up with the same title, which commands must then name by id.
+    /// attendees of `syncUp`, and another sync-up with the same title (commands must then name each by id) or
+    /// one differing only so (then named by its exact title or id, no longer loosely).
     func warnAboutLookalikes(_ syncUp: JSONValue, on connection: DaemonConnection) throws(CLIError) {
         var groups: [String: [String]] = [:]
         var order: [String] = []
@@ -317,10 +318,24 @@ extension Context {
         let others = try Syncupsctl.allSyncUps(self, on: connection).filter {
             $0["id"] != syncUp["id"] && NameKey.of(Format.string($0["title"])) == title
         }
-        if !others.isEmpty {
-            let ids = others.map { Format.shortID(Format.string($0["id"])) }.joined(separator: ", ")
+        // A title equal byte for byte can then only be named by id; one that differs in case, accents or
+        // spaces still names its own sync-up when written exactly (`syncUpID`), but no longer loosely.
+        let exact = Format.string(syncUp["title"])
+        let (same, alike) = (
+            others.filter { Format.string($0["title"]).utf8.elementsEqual(exact.utf8) },
+            others.filter { !Format.string($0["title"]).utf8.elementsEqual(exact.utf8) }
+        )
+        func ids(_ syncUps: [JSONValue]) -> String {
+            syncUps.map { Format.shortID(Format.string($0["id"])) }.joined(separator: ", ")
+        }
+        if !same.isEmpty {
             output.error(
-                "warning: \(ids) \(others.count == 1 ? "has" : "have") the same title; name each by its id (syncupsctl ids lists them)\n"
+                "warning: \(ids(same)) \(same.count == 1 ? "has" : "have") the same title; name each by its id (syncupsctl ids lists them)\n"
+            )
+        }
+        if !alike.isEmpty {
+            output.error(
+                "warning: \(ids(alike)) \(alike.count == 1 ? "has a title that differs" : "have titles that differ") only by case, accents or spaces; write the title exactly, or name each by its id\n"
             )
         }
     }
