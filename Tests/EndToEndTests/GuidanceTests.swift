@@ -289,7 +289,9 @@ import Testing
         let bar = try daemon.ctl(["watch", "--format", "waybar", "--once"])
         let line = try JSONParser().parse(bar.standardOutput)
         #expect(line["class"] == "busy", "\(bar.standardOutput)")
-        #expect(line["tooltip"]?.stringValue?.contains("refused the connection") == true, "\(bar.standardOutput)")
+        #expect(
+            line["tooltip"] == "syncupsd refused the connection: the daemon already serves 1 connection",
+            "\(bar.standardOutput)")
         #expect(!bar.standardOutput.contains("not running"))
     }
 

@@ -1,4 +1,5 @@
 import SyncUpsJSON
+import SyncUpsProtocol
 
 /// syncupsctl's exit statuses, from sysexits.h.
 public enum ExitCode: Int32, Sendable {
@@ -51,6 +52,14 @@ public struct CLIError: Error, Sendable {
     }
 
     public static func usage(_ message: String) -> CLIError { CLIError(.usage, message) }
+
+    /// The daemon turned the connection away (status 75): `message` on stderr; `--json`, the bars' tooltip
+    /// and `watch.busy` carry the daemon's own code and words, as for a rejected request.
+    static func turnedAway(_ message: String, daemonSays error: ProtocolError) -> CLIError {
+        var failure = CLIError(.temporaryFailure, message, code: error.code.rawValue)
+        failure.detail = error.message
+        return failure
+    }
 
     /// No daemon's socket could be reached (status 69, with the hint to start one).
     static func notReached(_ message: String) -> CLIError {

@@ -210,7 +210,7 @@ struct Context {
         case .rejected(let error):
             .rejected(code: error.code.rawValue, message: error.message, forPeople: Self.inCLITerms(error.message))
         case .broken(let message): CLIError(.unavailable, message)
-        case .turnedAway(let error): CLIError(.temporaryFailure, failure.description, code: error.code.rawValue)
+        case .turnedAway(let error): .turnedAway(failure.description, daemonSays: error)
         }
     }
 
