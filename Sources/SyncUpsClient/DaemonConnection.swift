@@ -13,11 +13,15 @@ public final class DaemonConnection {
         case rejected(ProtocolError)
         /// The daemon went away or sent something unreadable mid-conversation.
         case broken(String)
+        /// The daemon is running but turned this connection away instead of greeting it
+        /// (`too_many_connections`: at its connection limit, or out of file descriptors); exits 75.
+        case turnedAway(ProtocolError)
 
         public var description: String {
             switch self {
             case .unavailable(let message), .broken(let message): message
             case .rejected(let error): "\(error.code): \(error.message)"
+            case .turnedAway(let error): "syncupsd refused the connection (\(error.code)): \(error.message)"
             }
         }
     }
@@ -45,11 +49,24 @@ public final class DaemonConnection {
             throw .unavailable("cannot connect to syncupsd at \(path): \(error.errno)")
         }
         reader = LineReader(fd: fd)
-        guard case .event("hello", _, let data) = try nextMessage() else {
+        let first: IncomingMessage
+        do {
+            first = try nextMessage()
+        } catch {
+            fd.close()
+            throw error
+        }
+        switch first {
+        case .event("hello", _, let data):
+            greeting = data
+        case .reply(_, .failure(let error)):
+            // A daemon at its limits says why instead of greeting (protocol.md: too_many_connections).
+            fd.close()
+            throw .turnedAway(error)
+        default:
             fd.close()
             throw .broken("the daemon at \(path) did not greet (not syncupsd?)")
         }
-        greeting = data
     }
 
     deinit {

@@ -204,7 +204,11 @@ import Testing
         #expect(anns.standardError.contains("differ only by case, accents or spaces"), "\(anns.standardError)")
         let twin = try daemon.ctl(["add", "design"])
         #expect(twin.exitCode == 0)
-        #expect(twin.standardError.contains("the same title; name each by its id"), "\(twin.standardError)")
+        #expect(
+            twin.standardError.contains("differs only by case, accents or spaces; write the title exactly"),
+            "\(twin.standardError)")
+        let same = try daemon.ctl(["add", "design"])
+        #expect(same.standardError.contains("has the same title; name each by its id"), "\(same.standardError)")
     }
 
     /// Wide characters take two columns: the columns after a title line up however it is written.
@@ -255,5 +259,140 @@ import Testing
         let removed = try daemon.ctl(["edit", "quick", "--remove-attendee", "chloe", "--rename-attendee", "ann=Anna"])
         #expect(removed.exitCode == 0, "\(removed.standardError)")
         #expect(try daemon.ctl(["show", "quick"]).standardOutput.contains("attendees:  Anna\n"))
+    }
+
+    // MARK: - What an attacker and a new user found
+
+    /// A `--timeout` past a day (poll's milliseconds overflow at 2147484 s) is a usage error, never a crash.
+    @Test(arguments: ["2147484", "1e10", "inf", "nan", "86401", "-1"])
+    func aTimeoutPastADayIsAUsageError(timeout: String) throws {
+        let daemon = try DaemonProcess()
+        let result = try daemon.ctl(["--timeout", timeout, "ping"])
+        #expect(result.exitCode == 64, "\(result.status) \(result.standardError)")
+        #expect(result.standardError.contains("--timeout needs a number of seconds up to 86400"))
+        #expect(try daemon.ctl(["--timeout=86400", "ping"]).exitCode == 0)
+    }
+
+    /// A daemon at its connection limit is busy, not gone: syncupsctl says it refused and why (status 75, no
+    /// hint to start it), and the bars show it busy.
+    @Test func aDaemonAtItsConnectionLimitIsBusyNotOffline() throws {
+        let daemon = try DaemonProcess(arguments: ["--max-connections", "1"])
+        let holder = try daemon.client()
+        _ = try holder.result("ping")
+        let refused = try daemon.ctl(["ping"])
+        #expect(refused.exitCode == 75, "\(refused.standardError)")
+        #expect(refused.standardError.contains("refused the connection"), "\(refused.standardError)")
+        #expect(refused.standardError.contains("already serves 1 connection"), "\(refused.standardError)")
+        #expect(!refused.standardError.contains("start the daemon"), "\(refused.standardError)")
+        let json = try JSONParser().parse(try daemon.ctl(["--json", "ping"]).standardOutput)
+        #expect(json["error"]?["code"] == "too_many_connections", "\(json)")
+        let bar = try daemon.ctl(["watch", "--format", "waybar", "--once"])
+        let line = try JSONParser().parse(bar.standardOutput)
+        #expect(line["class"] == "busy", "\(bar.standardOutput)")
+        #expect(
+            line["tooltip"] == "syncupsd refused the connection: the daemon already serves 1 connection",
+            "\(bar.standardOutput)")
+        #expect(!bar.standardOutput.contains("not running"))
+    }
+
+    /// The daemon answered nothing in time, but the socket connected: it runs, so no hint to start it.
+    @Test func aTimeoutAfterConnectingGivesNoHintToStartTheDaemon() throws {
+        let directory = TemporaryDirectory("silent")
+        let path = directory.appending("socket")
+        let listener = try UnixSocket.listen(path: path)
+        defer { listener.close() }
+        let result = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"), ["--socket", path, "--timeout", "0.001", "ping"])
+        #expect(result.exitCode == 69, "\(result.standardError)")
+        #expect(result.standardError.contains("did not answer within"), "\(result.standardError)")
+        #expect(!result.standardError.contains("start the daemon"), "\(result.standardError)")
+        let missing = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"), ["--socket", directory.appending("none"), "ping"])
+        #expect(missing.standardError.contains("hint: start the daemon"), "\(missing.standardError)")
+    }
+
+    /// `watch` options the chosen format would ignore are usage errors naming the conflict.
+    @Test(arguments: [
+        (["watch", "--text", "{title}"], "--text"),
+        (["watch", "--idle-text", "free"], "--idle-text"),
+        (["watch", "--offline-text", "down"], "--offline-text"),
+        (["watch", "--topic", "session", "--format", "tmux"], "--topic"),
+        (["watch", "--format", "{title}", "--text", "{speaker}"], "--text"),
+    ])
+    func watchOptionsTheFormatIgnoresAreUsageErrors(arguments: [String], option: String) throws {
+        let daemon = try DaemonProcess()
+        // --once: the old code, ignoring the option, printed one line (or refused --once) instead of waiting.
+        let result = try daemon.ctl(arguments + ["--once"])
+        #expect(result.exitCode == 64, "\(arguments): \(result.standardOutput)")
+        #expect(result.standardError.contains(option), "\(result.standardError)")
+    }
+
+    /// `export --output -` writes to standard output, not to a file named `-`.
+    @Test func exportToDashIsStandardOutput() throws {
+        let daemon = try DaemonProcess()
+        _ = try Self.quickMeeting(daemon)
+        let directory = TemporaryDirectory("dash")
+        let result = try CommandResult.run(
+            "/bin/sh",
+            [
+                "-c", "cd \"$1\" && exec \"$2\" export quick --output -", "sh", directory.path,
+                BuiltProducts.path("syncupsctl"),
+            ],
+            environment: ["SYNCUPSD_SOCKET": daemon.socketPath])
+        #expect(result.exitCode == 0, "\(result.standardError)")
+        #expect(result.standardOutput.hasPrefix("# Quick, "), "\(result.standardOutput)")
+        #expect(!Files.exists(directory.appending("-")))
+    }
+
+    /// The Markdown export has one paragraph per speaker turn, as the man page says: a speaker's consecutive
+    /// phrases together.
+    @Test func markdownHasOneParagraphPerSpeakerTurn() throws {
+        let directory = TemporaryDirectory("paragraphs")
+        let syncUp = SyncUp.realistic(index: 0, meetingCount: 1, transcriptBytes: 16)
+        let meeting = syncUp.meetings[0].id
+        let data = directory.dataDirectory(holding: [syncUp])
+        let ann = #"{"id":"A0000000-0000-0000-0000-000000000001","name":"Ann"}"#
+        let bob = #"{"id":"B0000000-0000-0000-0000-000000000002","name":"Bob"}"#
+        let segments = [(ann, "yesterday i finished"), (ann, "the review"), (bob, "no blockers"), (ann, "one more")]
+            .enumerated().map { index, segment in
+                #"{"speaker":\#(segment.0),"start":\#(index),"end":\#(index + 1),"text":"\#(segment.1)","words":[]}"#
+            }
+        Files.write(
+            data + "/meetings/\(meeting).json",
+            #"{"meeting":"\#(meeting)","syncup":"\#(syncUp.id)","interrupted":false,"attendees":[],"segments":["#
+                + segments.joined(separator: ",") + "]}")
+        let daemon = try DaemonProcess(arguments: ["--speech-engine", "none"], directory: directory)
+        let markdown = try daemon.ctl(["export", syncUp.id.description, "latest"]).standardOutput
+        #expect(
+            markdown.contains(
+                "\n\n**Ann:** yesterday i finished the review\n\n**Bob:** no blockers\n\n**Ann:** one more\n\n"),
+            "\(markdown)")
+    }
+
+    /// The man page shows `ids`' meeting dates as `ids` prints them: local time with its offset, not UTC.
+    @Test(.enabled(if: Files.exists("/usr/share/zoneinfo/Asia/Kolkata")))
+    func idsDatesAreDocumentedAsPrinted() throws {
+        let man = try #require(Files.readString(BuiltProducts.repositoryRoot + "/man/syncupsctl.1.scd"))
+        let entry = try #require(man.firstRange(of: "*ids* [_ID_").map { man[$0.lowerBound...].prefix(600) })
+        let documented = try #require(entry.firstMatch(of: /\d{4}-\d\d-\d\d \d\d:\d\d [+-]\d\d:\d\d/), "\(entry)")
+        #expect(!entry.contains("UTC_"), "\(entry)")
+        let daemon = try DaemonProcess()
+        let meeting = try Self.quickMeeting(daemon)
+        let ids = try daemon.ctl(["ids", "Quick"], environment: ["TZ": "Asia/Kolkata"]).standardOutput
+        let printed = try #require(ids.firstMatch(of: /\t(.+)\n/)?.1, "\(ids)")
+        #expect(ids.hasPrefix(meeting + "\t"))
+        #expect(printed.wholeMatch(of: /\d{4}-\d\d-\d\d \d\d:\d\d \+05:30/) != nil, "\(ids)")
+        #expect(documented.output.count == printed.count, "the documented example has the printed shape")
+    }
+
+    /// `show` escapes bidirectional controls (U+202E would reorder the rest of the line) as other controls.
+    @Test func showEscapesBidiControls() throws {
+        let daemon = try DaemonProcess()
+        _ = try daemon.client().result(
+            "syncups.create", ["title": "Pay\u{202E}lmth.exe", "attendees": ["Ann\u{2067}x"]])
+        let shown = try daemon.ctl(["show", "Pay"])
+        #expect(shown.exitCode == 0, "\(shown.standardError)")
+        #expect(!shown.standardOutput.unicodeScalars.contains { [0x202E, 0x2067].contains($0.value) })
+        #expect(shown.standardOutput.hasPrefix("Pay\u{FFFD}lmth.exe  ("), "\(shown.standardOutput)")
     }
 }

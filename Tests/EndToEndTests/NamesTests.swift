@@ -84,4 +84,59 @@ import Testing
         let meeting = try daemon.ctl(["meeting", id, "latest"]).standardOutput
         #expect(meeting.hasPrefix("Design⏎theme:      fake, "), "\(meeting)")
     }
+
+    /// A title given byte for byte wins over one that only matches it loosely; loose matches among themselves
+    /// are ambiguous and listed by id.
+    @Test func anExactTitleWinsOverALooseOne() throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.client()
+        let first = try client.result("syncups.create", ["title": "Équipe Café ☕", "attendees": ["Ann"]])
+        let second = try daemon.ctl(["--json", "add", "équipe café ☕", "--attendee", "Bob"])
+        #expect(second.exitCode == 0, "\(second.standardError)")
+        let secondID = try #require(try JSONParser().parse(Array(second.standardOutput.utf8))["id"]?.stringValue)
+        let firstID = try #require(first["id"]?.stringValue)
+        let shown = try daemon.ctl(["show", "équipe café ☕"])
+        #expect(shown.exitCode == 0, "\(shown.standardError)")
+        #expect(shown.standardOutput.hasPrefix("équipe café ☕  (\(secondID))"), "\(shown.standardOutput)")
+        #expect(try daemon.ctl(["show", "Équipe Café ☕"]).standardOutput.hasPrefix("Équipe Café ☕  (\(firstID))"))
+        for loose in ["equipe cafe ☕", "equipe"] {
+            let ambiguous = try daemon.ctl(["show", loose])
+            #expect(ambiguous.exitCode == 65, "\(loose): \(ambiguous.standardOutput)")
+            #expect(ambiguous.standardError.contains(String(firstID.prefix(8))), "\(ambiguous.standardError)")
+            #expect(ambiguous.standardError.contains(String(secondID.prefix(8))), "\(ambiguous.standardError)")
+        }
+    }
+
+    /// `rm` and `rm-meeting` never take a title prefix: only an id, an id prefix of 4+ characters or a whole
+    /// title; and `rm` asks on a terminal, and needs `--yes` elsewhere, even with no meetings to lose.
+    @Test func deletingNeverTakesATitlePrefix() throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.client()
+        let board = try #require(
+            try client.result("syncups.create", ["title": "Board Review", "attendees": ["Ann"]])["id"]?.stringValue)
+        _ = try client.result("syncups.create", ["title": "Zebra", "attendees": ["Ann"]])
+        _ = try GuidanceTests.quickMeeting(daemon)
+        for arguments in [["rm", "z", "--yes"], ["rm", "Zeb", "--yes"], ["rm-meeting", "Qui", "latest", "--yes"]] {
+            let refused = try daemon.ctl(arguments)
+            #expect(refused.exitCode == 65, "\(arguments): \(refused.standardOutput)")
+            #expect(refused.standardError.contains("start of a title"), "\(arguments): \(refused.standardError)")
+        }
+        let declined = try daemon.ctlOnTerminal(["rm", "bo"], input: "y\n")
+        #expect(declined.exitCode == 65, "\(declined.standardOutput)")
+        #expect(try client.request("syncups.get", ["id": .string(board)])["ok"] == true, "Board Review is still there")
+        let noMeetings = try daemon.ctl(["rm", "Board Review"])
+        #expect(noMeetings.exitCode == 64, "\(noMeetings.standardOutput)")
+        #expect(noMeetings.standardError.contains("pass --yes"), "\(noMeetings.standardError)")
+        let asked = try daemon.ctlOnTerminal(["rm", "board review"], input: "n\n")
+        #expect(asked.exitCode == 1)
+        #expect(asked.standardOutput.contains("[y/N]"), "\(asked.standardOutput)")
+        let byIDPrefix = try daemon.ctl(["rm", String(board.prefix(4)), "--yes"])
+        #expect(byIDPrefix.exitCode == 0, "\(byIDPrefix.standardError)")
+        #expect(try daemon.ctl(["rm", "zebra", "--yes"]).exitCode == 0)
+        let meeting = try daemon.ctlOnTerminal(["rm-meeting", "Quick", "latest"], input: "n\n")
+        let meetingID = try daemon.ctl(["ids", "Quick"]).standardOutput.prefix(36)
+        #expect(
+            meeting.standardOutput.contains(String(meetingID)),
+            "the prompt names the meeting: \(meeting.standardOutput)")
+    }
 }

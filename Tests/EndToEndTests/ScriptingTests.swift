@@ -217,7 +217,9 @@ import Testing
         #expect(ambiguous.exitCode == 65)
         #expect(ambiguous.standardError.contains("\"Design Review\"") && ambiguous.standardError.contains("\"Daily\""))
         #expect(try daemon.ctl(["start", "daily", "--no-audio"]).exitCode == 0)
-        #expect(try daemon.ctl(["rm-meeting", "Design", "latest", "--yes"]).exitCode == 0)
+        // Deleting takes the whole title (in any case), never its start.
+        #expect(try daemon.ctl(["rm-meeting", "Design", "latest", "--yes"]).exitCode == 65)
+        #expect(try daemon.ctl(["rm-meeting", "design review", "latest", "--yes"]).exitCode == 0)
         #expect(try daemon.ctl(["ids", "Design"]).standardOutput.hasPrefix(meetings[0] + "\t"))
     }
 
@@ -228,7 +230,7 @@ import Testing
         let saved = try Self.savedMeeting(daemon)
         let refused = try daemon.ctl(["rm", saved.syncUp])
         #expect(refused.exitCode == 64)
-        #expect(refused.standardError.contains("1 meeting and its audio; pass --yes"), "\(refused.standardError)")
+        #expect(refused.standardError.contains("with 1 meeting and its audio; pass --yes"), "\(refused.standardError)")
         #expect(try daemon.ctl(["show", saved.syncUp]).exitCode == 0)
         #expect(try daemon.ctl(["rm", saved.syncUp, "--yes"]).exitCode == 0)
 
@@ -237,9 +239,11 @@ import Testing
         let live = try #require(created["id"]?.stringValue)
         #expect(try daemon.ctl(["start", live, "--no-audio"]).exitCode == 0)
         #expect(try daemon.ctl(["rm", live]).standardError.contains("the meeting being recorded"))
-        // Nothing to lose: nothing asked.
+        // Nothing more to lose: still asked (a history line run twice must not delete quietly).
         let spare = try JSONParser().parse(try daemon.ctl(["--json", "add", "Spare"]).standardOutput)
-        #expect(try daemon.ctl(["rm", try #require(spare["id"]?.stringValue)]).exitCode == 0)
+        let spareRefused = try daemon.ctl(["rm", try #require(spare["id"]?.stringValue)])
+        #expect(spareRefused.exitCode == 64)
+        #expect(spareRefused.standardError.contains("\"Spare\""), "\(spareRefused.standardError)")
     }
 
     // MARK: - Small things a user trips on

@@ -45,7 +45,7 @@ import Testing
         #expect(object["duration"] == 5400)
         #expect(object["attendees"]?[1]?["name"] == "Blob Junior")
 
-        #expect(try daemon.ctl(["rm", id]).exitCode == 0)
+        #expect(try daemon.ctl(["rm", id, "--yes"]).exitCode == 0)
         #expect(try daemon.ctl(["list"]).standardOutput.hasPrefix("no sync-ups yet"))
     }
 

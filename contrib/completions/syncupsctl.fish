@@ -150,7 +150,7 @@ complete -c syncupsctl -n '__syncupsctl_using start' -l no-call -d 'Record the m
 complete -c syncupsctl -n '__syncupsctl_using end' -l save -d 'Save the meeting (the default)'
 complete -c syncupsctl -n '__syncupsctl_using end' -l discard -d 'Discard the meeting and its audio'
 complete -c syncupsctl -n '__syncupsctl_using end' -l no-wait -d 'Return before the save is done'
-complete -c syncupsctl -n '__syncupsctl_using rm delete rm-meeting' -l yes -d 'Do not ask before deleting meetings'
+complete -c syncupsctl -n '__syncupsctl_using rm delete rm-meeting' -l yes -d 'Do not ask before deleting'
 complete -c syncupsctl -n '__syncupsctl_using watch' -l format -x -d 'What to print' \
     -a 'events\t"Every event, one JSON line each" json\t"State, text and session per change" waybar\t"waybar custom module" polybar\t"polybar text with colours" i3blocks\t"i3blocks JSON, reads clicks" tmux\t"tmux text with colours"'
 complete -c syncupsctl -n '__syncupsctl_using watch' -l topic -x -a 'syncups session daemon' -d 'With --format events: a topic'

@@ -1,4 +1,5 @@
 import SyncUpsJSON
+import SyncUpsProtocol
 
 /// syncupsctl's exit statuses, from sysexits.h.
 public enum ExitCode: Int32, Sendable {
@@ -10,6 +11,8 @@ public enum ExitCode: Int32, Sendable {
     case rejected = 65
     /// EX_UNAVAILABLE: the daemon is not running or not reachable.
     case unavailable = 69
+    /// EX_TEMPFAIL: the daemon runs but turned the connection away for now (`too_many_connections`).
+    case temporaryFailure = 75
     /// EX_CANTCREAT: an output file could not be written (`export --output`).
     case cannotCreate = 73
 
@@ -22,6 +25,7 @@ public enum ExitCode: Int32, Sendable {
         case .rejected: "rejected"
         case .unavailable: "unavailable"
         case .cannotCreate: "cannot_create"
+        case .temporaryFailure: "temporary_failure"
         }
     }
 }
@@ -36,6 +40,9 @@ public struct CLIError: Error, Sendable {
     public var code: String
     /// The message alone, without the code in front.
     public var detail: String
+    /// No socket could be reached, so the daemon is likely not running: stderr suggests starting it. Not
+    /// after a connection was made (a daemon that is slow to answer is running).
+    public var suggestsStartingDaemon = false
 
     public init(_ exitCode: ExitCode, _ message: String, code: String? = nil) {
         self.exitCode = exitCode
@@ -45,6 +52,21 @@ public struct CLIError: Error, Sendable {
     }
 
     public static func usage(_ message: String) -> CLIError { CLIError(.usage, message) }
+
+    /// The daemon turned the connection away (status 75): `message` on stderr; `--json`, the bars' tooltip
+    /// and `watch.busy` carry the daemon's own code and words, as for a rejected request.
+    static func turnedAway(_ message: String, daemonSays error: ProtocolError) -> CLIError {
+        var failure = CLIError(.temporaryFailure, message, code: error.code.rawValue)
+        failure.detail = error.message
+        return failure
+    }
+
+    /// No daemon's socket could be reached (status 69, with the hint to start one).
+    static func notReached(_ message: String) -> CLIError {
+        var error = CLIError(.unavailable, message)
+        error.suggestsStartingDaemon = true
+        return error
+    }
 
     /// The daemon refused a request: its code and message (`forPeople` on stderr, when it says it better).
     static func rejected(code: String, message: String, forPeople: String? = nil) -> CLIError {

@@ -13,7 +13,8 @@ extension Syncupsctl {
             --format F     md, json, srt or vtt; srt and vtt need the timed transcript a speech
                            engine records. Default: the one FILE's extension names (.md, .json,
                            .srt, .vtt), else md; a --format other than FILE's extension is an error
-            --output FILE  write to FILE (created 0600) instead of standard output
+            --output FILE  write to FILE (created 0600) instead of standard output; - is
+                           standard output
             """,
         spec: ArgumentSpec(valueOptions: ["format", "output"], positionals: 1...2)
     ) { context, arguments throws(CLIError) in
@@ -21,7 +22,7 @@ extension Syncupsctl {
         let meeting = try context.wholeMeeting(
             syncUp: arguments.positionals[0], meeting: arguments.positionals.dropFirst().first ?? "latest")
         let text = try TranscriptExport.render(meeting, format: format)
-        if let path = arguments.value("output") {
+        if let path = arguments.value("output"), path != "-" {
             do {
                 let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
                 defer { fd.close() }
@@ -72,6 +73,8 @@ extension Syncupsctl {
 enum TranscriptExport {
     struct Cue {
         var speaker: String
+        /// The speaker's attendee id ("" when nobody was attributed): who a paragraph belongs to.
+        var speakerID: String
         var start: Double
         var end: Double
         var text: String
@@ -81,6 +84,7 @@ enum TranscriptExport {
         (meeting["segments"]?.arrayValue ?? []).map { segment in
             Cue(
                 speaker: segment["speaker"]?["name"]?.stringValue ?? "",
+                speakerID: segment["speaker"]?["id"]?.stringValue ?? "",
                 start: segment["start"]?.numberValue?.double ?? 0,
                 end: segment["end"]?.numberValue?.double ?? 0,
                 text: segment["text"]?.stringValue ?? ""
@@ -103,9 +107,21 @@ enum TranscriptExport {
                 text +=
                     (transcript.isEmpty ? "_No transcript._" : Escape.markdown(transcript, atLineStart: true)) + "\n"
             } else {
-                for cue in cues {
+                // One paragraph per speaker turn: a speaker's consecutive phrases, as the recognizer split them,
+                // read as what they said in one go.
+                var index = 0
+                while index < cues.count {
+                    let cue = cues[index]
+                    var phrases = [Escape.markdown(cue.text)]
+                    index += 1
+                    while index < cues.count, cues[index].speakerID == cue.speakerID,
+                        cues[index].speaker == cue.speaker
+                    {
+                        phrases.append(Escape.markdown(cues[index].text))
+                        index += 1
+                    }
                     let speaker = Escape.markdown(cue.speaker.isEmpty ? "Unknown" : cue.speaker)
-                    text += "**\(speaker):** \(Escape.markdown(cue.text))\n\n"
+                    text += "**\(speaker):** \(phrases.joined(separator: " "))\n\n"
                 }
             }
             return text + "\n" + markdownInsights(meeting)

@@ -19,19 +19,23 @@ extension Syncupsctl {
             usage: "rm-meeting SYNCUP MEETING [--yes]",
             summary: "Delete a past meeting and its audio.",
             details: """
+                SYNCUP: an id, an id prefix (4+ characters) or the whole title (never a title prefix);
+                MEETING: an id, an id prefix, latest or latest~N.
                 --yes   do not ask: needed when not on a terminal (on a terminal, rm-meeting asks, as rm does)
                 """,
             spec: ArgumentSpec(flagOptions: ["yes"], positionals: 2...2)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
-            let ids = try context.meetingIDs(arguments.positionals[0], arguments.positionals[1], on: connection)
+            // What a deletion names must be meant: an id, an id prefix or a whole title, never a title's start.
+            let ids = try context.meetingIDs(
+                arguments.positionals[0], arguments.positionals[1], on: connection, titlePrefixes: false)
             if !arguments.has("yes") {
                 let meeting = try context.call(
                     on: connection, "meetings.get",
                     ["syncup": .string(ids.syncUp), "meeting": .string(ids.meeting), "segmentsLimit": 1])
                 try context.confirm(
                     deleting:
-                        "the meeting of \"\(Format.name(meeting["syncup"]?["title"]))\" on \(Format.date(meeting["date"])) and its audio",
+                        "the meeting of \"\(Format.name(meeting["syncup"]?["title"]))\" on \(Format.date(meeting["date"])) (\(Format.string(meeting["id"]))) and its audio",
                     for: "rm-meeting")
             }
             let result = try context.call(

@@ -46,8 +46,10 @@ extension String {
     }
 
     /// The text on one line, every character of it visible: a line break shows as `⏎`, a tab as a space,
-    /// another control character as its Unicode control picture (`␛` for ESC). A name can then neither
-    /// make a one-line format print two lines nor fake a line of a multi-line output.
+    /// another control character as its Unicode control picture (`␛` for ESC), a C1 control or a bidirectional
+    /// formatting character (U+202E RIGHT-TO-LEFT OVERRIDE, the isolates, the marks) as `�`. A name can then
+    /// neither make a one-line format print two lines, nor fake a line of a multi-line output, nor reorder
+    /// the text printed after it on its line.
     var visibleOnOneLine: String {
         var result = ""
         for character in self {
@@ -55,6 +57,8 @@ extension String {
                 result += "⏎"
             } else if character == "\t" {
                 result += " "
+            } else if character.unicodeScalars.contains(where: { Self.bidiControls.contains($0.value) }) {
+                result.append("\u{FFFD}")
             } else if let scalar = character.unicodeScalars.first, scalar.properties.generalCategory == .control {
                 let value = scalar.value
                 let picture = value < 0x20 ? 0x2400 + value : value == 0x7F ? 0x2421 : 0xFFFD
@@ -65,6 +69,12 @@ extension String {
         }
         return result
     }
+
+    /// Unicode's bidirectional formatting characters (Bidi_Control): the Arabic letter mark, the
+    /// left-to-right and right-to-left marks, the embeddings and overrides, and the isolates.
+    private static let bidiControls: Set<UInt32> = [
+        0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069,
+    ]
 
     /// The first line, cut to `limit` characters with an ellipsis.
     func excerpt(_ limit: Int) -> String {

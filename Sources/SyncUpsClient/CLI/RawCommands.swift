@@ -42,6 +42,10 @@ extension Syncupsctl {
                 --offline-text T   what they show while syncupsd is down (default "\(StatusLine().offlineText)")
                 --topic TOPIC      with --format events: syncups, session or daemon (repeat; default all);
                                    one the daemon does not know is a usage error (status 64)
+
+                --text, --idle-text and --offline-text need a status format (not events), --text a named
+                one (a template is the meeting's text itself), --topic the events format: an option the
+                format would ignore is a usage error (status 64).
                 --once             print the current line and exit (for tmux's #(…) and polling bars)
                 --clicks           read click events on stdin (on by default for i3blocks)
                 --no-clicks        do not read stdin, even for i3blocks
@@ -53,7 +57,9 @@ extension Syncupsctl {
                 {{ and }} are literal braces. Format names may be in any case; an unknown name or
                 placeholder is a usage error.
 
-                Lines are flushed one by one. When the daemon is down it prints the offline line and
+                Lines are flushed one by one. While the daemon turns connections away (too_many_connections)
+                the status formats show "\(StatusLine().busyText)" (state and class busy) and the events format
+                {"event":"watch.busy","data":{"message"}}. When the daemon is down it prints the offline line and
                 reconnects, waiting 0.25 s, then twice as long each time up to 5 s. It prints an empty line only
                 when you chose an empty text (--idle-text '' hides a bar's module while no meeting runs).
                 """,
@@ -66,6 +72,7 @@ extension Syncupsctl {
             }
             let format = try Watch.checkedFormat(arguments.value("format") ?? "events")
             if let text = arguments.value("text") { try Watch.checkTemplate(text, option: "--text") }
+            try Watch.checkOptionsFit(format: format, arguments)
             if arguments.has("once") && format == "events" {
                 throw .usage("watch: --once prints one status line; choose a --format other than events")
             }

@@ -164,13 +164,13 @@ extension Syncupsctl {
             usage: "rm ID [--yes]",
             summary: "Delete a sync-up with its meetings and their audio.",
             details: """
-                --yes   do not ask: needed, when not on a terminal, to delete a sync-up that has
-                        meetings or is being recorded (on a terminal, rm asks)
+                ID: an id, an id prefix (4+ characters) or the whole title (never a title prefix).
+                --yes   do not ask: needed when not on a terminal (on a terminal, rm asks)
                 """,
             spec: ArgumentSpec(flagOptions: ["yes"], positionals: 1...1)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
-            let id = try context.syncUpID(arguments.positionals[0], on: connection)
+            let id = try context.syncUpID(arguments.positionals[0], on: connection, titlePrefixes: false)
             if !arguments.has("yes") { try context.confirmDeletion(of: id, on: connection) }
             let result = try context.call(on: connection, "syncups.delete", ["id": .string(id)])
             context.show(result) { "deleted \(Format.string(result["id"])) \"\(Format.name(result["title"]))\"\n" }
@@ -296,7 +296,8 @@ extension Format {
 
 extension Context {
     /// Warns about names a person will mix up (`NameKey`: differing only by case, accents or spaces):
-    /// attendees of `syncUp`, and another sync-up with the same title, which commands must then name by id.
+    /// attendees of `syncUp`, and another sync-up with the same title (commands must then name each by id) or
+    /// one differing only so (then named by its exact title or id, no longer loosely).
     func warnAboutLookalikes(_ syncUp: JSONValue, on connection: DaemonConnection) throws(CLIError) {
         var groups: [String: [String]] = [:]
         var order: [String] = []
@@ -317,16 +318,32 @@ extension Context {
         let others = try Syncupsctl.allSyncUps(self, on: connection).filter {
             $0["id"] != syncUp["id"] && NameKey.of(Format.string($0["title"])) == title
         }
-        if !others.isEmpty {
-            let ids = others.map { Format.shortID(Format.string($0["id"])) }.joined(separator: ", ")
+        // A title equal byte for byte can then only be named by id; one that differs in case, accents or
+        // spaces still names its own sync-up when written exactly (`syncUpID`), but no longer loosely.
+        let exact = Format.string(syncUp["title"])
+        let (same, alike) = (
+            others.filter { Format.string($0["title"]).utf8.elementsEqual(exact.utf8) },
+            others.filter { !Format.string($0["title"]).utf8.elementsEqual(exact.utf8) }
+        )
+        func ids(_ syncUps: [JSONValue]) -> String {
+            syncUps.map { Format.shortID(Format.string($0["id"])) }.joined(separator: ", ")
+        }
+        if !same.isEmpty {
             output.error(
-                "warning: \(ids) \(others.count == 1 ? "has" : "have") the same title; name each by its id (syncupsctl ids lists them)\n"
+                "warning: \(ids(same)) \(same.count == 1 ? "has" : "have") the same title; name each by its id (syncupsctl ids lists them)\n"
+            )
+        }
+        if !alike.isEmpty {
+            output.error(
+                "warning: \(ids(alike)) \(alike.count == 1 ? "has a title that differs" : "have titles that differ") only by case, accents or spaces; write the title exactly, or name each by its id\n"
             )
         }
     }
 
-    /// Asks before deleting a sync-up that has meetings or is being recorded: on a terminal with a y/N
-    /// question, elsewhere (a script) by refusing without `--yes`. Nothing to lose, nothing asked.
+    /// Asks before deleting a sync-up, naming what goes with it (its meetings, the meeting being recorded): on
+    /// a terminal with a y/N question, elsewhere (a script) by refusing without `--yes`. Even one with
+    /// nothing else to lose: its title, attendees and settings are gone too, and a slip of the shell (a
+    /// history line run twice) must not delete quietly.
     func confirmDeletion(of id: String, on connection: DaemonConnection) throws(CLIError) {
         let syncUp = try call(on: connection, "syncups.get", ["id": .string(id), "meetingsLimit": 1])
         let session = try call(on: connection, "session.get")
@@ -336,9 +353,8 @@ extension Context {
             losses.append(meetings == 1 ? "1 meeting and its audio" : "\(meetings) meetings and their audio")
         }
         if session != .null && session["syncup"] == syncUp["id"] { losses.append("the meeting being recorded") }
-        guard !losses.isEmpty else { return }
-        try confirm(
-            deleting: "\"\(Format.name(syncUp["title"]))\" with \(losses.joined(separator: " and "))", for: "rm")
+        let with = losses.isEmpty ? "" : " with \(losses.joined(separator: " and "))"
+        try confirm(deleting: "\"\(Format.name(syncUp["title"]))\" (\(Format.string(syncUp["id"])))\(with)", for: "rm")
     }
 
     /// Asks before deleting `what`: on a terminal with a y/N question (no answer, or any other, is no), elsewhere

@@ -29,7 +29,7 @@ public struct Syncupsctl {
             // A program reading --json gets one document on stdout whatever happened (`--json` counts
             // wherever it is, as runThrowing reads it).
             if arguments.contains("--json") { _ = output.out(JSONWriter().string(error.document) + "\n") }
-            if error.exitCode == .unavailable {
+            if error.suggestsStartingDaemon {
                 let namesSocket = arguments.contains { $0 == "--socket" || $0.hasPrefix("--socket=") }
                 let searched = namesSocket ? "" : " (looked for: \(searchedSockets.joined(separator: ", ")))"
                 output.error(
@@ -68,10 +68,13 @@ public struct Syncupsctl {
                 globals.socket = arguments[index]
                 index += 1
             case "--timeout":
+                // At most a day: poll(2) takes milliseconds in a C int, which 2147484 s overflows.
                 guard index < arguments.count, let seconds = Double(arguments[index]), seconds >= 0,
-                    seconds < 1e9
+                    seconds <= Self.maximumTimeout
                 else {
-                    throw .usage("--timeout needs a number of seconds (0: wait as long as it takes)")
+                    throw .usage(
+                        "--timeout needs a number of seconds up to \(Int(Self.maximumTimeout)) (a day); 0 waits as long as it takes"
+                    )
                 }
                 globals.timeout = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
                 index += 1
@@ -130,6 +133,9 @@ public struct Syncupsctl {
         _ = output.out(json ? JSONWriter().string(["help": .string(text)]) + "\n" : text)
     }
 
+    /// The longest `--timeout`, in seconds; `0` is the way to wait without end.
+    static let maximumTimeout: Double = 86400
+
     /// The options every command takes (`Globals`), as the command line writes them.
     static let globalOptions = ["--socket", "--json", "--timeout", "--version", "--help"]
 
@@ -162,7 +168,8 @@ public struct Syncupsctl {
 
             --json prints the daemon's raw result, or {"ok":false,"error":{"code","message"}}: always one JSON
             document. Exit status: 0 ok, 64 usage, 65 request rejected, 69 daemon unavailable, 73 a file
-            could not be written. --timeout 0 waits as long as it takes. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
+            could not be written, 75 the daemon refused the connection (at its limit: try again).
+            --timeout takes up to 86400 seconds; 0 waits as long as it takes. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
             (/tmp/syncupsd-UID/socket, which must be yours and 0700, where XDG_RUNTIME_DIR is unset).
             Run `syncupsctl COMMAND --help` for a command's options.
 
@@ -182,7 +189,7 @@ struct Context {
         do {
             path = try SocketLocation.resolve(explicit: globals.socket, environment: environment)
         } catch {
-            throw CLIError(.unavailable, "\(error); pass --socket PATH or set SYNCUPSD_SOCKET")
+            throw .notReached("\(error); pass --socket PATH or set SYNCUPSD_SOCKET")
         }
         do {
             return try DaemonConnection(path: path, timeout: globals.timeout)
@@ -199,10 +206,11 @@ struct Context {
 
     static func cliError(_ failure: DaemonConnection.Failure) -> CLIError {
         switch failure {
-        case .unavailable(let message): CLIError(.unavailable, message)
+        case .unavailable(let message): .notReached(message)
         case .rejected(let error):
             .rejected(code: error.code.rawValue, message: error.message, forPeople: Self.inCLITerms(error.message))
         case .broken(let message): CLIError(.unavailable, message)
+        case .turnedAway(let error): .turnedAway(failure.description, daemonSays: error)
         }
     }
 

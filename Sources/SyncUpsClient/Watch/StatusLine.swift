@@ -26,11 +26,13 @@ public struct StatusLine: Sendable, Equatable {
         }
     }
 
-    /// Where the daemon is: no meeting, a meeting, or not reachable.
+    /// Where the daemon is: no meeting, a meeting, not reachable, or running but turning connections away
+    /// (`too_many_connections`, with its message).
     public enum Situation: Sendable, Equatable {
         case idle
         case meeting(JSONValue)
         case offline
+        case busy(String)
     }
 
     /// The text for bars that show one: `Blob Jr 2/6 · 11:48` by default, `Blob Jr 2/6 · 11:48 (paused)` paused,
@@ -40,6 +42,7 @@ public struct StatusLine: Sendable, Equatable {
     public var textTemplate = defaultTextTemplate
     public var idleText = "no meeting"
     public var offlineText = "syncupsd offline"
+    public var busyText = "syncupsd busy"
 
     public init() {}
 
@@ -154,6 +157,9 @@ public struct StatusLine: Sendable, Equatable {
         case .offline:
             state = "offline"
             text = offlineText.visibleOnOneLine
+        case .busy:
+            state = "busy"
+            text = busyText.visibleOnOneLine
         case .meeting(let session):
             values = Self.values(session)
             state = values["state"] ?? "running"
@@ -215,6 +221,7 @@ public struct StatusLine: Sendable, Equatable {
         switch situation {
         case .idle: return "No meeting is being recorded"
         case .offline: return "syncupsd is not running"
+        case .busy(let message): return "syncupsd refused the connection: \(message.visibleOnOneLine)"
         case .meeting:
             let verb = values["state"] == "running" ? "is speaking" : "has the floor (\(values["state"] ?? ""))"
             return Self.fill(

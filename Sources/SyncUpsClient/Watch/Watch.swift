@@ -44,6 +44,29 @@ struct Watch {
         return given
     }
 
+    /// Options the format would ignore are usage errors, as `--once` with events is: `--text` and the idle
+    /// and offline texts are for status lines (`--text` for a named format: a template is its own meeting
+    /// text), `--topic` for the events format (the status formats follow the session).
+    static func checkOptionsFit(format: String, _ arguments: ParsedArguments) throws(CLIError) {
+        if format == "events" {
+            for option in ["text", "idle-text", "offline-text"] where arguments.value(option) != nil {
+                throw .usage(
+                    "watch: --\(option) is for status lines, which --format events does not print; choose a --format such as waybar or a template"
+                )
+            }
+        } else {
+            if !arguments.all("topic").isEmpty {
+                throw .usage(
+                    "watch: --topic chooses events for --format events; --format \(format) follows the session only")
+            }
+            if arguments.value("text") != nil && !formatNames.contains(format) {
+                throw .usage(
+                    "watch: --text and a --format template both say the meeting's text; put the template in one of them"
+                )
+            }
+        }
+    }
+
     /// A template's placeholders all exist, or a usage error lists the valid ones.
     static func checkTemplate(_ template: String, option: String) throws(CLIError) {
         let unknown = StatusLine.unknownPlaceholders(in: template)
@@ -67,6 +90,8 @@ struct Watch {
             context.print(line.render(session == .null ? .idle : .meeting(session), format: statusFormat) + "\n")
         } catch let error where error.exitCode == .unavailable {
             context.print(line.render(.offline, format: statusFormat) + "\n")
+        } catch let error where error.exitCode == .temporaryFailure {
+            context.print(line.render(.busy(error.detail), format: statusFormat) + "\n")
         }
     }
 
@@ -77,19 +102,23 @@ struct Watch {
         var backoff = Self.initialBackoff
         var lastLine: String?
         while parent?.isParentGone != true {
-            switch follow(lastLine: &lastLine, parent: parent, onConnected: { backoff = Self.initialBackoff }) {
+            let ending = follow(lastLine: &lastLine, parent: parent, onConnected: { backoff = Self.initialBackoff })
+            switch ending {
             case .outputClosed: return
             case .refused(let error): throw CLIError(.usage, error.message, code: error.code)
-            case .disconnected(let reason):
+            case .disconnected(let reason), .turnedAway(let reason):
+                let isBusy: Bool
+                if case .turnedAway = ending { isBusy = true } else { isBusy = false }
                 if isEventStream {
-                    // Said once per outage, as the bar formats do with their offline line.
-                    if lastLine == nil {
-                        let event: JSONValue = ["event": "watch.offline", "data": ["message": .string(reason)]]
+                    // Said once per outage (and again when it turns from busy to down), as the bar formats do.
+                    let name = isBusy ? "watch.busy" : "watch.offline"
+                    if lastLine != name {
+                        let event: JSONValue = ["event": .string(name), "data": ["message": .string(reason)]]
                         guard context.output.out(JSONWriter().string(event) + "\n") else { return }
-                        lastLine = "watch.offline"
+                        lastLine = name
                     }
                 } else {
-                    let offline = line.render(.offline, format: statusFormat)
+                    let offline = line.render(isBusy ? .busy(reason) : .offline, format: statusFormat)
                     if offline != lastLine {
                         guard context.output.out(offline + "\n") else { return }
                         lastLine = offline
@@ -107,6 +136,8 @@ struct Watch {
         case refused(CLIError)
         /// The daemon is not reachable, or went away; why.
         case disconnected(String)
+        /// The daemon runs but turned the connection away (`too_many_connections`); its message.
+        case turnedAway(String)
     }
 
     /// One connection's worth of following.
@@ -115,7 +146,7 @@ struct Watch {
         do {
             connection = try context.connect()
         } catch {
-            return .disconnected(error.message)
+            return error.exitCode == .temporaryFailure ? .turnedAway(error.detail) : .disconnected(error.message)
         }
         connection.timeout = .seconds(10)
         var arguments = JSONObject()

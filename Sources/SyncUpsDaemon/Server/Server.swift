@@ -198,9 +198,11 @@ final class Server {
             logger.throttled(
                 .warning, "accept.limit",
                 "refused a connection from pid \(peer.pid): already \(connections.count) connections")
+            let count = limits.maxConnections
             refuse(
-                fd, ProtocolError(.tooManyConnections, "the daemon already serves \(limits.maxConnections) connections")
-            )
+                fd,
+                ProtocolError(
+                    .tooManyConnections, "the daemon already serves \(count) connection\(count == 1 ? "" : "s")"))
             return
         }
         let connection = Connection(number: nextNumber, fd: fd, peer: peer, now: loop.now())
