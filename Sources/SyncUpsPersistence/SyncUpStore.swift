@@ -252,8 +252,10 @@ public final class SyncUpStore {
             guard !isClosing else { return }
             apply(examination)
         case .directoryReplaced:
-            guard !isClosing else { return }
-            if directoryState != .taken { directoryState = .replaced }
+            // A write refused while a take-over is under way (inotify was first) is submitted again once the
+            // new directory's file is examined.
+            guard !isClosing, directoryState == .current else { return }
+            directoryState = .replaced
             takeOverDirectory()
         }
     }
@@ -286,9 +288,9 @@ public final class SyncUpStore {
         if let locked = writer.disk.withLock({ $0.directory }),
             FileIdentity(followingSymlinks: path)?.isSameFile(as: locked) == true
         {
-            // Moved back before anything was written elsewhere: it is still ours, lock and watch included.
+            // Moved back, or taken over already (the refused write was older): ours, lock and watch included.
             directoryState = .current
-            return
+            return submit()
         }
         do {
             try directory.create()
