@@ -293,7 +293,8 @@ public final class SyncUpStore {
             return submit()
         }
         do {
-            try directory.create()
+            // Only the directory itself until it is locked: it may be another daemon's.
+            try directory.createTopLevel()
         } catch {
             return report("the data directory \(path) was moved or removed; making it again failed: \(error)")
         }
@@ -315,6 +316,11 @@ public final class SyncUpStore {
                 }
                 return report("the data directory \(path) was moved or removed; locking the new one failed: \(error)")
             }
+        }
+        do {
+            try directory.create()  // `meetings/`
+        } catch {
+            return report("the data directory \(path) was moved or removed; making it again failed: \(error)")
         }
         guard let identity = FileIdentity(followingSymlinks: path) else {
             return report("the data directory \(path) was moved or removed, and is gone again")

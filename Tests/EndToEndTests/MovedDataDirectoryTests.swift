@@ -82,6 +82,7 @@ import Testing
         #expect(daemon.log.contents.contains("another syncupsd (pid \(getpid())) is using"), "\(daemon.log.contents)")
         #expect(daemon.stop() == .exited(1), "\(daemon.log.contents)")
         #expect(Files.readString(daemon.dataPath + "/sync-ups.json") == "[]")
+        #expect(Files.list(daemon.dataPath) == ["sync-ups.json", "syncupsd.lock"], "nothing made in the other's")
         lock.release()
     }
 }
