@@ -307,7 +307,7 @@ public final class SyncUpStore {
                 if case .held(let pid) = error {
                     directoryState = .taken
                     let failure =
-                        "the data directory \(path) was replaced by one another syncupsd (pid \(pid.map(String.init) ?? "unknown")) is using; "
+                        "the data directory \(path) was replaced by one that another syncupsd (pid \(pid.map(String.init) ?? "unknown")) is using; "
                         + (hasUnsavedChanges
                             ? "the changes made since the last write were not written and are lost"
                             : "every change was written before (into the directory moved away, if it still exists)")
