@@ -67,7 +67,8 @@ public struct MeetingDetails: Sendable, Equatable {
     public func write(in directory: DataDirectory) throws(SystemError) {
         var bytes = JSONWriter(options: JSONWriter.Options(isPretty: true)).encode(json)
         bytes.append(0x0A)
-        try AtomicFile(path: directory.sidecar(meeting, MeetingFiles.details)).write(bytes)
+        let file = AtomicFile(path: directory.sidecar(meeting, MeetingFiles.details))
+        try directory.writingAgainIfGone { () throws(SystemError) in try file.write(bytes) }
     }
 
     /// Why a meeting's details file is there but gives no details: a disk error, a hand edit gone wrong.

@@ -92,7 +92,8 @@ public struct MeetingJournal: Sendable, Equatable {
     public func write(in directory: DataDirectory) throws(SystemError) {
         var file = AtomicFile(path: directory.sidecar(meeting, MeetingFiles.journal))
         file.isDurable = false
-        try file.write(JSONWriter().encode(json))
+        let bytes = JSONWriter().encode(json)
+        try directory.writingAgainIfGone { () throws(SystemError) in try file.write(bytes) }
     }
 
     public static func remove(_ meeting: Meeting.ID, in directory: DataDirectory) {
