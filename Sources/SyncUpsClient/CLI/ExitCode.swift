@@ -12,6 +12,9 @@ public enum ExitCode: Int32, Sendable {
     case unavailable = 69
     /// EX_CANTCREAT: an output file could not be written (`export --output`).
     case cannotCreate = 73
+    /// EX_TEMPFAIL: the daemon answers, but what was asked is not done yet (`end`: the meeting is still
+    /// being saved).
+    case notYet = 75
 
     /// The error code `--json` reports for a failure with this status when nothing more precise is known.
     var errorCode: String {
@@ -22,6 +25,7 @@ public enum ExitCode: Int32, Sendable {
         case .rejected: "rejected"
         case .unavailable: "unavailable"
         case .cannotCreate: "cannot_create"
+        case .notYet: "not_yet"
         }
     }
 }
