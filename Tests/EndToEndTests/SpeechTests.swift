@@ -284,6 +284,31 @@ import Testing
 
     /// An engine that floods its stdout with lines that are not JSON is stopped after a documented number
     /// of them; the meeting goes on without it, the daemon answers, and its log does not flood.
+    /// An engine's 900 KB partial or error message is cut down before it reaches the session: `status`,
+    /// `session` and `end` all answer, and `end` reports the meeting it saved.
+    @Test(arguments: [
+        (#"{"type": "partial", "text": "x" * 900000, "start": 0, "end": 1}"#, "session.transcript"),
+        (#"{"type": "error", "message": "E" * 900000}"#, "session.error"),
+    ])
+    func aHugePartialOrErrorFromTheEngineLeavesEveryReplyWhole(line: String, event: String) throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 300) { _ in
+            """
+            echo '{"type":"progress","time":0}'
+            python3 -c 'import json; print(json.dumps(\(line)), flush=True)'
+            cat > /dev/null
+
+            """
+        }
+        _ = try meeting.client.nextEvent(event, timeout: .seconds(10))
+        for command in [["status"], ["session"]] {
+            let result = try meeting.daemon.ctl(command)
+            #expect(result.exitCode == 0, "\(command): \(result.standardError)")
+        }
+        let ended = try meeting.daemon.ctl(["end"])
+        #expect(ended.exitCode == 0, "\(ended.standardError)")
+        #expect(ended.standardOutput.count == 37, "the saved meeting's id: \(ended.standardOutput)")
+    }
+
     /// An engine that never reads its audio but keeps writing finals: those timed past the meeting's end do
     /// not hold its save open (it ends 20 s after the last word within the audio), and their times are the
     /// meeting's.
