@@ -317,7 +317,9 @@ public enum CommandRecognizer {
                         droppedFinals = 0
                     }
                     // Words take memory, journal and details as text does: they count against the same budget.
-                    textInWindow += result.text.utf8.count + result.words.reduce(0) { $0 + $1.word.utf8.count + 1 }
+                    // A result's words normally repeat its text, so the larger of the two counts, not both.
+                    let wordBytes = result.words.reduce(0) { $0 + $1.word.utf8.count + 1 }
+                    textInWindow += max(result.text.utf8.count, wordBytes)
                     if textInWindow > maxTextPerSecond {
                         droppedFinals += 1
                         continue

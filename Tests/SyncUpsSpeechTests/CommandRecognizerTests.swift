@@ -171,11 +171,11 @@ import Testing
         let harness = try RecognizerHarness(Self.recognizer("wordytext", textClock: { start }))
         harness.feed(SpeechFixture.silence(seconds: 1))
         #expect(harness.finish())
-        let kept = harness.finals.filter { $0.text.hasPrefix("w w") }
-        // 20 finals of 2 KB of text: 40 KB fits the budget; with their 2 KB of words each, 80 KB does not.
+        let kept = harness.finals.filter { $0.text == "long words" }
+        // 20 finals of 10 bytes of text fit the budget; with their 4 KB of words each, 80 KB do not.
         #expect(kept.count < 20)
         #expect(kept.count >= 10)
-        #expect(kept.allSatisfy { $0.words.count == 1000 })
+        #expect(kept.allSatisfy { $0.words.count == 2 })
     }
 
     @Test func reportsACommandThatCannotRun() throws {

@@ -15,7 +15,7 @@ Usage: fake-recognizer.py MODE
   bigpartial   one ~900 KB partial (multi-byte characters), then behaves like echo
   bigerror     reports a ~900 KB error message
   wordflood    finals with empty text and 15,000 words each, then behaves like echo
-  wordytext    20 finals of 1,000 words (2 KB of text and as much in words), then behaves like echo
+  wordytext    20 finals of two 2,000-byte words (4 KB of words for 10 bytes of text), then behaves like echo
 """
 import json
 import os
@@ -60,8 +60,8 @@ if mode == "wordflood":
     mode = "echo"
 if mode == "wordytext":
     for index in range(20):
-        emit({"type": "final", "text": " ".join(["w"] * 1000), "start": 0, "end": 1,
-              "words": [{"word": "w", "start": 0.5, "end": 0.5} for _ in range(1000)]})
+        emit({"type": "final", "text": "long words", "start": 0, "end": 1,
+              "words": [{"word": letter * 2000, "start": 0.5, "end": 0.5} for letter in "lw"]})
     mode = "echo"
 if mode == "chatty":
     # 2000 finals of 100 bytes at once: 200 KB of "speech" in well under a second.
