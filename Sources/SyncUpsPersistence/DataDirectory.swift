@@ -52,6 +52,18 @@ public struct DataDirectory: Sendable, Equatable {
         try Self.makeDirectories(meetingsDirectory)
     }
 
+    /// Runs `write`, and once more after creating the directory and `meetings/` again if it failed for
+    /// want of them (removed while the daemon ran).
+    public func writingAgainIfGone(_ write: () throws(SystemError) -> Void) throws(SystemError) {
+        do {
+            try write()
+        } catch {
+            guard error.errno == .noSuchFile else { throw error }
+            try create()
+            try write()
+        }
+    }
+
     static func makeDirectories(_ path: String) throws(SystemError) {
         for prefix in FilePath.ancestors(of: path) {
             if mkdir(prefix, 0o700) != 0 && Errno.current != .fileExists {

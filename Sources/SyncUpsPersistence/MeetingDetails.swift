@@ -67,7 +67,8 @@ public struct MeetingDetails: Sendable, Equatable {
     public func write(in directory: DataDirectory) throws(SystemError) {
         var bytes = JSONWriter(options: JSONWriter.Options(isPretty: true)).encode(json)
         bytes.append(0x0A)
-        try AtomicFile(path: directory.sidecar(meeting, MeetingFiles.details)).write(bytes)
+        let file = AtomicFile(path: directory.sidecar(meeting, MeetingFiles.details))
+        try directory.writingAgainIfGone { () throws(SystemError) in try file.write(bytes) }
     }
 
     /// Why a meeting's details file is there but gives no details: a disk error, a hand edit gone wrong.
@@ -75,17 +76,28 @@ public struct MeetingDetails: Sendable, Equatable {
         public var description: String
     }
 
+    /// The largest details file that is read: a meeting's, even with a 600 KB transcript and its words, is a
+    /// few megabytes; one larger is damage (a crash's sparse file), and reading it whole would take the memory.
+    public static let maxFileBytes: Int64 = 256 << 20
+
     /// Reads `meetings/<meeting-id>.json`: nil if there is none; throws, saying why, if it is there but cannot
-    /// be read or is not a meeting's details, so that a client can tell "never kept" from "damaged".
+    /// be read, is over `maxFileBytes` or is not a meeting's details, so that a client can tell "never kept"
+    /// from "damaged".
     public static func read(_ meeting: Meeting.ID, in directory: DataDirectory) throws(Unreadable) -> MeetingDetails? {
         let path = directory.sidecar(meeting, MeetingFiles.details)
         let name = "meetings/\(FilePath.name(of: path))"
-        let bytes: [UInt8]
+        let read: (identity: FileIdentity, bytes: [UInt8]?)
         do {
-            bytes = try SyncUpStore.read(path)
+            read = try SyncUpStore.readIdentified(path) { $0.size <= maxFileBytes }
         } catch {
             if error.errno == .noSuchFile { return nil }
             throw Unreadable(description: "\(name): \(error)")
+        }
+        guard let bytes = read.bytes else {
+            throw Unreadable(
+                description:
+                    "\(name): \(read.identity.size) bytes, over the \(maxFileBytes >> 20) MiB a meeting's details file may have; not read"
+            )
         }
         let json: JSONValue
         do { json = try JSONParser().parse(bytes) } catch { throw Unreadable(description: "\(name): \(error)") }

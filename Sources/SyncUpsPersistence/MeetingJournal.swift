@@ -92,21 +92,25 @@ public struct MeetingJournal: Sendable, Equatable {
     public func write(in directory: DataDirectory) throws(SystemError) {
         var file = AtomicFile(path: directory.sidecar(meeting, MeetingFiles.journal))
         file.isDurable = false
-        try file.write(JSONWriter().encode(json))
+        let bytes = JSONWriter().encode(json)
+        try directory.writingAgainIfGone { () throws(SystemError) in try file.write(bytes) }
     }
 
     public static func remove(_ meeting: Meeting.ID, in directory: DataDirectory) {
         unlink(directory.sidecar(meeting, MeetingFiles.journal))
     }
 
-    /// Every journal left in `meetings/`, with the file names of those that cannot be read.
+    /// Every journal left in `meetings/`, with the file names of those that cannot be read (or are over
+    /// `MeetingDetails.maxFileBytes`).
     public static func leftBehind(in directory: DataDirectory) -> (journals: [MeetingJournal], unreadable: [String]) {
         var journals: [MeetingJournal] = []
         var unreadable: [String] = []
         let suffix = "." + MeetingFiles.journal
         for name in (try? DirectoryListing.names(in: directory.meetingsDirectory)) ?? [] where name.hasSuffix(suffix) {
             let path = FilePath.join(directory.meetingsDirectory, name)
-            if let bytes = try? SyncUpStore.read(path), let json = try? JSONParser().parse(bytes),
+            // One over the size no meeting's file reaches is damage, and is not read whole.
+            if let read = try? SyncUpStore.readIdentified(path, readsIf: { $0.size <= MeetingDetails.maxFileBytes }),
+                let bytes = read.bytes, let json = try? JSONParser().parse(bytes),
                 let journal = MeetingJournal(json: json)
             {
                 journals.append(journal)

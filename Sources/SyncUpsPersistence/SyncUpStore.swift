@@ -414,10 +414,6 @@ public final class SyncUpStore {
         }
     }
 
-    static func read(_ path: String) throws(SystemError) -> [UInt8] {
-        try readIdentified(path).bytes ?? []
-    }
-
     /// The regular file's identity and, if `readsIf` says so given that identity, its bytes: from one
     /// descriptor, so both describe the same file.
     static func readIdentified(_ path: String, readsIf shouldRead: (FileIdentity) -> Bool = { _ in true })

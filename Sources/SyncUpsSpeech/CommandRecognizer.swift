@@ -20,6 +20,15 @@ public enum CommandRecognizer {
     public static let maxBadLines = 100
     /// The most settled text a second that goes on to the transcript; the results past it are dropped.
     public static let maxTextPerSecond = 64 << 10
+    /// The most of a partial's text that is kept: its tail, where the words are still changing. A partial
+    /// is shown in `status` and events, whose replies are bounded.
+    public static let maxPartialBytes = 4 << 10
+    /// The most of an engine's `error` message that is reported (its start).
+    public static let maxErrorMessageBytes = 1 << 10
+    /// How many words a result may have beyond its text's own word count; the rest are dropped.
+    public static let wordSlack = 16
+    /// The most words one result keeps, whatever its text.
+    public static let maxWordsPerResult = 2_000
     public static let badLineWindow = Duration.seconds(10)
     /// After the engine closes its stdout, how long it has to exit before its process group is killed; and
     /// after it exited, how long its stdout is read on while something it started still holds it open.
@@ -213,6 +222,7 @@ public enum CommandRecognizer {
         var textWindowStart = shared.textClock()
         var textInWindow = 0
         var droppedFinals = 0
+        var hasReportedDroppedWords = false
         func reportDropped() {
             shared.events(
                 .log(
@@ -283,7 +293,16 @@ public enum CommandRecognizer {
                     isReady = true
                     shared.events(.ready)
                 }
-                guard let result = parse(value, shared: shared) else { continue }
+                guard let parsed = parse(value, shared: shared) else { continue }
+                let result = parsed.result
+                if parsed.droppedWords > 0 && !hasReportedDroppedWords {
+                    // Once a meeting: an engine that does it once does it on every line.
+                    hasReportedDroppedWords = true
+                    shared.events(
+                        .log(
+                            "dropped \(parsed.droppedWords) words of a result beyond its text's (at most \(wordSlack) more than its text has, \(maxWordsPerResult) in all); later results are trimmed alike"
+                        ))
+                }
                 if result.kind == .partial {
                     pendingPartial = result
                 } else {
@@ -297,7 +316,10 @@ public enum CommandRecognizer {
                         textInWindow = 0
                         droppedFinals = 0
                     }
-                    textInWindow += result.text.utf8.count
+                    // Words take memory, journal and details as text does: they count against the same budget.
+                    // A result's words normally repeat its text, so the larger of the two counts, not both.
+                    let wordBytes = result.words.reduce(0) { $0 + $1.word.utf8.count + 1 }
+                    textInWindow += max(result.text.utf8.count, wordBytes)
                     if textInWindow > maxTextPerSecond {
                         droppedFinals += 1
                         continue
@@ -383,24 +405,64 @@ public enum CommandRecognizer {
         }
     }
 
-    /// A result from one stdout line's object; other kinds of lines (progress, unknown types) give nil.
-    private static func parse(_ value: JSONValue, shared: Shared) -> RecognitionResult? {
+    /// A result from one stdout line's object, with how many of its words were dropped; other kinds of lines
+    /// (progress, unknown types) give nil.
+    private static func parse(_ value: JSONValue, shared: Shared) -> (result: RecognitionResult, droppedWords: Int)? {
         switch value["type"]?.stringValue {
         case "partial", "final":
-            let words = (value["words"]?.arrayValue ?? []).compactMap(TranscriptWord.init(json:))
+            let kind: RecognitionResult.Kind = value["type"] == "final" ? .final : .partial
+            let givenText = value["text"]?.stringValue
+            let allWords = value["words"]?.arrayValue ?? []
+            var wordLimit = maxWordsPerResult
+            if let givenText {
+                wordLimit = min(wordLimit, givenText.split(whereSeparator: \.isWhitespace).count + wordSlack)
+            }
+            let words = allWords.prefix(wordLimit).compactMap(TranscriptWord.init(json:))
+            var text = givenText ?? words.map(\.word).joined(separator: " ")
+            if kind == .partial { text = tail(of: text, maxBytes: maxPartialBytes) }
             let start = TranscriptWord.clamped(value["start"]?.numberValue?.double ?? words.first?.start ?? 0)
-            return RecognitionResult(
-                kind: value["type"] == "final" ? .final : .partial,
-                text: value["text"]?.stringValue ?? words.map(\.word).joined(separator: " "),
+            let result = RecognitionResult(
+                kind: kind,
+                text: text,
                 start: start,
                 end: TranscriptWord.clamped(value["end"]?.numberValue?.double ?? words.last?.end ?? start),
                 words: words
             )
+            return (result, max(0, allWords.count - wordLimit))
         case "error":
-            shared.fail("the speech command reported: \(value["message"]?.stringValue ?? "an error")")
+            let message = value["message"]?.stringValue ?? "an error"
+            shared.fail("the speech command reported: \(excerpt(of: message, maxBytes: maxErrorMessageBytes))")
             return nil
         default:
             return nil
         }
+    }
+
+    /// The last `maxBytes` of `text` at most, whole characters.
+    static func tail(of text: String, maxBytes: Int) -> String {
+        guard text.utf8.count > maxBytes else { return text }
+        var start = text.endIndex
+        var bytes = 0
+        while start > text.startIndex {
+            let previous = text.index(before: start)
+            bytes += text.utf8.distance(from: previous, to: start)
+            if bytes > maxBytes { break }
+            start = previous
+        }
+        return String(text[start...])
+    }
+
+    /// The first `maxBytes` of `text` at most, whole characters, and how long it was.
+    static func excerpt(of text: String, maxBytes: Int) -> String {
+        guard text.utf8.count > maxBytes else { return text }
+        var end = text.startIndex
+        var bytes = 0
+        while end < text.endIndex {
+            let next = text.index(after: end)
+            bytes += text.utf8.distance(from: end, to: next)
+            if bytes > maxBytes { break }
+            end = next
+        }
+        return "\(text[..<end])… (\(text.utf8.count) bytes in all)"
     }
 }

@@ -1,3 +1,4 @@
+import Glibc
 import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
@@ -116,5 +117,27 @@ import Testing
         let shown = try daemon.ctl(["meeting", syncUp, ids[0]]).standardOutput
         #expect(shown.contains("\nno insights: the meeting's details file is unreadable: meetings/"), "\(shown)")
         #expect(Files.read(path) == Array("{\"meeting\": ".utf8))
+    }
+
+    /// A details file far larger than any meeting's (a crash's sparse file) is refused by its size, not read
+    /// whole into the daemon's memory.
+    @Test func refusesADetailsFileOverTwoHundredFiftySixMebibytes() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 1, attendees: ["Ann"]) { _ in Self.engine }
+        let ended = try meeting.client.nextEvent("session.ended", timeout: .seconds(20))
+        let id = try #require(ended["data"]?["meeting"]?["id"]?.stringValue)
+        let syncUp = try #require(meeting.started["syncup"]?.stringValue)
+        let directory = meeting.daemon.dataPath + "/meetings"
+        let path = directory + "/\(id).json"
+        // Its journal goes once the daemon no longer holds the details in memory: meetings.get reads the file.
+        let journal = directory + "/\(id).recording.json"
+        #expect(try Files.wait(forChangesIn: directory) { Files.exists(path) && !Files.exists(journal) })
+        #expect(truncate(path, 300 << 20) == 0)
+        let got = try meeting.daemon.client().result(
+            "meetings.get", ["syncup": .string(syncUp), "meeting": .string(id)])
+        #expect(
+            got["detailsError"]?.stringValue
+                == "meetings/\(id).json: 314572800 bytes, over the 256 MiB a meeting's details file may have; not read",
+            "\(got)")
+        #expect(got["insights"] == .null)
     }
 }

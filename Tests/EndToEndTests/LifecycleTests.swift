@@ -112,6 +112,28 @@ import Testing
         _ = first
     }
 
+    /// `meetings/` removed while the daemon runs comes back (0700) with the next meeting: its audio, its
+    /// journal and its details are all written.
+    @Test func recreatesTheMeetingsDirectoryRemovedWhileItRuns() throws {
+        let daemon = try DaemonProcess(arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"])
+        let client = try daemon.client()
+        let syncUp = try client.result("syncups.create", ["title": "Standup", "attendees": ["Ann"]])
+        let meetings = daemon.dataPath + "/meetings"
+        #expect(rmdir(meetings) == 0)
+        let started = try client.result("session.start", ["syncup": syncUp["id"] ?? nil])
+        let meetingID = try #require(started["meeting"]?.stringValue)
+        #expect(try Files.wait(forChangesIn: daemon.dataPath) { Files.exists(meetings) })
+        #expect(Files.mode(meetings) == 0o700)
+        #expect(
+            try Files.wait(forChangesIn: meetings) {
+                Files.exists("\(meetings)/\(meetingID).recording.json") && Files.exists("\(meetings)/\(meetingID).wav")
+            })
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.end", ["action": "save"])
+        _ = try client.nextEvent("session.ended")
+        #expect(try Files.wait(forChangesIn: meetings) { Files.exists("\(meetings)/\(meetingID).json") })
+    }
+
     /// A kill between writing a meeting's file and renaming it into place leaves `.<id>.<suffix>.tmp-PID-N`.
     @Test func removesTemporaryFilesACrashLeftInMeetingsAtStartAndWithTheirMeeting() throws {
         let directory = TemporaryDirectory("temps")

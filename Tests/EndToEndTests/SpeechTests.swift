@@ -284,6 +284,76 @@ import Testing
 
     /// An engine that floods its stdout with lines that are not JSON is stopped after a documented number
     /// of them; the meeting goes on without it, the daemon answers, and its log does not flood.
+    /// An engine's 900 KB partial or error message is cut down before it reaches the session: `status`,
+    /// `session` and `end` all answer, and `end` reports the meeting it saved.
+    @Test(arguments: [
+        (#"{"type": "partial", "text": "x" * 900000, "start": 0, "end": 1}"#, "session.transcript"),
+        (#"{"type": "error", "message": "E" * 900000}"#, "session.error"),
+    ])
+    func aHugePartialOrErrorFromTheEngineLeavesEveryReplyWhole(line: String, event: String) throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 300) { _ in
+            """
+            echo '{"type":"progress","time":0}'
+            python3 -c 'import json; print(json.dumps(\(line)), flush=True)'
+            cat > /dev/null
+
+            """
+        }
+        _ = try meeting.client.nextEvent(event, timeout: .seconds(10))
+        for command in [["status"], ["session"]] {
+            let result = try meeting.daemon.ctl(command)
+            #expect(result.exitCode == 0, "\(command): \(result.standardError)")
+        }
+        let ended = try meeting.daemon.ctl(["end"])
+        #expect(ended.exitCode == 0, "\(ended.standardError)")
+        #expect(ended.standardOutput.count == 37, "the saved meeting's id: \(ended.standardOutput)")
+    }
+
+    /// An engine that never reads its audio but keeps writing finals: those timed past the meeting's end do
+    /// not hold its save open (it ends 20 s after the last word within the audio), and their times are the
+    /// meeting's.
+    @Test func anEngineWritingWordsPastTheMeetingDoesNotHoldItsSave() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 300) { _ in
+            """
+            i=0
+            while [ $i -lt 600 ]; do
+              echo '{"type":"progress","time":0}'
+              printf '{"type":"final","text":"w%d","start":%d,"end":%d.5}\n' $((i + 100)) $((i + 100)) $((i + 100))
+              i=$((i + 1)); sleep 0.5
+            done
+
+            """
+        }
+        let result = try meeting.daemon.ctl(["--timeout", "1", "end"])
+        #expect(result.exitCode == 0, "\(result.standardError)")
+        let ended = try meeting.client.nextEvent("session.ended", timeout: .seconds(30))
+        let segments = try meeting.daemon.client().result(
+            "meetings.get",
+            ["syncup": meeting.started["syncup"] ?? nil, "meeting": ended["data"]?["meeting"]?["id"] ?? nil])
+        for segment in segments["segments"]?.arrayValue ?? [] {
+            #expect((segment["end"]?.numberValue?.double ?? 0) < 60, "\(segment)")
+        }
+    }
+
+    /// A save the engine keeps busy with words within the meeting's audio outlasts `end`'s wait: `end` says
+    /// the meeting is still being saved (status 75), not that the daemon is gone.
+    @Test func endSaysAMeetingIsStillBeingSavedWhenTheDaemonAnswers() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 300) { _ in
+            """
+            i=1
+            while [ $i -lt 600 ]; do
+              printf '{"type":"final","text":"w%d","words":[{"word":"w%d","start":0.%03d,"end":0.%03d}]}\n' $i $i $i $i
+              i=$((i + 1)); sleep 0.5
+            done
+
+            """
+        }
+        let result = try meeting.daemon.ctl(["--timeout", "1", "end"])
+        #expect(result.exitCode == 75, "\(result.standardError)")
+        #expect(result.standardError.contains("is still being saved"), "\(result.standardError)")
+        #expect(!result.standardError.contains("start the daemon"), "\(result.standardError)")
+    }
+
     @Test func anEngineWritingGarbageIsStoppedAndTheMeetingGoesOn() throws {
         let meeting = try ScriptedEngineMeeting(seconds: 600) { _ in "yes 'this is not json' & cat > /dev/null\n" }
         let client = meeting.client

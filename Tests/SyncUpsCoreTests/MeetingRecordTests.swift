@@ -53,4 +53,39 @@ import Testing
         #expect(record.segments.map(\.words.count) == [500, 500, 200])
         #expect(record.segments.map(\.text).joined(separator: " ") == record.transcript)
     }
+
+    /// A pause begun the instant the last one ended continues it.
+    @Test func pausesThatTouchBecomeOne() {
+        var record = MeetingRecord()
+        record.stopTimer(at: 10)
+        record.startTimer(at: 11)
+        record.stopTimer(at: 11)
+        record.startTimer(at: 11)
+        record.stopTimer(at: 11)
+        record.startTimer(at: 12)
+        record.stopTimer(at: 14)
+        record.finish(at: 15)
+        #expect(record.pauses == [TimerPause(start: 10, end: 12), TimerPause(start: 14, end: 15)])
+    }
+
+    /// A client pausing and resuming in a loop: the record keeps at most a thousand pauses, and the time the
+    /// timer stood still stays what it was.
+    @Test func aFloodOfPausesKeepsTheRecordBoundedAndItsTotalsRight() {
+        var record = MeetingRecord()
+        let ann = SyncUp.fixture(attendees: 1).attendees[0]
+        record.beginTurn(ann, at: 0)
+        for index in 0..<30_000 {
+            let time = 1 + Double(index) / 1_000
+            record.stopTimer(at: time)
+            record.startTimer(at: time + 0.000_25)
+        }
+        record.finish(at: 40)
+        #expect(record.pauses.count <= 1_000)
+        let stood = record.pauses.reduce(0) { $0 + ($1.end ?? $1.start) - $1.start }
+        #expect(abs(stood - 7.5) < 0.000_001)
+        #expect(record.pauses.allSatisfy { $0.start >= 1 && ($0.end ?? 0) <= 31 })
+        let insights = MeetingInsights(timeline: record.timeline(durationSeconds: 60), attendees: [ann], segments: [])
+        #expect(abs(insights.pausedSeconds - 7.5) < 0.000_001)
+        #expect(abs((insights.attendees.first?.floor ?? 0) - 32.5) < 0.000_001)
+    }
 }

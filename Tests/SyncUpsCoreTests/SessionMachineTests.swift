@@ -123,7 +123,7 @@ extension SessionMachine {
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         #expect(machine.recognizer == .stopping)
         #expect(
-            machine.handle(.speechRecognized(.init(isFinal: true, text: "I completed the project")))
+            machine.handle(.speechRecognized(.init(isFinal: true, text: "I completed the project", start: 4, end: 5.5)))
                 == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
         let effects = machine.handle(.recognizerFinished)
         #expect(effects == saved(.finished(meeting("I completed the project")), machine, waited: true))
@@ -438,6 +438,29 @@ extension SessionMachine {
         if !order.contains(.settleTimedOut) { #expect(effects.contains(.cancelSettleTimeout)) }
     }
 
+    /// An engine that never reads its audio but keeps writing finals timed past the meeting's end (or not
+    /// past its latest word) does not hold the save open: only words that move it on within the audio do,
+    /// and its times are brought within the meeting.
+    @Test func aSaveWaitsOnlyForWordsThatMoveTheRecognizerOnWithinTheAudio() throws {
+        var machine = start(.fixture(), records: true, transcribes: true)
+        _ = try machine.request(.end(.save), at: 15)
+        #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
+        let last = RecognizedSpeech(
+            isFinal: true, text: "done", words: [TranscriptWord(word: "done", start: 14, end: 14.5)], start: 14,
+            end: 14.5)
+        #expect(
+            machine.handle(.speechRecognized(last), at: 16)
+                == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
+        let earlier = RecognizedSpeech(isFinal: true, text: "again", start: 12, end: 13)
+        #expect(machine.handle(.speechRecognized(earlier), at: 17) == [.publish(.transcript), .writeJournal])
+        let beyond = RecognizedSpeech(
+            isFinal: true, text: "w18", words: [TranscriptWord(word: "w18", start: 18, end: 18.5)], start: 18, end: 18.5
+        )
+        #expect(machine.handle(.speechRecognized(beyond), at: 18) == [.publish(.transcript), .writeJournal])
+        #expect(machine.record.segments.last?.words == [TranscriptWord(word: "w18", start: 15, end: 15)])
+        #expect(machine.record.segments.allSatisfy { $0.end <= 15 })
+    }
+
     @Test func theRecognizerIsFinishedOnlyOnceTheRecordingHasStopped() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
         let ending = try machine.request(.end(.save))
@@ -450,7 +473,7 @@ extension SessionMachine {
     /// wait, so the last speaker's words are not cut off 20 s after the end while it works through them.
     @Test func aSaveWaitsForARecognizerThatKeepsGivingWordsAndNoLongerThanTheLongestSettle() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
-        _ = try machine.request(.end(.save))
+        _ = try machine.request(.end(.save), at: 10)
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         let late = RecognizedSpeech(isFinal: true, text: "the remote side", start: 1, end: 2)
         #expect(
@@ -462,7 +485,9 @@ extension SessionMachine {
         // A recognizer that talks on forever does not hold the save past the longest settle.
         let endless = RecognizedSpeech(isFinal: false, text: "still going", start: 3, end: 5)
         #expect(
-            machine.handle(.speechRecognized(endless), at: SessionMachine.longestSettle + 1) == [.publish(.transcript)])
+            machine.handle(.speechRecognized(endless), at: 10 + SessionMachine.longestSettle + 1) == [
+                .publish(.transcript)
+            ])
         #expect(machine.pendingEnding != nil)
         let effects = machine.handle(.recognizerFinished)
         #expect(effects.last == .publish(.ended(.saved(machine.meeting))))

@@ -128,6 +128,56 @@ import Testing
         #expect(harness.finals.map(\.text) == ["after partials"])
     }
 
+    /// A partial is shown whole in `status` and events: only its tail is kept, on a character boundary.
+    @Test func keepsOnlyTheTailOfAHugePartial() throws {
+        let harness = try RecognizerHarness(Self.recognizer("bigpartial"))
+        harness.feed(SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        let partial = try #require(harness.results.first { $0.kind == .partial })
+        #expect(partial.text.utf8.count <= 4096)
+        #expect(partial.text.utf8.count > 4096 - 4)
+        #expect(partial.text.hasSuffix("éé end"))
+        #expect(partial.text.first == "é")
+    }
+
+    @Test func reportsAnExcerptOfAHugeErrorMessage() throws {
+        let harness = try RecognizerHarness(Self.recognizer("bigerror"))
+        #expect(harness.wait { if case .failed = $0 { true } else { false } })
+        let message = try #require(failure(harness))
+        #expect(message.hasPrefix("the speech command reported: éé"))
+        #expect(message.hasSuffix("… (300000 bytes in all)"))
+        #expect(message.utf8.count < 1024 + 100)
+        #expect(harness.finish())
+    }
+
+    /// A result's words beyond its text's own are dropped, and that said once.
+    @Test func dropsTheWordsOfAResultBeyondItsText() throws {
+        let harness = try RecognizerHarness(Self.recognizer("wordflood"))
+        harness.feed(SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        #expect(failure(harness) == nil)
+        let flooded = harness.finals.filter { $0.text.isEmpty }
+        #expect(flooded.count == 4)
+        #expect(flooded.allSatisfy { $0.words.count == 16 })
+        let logs = harness.events.filter {
+            if case .log(let line) = $0 { line.hasPrefix("dropped 14984 words") } else { false }
+        }
+        #expect(logs.count == 1)
+    }
+
+    /// Words take memory and disk as text does: they count against the text a second a transcript takes.
+    @Test func countsTheWordsAgainstTheTextASecondATranscriptTakes() throws {
+        let start = MonotonicInstant.now()
+        let harness = try RecognizerHarness(Self.recognizer("wordytext", textClock: { start }))
+        harness.feed(SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        let kept = harness.finals.filter { $0.text == "long words" }
+        // 20 finals of 10 bytes of text fit the budget; with their 4 KB of words each, 80 KB do not.
+        #expect(kept.count < 20)
+        #expect(kept.count >= 10)
+        #expect(kept.allSatisfy { $0.words.count == 2 })
+    }
+
     @Test func reportsACommandThatCannotRun() throws {
         let harness = try RecognizerHarness(CommandRecognizer.recognizer(command: "exec /nonexistent/recognizer"))
         #expect(harness.wait { if case .failed = $0 { true } else { false } })

@@ -11,7 +11,8 @@ public enum ExitCode: Int32, Sendable {
     case rejected = 65
     /// EX_UNAVAILABLE: the daemon is not running or not reachable.
     case unavailable = 69
-    /// EX_TEMPFAIL: the daemon runs but turned the connection away for now (`too_many_connections`).
+    /// EX_TEMPFAIL: try again later. The daemon runs but turned the connection away for now
+    /// (`too_many_connections`), or what was asked is not done yet (`end`: the meeting is still being saved).
     case temporaryFailure = 75
     /// EX_CANTCREAT: an output file could not be written (`export --output`).
     case cannotCreate = 73

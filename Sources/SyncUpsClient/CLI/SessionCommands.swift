@@ -163,12 +163,16 @@ extension Context {
         while true {
             let remaining = deadline - MonotonicInstant.now()
             guard remaining > .zero else {
-                throw CLIError(
-                    .unavailable, "syncupsd did not say the meeting \(Format.string(meeting)) was saved in time")
+                throw stillSaving(
+                    meeting, on: connection,
+                    else: "syncupsd did not say the meeting \(Format.string(meeting)) was saved in time")
             }
             let event: (name: String, seq: Int?, data: JSONValue)
             do {
                 event = try connection.nextEvent(timeout: remaining)
+            } catch .broken(let message) {
+                // The wait timed out, or the connection broke: whether the daemon answers says which.
+                throw stillSaving(meeting, on: connection, else: message)
             } catch {
                 throw Self.cliError(error)
             }
@@ -179,6 +183,26 @@ extension Context {
             }
             return event.data
         }
+    }
+
+    /// Why the save of `meeting` was not reported in time: a daemon that answers and still holds it is
+    /// saving it (the recognizer's last words can take minutes on a loaded machine): `temporaryFailure`, not a daemon
+    /// to start.
+    /// `unavailable` says `failure` when the daemon does not answer.
+    private func stillSaving(_ meeting: JSONValue?, on connection: DaemonConnection, else failure: String)
+        -> CLIError
+    {
+        let id = Format.string(meeting)
+        guard let session = try? connection.call("session.get") else { return CLIError(.unavailable, failure) }
+        guard session != .null, session["meeting"] == meeting else {
+            return CLIError(
+                .temporaryFailure, "syncupsd has not said how the save of the meeting \(id) ended; see syncupsctl meeting",
+                code: "not_yet")
+        }
+        return CLIError(
+            .temporaryFailure,
+            "the meeting \(id) is still being saved (the speech engine is still giving its last words); syncupsctl session says when it is done",
+            code: "still_saving")
     }
 
     /// Pauses, or resumes when the daemon says the meeting is already paused. Asking first and then acting

@@ -168,8 +168,9 @@ public struct Syncupsctl {
 
             --json prints the daemon's raw result, or {"ok":false,"error":{"code","message"}}: always one JSON
             document. Exit status: 0 ok, 64 usage, 65 request rejected, 69 daemon unavailable, 73 a file
-            could not be written, 75 the daemon refused the connection (at its limit: try again).
-            --timeout takes up to 86400 seconds; 0 waits as long as it takes. The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
+            could not be written, 75 try again later (the daemon refused the connection at its limit, or `end`:
+            the meeting is still being saved). --timeout takes up to 86400 seconds; 0 waits as long as it takes.
+            The socket is $SYNCUPSD_SOCKET, else $XDG_RUNTIME_DIR/syncupsd/socket
             (/tmp/syncupsd-UID/socket, which must be yours and 0700, where XDG_RUNTIME_DIR is unset).
             Run `syncupsctl COMMAND --help` for a command's options.
 

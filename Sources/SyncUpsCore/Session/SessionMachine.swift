@@ -191,6 +191,12 @@ public struct SessionMachine: Sendable, Equatable {
     /// The longest an ordinary save waits for a recognizer that keeps giving words, in seconds. Its queue
     /// holds 30 s of audio at most, which a recognizer at a quarter of real time works through in two minutes.
     public static let longestSettle = 300.0
+    /// How far past the recorded audio's end a recognizer's word may end and still count as progress (the
+    /// audio's last chunk and the meeting's clock are not to the sample).
+    static let audioEndTolerance = 1.0
+    /// The end of the latest word the recognizer gave within the meeting's audio: a result that does not go
+    /// past it (or goes past the audio) does not extend a save's wait.
+    private var recognizedUntil = 0.0
 
     /// A new session. It starts what it records with first (`records`: the microphone, and the call if
     /// `recordsCall`; then the recognizer if `transcribes`; then the cue if `playsCue`), each reporting back
@@ -346,12 +352,22 @@ public struct SessionMachine: Sendable, Equatable {
             pendingEnding = nil
             return complete(.syncUpDeleted, at: time)
         case .speechRecognized(let speech):
-            guard isTranscribing, recognizer != .stopped, record.add(speech) else { return [] }
+            guard isTranscribing, recognizer != .stopped else { return [] }
+            // No word lies past the audio recorded so far (or, once the meeting is being saved, its end).
+            let audioEnd = armedSettle?.since ?? time
+            let reached = speech.words.map(\.end).max() ?? speech.end
+            guard record.add(speech.clamped(to: audioEnd)) else { return [] }
             // Every final goes to the journal, even one that only settles the provisional text as it was.
             let effects: [Effect] = speech.isFinal ? [.publish(.transcript), .writeJournal] : [.publish(.transcript)]
+            // Only words that move the recognizer on within the meeting's audio say it is working through it.
+            var movesOn = false
+            if let reached, reached > recognizedUntil, reached <= audioEnd + Self.audioEndTolerance {
+                recognizedUntil = reached
+                movesOn = true
+            }
             // A recognizer that is behind (a loaded machine) still works through the audio queued for it: an
             // ordinary save waits as long as it gives words, the timeout counting from its latest.
-            guard pendingEnding != nil, let armed = armedSettle, armed.deadline == .saving,
+            guard movesOn, pendingEnding != nil, let armed = armedSettle, armed.deadline == .saving,
                 time - armed.since < Self.longestSettle
             else { return effects }
             return effects + [.armSettleTimeout(.saving)]
@@ -522,4 +538,18 @@ public struct SessionRejection: Error, Sendable, Equatable, CustomStringConverti
     }
 
     public var description: String { reason }
+}
+
+extension RecognizedSpeech {
+    /// The result with its times (and its words') no later than `end`, the meeting's audio so far: an
+    /// engine's times past it are its mistake.
+    func clamped(to end: Double) -> RecognizedSpeech {
+        var speech = self
+        speech.start = start.map { min($0, end) }
+        speech.end = self.end.map { min($0, end) }
+        if words.contains(where: { $0.end > end }) {
+            speech.words = words.map { TranscriptWord(word: $0.word, start: min($0.start, end), end: min($0.end, end)) }
+        }
+        return speech
+    }
 }

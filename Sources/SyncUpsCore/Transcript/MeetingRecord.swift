@@ -97,10 +97,43 @@ public struct MeetingRecord: Sendable, Equatable {
         turns[turns.count - 1].end = moment(time)
     }
 
+    /// The most pauses a record keeps: at it, the older half are merged in pairs (`stopTimer`), so a client
+    /// pausing and resuming in a loop cannot grow the record without end.
+    public static let maxPauses = 1_000
+
     /// The timer stops at `time` (a pause, the wait for `end`, the save), unless it stands still already.
+    /// A pause that begins where the last one ended (or before: times never go back) continues it.
     public mutating func stopTimer(at time: Double) {
-        guard pauses.last.map({ $0.end != nil }) ?? true else { return }
-        pauses.append(TimerPause(start: moment(time)))
+        guard let last = pauses.last else {
+            pauses.append(TimerPause(start: moment(time)))
+            return
+        }
+        guard let lastEnd = last.end else { return }
+        let time = moment(time)
+        if time <= lastEnd {
+            pauses[pauses.count - 1].end = nil
+            return
+        }
+        if pauses.count >= Self.maxPauses { mergeOlderPauses() }
+        pauses.append(TimerPause(start: time))
+    }
+
+    /// Merges the older half of the pauses in pairs. Each pair becomes one pause as long as both together,
+    /// ending where the second ended: the time the timer stood still stays what it was (and `MeetingInsights`'
+    /// totals with it); only where it lies within the pair's stretch moves.
+    private mutating func mergeOlderPauses() {
+        let pairs = pauses.count / 4
+        var merged: [TimerPause] = []
+        merged.reserveCapacity(pauses.count - pairs)
+        for index in 0..<pairs {
+            let first = pauses[2 * index]
+            let second = pauses[2 * index + 1]
+            let end = second.end ?? second.start
+            let stood = ((first.end ?? first.start) - first.start) + (end - second.start)
+            merged.append(TimerPause(start: max(first.start, end - stood), end: end))
+        }
+        merged += pauses[(2 * pairs)...]
+        pauses = merged
     }
 
     /// The timer runs again from `time`.

@@ -376,6 +376,9 @@ final class SessionController {
     /// if asked for and there is one, and the mixer that gives the recognizer both.
     private func startRecorder(_ session: ActiveSession, call: Bool) -> SessionMachine.Event {
         var warnings: [String] = []
+        // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
+        // the journal go there, so it comes back as the store brings back the directory itself.
+        try? state.dataDirectory.create()
         startCallRecorder(session, wanted: call, warnings: &warnings)
         let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
         session.microphoneThroughServer =

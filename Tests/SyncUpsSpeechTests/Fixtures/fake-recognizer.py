@@ -12,6 +12,10 @@ Usage: fake-recognizer.py MODE
   garbage  writes a line that is not JSON, then behaves like echo
   early    exits 0 after one second of audio, before the meeting ends
   partials writes a partial every 10 ms for a second, then a final
+  bigpartial   one ~900 KB partial (multi-byte characters), then behaves like echo
+  bigerror     reports a ~900 KB error message
+  wordflood    finals with empty text and 15,000 words each, then behaves like echo
+  wordytext    20 finals of two 2,000-byte words (4 KB of words for 10 bytes of text), then behaves like echo
 """
 import json
 import os
@@ -41,6 +45,24 @@ if mode == "longline":
 if mode == "error":
     emit({"type": "error", "message": "no model found"})
     sys.exit(1)
+if mode == "bigerror":
+    emit({"type": "error", "message": "é" * 150000})
+    stdin.read()
+    sys.exit(1)
+if mode == "bigpartial":
+    emit({"type": "partial", "text": "start " + "é" * 150000 + " end", "start": 0, "end": 1})
+    select.select([], [], [], 0.5)  # on its own: a final replaces a partial not yet passed on
+    mode = "echo"
+if mode == "wordflood":
+    for index in range(4):
+        emit({"type": "final", "text": "", "start": 0, "end": 1,
+              "words": [{"word": "w", "start": 0.5, "end": 0.5} for _ in range(15000)]})
+    mode = "echo"
+if mode == "wordytext":
+    for index in range(20):
+        emit({"type": "final", "text": "long words", "start": 0, "end": 1,
+              "words": [{"word": letter * 2000, "start": 0.5, "end": 0.5} for letter in "lw"]})
+    mode = "echo"
 if mode == "chatty":
     # 2000 finals of 100 bytes at once: 200 KB of "speech" in well under a second.
     for index in range(2000):
