@@ -36,8 +36,8 @@ public enum CommandRecognizer {
     /// How often reading its stdout looks whether the engine has exited.
     static let exitPoll = Duration.milliseconds(250)
 
-    /// `textClock` times the windows of `maxTextPerSecond` (a test holds it still, so a loaded machine
-    /// reading a burst slowly cannot spread it over two windows).
+    /// `textClock` times the windows of `maxTextPerSecond` and of `maxBytesPerSecond` (a test holds it still,
+    /// so a loaded machine reading a burst slowly cannot spread it over two windows).
     public static func recognizer(
         command: String, environment: [String: String] = Subprocess.currentEnvironment(),
         textClock: @escaping @Sendable () -> MonotonicInstant = { .now() }
@@ -217,7 +217,7 @@ public enum CommandRecognizer {
 
     private static func readResults(_ stdout: FileDescriptor, shared: Shared) {
         var reader = LineReader(fd: stdout, maxLineBytes: maxLineBytes, keepsUnterminatedLastLine: true)
-        var windowStart = MonotonicInstant.now()
+        var windowStart = shared.textClock()
         var bytesInWindow = 0
         var textWindowStart = shared.textClock()
         var textInWindow = 0
@@ -272,8 +272,9 @@ public enum CommandRecognizer {
                 shared.fail("the speech command wrote a line over \(maxLineBytes) bytes; killed it")
             case .success(let line):
                 lastLine = now
-                if now - windowStart >= .seconds(1) {
-                    windowStart = now
+                let budgetNow = shared.textClock()
+                if budgetNow - windowStart >= .seconds(1) {
+                    windowStart = budgetNow
                     bytesInWindow = 0
                 }
                 bytesInWindow += line.count + 1
