@@ -196,7 +196,8 @@ extension Context {
         guard let session = try? connection.call("session.get") else { return CLIError(.unavailable, failure) }
         guard session != .null, session["meeting"] == meeting else {
             return CLIError(
-                .temporaryFailure, "syncupsd has not said how the save of the meeting \(id) ended; see syncupsctl meeting",
+                .temporaryFailure,
+                "syncupsd has not said how the save of the meeting \(id) ended; see syncupsctl meeting",
                 code: "not_yet")
         }
         return CLIError(
