@@ -67,11 +67,14 @@ build: deps
 run: build
 	exec $(RELEASE_BIN)/syncupsd $(ARGS)
 
-## Installs what the tests need, checks formatting, builds, and runs the whole suite.
+## Installs what the tests need, checks formatting, builds, and runs the whole suite; as root, the Debian package
+## on a clean Debian 12 too (test-deb).
 test: deps-test lint whisper
 	$(SWIFT) build --build-tests
 	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
 	cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
+	@if [ "$$(id -u)" -eq 0 ]; then $(MAKE) --no-print-directory test-deb; \
+	else echo "make test: make test-deb skipped: it needs root (mmdebstrap, a PID and mount namespace)"; fi
 
 ## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
 ## useradd if missing). `make test` runs it too, as one of the InstallTests.
