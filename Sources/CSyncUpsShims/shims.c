@@ -57,10 +57,6 @@ int syncups_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) 
     return epoll_ctl(epfd, op, fd, &event);
 }
 
-int syncups_rename_exchange(const char *from, const char *to) {
-    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE);
-}
-
 int syncups_accept_nonblocking(int fd) {
     return accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 }

@@ -79,8 +79,6 @@ public final class Daemon {
             logger: logger,
             onPublish: { updateStatus() }
         )
-        // The store locks a directory that replaces this one (moved away or removed while running).
-        services.store.lock = lock
 
         do {
             try server.start(listener: socket.fd)

@@ -35,7 +35,7 @@ final class Services {
         let loaded: SyncUpStore.LoadResult
         do {
             store = try SyncUpStore(directory: directory, loop: loop, wallClock: wallClock) { event in
-                Self.handle(event, state: state, server: server, loop: loop, logger: logger)
+                Self.handle(event, state: state, server: server, logger: logger)
             }
             loaded = try store.open()
         } catch {
@@ -85,9 +85,7 @@ final class Services {
         session.statusLine ?? "idle · \(state.syncUps.count) sync-up\(state.syncUps.count == 1 ? "" : "s")"
     }
 
-    private static func handle(
-        _ event: SyncUpStore.Event, state: DaemonState?, server: Server, loop: EventLoop, logger: Logger
-    ) {
+    private static func handle(_ event: SyncUpStore.Event, state: DaemonState?, server: Server, logger: Logger) {
         switch event {
         case .reloaded(let syncUps):
             state?.replaceAll(with: syncUps)
@@ -103,15 +101,6 @@ final class Services {
         case .writeRecovered:
             logger.notice("writing sync-ups.json works again")
             server.publish(.daemon, "persistence.recovered", [:])
-        case .directoryReplaced(let message):
-            logger.warning(message)
-            server.publish(.daemon, "daemon.warning", ["message": .string(message)])
-        case .directoryTaken(let message):
-            // Two daemons never share a directory: this one stops rather than acknowledge changes it cannot
-            // write (systemd restarts it, and the restart is refused while the other one runs).
-            logger.error("\(message); stopping")
-            server.publish(.daemon, "persistence.failed", ["error": .string(message)])
-            loop.stop()
         }
     }
 }

@@ -9,7 +9,6 @@ import SyncUpsPOSIX
 ///   sync-ups.json                  the SyncUps app's file, nothing added
 ///   sync-ups.json.prev             the version before the last write
 ///   sync-ups.json.corrupt-<UTC>    a file that failed to parse, moved aside, never deleted
-///   sync-ups.json.replaced-<UTC>   a file found in the directory made again while changes were unwritten
 ///   meetings/<meeting-id>.wav      the meeting's audio
 ///   meetings/<meeting-id>.json     what the app's model has no field for (segments, flags)
 ///   syncupsd.lock                  the pid of the daemon using the directory (it flocks the directory)

@@ -101,24 +101,11 @@ public struct FileIdentity: Sendable, Hashable {
         self.init(info)
     }
 
-    /// The identity of what `path` names after following symlinks (a data directory given as a link is its
-    /// target), or nil if there is none.
-    public init?(followingSymlinks path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        self.init(info)
-    }
-
     /// The identity of the file open at `fd`.
     public init?(fd: FileDescriptor) {
         var info = stat()
         guard fstat(fd.rawValue, &info) == 0 else { return nil }
         self.init(info)
-    }
-
-    /// True when both name the same file (device and inode), whatever its size and time stamps.
-    public func isSameFile(as other: FileIdentity) -> Bool {
-        device == other.device && inode == other.inode
     }
 
     init(_ info: stat) {

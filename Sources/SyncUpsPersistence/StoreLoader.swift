@@ -94,12 +94,12 @@ struct StoreLoader {
         }
     }
 
-    /// Renames `path` to `<path>.<label>-<UTC stamp of date>` (with a counter if that exists); returns the
+    /// Renames `path` to `<path>.corrupt-<UTC stamp of date>` (with a counter if that exists); returns the
     /// new path.
-    static func moveAside(_ path: String, fileSystem: FileSystem, at date: Date, label: String = "corrupt") -> String? {
+    static func moveAside(_ path: String, fileSystem: FileSystem, at date: Date) -> String? {
         let stamp = UTCTime(date).compactStamp
         for attempt in 0..<100 {
-            let candidate = path + "." + label + "-" + stamp + (attempt == 0 ? "" : "-\(attempt)")
+            let candidate = path + ".corrupt-" + stamp + (attempt == 0 ? "" : "-\(attempt)")
             guard fileSystem.identity(candidate) == nil else { continue }
             do {
                 try fileSystem.rename(path, candidate)

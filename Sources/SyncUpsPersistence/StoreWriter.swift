@@ -32,9 +32,6 @@ final class StoreWriter: Sendable {
         case conflict(generation: Int)
         /// What the file on disk turned out to be, after `examine` (a change notification or a conflict).
         case examined(FileExamination)
-        /// Not written: the data directory is no longer the one the store locked and watches (moved away or
-        /// removed). The store must take the one at its path over before anything is written there.
-        case directoryReplaced(generation: Int)
     }
 
     private struct State {
@@ -161,13 +158,6 @@ final class StoreWriter: Sendable {
 
     /// Step one: encode, write and put in place.
     private func place(_ job: Job) -> (Result, VersionedFile.Version?) {
-        // A directory at the path that is not the one locked may be another daemon's, and its file is no edit
-        // to weigh against this state: the loop takes it over first.
-        if let locked = disk.withLock({ $0.directory }),
-            FileIdentity(followingSymlinks: FilePath.directory(of: file.path))?.isSameFile(as: locked) != true
-        {
-            return (.directoryReplaced(generation: job.generation), nil)
-        }
         let pieces = encoder.withLock { $0.encode(job.syncUps) }
         let generation = job.generation
         var fingerprint = ContentFingerprint.Hasher()
@@ -258,8 +248,6 @@ struct DiskState: Sendable {
     var fingerprint: ContentFingerprint?
     /// Snapshots older than this were overtaken by another program's edit and must not be written.
     var minimumGeneration = 0
-    /// The data directory the store locked and watches; nothing is written into another one at its path.
-    var directory: FileIdentity?
 
     func accepts(_ generation: Int, replacing current: FileIdentity?) -> Bool {
         generation >= minimumGeneration && (current == nil || current == identity)

@@ -20,24 +20,6 @@ public final class SyncUpStore {
         case writeFailed(String)
         /// Writing works again after failures.
         case writeRecovered
-        /// The data directory was moved away or removed; the store made a new one at its path, locked and
-        /// watches it, and writes the state there (or loads the file found there).
-        case directoryReplaced(String)
-        /// The data directory was replaced by one another daemon holds: nothing more is written. The daemon
-        /// must stop; the changes not yet written are lost, and the message says so.
-        case directoryTaken(String)
-    }
-
-    /// The data directory at the store's path, against the one it locked and watches.
-    private enum DirectoryState {
-        /// The one locked and watched: writes go ahead.
-        case current
-        /// Moved away or removed: the one at the path is taken over before anything is written.
-        case replaced
-        /// Taken over: the examination of the file found in it decides what is written first.
-        case examining
-        /// Another daemon holds the new one: nothing is written any more.
-        case taken
     }
 
     /// What loading found.
@@ -58,13 +40,6 @@ public final class SyncUpStore {
     private var writer: StoreWriter?
     private var inotify: Inotify?
     private var watches: [EventLoop.Watch] = []
-    /// The inotify watch of the data directory, made again when another directory takes its place.
-    private var changeWatch: EventLoop.Watch?
-    private var directoryState = DirectoryState.current
-
-    /// The daemon's lock on the data directory (nil when nobody locks, as in tests): when another directory
-    /// takes its place, the store locks that one and drops this.
-    public var lock: LockFile?
 
     private var latest: [SyncUp] = []
     private var generation = 0
@@ -125,9 +100,7 @@ public final class SyncUpStore {
         let writer = try StoreWriter(
             file: file,
             results: results,
-            disk: DiskState(
-                identity: fileSystem.identity(directory.syncUpsFile),
-                directory: FileIdentity(followingSymlinks: directory.path))
+            disk: DiskState(identity: fileSystem.identity(directory.syncUpsFile))
         )
         self.writer = writer
         watches.append(try results.attach(to: loop) { [unowned self] in $0.forEach(handle) })
@@ -150,21 +123,14 @@ public final class SyncUpStore {
 
     private func startWatching() throws(SystemError) {
         let inotify = try Inotify()
-        let gone = UInt32(IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED)
-        _ = try inotify.add(
-            directory.path, mask: UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE) | gone)
-        if let changeWatch { loop.unwatch(changeWatch) }
+        _ = try inotify.add(directory.path, mask: UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE))
         self.inotify = inotify
-        changeWatch = try loop.watch(inotify.descriptor, for: .readable) { [unowned self] _ in
-            let events = inotify.drain()
-            if events.contains(where: { $0.mask & gone != 0 }) {
-                // The directory itself moved or went: what inotify reports from now on is of the old one.
-                directoryState = directoryState == .taken ? .taken : .replaced
-                loop.execute { [unowned self] in takeOverDirectory() }
-            } else if events.contains(where: { $0.name == DataDirectory.fileName }) {
-                writer?.examine()
+        watches.append(
+            try loop.watch(inotify.descriptor, for: .readable) { [unowned self] _ in
+                let events = inotify.drain()
+                if events.contains(where: { $0.name == DataDirectory.fileName }) { writer?.examine() }
             }
-        }
+        )
     }
 
     // MARK: - Saving
@@ -214,7 +180,7 @@ public final class SyncUpStore {
     }
 
     private func submit() {
-        guard generation > writtenGeneration, directoryState != .taken else { return }
+        guard generation > writtenGeneration else { return }
         writer?.submit(StoreWriter.Job(generation: generation, syncUps: latest))
     }
 
@@ -228,8 +194,7 @@ public final class SyncUpStore {
         case .durable(let durable):
             durableGeneration = max(durableGeneration, durable)
             runActionsAfterWrite()
-            // A directory lost to another daemon is not a recovery, whatever the old one's last fsync says.
-            guard durable >= failedGeneration, directoryState != .taken else { return }
+            guard durable >= failedGeneration else { return }
             retryDelay = StoreRetry.initialDelay
             if lastError != nil {
                 lastError = nil
@@ -251,12 +216,6 @@ public final class SyncUpStore {
         case .examined(let examination):
             guard !isClosing else { return }
             apply(examination)
-        case .directoryReplaced:
-            // A write refused while a take-over is under way (inotify was first) is submitted again once the
-            // new directory's file is examined.
-            guard !isClosing, directoryState == .current else { return }
-            directoryState = .replaced
-            takeOverDirectory()
         }
     }
 
@@ -273,81 +232,15 @@ public final class SyncUpStore {
         retryDelay = StoreRetry.next(after: retryDelay)
         retryTimer = loop.schedule(after: delay) { [unowned self] in
             retryTimer = nil
-            if directoryState == .replaced { takeOverDirectory() } else { submit() }
+            try? directory.create()  // the directory itself may have been removed
+            submit()
         }
-    }
-
-    // MARK: - The directory replaced
-
-    /// The data directory at the store's path is no longer the one it locked and watches (`mv data
-    /// data.gone`, `rm -r data`): makes one there, locks it, watches it, then has its file examined, which
-    /// decides what is written first. Until then nothing is written: the writer refuses any other directory.
-    private func takeOverDirectory() {
-        guard directoryState == .replaced, !isClosing, let writer else { return }
-        let path = directory.path
-        if let locked = writer.disk.withLock({ $0.directory }),
-            FileIdentity(followingSymlinks: path)?.isSameFile(as: locked) == true
-        {
-            // Moved back, or taken over already (the refused write was older): ours, lock and watch included.
-            directoryState = .current
-            return submit()
-        }
-        do {
-            // Only the directory itself until it is locked: it may be another daemon's.
-            try directory.createTopLevel()
-        } catch {
-            return report("the data directory \(path) was moved or removed; making it again failed: \(error)")
-        }
-        if lock != nil {
-            do {
-                let taken = try LockFile(directory: path, pidFile: directory.lockFile)
-                lock?.release()
-                lock = taken
-            } catch {
-                if case .held(let pid) = error {
-                    directoryState = .taken
-                    let failure =
-                        "the data directory \(path) was replaced by one that another syncupsd (pid \(pid.map(String.init) ?? "unknown")) is using; "
-                        + (hasUnsavedChanges
-                            ? "the changes made since the last write were not written and are lost"
-                            : "every change was written before (into the directory moved away, if it still exists)")
-                    lastError = failure
-                    return onEvent(.directoryTaken(failure))
-                }
-                return report("the data directory \(path) was moved or removed; locking the new one failed: \(error)")
-            }
-        }
-        do {
-            try directory.create()  // `meetings/`
-        } catch {
-            return report("the data directory \(path) was moved or removed; making it again failed: \(error)")
-        }
-        guard let identity = FileIdentity(followingSymlinks: path) else {
-            return report("the data directory \(path) was moved or removed, and is gone again")
-        }
-        do {
-            try startWatching()
-        } catch {
-            return report("the data directory \(path) was moved or removed; watching the new one failed: \(error)")
-        }
-        writer.disk.withLock {
-            $0.directory = identity
-            $0.identity = nil  // any file there is no version of ours: examined, never silently replaced
-        }
-        directoryState = .examining
-        onEvent(
-            .directoryReplaced("the data directory \(path) was moved or removed; made it again, locked and watched it"))
-        writer.examine()
     }
 
     // MARK: - Outside edits
 
     /// Acts on what the file on disk was found to be (after a change notification or a refused write).
     private func apply(_ examination: FileExamination) {
-        // A directory taken over: the state written last went with the old one, so any change since must reach
-        // the new one, even over a file found there.
-        let isTakeOver = directoryState == .examining
-        if isTakeOver { directoryState = .current }
         switch examination {
         case .missing:
             // Deleted: the state is in memory, so write it back rather than lose it.
@@ -359,21 +252,10 @@ public final class SyncUpStore {
         case .ours(let identity):
             // Our own write (or the same bytes): nothing changed, but remember its identity (a `touch` changes it).
             markDiskState(identity: identity, overtaking: false)
-            if isConflictPending || isTakeOver {
+            if isConflictPending {
                 isConflictPending = false
                 submit()
             }
-        case .edited(_, _) where isTakeOver && hasUnsavedChanges:
-            // A file in the new directory, and changes acknowledged since the old one went that are nowhere on
-            // disk: they are kept, and the file is moved aside, never lost.
-            let path = directory.syncUpsFile
-            let aside = StoreLoader.moveAside(path, fileSystem: fileSystem, at: wallClock(), label: "replaced")
-            markDiskState(identity: nil, overtaking: false)
-            onEvent(
-                .directoryReplaced(
-                    "found a sync-ups.json in the new data directory while changes made since the old one went were not yet written: kept them, and moved that file to \(aside ?? "nowhere (rename failed)")"
-                ))
-            save(latest, urgent: true)
         case .edited(let identity, let syncUps):
             // Another program's valid edit wins over any change not yet written.
             markDiskState(identity: identity, overtaking: true)
@@ -441,18 +323,13 @@ public final class SyncUpStore {
     /// logged).
     @discardableResult
     public func close() -> String? {
-        // A directory moved away just before: the state goes into the one at the path, if it can be ours.
-        if directoryState == .replaced { takeOverDirectory() }
         isClosing = true
         writer?.stop()  // the version in place, if any, is made durable first
-        for watch in watches + [changeWatch].compactMap({ $0 }) { loop.unwatch(watch) }
+        for watch in watches { loop.unwatch(watch) }
         watches.removeAll()
-        changeWatch = nil
         if let throttleTimer { loop.cancel(throttleTimer) }
         if let retryTimer { loop.cancel(retryTimer) }
         for result in results.takeAll() { handle(result) }
-        // Another daemon's directory: nothing is written there, and the exit says why.
-        if directoryState == .taken { return lastError }
         guard durableGeneration < generation, let writer else { return nil }
         var result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
         if case .conflict = result {
@@ -472,9 +349,6 @@ public final class SyncUpStore {
             return "final write of \(directory.syncUpsFile) failed: \(error)"
         case .conflict:
             return "final write of \(directory.syncUpsFile) skipped: another program changed the file"
-        case .directoryReplaced:
-            return
-                "final write of \(directory.syncUpsFile) skipped: \(lastError ?? "the data directory was moved or removed")"
         case .examined:
             preconditionFailure("StoreWriter.perform writes; it never examines")
         }

@@ -326,45 +326,6 @@ final class StoreHarness {
         harness.store.close()
     }
 
-    /// `mv data data.gone` while the store runs, then another program puts `c` in a new `data/`.
-    static func moveAway(_ harness: StoreHarness, puttingInTheNewOne syncUps: [SyncUp]) throws -> TemporaryDirectory {
-        let elsewhere = TemporaryDirectory("moved")
-        try #require(rename(harness.directory.path, elsewhere.appending("data")) == 0)
-        try #require(mkdir(harness.directory.path, 0o700) == 0)
-        Files.write(harness.file, SyncUpsFile.encode(syncUps))
-        return elsewhere
-    }
-
-    @Test func reloadsAFileInTheDirectoryThatReplacedItsOwnWhenEveryChangeWasWritten() throws {
-        let harness = try StoreHarness()
-        _ = try harness.store.open()
-        harness.store.save(a, urgent: true)
-        #expect(harness.run { harness.onDisk() == a && harness.isDurable })
-        let elsewhere = try Self.moveAway(harness, puttingInTheNewOne: c)
-        #expect(harness.run { harness.events.contains(.reloaded(c)) })
-        #expect(Files.read(elsewhere.appending("data/sync-ups.json")).flatMap { try? SyncUpsFile.decode($0) } == a)
-        // Watched: the next edit there is the state too.
-        Files.replace(harness.file, with: String(decoding: SyncUpsFile.encode(b), as: UTF8.self))
-        #expect(harness.run { harness.events.contains(.reloaded(b)) })
-        harness.store.close()
-    }
-
-    @Test func keepsAChangeMadeAfterItsDirectoryWentOverAFileInTheNewOne() throws {
-        let harness = try StoreHarness()
-        _ = try harness.store.open()
-        harness.store.save(a, urgent: true)
-        #expect(harness.run { harness.onDisk() == a && harness.isDurable })
-        _ = try Self.moveAway(harness, puttingInTheNewOne: c)
-        harness.store.save(b, urgent: true)
-        #expect(harness.run { harness.onDisk() == b && harness.isDurable })
-        let aside = Files.list(harness.directory.path).filter { $0.hasPrefix("sync-ups.json.replaced-") }
-        #expect(aside.count == 1)
-        let kept = aside.first.flatMap { Files.read(harness.directory.appending($0)) }
-        #expect(kept.flatMap { try? SyncUpsFile.decode($0) } == c)
-        #expect(!harness.events.contains(.reloaded(c)))
-        harness.store.close()
-    }
-
     @Test func keepsTheStateAndRetriesWhenTheDiskIsFull() throws {
         let harness = try StoreHarness(throttleWindow: .milliseconds(50))
         _ = try harness.store.open()

@@ -33,10 +33,6 @@ int syncups_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 /// accept4() with SOCK_CLOEXEC | SOCK_NONBLOCK (GNU-only, so hidden from Swift's Glibc module).
 int syncups_accept_nonblocking(int fd);
 
-/// renameat2(RENAME_EXCHANGE): swaps two names at once (GNU-only). Tests use it to put another directory in
-/// place of the data directory with no moment in which neither name exists.
-int syncups_rename_exchange(const char *from, const char *to);
-
 /// pipe2() with O_CLOEXEC; fds[0] is the read end.
 int syncups_pipe_cloexec(int fds[2]);
 
