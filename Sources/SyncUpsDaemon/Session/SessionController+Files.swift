@@ -31,6 +31,16 @@ extension SessionController {
         }
     }
 
+    /// The journal now, not within the second: the meeting was ended, and a crash from here on must find
+    /// when, so its insights survive.
+    func flushJournal(_ session: ActiveSession) {
+        guard session.hasJournal else { return writeJournal(session) }
+        session.journalTimer.map(loop.cancel)
+        session.journalTimer = nil
+        session.lastJournal = loop.now()
+        journals.write(makeJournal(session, transcript: session.machine.record.finalText))
+    }
+
     func makeJournal(_ session: ActiveSession, transcript: String, isInterrupted: Bool = false) -> MeetingJournal {
         let machine = session.machine!
         var journal = MeetingJournal(
@@ -42,9 +52,11 @@ extension SessionController {
             date: machine.startDate,
             transcript: transcript,
             hasAudio: session.recorder != nil,
-            attendees: machine.syncUp.attendees,
+            attendees: machine.roster.meetingAttendees,
             segments: machine.record.segments
         )
+        journal.absent = machine.roster.absent
+        journal.partial = machine.record.partial
         journal.isInterrupted = isInterrupted
         journal.timeline = machine.record.timeline(durationSeconds: machine.durationSeconds)
         return journal

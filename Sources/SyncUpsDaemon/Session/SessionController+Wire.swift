@@ -13,7 +13,7 @@ extension SessionController {
         let verb = machine.phase == .running ? "recording" : machine.phase.rawValue
         let speaker = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
         return
-            "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)"
+            "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.roster.rotationCount)"
     }
 
     /// The session object, or null when no session runs.

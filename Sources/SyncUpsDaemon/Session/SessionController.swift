@@ -128,8 +128,8 @@ final class SessionController {
 
     // MARK: - Requests
 
-    func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil) throws(ProtocolError)
-        -> JSONValue
+    func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil, absent: [String] = [])
+        throws(ProtocolError) -> JSONValue
     {
         if let active {
             // Not waiting for a save in progress: see protocol.md, session.start.
@@ -141,6 +141,10 @@ final class SessionController {
                     : "a meeting of \"\(title)\" is being recorded; end it first (session.end)")
         }
         let syncUp = state.syncUps[try state.index(of: text)]
+        let roster: MeetingRoster
+        do { roster = try MeetingRoster(syncUp.attendees, absent: absent) } catch {
+            throw .invalidArgument(error.reason)
+        }
         let recordsAudio = audio ?? true
         var wantsTranscript = transcribe ?? recordsAudio
         var warnings: [String] = []
@@ -176,7 +180,8 @@ final class SessionController {
             recordsCall: call ?? true,
             transcribes: wantsTranscript,
             playsCue: settings.cueDeviceName != nil,
-            warnings: warnings
+            warnings: warnings,
+            roster: roster
         )
         session.machine = machine
         active = session
@@ -198,7 +203,7 @@ final class SessionController {
         do {
             perform(try session.machine.request(request, at: now(session)), in: session)
         } catch {
-            throw ProtocolError(.invalidState, error.reason)
+            throw ProtocolError(error.isInvalidArgument ? .invalidArgument : .invalidState, error.reason)
         }
         return sessionJSON(session)
     }
@@ -311,6 +316,8 @@ final class SessionController {
                 session.timer = nil
             case .writeJournal:
                 writeJournal(session)
+            case .flushJournal:
+                flushJournal(session)
             case .stopRecorder:
                 let recorder = session.recorder
                 let callRecorder = session.callRecorder
@@ -346,14 +353,11 @@ final class SessionController {
                         "restored the sync-up \"\(syncUp.title)\", which another program's edit had removed, with the meeting recorded meanwhile"
                     )
                 }
-                let details = MeetingDetails(
-                    meeting: meeting.id,
-                    syncUp: syncUp.id,
-                    isInterrupted: record.isInterrupted,
-                    attendees: syncUp.attendees,
-                    segments: record.segments,
-                    timeline: record.timeline(durationSeconds: syncUp.durationSeconds)
-                )
+                var details = MeetingDetails(
+                    meeting: meeting.id, syncUp: syncUp.id, isInterrupted: record.isInterrupted,
+                    attendees: session.machine.roster.meetingAttendees, segments: record.segments,
+                    timeline: record.timeline(durationSeconds: syncUp.durationSeconds))
+                details.absent = session.machine.roster.absent
                 saveDetails(
                     details,
                     finalJournal: makeJournal(
