@@ -62,6 +62,28 @@ extension SessionController {
         return journal
     }
 
+    /// `saveMeeting`: the meeting goes into its sync-up's history (restoring the sync-up if an outside edit
+    /// removed it meanwhile), its details (the meeting's own roster, its record) to its file.
+    func saveMeeting(_ meeting: Meeting, _ record: MeetingRecord, of syncUp: SyncUp, in session: ActiveSession) {
+        if !state.insertMeeting(meeting, into: syncUp.id) {
+            // An outside edit removed the sync-up mid-meeting: it comes back, with this meeting.
+            var restored = syncUp
+            restored.meetings = [meeting]
+            state.restore(restored)
+            state.warn(
+                "restored the sync-up \"\(syncUp.title)\", which another program's edit had removed, with the meeting recorded meanwhile"
+            )
+        }
+        var details = MeetingDetails(
+            meeting: meeting.id, syncUp: syncUp.id, isInterrupted: record.isInterrupted,
+            attendees: session.machine.roster.meetingAttendees, segments: record.segments,
+            timeline: record.timeline(durationSeconds: syncUp.durationSeconds))
+        details.absent = session.machine.roster.absent
+        saveDetails(
+            details,
+            finalJournal: makeJournal(session, transcript: meeting.transcript, isInterrupted: record.isInterrupted))
+    }
+
     /// Writes a saved meeting's details file (`meetings/<id>.json`) on the clean-up thread. Until it is
     /// written the details stay in memory (`meetings.get` has them) and so does the meeting's journal on
     /// disk, in its final version, so a crash at any point still recovers them; a failure is retried with

@@ -344,24 +344,7 @@ final class SessionController {
                 session.settleTimer = nil
                 session.settleDeadline = nil
             case .saveMeeting(let meeting, let record, let syncUp):
-                if !state.insertMeeting(meeting, into: syncUp.id) {
-                    // An outside edit removed the sync-up mid-meeting: it comes back, with this meeting.
-                    var restored = syncUp
-                    restored.meetings = [meeting]
-                    state.restore(restored)
-                    state.warn(
-                        "restored the sync-up \"\(syncUp.title)\", which another program's edit had removed, with the meeting recorded meanwhile"
-                    )
-                }
-                var details = MeetingDetails(
-                    meeting: meeting.id, syncUp: syncUp.id, isInterrupted: record.isInterrupted,
-                    attendees: session.machine.roster.meetingAttendees, segments: record.segments,
-                    timeline: record.timeline(durationSeconds: syncUp.durationSeconds))
-                details.absent = session.machine.roster.absent
-                saveDetails(
-                    details,
-                    finalJournal: makeJournal(
-                        session, transcript: meeting.transcript, isInterrupted: record.isInterrupted))
+                saveMeeting(meeting, record, of: syncUp, in: session)
             case .discardMeeting:
                 // Logged as a start and a save are: the log then says where every meeting went.
                 logger.info(
