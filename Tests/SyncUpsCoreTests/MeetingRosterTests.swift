@@ -295,6 +295,59 @@ import Testing
 
     // MARK: - One row per person
 
+    /// A month of stand-ups: every day someone is absent, or removed and added back by name (any case or
+    /// accents), or renamed. `stats` over them has one row per person, each with their absences.
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func aMonthOfEditsAndAbsencesKeepsOneRowPerPerson(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed)
+        let uuid = UUIDGenerator.incrementing()
+        var syncUp = try SyncUpDraft(title: "Équipe", durationSeconds: 40, attendeeNames: ["Zoë", "Ann", "Bob", "Cy"])
+            .validated(id: SyncUp.ID(UUID(counting: 9_999)), uuid: uuid)
+        var former = FormerAttendees()
+        var insights: [MeetingInsights] = []
+        var absences: [String: Int] = [:]
+        for _ in 0..<30 {
+            let index = Int(random.next() % UInt64(syncUp.attendees.count))
+            let person = syncUp.attendees[index]
+            var absent: [String] = []
+            switch random.next() % 3 {
+            case 0:
+                absent = [NameKey.of(person.name).uppercased()]
+                absences[NameKey.of(person.name), default: 0] += 1
+            case 1:
+                // Removed, then back by the same name spelled another way.
+                var update = SyncUpUpdate(
+                    attendees: syncUp.attendees.filter { $0 != person }.map {
+                        AttendeeChange(id: $0.id, name: $0.name)
+                    })
+                var edited = syncUp
+                try edited.apply(update, uuid: uuid, former: former.of(syncUp.id))
+                former.follow(syncUp, to: edited)
+                syncUp = edited
+                update.attendees?.append(AttendeeChange(id: nil, name: " \(person.name.lowercased()) "))
+                try edited.apply(update, uuid: uuid, former: former.of(syncUp.id))
+                former.follow(syncUp, to: edited)
+                syncUp = edited
+                #expect(syncUp.attendees.last?.id == person.id)
+            default:
+                break
+            }
+            var machine = try start(syncUp, absent: absent)
+            while !machine.isOver { _ = machine.handle(.timerTicked) }
+            insights.insert(
+                MeetingInsights(
+                    timeline: machine.record.timeline(durationSeconds: 40), attendees: machine.roster.meetingAttendees,
+                    segments: [], absent: machine.roster.absent), at: 0)
+        }
+        let stats = AttendeeStats.of(insights)
+        #expect(stats.count == 4, "\(stats.map(\.attendee.name))")
+        #expect(Set(stats.map { NameKey.of($0.attendee.name) }) == ["zoe", "ann", "bob", "cy"])
+        for row in stats {
+            let missed = absences[NameKey.of(row.attendee.name), default: 0]
+            #expect(row.absences == missed && row.meetings + missed == 30, "\(row)")
+        }
+    }
+
     @Test func statsHaveOneRowPerPersonAcrossIdsAndCountAbsences() {
         let old = Attendee(id: Attendee.ID(UUID(counting: 1)), name: "Zoë")
         let returned = Attendee(id: Attendee.ID(UUID(counting: 2)), name: " zoe ")
