@@ -65,9 +65,22 @@ public struct MeetingDetails: Sendable, Equatable {
         self.syncUp = syncUp
         isInterrupted = json["interrupted"]?.boolValue ?? false
         attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
+        var listed = Set<Attendee.ID>()
+        var duplicates: [String] = []
+        for (index, attendee) in attendees.enumerated() where !listed.insert(attendee.id).inserted {
+            duplicates.append("attendees[\(index)] (\(attendee.name)) is listed already; the first is used")
+        }
         (absent, problems) = Self.absent(json["absent"], besides: attendees)
+        problems = duplicates + problems
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
         timeline = json["timeline"].flatMap(MeetingTimeline.init(json:))
+        // A turn of someone not listed (a hand edit removed them) has no row in the insights: said, not hidden.
+        let missing = Set((timeline?.turns ?? []).map(\.speaker).filter { !listed.contains($0.id) })
+        for speaker in missing.sorted(by: { $0.name < $1.name }) {
+            problems.append(
+                "\(speaker.name) (\(speaker.id)) had the floor but is not among the attendees; their turns are not in the insights"
+            )
+        }
     }
 
     /// The absent attendees of a file, and what of them could not be used: entries that are not attendees, or

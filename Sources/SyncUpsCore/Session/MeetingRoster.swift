@@ -56,7 +56,9 @@ public struct MeetingRoster: Sendable, Equatable {
 
     /// Who takes turns, in order: those who had the floor, then those present who have not.
     public var rotation: [Attendee] {
-        speakers.compactMap { id in members.first { $0.id == id }?.attendee }
+        // By index, not a search a speaker: a roster of a thousand is a thousand steps, not a million.
+        let byID = Dictionary(members.map { ($0.id, $0.attendee) }, uniquingKeysWith: { first, _ in first })
+        return speakers.compactMap { byID[$0] }
             + members.filter { !$0.hasHadTheFloor && !$0.isAbsent && !$0.hasLeft }.map(\.attendee)
     }
 
