@@ -199,6 +199,29 @@ import Testing
         #expect(try client.result("syncups.get", ["id": .string(id)])["meetingsTotal"] == 0)
     }
 
+    /// A stop (SIGTERM) during the save's wait for a recognizer that never finishes: saved within the shorter
+    /// wait, its real time ending where `session.end` came, not where the wait did.
+    @Test func stoppedDuringTheSavesWaitTheMeetingHasItsInsights() throws {
+        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
+        let engine = alsa.directory.appending("engine.sh")
+        Files.write(engine, "echo '{\"type\":\"progress\",\"time\":0}'\nexec sleep 1000\n")
+        let directory = TemporaryDirectory("roster-stop")
+        let arguments = ["--audio-device", "virtmic", "--no-cue", "--speech-command", "exec sh \(engine)"]
+        let daemon = try DaemonProcess(arguments: arguments, environment: alsa.environment, directory: directory)
+        let client = try daemon.client()
+        let id = try Self.create(client, seconds: 600, ["Ann", "Bob"])
+        let meeting = try #require(
+            try client.result("session.start", ["syncup": .string(id)])["meeting"]?.stringValue)
+        _ = try client.result("session.next")
+        let ended = try #require(try client.result("session.end", ["action": "save"])["secondsElapsed"])
+        #expect(ended == 300 && daemon.stop() == .exited(0))
+        let again = try DaemonProcess(arguments: arguments, environment: alsa.environment, directory: directory)
+        let saved = try again.client().result("meetings.get", ["syncup": .string(id), "meeting": .string(meeting)])
+        let real = try #require(saved["insights"]?["realSeconds"]?.numberValue?.double, "\(saved)")
+        #expect(real < 2, "the meeting took \(real) s: the stop's wait is not part of it")
+        #expect(saved["insights"]?["attendees"]?.arrayValue?.map { $0["turns"] } == [1, 1])
+    }
+
     /// kill -9 at any moment after the last turn (the wait at the last speaker, the save's wait for a
     /// recognizer that never finishes, time up): the recovered meeting has its insights, every turn in them.
     @Test(arguments: ["next", "end", "time"])
