@@ -446,6 +446,14 @@ struct Bench {
         var results = JSONObject()
         var engines = [("pocketsphinx", nil as String?)]
         if let command { engines.append(("command", command)) }
+        let cases = SpeechBench.LiveCase.all(clips: (try? SpeechBench.librivoxClips().count) ?? 0)
+        var rows: [String] = []
+        func latencies(_ values: [Double], of clips: Int) -> String {
+            guard !values.isEmpty else { return "none" }
+            return
+                "\(String(format2: median(values))) s, worst \(String(format2: values.max() ?? 0)) s\(values.count < clips ? " (\(values.count) of \(clips) clips)" : "")"
+        }
+        func percent(_ value: Double) -> String { "\(String(format1: value * 100)) %" }
         for (engine, command) in engines {
             var arguments = [engine]
             if let command { arguments.append(command) }
@@ -457,7 +465,7 @@ struct Bench {
             let name = command.map { "command (\(($0.split(separator: "/").last).map(String.init) ?? $0))" } ?? engine
             let live: SpeechBench.Live
             do {
-                live = try SpeechBench.live(engine: engine, command: command)
+                live = try SpeechBench.live(engine: engine, command: command, liveCase: cases[0])
             } catch {
                 print("| \(name) | live run failed: \(error) |")
                 continue
@@ -469,17 +477,46 @@ struct Bench {
             object.append("cpuSecondsPerMeetingSecond", .double(live.cpuSecondsPerMeetingSecond))
             object.append("livePeakResidentKiB", .int(live.peakResidentKiB))
             func number(_ key: String) -> Double { object[key]?.numberValue?.double ?? 0 }
-            func latencies(_ values: [Double]) -> String {
-                guard !values.isEmpty else { return "none" }
-                return
-                    "\(String(format2: median(values))) s, worst \(String(format2: values.max() ?? 0)) s\(values.count < live.clips ? " (\(values.count) of \(live.clips) clips)" : "")"
-            }
-            func percent(_ value: Double) -> String { "\(String(format1: value * 100)) %" }
             print(
-                "| \(name) | \(String(format1: number("audioSeconds"))) s | \(String(format2: number("realTimeFactor"))) | \(percent(number("wordErrorRate"))) | \(latencies(live.partialLatencies)) | \(latencies(live.finalLatencies)) | \(percent(live.wordErrorRate)) | \(Int((live.cpuSecondsPerMeetingSecond * 1000).rounded())) ms | \(max(Int(number("peakResidentKiB")), live.peakResidentKiB) / 1024) MB |"
+                "| \(name) | \(String(format1: number("audioSeconds"))) s | \(String(format2: number("realTimeFactor"))) | \(percent(number("wordErrorRate"))) | \(latencies(live.partialLatencies, of: live.clips)) | \(latencies(live.finalLatencies, of: live.clips)) | \(percent(live.wordErrorRate)) | \(Int((live.cpuSecondsPerMeetingSecond * 1000).rounded())) ms | \(max(Int(number("peakResidentKiB")), live.peakResidentKiB) / 1024) MB |"
             )
+            // The other moments an utterance comes at, each a row of the second table.
+            var caseResults = JSONObject()
+            for liveCase in cases.dropFirst() {
+                let figures: SpeechBench.Live
+                do {
+                    figures = try SpeechBench.live(engine: engine, command: command, liveCase: liveCase)
+                } catch {
+                    rows.append("| \(name) | \(liveCase.name) | live run failed: \(error) |")
+                    continue
+                }
+                caseResults.append(
+                    liveCase.key,
+                    [
+                        "partialLatencySeconds": .array(figures.partialLatencies.map(JSONValue.double)),
+                        "finalLatencySeconds": .array(figures.finalLatencies.map(JSONValue.double)),
+                        "clips": .int(figures.clips), "liveWordErrorRate": .double(figures.wordErrorRate),
+                        "cpuSecondsPerMeetingSecond": .double(figures.cpuSecondsPerMeetingSecond),
+                    ])
+                rows.append(
+                    "| \(name) | \(liveCase.name) | \(figures.clips) | \(latencies(figures.partialLatencies, of: figures.clips)) | \(latencies(figures.finalLatencies, of: figures.clips)) | \(percent(figures.wordErrorRate)) | \(Int((figures.cpuSecondsPerMeetingSecond * 1000).rounded())) ms |"
+                )
+            }
+            object.append("cases", .object(caseResults))
             results.append(engine, .object(object))
         }
+        print(
+            "\n   Live, the other moments an utterance comes at: in the first 2 s of a meeting (a meeting per clip, its"
+        )
+        print("   audio 1 s after the start, the engine started with the meeting); after 10 s of a quiet room's noise")
+        print(
+            "   (-60 dBFS); right after a speaker turn (`session.next` when the clip's audio starts). Median and worst."
+        )
+        print(
+            "| engine | case | clips | first partial after speech starts | final after speech ends | live WER | CPU per meeting-second |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for row in rows { print(row) }
         return .object(results)
     }
 

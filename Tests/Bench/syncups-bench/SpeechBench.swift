@@ -18,12 +18,15 @@ enum SpeechBench {
     }
 
     /// The reference transcription of the clips, in file order, as lower-case words.
-    static func referenceWords() -> [Substring] {
+    static func referenceWords() -> [Substring] { referenceWordsByClip().flatMap { $0 } }
+
+    /// The reference transcription of each clip, in file order, as lower-case words.
+    static func referenceWordsByClip() -> [[Substring]] {
         let path = "/usr/share/pocketsphinx/test/data/librivox/transcription"
         guard let fd = try? FileDescriptor.open(path, O_RDONLY), let bytes = try? fd.readToEnd() else { return [] }
         fd.close()
         return String(decoding: bytes, as: UTF8.self).split(separator: "\n").sorted { $0.suffix(8) < $1.suffix(8) }
-            .flatMap { line in line.split(separator: " ").filter { !$0.hasPrefix("<") && !$0.hasPrefix("(") } }
+            .map { line in line.split(separator: " ").filter { !$0.hasPrefix("<") && !$0.hasPrefix("(") } }
     }
 
     /// Word-level edit distance divided by the reference length.
@@ -142,37 +145,134 @@ enum SpeechBench {
         return usage.ru_maxrss
     }
 
+    /// One live meeting: each clip with what comes before it (the meeting's start, silence, a speaker turn).
+    struct LiveMeeting {
+        struct Utterance {
+            /// The clip's index in file order.
+            var clip: Int
+            /// Audio before it (after the previous clip, or from the meeting's start).
+            var silenceBefore: Double
+            /// That audio is a quiet room's noise (-60 dBFS), not digital silence: what a microphone gives.
+            var noise = false
+            /// A speaker turn (`session.next`) when the clip's audio starts, just before its speech.
+            var turnBefore = false
+        }
+
+        var utterances: [Utterance]
+        var tail = 3.0
+    }
+
+    /// A row of the live table: the same kind of moment for at least five utterances, in one meeting or more.
+    struct LiveCase {
+        var name: String
+        var key: String
+        var meetings: [LiveMeeting]
+
+        static func all(clips: Int) -> [LiveCase] {
+            let indices = Array(0..<clips)
+            return [
+                // 2 s of silence before each clip (the engine loads during the first 2 s).
+                LiveCase(
+                    name: "after 2 s of silence", key: "gaps",
+                    meetings: [LiveMeeting(utterances: indices.map { .init(clip: $0, silenceBefore: 2) })]),
+                // A meeting per clip, which starts 1 s after the meeting: its speech in the first 2 s.
+                LiveCase(
+                    name: "first words of a meeting", key: "meetingStart",
+                    meetings: indices.map { LiveMeeting(utterances: [.init(clip: $0, silenceBefore: 1)]) }),
+                // 10 s of a quiet room's noise before each clip.
+                LiveCase(
+                    name: "after 10 s of room noise", key: "longSilence",
+                    meetings: [
+                        LiveMeeting(utterances: indices.map { .init(clip: $0, silenceBefore: 10, noise: true) })
+                    ]),
+                // A new speaker for each clip, the turn just before the speech.
+                LiveCase(
+                    name: "right after a speaker change", key: "speakerChange",
+                    meetings: [
+                        LiveMeeting(utterances: indices.map { .init(clip: $0, silenceBefore: 2, turnBefore: true) })
+                    ]),
+            ]
+        }
+    }
+
     /// The live figures, through the daemon's real microphone path: syncupsd records from ALSA's `file`
     /// plugin reading a FIFO that is fed in real time (100 ms every 100 ms), and a client subscribed to the
     /// session times the `session.transcript` events. Latencies run from the moment the 100 ms period
     /// holding the sample went into the microphone (the FIFO) to the event's arrival on the socket.
     struct Live {
         /// Per clip: from the onset of its speech to its first partial (clips without one are left out).
-        var partialLatencies: [Double]
+        var partialLatencies: [Double] = []
         /// Per clip: from the end of its speech to the final that covers it.
-        var finalLatencies: [Double]
-        var clips: Int
-        /// The saved meeting's transcript against the reference.
-        var wordErrorRate: Double
+        var finalLatencies: [Double] = []
+        var clips = 0
+        /// The saved meetings' transcripts against the reference.
+        var wordErrorRate = 0.0
         /// The daemon's CPU and its engine's, per second of meeting.
-        var cpuSecondsPerMeetingSecond: Double
-        var peakResidentKiB: Int
+        var cpuSecondsPerMeetingSecond = 0.0
+        var peakResidentKiB = 0
     }
 
-    static func live(engine: String, command: String?) throws -> Live {
-        // 2 s of silence first (the engine loads meanwhile) and after each clip, 3 s at the end.
+    /// The meetings of `liveCase`, one daemon each, and their figures together.
+    static func live(engine: String, command: String?, liveCase: LiveCase) throws -> Live {
         let clips = try librivoxClips()
-        let gap = SpeechFixture.silence(seconds: 2)
-        var speech = gap
+        let references = referenceWordsByClip()
+        var live = Live()
+        var recognized: [Substring] = []
+        var reference: [Substring] = []
+        var cpuSeconds = 0.0
+        var meetingSeconds = 0.0
+        for meeting in liveCase.meetings {
+            let one = try liveMeeting(engine: engine, command: command, meeting: meeting, clips: clips)
+            live.partialLatencies += one.partialLatencies
+            live.finalLatencies += one.finalLatencies
+            live.clips += meeting.utterances.count
+            live.peakResidentKiB = max(live.peakResidentKiB, one.peakResidentKiB)
+            recognized += one.words
+            reference += meeting.utterances.flatMap { $0.clip < references.count ? references[$0.clip] : [] }
+            cpuSeconds += one.cpuSeconds
+            meetingSeconds += one.meetingSeconds
+        }
+        live.wordErrorRate = wordErrorRate(recognized.map { $0.filter { $0.isLetter || $0 == "'" } }, reference)
+        live.cpuSecondsPerMeetingSecond = cpuSeconds / max(meetingSeconds, 1)
+        return live
+    }
+
+    /// `seconds` of a quiet room's noise: white noise at -60 dBFS RMS (a fixed sequence, the same every run).
+    static func roomNoise(seconds: Double) -> [UInt8] {
+        var state: UInt32 = 0x2545_F491
+        var bytes: [UInt8] = []
+        let count = Int(seconds * 16_000)
+        bytes.reserveCapacity(count * 2)
+        for _ in 0..<count {
+            state = state &* 1_664_525 &+ 1_013_904_223
+            // Uniform in [-57, 57): RMS 33 of 32768, -60 dBFS.
+            let sample = Int16(Int(state >> 16) % 114 - 57)
+            let bits = UInt16(bitPattern: sample)
+            bytes.append(UInt8(bits & 0xFF))
+            bytes.append(UInt8(bits >> 8))
+        }
+        return bytes
+    }
+
+    static func liveMeeting(engine: String, command: String?, meeting: LiveMeeting, clips: [[UInt8]]) throws -> (
+        partialLatencies: [Double], finalLatencies: [Double], words: [Substring], cpuSeconds: Double,
+        meetingSeconds: Double, peakResidentKiB: Int
+    ) {
+        var speech: [UInt8] = []
         var spans: [(onset: Double, end: Double, start: Double, stop: Double)] = []
-        for clip in clips {
+        for utterance in meeting.utterances {
+            let clip = clips[utterance.clip]
+            speech +=
+                utterance.noise
+                ? roomNoise(seconds: utterance.silenceBefore) : SpeechFixture.silence(seconds: utterance.silenceBefore)
             let base = Double(speech.count) / 32_000
             let voiced = voicedSpan(clip)
             spans.append((base + voiced.onset, base + voiced.end, base, base + Double(clip.count) / 32_000))
-            speech += clip + gap
+            speech += clip
         }
-        speech += SpeechFixture.silence(seconds: 3)
+        speech += SpeechFixture.silence(seconds: meeting.tail)
         let meetingSeconds = Double(speech.count) / 32_000
+        let turns = meeting.utterances.enumerated().filter { $0.element.turnBefore }.map { spans[$0.offset].start }
 
         let alsa = try ALSAFixture(paced: true)
         var arguments = ["--audio-device", "virtmic", "--no-cue", "--speech-engine", engine]
@@ -182,7 +282,9 @@ enum SpeechBench {
         let feeder = try PacedFeeder(fifo: alsa.microphonePath, audio: speech)
         defer { feeder.stop() }
         let client = try daemon.client()
-        let created = try client.result("syncups.create", ["title": "Bench", "duration": 600, "attendees": ["Ann"]])
+        let attendees = (0...turns.count).map { JSONValue.string("Speaker \($0 + 1)") }
+        let created = try client.result(
+            "syncups.create", ["title": "Bench", "duration": 600, "attendees": .array(attendees)])
         let id = created["id"]!.stringValue!
         _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
         let cpuBefore = processTree(daemon.pid).cpuSeconds
@@ -193,14 +295,23 @@ enum SpeechBench {
         var partialsAt: [MonotonicInstant] = []
         var lastPartial = ""
         var fedTo: MonotonicInstant?
+        var turnsSent = 0
         let trace = getenv("SYNCUPS_BENCH_SPEECH_TRACE") != nil
         while fedTo == nil || MonotonicInstant.now() < fedTo! {
             if fedTo == nil, let started = feeder.startedAt {
                 fedTo = started + .milliseconds(Int64(meetingSeconds * 1000))
             }
+            // A turn when the feeder reaches its clip (the reply is a line like the events, and skipped).
+            if let started = feeder.startedAt, turnsSent < turns.count,
+                (MonotonicInstant.now() - started).seconds >= turns[turnsSent]
+            {
+                try client.send(#"{"id":2,"cmd":"session.next"}"# + "\n")
+                turnsSent += 1
+            }
             let line: String
             do {
-                guard let read = try client.readLine(timeout: .milliseconds(200)) else {
+                guard let read = try client.readLine(timeout: .milliseconds(turnsSent < turns.count ? 20 : 200))
+                else {
                     throw TestFailure("syncupsd closed the connection")
                 }
                 line = read
@@ -227,8 +338,8 @@ enum SpeechBench {
         let tree = processTree(daemon.pid)
         _ = try client.result("session.end", ["action": "save"])
         let ended = try client.nextEvent("session.ended", timeout: .seconds(60))
-        guard let started = feeder.startedAt, let meeting = ended["data"]?["meeting"],
-            let meetingID = meeting["id"]?.stringValue
+        guard let started = feeder.startedAt, let saved = ended["data"]?["meeting"],
+            let meetingID = saved["id"]?.stringValue
         else { throw TestFailure("the meeting was not saved: \(ended)") }
         let details = try client.result(
             "meetings.get", ["syncup": .string(id), "meeting": .string(meetingID), "segmentsLimit": 500])
@@ -236,8 +347,8 @@ enum SpeechBench {
         func captured(_ t: Double) -> Double { (t * 10).rounded(.down) / 10 }
         func seconds(_ instant: MonotonicInstant) -> Double { (instant - started).seconds }
 
-        // Each final settles one segment (one attendee: no turn splits it), in order: the k-th growth of the
-        // settled text is the k-th segment's arrival.
+        // Each final settles one segment (no turn splits one: each turn comes before its clip's speech), in
+        // order: the k-th growth of the settled text is the k-th segment's arrival.
         var partialLatencies: [Double] = []
         var finalLatencies: [Double] = []
         let segmentValues = details["segments"]?.arrayValue ?? []
@@ -257,7 +368,7 @@ enum SpeechBench {
             for (bytes, at) in settledAt { _ = Console.error("settled \(bytes) at \(seconds(at))\n") }
             for at in partialsAt { _ = Console.error("partial at \(seconds(at))\n") }
             for segment in segments { _ = Console.error("segment \(segment)\n") }
-            _ = Console.error("transcript \(meeting["transcript"]?.stringValue ?? "")\n")
+            _ = Console.error("transcript \(saved["transcript"]?.stringValue ?? "")\n")
             for line in daemon.log.contents.split(separator: "\n") where line.contains("whisper") {
                 _ = Console.error("log \(line)\n")
             }
@@ -272,14 +383,10 @@ enum SpeechBench {
                 finalLatencies.append(at - captured(span.end))
             }
         }
-        let words = (meeting["transcript"]?.stringValue ?? "").lowercased().split(separator: " ")
-        return Live(
-            partialLatencies: partialLatencies,
-            finalLatencies: finalLatencies,
-            clips: spans.count,
-            wordErrorRate: wordErrorRate(words.map { $0.filter { $0.isLetter || $0 == "'" } }, referenceWords()),
-            cpuSecondsPerMeetingSecond: (tree.cpuSeconds - cpuBefore) / meetingSeconds,
-            peakResidentKiB: tree.peakResidentKiB
+        return (
+            partialLatencies, finalLatencies,
+            (saved["transcript"]?.stringValue ?? "").lowercased().split(separator: " "),
+            tree.cpuSeconds - cpuBefore, meetingSeconds, tree.peakResidentKiB
         )
     }
 }

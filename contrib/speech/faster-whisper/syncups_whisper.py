@@ -35,6 +35,7 @@ __version__ = "1.0.0"
 
 RATE = 16000
 FRAME = 480  # samples: 30 ms at 16 kHz
+STARTED = time.monotonic()  # for the timing log: the engine's start, imports and model load included
 
 
 def log(message):
@@ -236,6 +237,16 @@ def token_budget(seconds):
     return min(440, 16 + int(math.ceil(10 * seconds)))
 
 
+def partial_wait(interval, cost, share):
+    """Seconds from a partial decode that cost `cost` seconds of CPU to the next one: `interval`, or longer so
+    that the partials of an utterance take at most `share` of one core (0: no bound). Each partial decodes the
+    whole utterance so far, so its cost grows with the utterance: at 0.7 s intervals a 5 s utterance's partials
+    cost 0.2-0.3 s of CPU each, a third of a core."""
+    if share <= 0:
+        return interval
+    return max(interval, cost / share)
+
+
 def shorten_encoder_window(transcribe_module, margin_frames):
     """Makes faster-whisper's transcription encode the utterance and `margin_frames` of silence instead of a 30 s
     window padded with silence: the encoder's cost grows with its window, and on a 2-core machine the 30 s
@@ -254,6 +265,106 @@ def shorten_encoder_window(transcribe_module, margin_frames):
 
     transcribe_module.pad_or_trim = pad_or_trim
     return True
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The model, quantized once
+
+
+CT2_DTYPES = ("float32", "int8", "int16", "int32", "float16", "bfloat16")  # CTranslate2's DataType, in order
+
+
+def read_ct2_model(path):
+    """The variables and aliases of a CTranslate2 model.bin: ([(name, shape, dtype, bytes)], [(alias, name)])."""
+    import struct
+    with open(path, "rb") as stream:
+        def number(fmt):
+            return struct.unpack(fmt, stream.read(struct.calcsize(fmt)))[0]
+
+        def string():
+            return stream.read(number("H"))[:-1].decode("utf-8")
+
+        version = number("I")
+        if version < 5:
+            raise ValueError("model.bin version %d is too old" % version)
+        string()  # the spec's name
+        number("I")  # its revision
+        variables = []
+        for _ in range(number("I")):
+            name = string()
+            shape = [number("I") for _ in range(number("B"))]
+            dtype = CT2_DTYPES[number("B")]
+            variables.append((name, shape, dtype, stream.read(number("I"))))
+        aliases = [(string(), string()) for _ in range(number("I"))]
+    return variables, aliases
+
+
+def quantize_whisper_model(source, destination, np):
+    """Writes `source` (a CTranslate2 Whisper model directory) to `destination` with its weights in int8, as
+    `ct2-transformers-converter --quantization int8` would have. CTranslate2 quantizes a float16 model each time
+    it loads it with compute_type int8: tiny.en took 0.55-0.63 s of CPU (0.9-1.7 s on a busy 2-core machine),
+    its int8 copy 0.13 s, with the same words on the LibriVox clips."""
+    from ctranslate2.specs import model_spec, whisper_spec
+    variables, aliases = read_ct2_model(os.path.join(source, "model.bin"))
+    arrays = {name: np.frombuffer(data, dtype=dtype).reshape(shape).copy() for name, shape, dtype, data in variables}
+
+    def layers(part):
+        return len({name.split("/")[1] for name in arrays
+                    if name.startswith(part + "/layer_") and name.split("/")[1][len("layer_"):].isdigit()})
+
+    spec = whisper_spec.WhisperSpec(layers("encoder"), int(arrays["encoder/num_heads"]), layers("decoder"),
+                                    int(arrays["decoder/num_heads"]))
+    # An alias is the same array under two names; optimize() aliases identical arrays again.
+    for name, value in list(arrays.items()) + [(alias, arrays[target]) for alias, target in aliases]:
+        scope, key = name.rsplit("/", 1)
+        setattr(model_spec.index_spec(spec, scope), key, value.dtype.type(value) if value.ndim == 0 else value)
+    with open(os.path.join(source, "vocabulary.txt"), encoding="utf-8") as vocabulary:
+        spec.register_vocabulary([line.rstrip("\n") for line in vocabulary])
+    spec.validate()
+    spec.optimize(quantization="int8")
+    partial = destination + ".%d.tmp" % os.getpid()
+    os.makedirs(partial, exist_ok=True)
+    spec._serialize(os.path.join(partial, "model.bin"))
+    for name in os.listdir(source):
+        if name != "model.bin" and os.path.isfile(os.path.join(source, name)):
+            with open(os.path.join(source, name), "rb") as src, open(os.path.join(partial, name), "wb") as dst:
+                dst.write(src.read())
+    try:
+        os.rename(partial, destination)  # whole or not at all; another engine may have been first
+    except OSError:
+        import shutil
+        shutil.rmtree(partial, ignore_errors=True)
+        if not os.path.isdir(destination):
+            raise
+
+
+def int8_model(model_dir, cache_dir, np):
+    """The int8 copy of the model directory `model_dir` in `cache_dir` (made the first time), or `model_dir` when
+    its weights are int8 already or no copy can be made (logged)."""
+    binary = os.path.join(model_dir, "model.bin")
+    try:
+        info = os.stat(binary)
+        import ctranslate2
+        key = "%s-%d-%d-ct2-%s-int8" % (os.path.basename(os.path.normpath(model_dir)), info.st_size,
+                                         info.st_mtime_ns, ctranslate2.__version__)
+        destination = os.path.join(cache_dir, key)
+        if not os.path.isfile(os.path.join(destination, "model.bin")):
+            variables, _ = read_ct2_model(binary)
+            if any(dtype == "int8" and name.endswith("weight") for name, _, dtype, _ in variables):
+                return model_dir
+            began = time.monotonic()
+            os.makedirs(cache_dir, exist_ok=True)
+            quantize_whisper_model(model_dir, destination, np)
+            log("quantized %s to int8 in %s in %.2f s (once)" % (model_dir, destination, time.monotonic() - began))
+        return destination
+    except Exception as error:  # an unreadable model, a full disk, another ctranslate2's specs
+        log("no int8 copy of %s (%s): CTranslate2 quantizes it at each start" % (model_dir, error))
+        return model_dir
+
+
+def default_cache_dir():
+    return os.environ.get("SYNCUPS_WHISPER_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "syncups-whisper")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -425,6 +536,7 @@ class Engine:
         self.grace = args.turn_grace
         self.audio_seconds_transcribed = 0.0
         self.compute_seconds = 0.0
+        self.compute_cpu_seconds = 0.0  # the process's CPU time (all threads) during decodes
         self.finals = 0
         self.partials = 0
         self.transcribed = deque(maxlen=20)  # recent segments, to tell a turn that came too late
@@ -541,6 +653,7 @@ class Engine:
             return min(max(round(seconds, 3), low, t0), t1)
 
         began = time.monotonic()
+        began_cpu = time.process_time()
         kwargs = dict(
             language=args.language,
             beam_size=args.beam_size,
@@ -589,11 +702,13 @@ class Engine:
                     found.append({"word": w, "start": ws, "end": we})
             texts.append(text)
         elapsed = time.monotonic() - began
+        cpu = time.process_time() - began_cpu
         self.compute_seconds += elapsed
+        self.compute_cpu_seconds += cpu
         text = " ".join(texts).strip()
         if args.verbose:
-            log("%s %.2f-%.2f s (%.2f s) in %.2f s: %r"
-                % ("segment" if words else "partial", t0, t1, t1 - t0, elapsed, text))
+            log("%s %.2f-%.2f s (%.2f s) in %.2f s (%.2f s CPU): %r"
+                % ("segment" if words else "partial", t0, t1, t1 - t0, elapsed, cpu, text))
         if not text:
             return None
         if found:
@@ -650,12 +765,17 @@ class Engine:
         if self.received - voiced_end > 2 * FRAME:
             return 0.05  # maybe stopping: keep the engine free for the decode ahead of the final
         if now - self.last_partial >= self.partial_wait:
+            cpu_before = self.compute_cpu_seconds
             result = self._decode(open_start, self.received, words=False)
             self._partial(result)
             self.last_partial = time.monotonic()
             # Nothing heard yet (the first word not complete, or dropped as made up): again as soon as a little
-            # more has come, not a whole interval later.
-            self.partial_wait = interval if result is not None else min(interval, RETRY_EMPTY)
+            # more has come, not a whole interval later. Otherwise after the interval, or later if this decode
+            # cost more than the partials' share of a core allows: the longer the utterance, the costlier each
+            # of its decodes.
+            self.partial_wait = (partial_wait(interval, self.compute_cpu_seconds - cpu_before,
+                                              self.args.partial_cpu_share)
+                                 if result is not None else min(interval, RETRY_EMPTY))
             return self.partial_wait
         return self.partial_wait - (now - self.last_partial)
 
@@ -751,11 +871,19 @@ def parse_args(argv):
     parser.add_argument("--beam-size", type=int, default=1, help="decoding beam size (default 1: greedy)")
     parser.add_argument("--language", default="en", help="spoken language (default en)")
     parser.add_argument("--compute-type", default="int8", help="CTranslate2 compute type (default int8)")
+    parser.add_argument("--cache-dir", help="where the int8 copy of a model that is not int8 is kept (default: "
+                        "$SYNCUPS_WHISPER_CACHE, else $XDG_CACHE_HOME/syncups-whisper or ~/.cache/syncups-whisper)")
+    parser.add_argument("--prepare", action="store_true",
+                        help="make the model's int8 copy (what the first meeting would do) and exit")
     parser.add_argument("--max-segment", type=float, default=25.0, help="longest segment in seconds (default 25)")
     parser.add_argument("--min-silence", type=float, default=0.4,
                         help="silence that ends a segment, in seconds (default 0.4)")
     parser.add_argument("--partial-interval", type=float, default=0.7,
                         help="seconds between decodes of the utterance in progress (default 0.7; 0: no partials)")
+    parser.add_argument("--partial-cpu-share", type=float, default=0.1,
+                        help="most of one core the partials may take: a partial decode that cost c seconds of CPU "
+                        "is followed by the next one c / share seconds later at the earliest (default 0.1; 0: "
+                        "every --partial-interval)")
     parser.add_argument("--speculate-after", type=float, default=0.3,
                         help="silence after which the utterance is decoded for its final ahead of its closing, "
                         "in seconds (default 0.3: the audio an utterance keeps after its last voiced frame)")
@@ -802,7 +930,8 @@ def main(argv=None):
         return print_version()
 
     out = Output(sys.stdout.buffer)
-    threading.Thread(target=out.heartbeat, args=(2.0,), name="heartbeat", daemon=True).start()
+    if not args.prepare:
+        threading.Thread(target=out.heartbeat, args=(2.0,), name="heartbeat", daemon=True).start()
 
     rate = os.environ.get("SYNCUPS_SAMPLE_RATE", str(RATE))
     if rate != str(RATE):
@@ -810,6 +939,9 @@ def main(argv=None):
         return 1
     meeting = os.environ.get("SYNCUPS_MEETING_ID")
 
+    # CTranslate2's OpenMP threads wait for work passively between its parallel regions instead of spinning:
+    # spinning cost 11 % more CPU per decode (paired runs of a 1-5 s decode series), and no less wall time.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import numpy as np
         import faster_whisper.transcribe
@@ -829,28 +961,48 @@ def main(argv=None):
         out.error("model directory not found: %s" % model_name)
         return 1
 
+    quantize = args.compute_type == "int8" and os.path.isfile(os.path.join(model_name, "model.bin"))
+    if args.prepare:
+        prepared = int8_model(model_name, args.cache_dir or default_cache_dir(), np) if quantize else model_name
+        print("model: %s" % prepared)
+        return 0
+
     if args.window_margin > 0 and not shorten_encoder_window(faster_whisper.transcribe,
                                                               int(round(args.window_margin * 100))):
         log("this faster-whisper has no pad_or_trim to wrap: each decode encodes a 30 s window")
     engine = Engine(args, out, np)
     engine.start_input(control_fd_from_env(args.control_fd))
 
-    began = time.monotonic()
+    imported, imported_cpu = time.monotonic(), time.process_time()
+    original = model_name
+    if quantize:
+        model_name = int8_model(model_name, args.cache_dir or default_cache_dir(), np)
     try:
-        engine.model = WhisperModel(model_name, device="cpu", compute_type=args.compute_type,
-                                    cpu_threads=args.threads)
+        try:
+            engine.model = WhisperModel(model_name, device="cpu", compute_type=args.compute_type,
+                                        cpu_threads=args.threads)
+        except Exception as error:
+            if model_name == original:
+                raise
+            log("cannot load the int8 copy %s (%s): loading %s" % (model_name, error, original))
+            model_name = original
+            engine.model = WhisperModel(model_name, device="cpu", compute_type=args.compute_type,
+                                        cpu_threads=args.threads)
     except Exception as error:  # ctranslate2 and the hub raise many kinds
         out.error("cannot load model %s: %s" % (model_name, error))
         return 1
-    loaded = time.monotonic()
+    loaded, loaded_cpu = time.monotonic(), time.process_time()
     try:
         engine.warm_up()
     except Exception as error:
         out.error("cannot decode with model %s: %s" % (model_name, error))
         return 1
-    log("model %s loaded in %.2f s, warmed up in %.2f s (%s, %d threads, beam %d, window margin %.1f s)%s"
-        % (model_name, loaded - began, time.monotonic() - loaded, args.compute_type, args.threads, args.beam_size,
-           args.window_margin, "; meeting %s" % meeting if meeting else ""))
+    ready, ready_cpu = time.monotonic(), time.process_time()
+    log("model %s: imports %.2f s (%.2f s CPU), loaded in %.2f s (%.2f s CPU), warmed up in %.2f s (%.2f s CPU); "
+        "ready %.2f s after start (%s, %d threads, beam %d, window margin %.1f s)%s"
+        % (model_name, imported - STARTED, imported_cpu, loaded - imported, loaded_cpu - imported_cpu,
+           ready - loaded, ready_cpu - loaded_cpu, ready - STARTED, args.compute_type, args.threads,
+           args.beam_size, args.window_margin, "; meeting %s" % meeting if meeting else ""))
 
     try:
         code = engine.run()
@@ -860,9 +1012,12 @@ def main(argv=None):
         out.error("transcription failed: %s" % error)
         return 1
     audio = engine.received / RATE
-    log("done: %.1f s of audio, %d finals, %d partials, %.1f s decoding %.1f s of speech (%.1f s wall)"
-        % (audio, engine.finals, engine.partials, engine.compute_seconds, engine.audio_seconds_transcribed,
-           time.monotonic() - began))
+    cpu = time.process_time()
+    log("done: %.1f s of audio, %d finals, %d partials, %.1f s decoding (%.1f s CPU) %.1f s of speech (%.1f s "
+        "wall); CPU %.2f s in all, %.2f s of it after the warm-up, %.2f s outside decodes"
+        % (audio, engine.finals, engine.partials, engine.compute_seconds, engine.compute_cpu_seconds,
+           engine.audio_seconds_transcribed, time.monotonic() - STARTED, cpu, cpu - ready_cpu,
+           cpu - ready_cpu - engine.compute_cpu_seconds))
     return code
 
 

@@ -23,6 +23,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAUNCHER = os.path.join(HERE, "syncups-whisper")
+CACHE = tempfile.TemporaryDirectory(prefix="syncups-whisper-cache-")
 RATE = 16000
 BYTES_PER_SECOND = RATE * 2
 
@@ -78,6 +79,7 @@ def run_engine(pcm, turns=(), args=(), control=True, chunk_seconds=0.1, hold_ope
     after the audio, keeps stdin open `hold_open` seconds, then closes it (the meeting is over)."""
     command = " ".join(shlex.quote(part) for part in [LAUNCHER, *args])
     env = dict(os.environ, SYNCUPS_SAMPLE_RATE=str(RATE), SYNCUPS_MEETING_ID="test-meeting")
+    env.setdefault("SYNCUPS_WHISPER_CACHE", CACHE.name)  # the model's int8 copy: made once, not in $HOME
     env.pop("SYNCUPS_CONTROL_FD", None)
     control_read = control_write = None
     if control:
@@ -343,8 +345,14 @@ class FakeModel:
         self.results = list(results)
         self.calls = []
 
+    cpu_seconds = ()  # CPU each decode burns, in order (none: no time)
+
     def transcribe(self, audio, **kwargs):
         self.calls.append((len(audio), kwargs))
+        if len(self.cpu_seconds) >= len(self.calls):
+            until = time.process_time() + self.cpu_seconds[len(self.calls) - 1]
+            while time.process_time() < until:
+                pass
         return iter(self.results.pop(0) if self.results else []), None
 
 
@@ -390,6 +398,23 @@ class LiveTests(unittest.TestCase):
         wait = decoder._live(open_start)
         self.assertEqual(len(decoder.model.calls), 2)
         self.assertAlmostEqual(wait, decoder.args.partial_interval, delta=0.05, msg="words heard: the usual pace")
+
+    def test_a_costly_partial_is_followed_by_the_next_one_later(self):
+        """Each partial decodes the utterance so far, so the longer it is the more each one costs: at 0.7 s
+        intervals a 5 s utterance's partials took a third of a core. After a decode that cost 0.15 s of CPU, the
+        next partial waits 1.5 s (a tenth of a core at most), not 0.7 s; a cheap decode keeps the usual pace."""
+        decoder = self.engine([fake_segment(" And Mr. John")], [fake_segment(" And Mr. John Dashwood")])
+        decoder.model.cpu_seconds = [0.15, 0.0]
+        decoder._add_audio(silence(0.3) + self.speech(1.0), time.monotonic())
+        _, open_start, _ = decoder._plan()
+        wait = decoder._live(open_start)
+        self.assertEqual(len(decoder.model.calls), 1)
+        self.assertGreaterEqual(wait, 0.15 / 0.1, "the default share of a core is 0.1")
+        decoder.last_partial -= wait
+        wait = decoder._live(open_start)
+        self.assertEqual(len(decoder.model.calls), 2)
+        self.assertAlmostEqual(wait, decoder.args.partial_interval, delta=0.05)
+        self.assertEqual(engine.partial_wait(0.7, 0.6, 0.0), 0.7, "share 0: no bound")
 
     def test_a_partial_keeps_first_words_whisper_doubts_are_speech(self):
         """An utterance's first words alone in a 5 s window score like text made up from silence (the figures of
@@ -632,6 +657,34 @@ class EngineTests(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(len(run.finals), 1, run.finals)
         self.assertEqual(run.partials, [])
+
+    def test_the_model_is_quantized_to_int8_once_and_its_copy_loaded_after(self):
+        """CTranslate2 quantized the float16 tiny.en at each start: 0.55-0.63 s of CPU and up to 1.7 s before the
+        first words of a meeting could be heard. The first start writes an int8 copy; the next ones load it."""
+        with tempfile.TemporaryDirectory() as cache:
+            first = run_engine(silence(1), turns=[(0.0, "Alice")], args=["--cache-dir", cache], timeout=120)
+            self.assertEqual(first.returncode, 0, first.stderr)
+            self.assertIn("quantized", first.stderr)
+            copies = os.listdir(cache)
+            self.assertEqual(len(copies), 1, copies)
+            variables, _ = engine.read_ct2_model(os.path.join(cache, copies[0], "model.bin"))
+            dtypes = {name: dtype for name, _, dtype, _ in variables}
+            self.assertEqual(dtypes["encoder/layer_0/self_attention/linear_0/weight"], "int8")
+            self.assertEqual(dtypes["decoder/layer_0/ffn/linear_1/weight"], "int8")
+
+            again = run_engine(silence(1), turns=[(0.0, "Alice")], args=["--cache-dir", cache], timeout=120)
+            self.assertEqual(again.returncode, 0, again.stderr)
+            self.assertNotIn("quantized", again.stderr)
+            self.assertIn("model %s:" % os.path.join(cache, copies[0]), again.stderr)
+            self.assertEqual(os.listdir(cache), copies)
+
+            # A copy that does not load (a disk that filled up under another version) costs the quantization.
+            with open(os.path.join(cache, copies[0], "model.bin"), "r+b") as binary:
+                binary.truncate(1000)
+            broken = run_engine(silence(1), turns=[(0.0, "Alice")], args=["--cache-dir", cache], timeout=120)
+            self.assertEqual(broken.returncode, 0, broken.stderr)
+            self.assertIn("cannot load the int8 copy", broken.stderr)
+            self.assertEqual(broken.errors, [])
 
     def test_a_bad_model_is_an_error_line_and_a_failure_exit(self):
         with tempfile.TemporaryDirectory() as empty:
