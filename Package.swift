@@ -56,6 +56,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(name: "SyncUpsSystemd", dependencies: ["SyncUpsPOSIX", "CSystemd"], swiftSettings: strictSettings),
+        // The speaker encoder: pure computation (no IO, no clock), plain Swift SIMD.
+        .target(name: "SyncUpsVoice", swiftSettings: strictSettings),
 
         // MARK: - Wiring and executables
 
@@ -93,6 +95,12 @@ let package = Package(
             name: "syncups-testtool",
             dependencies: ["SyncUpsCore", "SyncUpsPersistence", "SyncUpsPOSIX", "SyncUpsTestSupport"],
             path: "Tests/Tools/syncups-testtool",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "syncups-voice",
+            dependencies: ["SyncUpsPOSIX", "SyncUpsVoice"],
+            path: "Tests/Tools/syncups-voice",
             swiftSettings: strictSettings
         ),
         .executableTarget(
