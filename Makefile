@@ -12,6 +12,11 @@ TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils s
 # The faster-whisper adapter's Python environment for the tests (PyPI's faster-whisper and a tiny.en model).
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv
 
+# The speaker encoder's weights for the tests and the bench (make voice-model installs the user's own), and the
+# test tooling's venv (numpy, librosa) for the reference check against Resemblyzer's Python code.
+VOICE_DIR = $(CURDIR)/.build/voice
+VOICE_REFERENCE_VENV = $(CURDIR)/.build/voice-reference-venv
+
 # The real status bars for `make test-desktop`.
 DESKTOP_PACKAGES = xvfb i3-wm i3blocks polybar sway waybar grim imagemagick fonts-dejavu-core
 
@@ -46,7 +51,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
-.PHONY: all build run test test-systemd test-desktop deb test-deb deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
+.PHONY: all build run voice-model voice-test-model voice-reference test test-systemd test-desktop deb test-deb deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
 ## The binaries and the rendered man pages (.build/man; `man -l .build/man/syncupsctl.1` reads one).
 all: build man
@@ -64,7 +69,7 @@ build: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 
 ## Builds a release daemon and runs it in the foreground with the default XDG paths. Pass flags with ARGS="…".
-run: build
+run: build voice-model
 	exec $(RELEASE_BIN)/syncupsd $(ARGS)
 
 ## Installs what the tests need, checks formatting, builds, and runs the whole suite; as root, the Debian package
@@ -91,6 +96,25 @@ test-desktop:
 	$(SWIFT) build --product syncupsd
 	$(SWIFT) build --product syncupsctl
 	scripts/test-desktop "$$($(SWIFT) build --show-bin-path)" .build/desktop
+
+## The speaker encoder's weights where syncupsd looks by default (resemblyzer's wheel from PyPI, checked by
+## sha256, converted; once, then a no-op). Without them the daemon attributes speech by the floor alone.
+voice-model:
+	@contrib/voice/install.sh
+
+## The same weights in .build/voice, for the tests and the bench.
+voice-test-model:
+	@SYNCUPS_VOICE_DIR=$(VOICE_DIR) contrib/voice/install.sh
+
+## The Swift encoder against Resemblyzer's own Python code on the same audio (cosine of the embeddings, at
+## least 0.999 each): LibriVox and espeak-ng clips. Its venv (numpy, librosa: about 150 MB) in .build.
+voice-reference: voice-test-model
+	@scripts/ensure-packages pocketsphinx-testdata espeak-ng sox python3-venv
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-voice
+	[ -x $(VOICE_REFERENCE_VENV)/bin/python3 ] || python3 -m venv $(VOICE_REFERENCE_VENV)
+	$(VOICE_REFERENCE_VENV)/bin/python3 -c 'import librosa' 2>/dev/null || \
+		$(VOICE_REFERENCE_VENV)/bin/python3 -m pip install --quiet --disable-pip-version-check numpy==2.4.6 librosa==0.11.0
+	scripts/voice-reference $(RELEASE_BIN)/syncups-voice $(VOICE_DIR)/ge2e.weights $(VOICE_REFERENCE_VENV)/bin/python3
 
 ## The faster-whisper adapter's venv in .build/whisper-venv (about 550 MB from PyPI, once; then a no-op).
 whisper: deps-test
