@@ -12,6 +12,9 @@ TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils s
 # The faster-whisper adapter's Python environment for the tests (PyPI's faster-whisper and a tiny.en model).
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv
 
+# The voices of the speaker-attribution fixtures (festival's English voices; espeak-ng and LibriVox clips above),
+# sox and bc to mix them, python3-venv for pip.
+VOICE_PACKAGES = festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts sox bc python3-venv
 # The speaker encoder's weights for the tests and the bench (make voice-model installs the user's own), and the
 # test tooling's venv (numpy, librosa) for the reference check against Resemblyzer's Python code.
 VOICE_DIR = $(CURDIR)/.build/voice
@@ -20,7 +23,8 @@ VOICE_REFERENCE_VENV = $(CURDIR)/.build/voice-reference-venv
 # The real status bars for `make test-desktop`.
 DESKTOP_PACKAGES = xvfb i3-wm i3blocks polybar sway waybar grim imagemagick fonts-dejavu-core
 
-BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind pipewire wireplumber pipewire-pulse pulseaudio-utils dbus
+BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind pipewire wireplumber pipewire-pulse pulseaudio-utils dbus \
+	$(VOICE_PACKAGES)
 SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
 
 # The .deb: Debian's own packaging tools (debian/ is a debhelper package), and mmdebstrap for `make test-deb`.
@@ -142,11 +146,13 @@ fuzz: deps
 		-artifact_prefix=.build/fuzz-crash-file- .build/fuzz-corpus/file Tests/Fuzz/Corpus/file
 
 ## Benchmarks, side by side with MPD: tables on stdout, JSON in .build/bench/results.json (BENCH_ARGS="--quick").
-bench:
+bench: voice-test-model
 	@scripts/ensure-packages $(BENCH_PACKAGES)
 	$(SWIFT) build $(RELEASE_FLAGS) --product syncupsd
 	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-bench
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-voice
 	scripts/bench $(BENCH_ARGS)
+	scripts/voice-bench $(RELEASE_BIN)/syncups-voice $(VOICE_DIR)/ge2e.weights .build/voice-fixtures
 
 ## The soak test: SOAK_SECONDS (default 600) of 50 clients, 20 subscribers (one stalled) and meetings back to
 ## back with speech; report on stdout and in .build/bench/soak.json, failing unless memory, descriptors and

@@ -6,6 +6,9 @@
 //   syncups-voice cost WEIGHTS RAW
 //       CPU seconds per second of audio at the daemon's cadence (one 1.6 s partial per 1.6 s of speech) and the
 //       memory the model and its scratch add.
+//   syncups-voice compare WEIGHTS DIR
+//       GE2E against a weights-free alternative (statistics of mel cepstra) on the same fixtures, free of any
+//       threshold: closed-set accuracy and the AUC of true-speaker cosines against all others.
 //   syncups-voice attribution WEIGHTS DIR [--verbose]
 //       The offline attribution bench on scripts/voice-fixtures' meetings: profiles learned from meeting1's floor,
 //       then meeting2 and meeting3 attributed by the floor alone and by voice; the share of speech given to the
@@ -80,10 +83,12 @@ case "cost" where arguments.count == 3:
     _ = Console.out(
         "audio \(seconds) s, \(embeddings) embeddings, CPU \(cpu) s, \(cpu / seconds) s per second, "
             + "max resident +\((residentKiB() - before) / 1024) MiB\n")
+case "compare" where arguments.count == 3:
+    compareEmbedders(encoder: VoiceEncoder(model: loadModel(arguments[1])), directory: arguments[2])
 case "attribution" where arguments.count >= 3:
     attributionBench(
         encoder: VoiceEncoder(model: loadModel(arguments[1])), directory: arguments[2],
         verbose: arguments.contains("--verbose"))
 default:
-    fail("usage: syncups-voice embed WEIGHTS RAW... | cost WEIGHTS RAW | attribution WEIGHTS DIR [--verbose]")
+    fail("usage: syncups-voice embed WEIGHTS RAW... | cost WEIGHTS RAW | compare WEIGHTS DIR | attribution WEIGHTS DIR [--verbose]")
 }
