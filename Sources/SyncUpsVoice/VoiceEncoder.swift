@@ -70,7 +70,8 @@ public final class VoiceEncoder {
                             for t in 0..<frames {
                                 let g = gates.baseAddress! + t * gateCount
                                 for row in 0..<gateCount {
-                                    g[row] += dot(weights.baseAddress! + row * hidden, UnsafePointer(h.baseAddress!), hidden)
+                                    g[row] += dot(
+                                        weights.baseAddress! + row * hidden, UnsafePointer(h.baseAddress!), hidden)
                                 }
                                 for unit in 0..<hidden {
                                     let i = sigmoid(g[unit])

@@ -124,7 +124,8 @@ struct ByteReader {
             bytes.withUnsafeBytes { raw in
                 for index in 0..<count {
                     buffer[index] = Float(
-                        bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: start + index * 4, as: UInt32.self)))
+                        bitPattern: UInt32(
+                            littleEndian: raw.loadUnaligned(fromByteOffset: start + index * 4, as: UInt32.self)))
                 }
             }
             initialized = count

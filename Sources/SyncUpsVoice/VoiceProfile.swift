@@ -6,7 +6,9 @@ public struct VoiceProfile: Sendable, Equatable {
     /// Unix seconds.
     public var updated: Int64
 
-    public init(sum: [Float] = [Float](repeating: 0, count: VoiceModel.embeddingSize), seconds: Double = 0, updated: Int64 = 0) {
+    public init(
+        sum: [Float] = [Float](repeating: 0, count: VoiceModel.embeddingSize), seconds: Double = 0, updated: Int64 = 0
+    ) {
         self.sum = sum
         self.seconds = seconds
         self.updated = updated
@@ -81,5 +83,16 @@ public struct VoiceMatcher: Sendable {
         case .unknown: return false
         case .floor: return (profiles[holder]?.seconds ?? 0) < matureSeconds
         }
+    }
+
+    /// Teaches `holder`'s profile the window if `teaches` says so; returns whether it did.
+    @discardableResult
+    public func learn(
+        _ embedding: [Float], seconds: Double, holder: String, at time: Int64,
+        into profiles: inout [String: VoiceProfile]
+    ) -> Bool {
+        guard teaches(embedding, holder: holder, profiles) else { return false }
+        profiles[holder, default: VoiceProfile()].learn(embedding, seconds: seconds, at: time)
+        return true
     }
 }

@@ -50,10 +50,7 @@ func attributionBench(encoder: VoiceEncoder, directory: String, verbose: Bool) {
     let training = Meeting(directory: directory, name: "meeting1", encoder: encoder)
     for window in training.windows {
         guard let embedding = window.embedding, let holder = training.holder(of: window) else { continue }
-        if matcher.teaches(embedding, holder: holder, profiles) {
-            profiles[holder, default: VoiceProfile()].learn(
-                embedding, seconds: Double(window.count) / Meeting.rate, at: 0)
-        }
+        matcher.learn(embedding, seconds: Double(window.count) / Meeting.rate, holder: holder, at: 0, into: &profiles)
     }
     for (id, profile) in profiles.sorted(by: { $0.key < $1.key }) {
         _ = Console.out("profile \(id): \(profile.seconds) s learned from meeting1's floor\n")
@@ -74,7 +71,8 @@ func attributionBench(encoder: VoiceEncoder, directory: String, verbose: Bool) {
                 let text = scores.map { "\($0.id) \(String($0.score).prefix(5))" }.joined(separator: ", ")
                 let truth = who(meeting.truth, at: (Double(window.start) + Double(window.count) / 2) / Meeting.rate)
                 _ = Console.out(
-                    "\(name) \(Double(window.start) / Meeting.rate) s floor \(holder ?? "-") truth \(truth ?? "-"): \(decision) [\(text)]\n")
+                    "\(name) \(Double(window.start) / Meeting.rate) s floor \(holder ?? "-") truth \(truth ?? "-"): \(decision) [\(text)]\n"
+                )
             }
             // Scored every 10 ms of true speech.
             var sample = window.start
@@ -101,7 +99,8 @@ func attributionBench(encoder: VoiceEncoder, directory: String, verbose: Bool) {
         }
         _ = Console.out(
             "\(name): \(format(speech)) s of speech; misattributed by the floor \(percent(floorWrong, speech)), "
-                + "by voice \(percent(voiceWrong, speech)); guests' speech named by voice \(percent(guestNamed, guest))\n")
+                + "by voice \(percent(voiceWrong, speech)); guests' speech named by voice \(percent(guestNamed, guest))\n"
+        )
         totals.speech += speech
         totals.floorWrong += floorWrong
         totals.voiceWrong += voiceWrong
@@ -110,7 +109,8 @@ func attributionBench(encoder: VoiceEncoder, directory: String, verbose: Bool) {
     }
     _ = Console.out(
         "overall: misattributed by the floor \(percent(totals.floorWrong, totals.speech)), by voice "
-            + "\(percent(totals.voiceWrong, totals.speech)); guest false acceptance \(percent(totals.guestNamed, totals.guest))\n")
+            + "\(percent(totals.voiceWrong, totals.speech)); guest false acceptance \(percent(totals.guestNamed, totals.guest))\n"
+    )
 }
 
 func format(_ value: Double) -> String { String((value * 10).rounded() / 10) }

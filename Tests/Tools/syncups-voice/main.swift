@@ -90,5 +90,7 @@ case "attribution" where arguments.count >= 3:
         encoder: VoiceEncoder(model: loadModel(arguments[1])), directory: arguments[2],
         verbose: arguments.contains("--verbose"))
 default:
-    fail("usage: syncups-voice embed WEIGHTS RAW... | cost WEIGHTS RAW | compare WEIGHTS DIR | attribution WEIGHTS DIR [--verbose]")
+    fail(
+        "usage: syncups-voice embed WEIGHTS RAW... | cost WEIGHTS RAW | compare WEIGHTS DIR | attribution WEIGHTS DIR [--verbose]"
+    )
 }
