@@ -69,7 +69,7 @@ let package = Package(
             name: "SyncUpsDaemon",
             dependencies: [
                 "SyncUpsCore", "SyncUpsJSON", "SyncUpsProtocol", "SyncUpsPOSIX", "SyncUpsPersistence",
-                "SyncUpsAudio", "SyncUpsSpeech", "SyncUpsSystemd",
+                "SyncUpsAudio", "SyncUpsSpeech", "SyncUpsSystemd", "SyncUpsVoice",
             ],
             swiftSettings: strictSettings
         ),

@@ -23,10 +23,15 @@ public final class VoiceStream {
     private var pending: [Float] = []
     private var position = 0
 
-    public init(encoder: VoiceEncoder) {
+    /// `start`: the position of the first sample appended, in samples (a stream that restarts after a gap).
+    public init(encoder: VoiceEncoder, start: Int = 0) {
         self.encoder = encoder
+        position = start
         pending.reserveCapacity(Self.windowSamples)
     }
+
+    /// The position of the next sample appended.
+    public var end: Int { position + pending.count }
 
     /// Appends samples in [-1, 1]; returns the windows they completed.
     public func append(_ samples: ArraySlice<Float>) -> [VoiceWindow] {

@@ -74,6 +74,8 @@ final class SessionController {
     var pendingDetails: [Meeting.ID: PendingDetails] = [:]
     /// Why writing a meeting's details fails, while it does (for `status` and the snapshot).
     var detailsError: String?
+    /// The speaker encoder and the voice profiles (nil in the fuzzer's daemon).
+    var voices: VoiceService?
     /// While a mailbox batch is handled, `session.transcript` waits for its end (`publish`).
     var transcriptCoalescing = TranscriptCoalescing.off
 
@@ -409,6 +411,8 @@ final class SessionController {
             session.mixer = nil
             return .recorderFailedToStart(error.description, warnings: warnings)
         }
+        let listener = voices?.begin(meetingID) { [session] in session.machine.record.turns }
+        session.relay.voice.withLock { $0 = listener }
         if let source = session.callRecorder?.statistics.capture.device,
             source == session.recorder?.statistics.capture.device
         {
@@ -494,6 +498,8 @@ final class SessionController {
             callRecorder?.stop(keepsFile: keepsAudio)
             cue?.stop()
         }
+        // After the recorder's stop (the same worker, in order): the encoder has heard the last audio.
+        voices?.end(session.meetingID, cleanup: cleanup)
         if active === session { active = nil }
     }
 
