@@ -73,6 +73,7 @@ final class Services {
         }
         logger.info(voices.model.status)
         session.voices = voices
+        voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
         let handler = CommandHandler(
             state: owner,
             server: server,

@@ -210,6 +210,12 @@ final class SessionController {
         perform(session.machine.handle(event, at: now(session)), in: session)
     }
 
+    /// A voice matched by the speaker encoder (`VoiceService`), for the running meeting.
+    func voiceHeard(_ evidence: VoiceEvidence, in meeting: Meeting.ID) {
+        guard let session = active, session.meetingID == meeting else { return }
+        handle(.voiceHeard(evidence), in: session)
+    }
+
     /// The meeting's time: seconds (of audio) since it started.
     private func now(_ session: ActiveSession) -> Double { session.elapsedSeconds(now: loop.now()) }
 
@@ -411,7 +417,9 @@ final class SessionController {
             session.mixer = nil
             return .recorderFailedToStart(error.description, warnings: warnings)
         }
-        let listener = voices?.begin(meetingID) { [session] in session.machine.record.turns }
+        let listener = voices?.begin(meetingID, attendees: session.machine.syncUp.attendees) { [session] in
+            session.machine.record.turns
+        }
         session.relay.voice.withLock { $0 = listener }
         if let source = session.callRecorder?.statistics.capture.device,
             source == session.recorder?.statistics.capture.device

@@ -47,6 +47,8 @@ final class VoiceService {
     private struct Listening {
         var meeting: Meeting.ID
         var listener: VoiceListener
+        /// The meeting's attendees: the only voices its windows are matched against or teach.
+        var attendees: [Attendee]
         var turns: () -> [SpeakerTurn]
         var taught: Set<Attendee.ID> = []
         /// Where the profiles it taught are written, once its audio is all embedded.
@@ -59,6 +61,8 @@ final class VoiceService {
     let mailbox: Mailbox<Message>
     var matcher = VoiceMatcher()
     var model: Model
+    /// Where a voice matched with confidence goes: the session, which attributes speech by it.
+    var onEvidence: (VoiceEvidence, Meeting.ID) -> Void = { _, _ in }
     private(set) var profiles: [Attendee.ID: VoiceProfile]
     private var listening: [Meeting.ID: Listening] = [:]
     /// Windows of speech learned, and dropped for want of time, since start-up (for `voices`).
@@ -82,13 +86,15 @@ final class VoiceService {
     }
 
     /// Starts the meeting's encoder if there is a model; returns it for the audio relay to feed.
-    func begin(_ meeting: Meeting.ID, turns: @escaping () -> [SpeakerTurn]) -> VoiceListener? {
+    func begin(
+        _ meeting: Meeting.ID, attendees: [Attendee], turns: @escaping () -> [SpeakerTurn]
+    ) -> VoiceListener? {
         guard case .loaded(let voiceModel, _) = model else { return nil }
         do {
             let listener = try VoiceListener(model: voiceModel) { [mailbox] window in
                 mailbox.post(.window(window, meeting))
             }
-            listening[meeting] = Listening(meeting: meeting, listener: listener, turns: turns)
+            listening[meeting] = Listening(meeting: meeting, listener: listener, attendees: attendees, turns: turns)
             return listener
         } catch {
             logger.warning("voices: cannot start the speaker encoder: \(error); attributing by the floor alone")
@@ -113,11 +119,21 @@ final class VoiceService {
             let rate = Double(MelFrontend.sampleRate)
             let start = Double(window.start) / rate
             let end = Double(window.start + window.count) / rate
+            let turns = listening.turns()
+            var keyed: [String: VoiceProfile] = [:]
+            for attendee in listening.attendees { keyed[attendee.id.description] = profiles[attendee.id] }
+            // Attributed first, with what was known before this window.
+            let middle = (start + end) / 2
+            let floor = turns.last { $0.start <= middle }?.speaker.id.description
+            if case .voice(let id, let confidence) = matcher.decide(embedding, floor: floor, keyed),
+                let speaker = listening.attendees.first(where: { $0.id.description == id })
+            {
+                onEvidence(
+                    VoiceEvidence(speaker: speaker, start: start, end: end, confidence: Double(confidence)), meeting)
+            }
             // Only a window within one turn teaches: one straddling a change of floor is two people's.
-            guard let turn = listening.turns().last(where: { $0.start <= start }), (turn.end ?? .infinity) >= end
-            else { return }
+            guard let turn = turns.last(where: { $0.start <= start }), (turn.end ?? .infinity) >= end else { return }
             let holder = turn.speaker.id
-            var keyed = Dictionary(uniqueKeysWithValues: profiles.map { ($0.key.description, $0.value) })
             let seconds = Double(window.count) / rate
             let now = Int64(wallClock().timeIntervalSince1970)
             if matcher.learn(embedding, seconds: seconds, holder: holder.description, at: now, into: &keyed) {
