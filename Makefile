@@ -153,7 +153,7 @@ bench: voice-test-model
 	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-voice
 	scripts/bench $(BENCH_ARGS)
 	scripts/voice-bench $(RELEASE_BIN)/syncups-voice $(VOICE_DIR)/ge2e.weights .build/voice-fixtures
-	scripts/voice-attribution-bench $(RELEASE_BIN)/syncupsd $(VOICE_DIR)/ge2e.weights .build/voice-fixtures \
+	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) scripts/voice-attribution-bench $(RELEASE_BIN)/syncupsd $(VOICE_DIR)/ge2e.weights .build/voice-fixtures \
 		$$([ -x $(WHISPER_VENV)/bin/python3 ] && echo --speech-command "$(CURDIR)/contrib/speech/faster-whisper/syncups-whisper")
 
 ## The soak test: SOAK_SECONDS (default 600) of 50 clients, 20 subscribers (one stalled) and meetings back to

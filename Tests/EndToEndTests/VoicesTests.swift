@@ -104,7 +104,7 @@ let voiceWeights =
     /// segments and the session events seen.
     static func meeting(
         _ audio: [UInt8], transcribe: Bool, home: TemporaryDirectory
-    ) throws -> (segments: [JSONValue], events: [JSONValue], syncUp: String) {
+    ) throws -> (segments: [JSONValue], events: [JSONValue], printed: String, markdown: String) {
         let alsa = try ALSAFixture(microphone: audio + SpeechFixture.silence(seconds: 5))
         let daemon = try DaemonProcess(
             arguments: [
@@ -136,7 +136,9 @@ let voiceWeights =
             _ = try client.result("ping")
         }
         let got = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meetingID)])
-        return (got["segments"]?.arrayValue ?? [], events, id)
+        let printed = try daemon.ctl(["meeting", id, meetingID]).standardOutput
+        let markdown = try daemon.ctl(["export", id, meetingID]).standardOutput
+        return (got["segments"]?.arrayValue ?? [], events, printed, markdown)
     }
 
     /// Meeting 1 keeps to the floor and teaches the profiles; after a restart, meeting 2 does not keep to it
@@ -185,6 +187,11 @@ let voiceWeights =
         // The session said who was speaking beside who held the floor.
         let speaking = second.events.compactMap { $0["data"]?["session"]?["speaking"]?["name"]?.stringValue }
         #expect(Set(speaking).count >= 2, "\(Set(speaking))")
+        // The insights say who spoke in others' turns, and who spoke in whose.
+        #expect(second.printed.contains("\nby voice: Cat spoke "), "\(second.printed)")
+        #expect(second.printed.contains("of it in others' turns"), "\(second.printed)")
+        #expect(second.printed.contains("; in their turn: "), "\(second.printed)")
+        #expect(second.markdown.contains("\nBy voice:\n\n- Ann spoke "), "\(second.markdown)")
     }
 
     @Test func withoutTheModelVoicesAreOffAndStatusSaysWhy() throws {

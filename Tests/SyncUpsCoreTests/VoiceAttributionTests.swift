@@ -150,3 +150,42 @@ import Testing
         #expect(machine == before)
     }
 }
+
+/// Speaking time by voice, time spoken in others' turns, and who spoke in whose turn.
+@Suite struct VoiceInsightsTests {
+    let syncUp = SyncUp.fixture(attendees: 3)
+
+    @Test func interjectionsAndOverrunsAreCountedForWhoSpokeAndInWhoseTurn() throws {
+        let (ann, ben, cat) = (syncUp.attendees[0], syncUp.attendees[1], syncUp.attendees[2])
+        let timeline = MeetingTimeline(
+            durationSeconds: 30,
+            turns: [
+                SpeakerTurn(speaker: ann, start: 0, end: 10), SpeakerTurn(speaker: ben, start: 10, end: 20),
+                SpeakerTurn(speaker: cat, start: 20, end: 30),
+            ], pauses: [])
+        func segment(_ who: Attendee, _ start: Double, _ count: Int, by source: SpeakerSource) -> TranscriptSegment {
+            let words = (0..<count).map {
+                TranscriptWord(word: "w", start: start + Double($0) * 0.5, end: start + Double($0) * 0.5 + 0.25)
+            }
+            return TranscriptSegment(
+                speaker: who, start: start, end: words.last!.end, text: "", words: words, attribution: source)
+        }
+        let segments = [
+            segment(ann, 1, 4, by: .voice(confidence: 0.9)),  // 1 s in her own turn
+            segment(ann, 10.5, 2, by: .voice(confidence: 0.85)),  // 0.5 s overrun into Ben's
+            segment(cat, 12, 4, by: .voice(confidence: 0.9)),  // 1 s question in Ben's turn
+            segment(ben, 14, 8, by: .floor),  // by the floor: not by voice
+        ]
+        let insights = MeetingInsights(timeline: timeline, attendees: syncUp.attendees, segments: segments)
+        let rows = insights.attendees
+        #expect(rows.map(\.speakingByVoice) == [1.5, 0, 1])
+        #expect(rows.map(\.inOthersTurns) == [0.5, 0, 1])
+        #expect(rows[1].othersInTurn.map(\.attendee) == [ann, cat])
+        #expect(rows[1].othersInTurn.map(\.seconds) == [0.5, 1])
+        #expect(rows[0].othersInTurn.isEmpty && rows[2].othersInTurn.isEmpty)
+        // The wire form reads back the same.
+        let back = try #require(MeetingInsights(json: insights.json))
+        #expect(back == insights)
+        #expect(insights.json["attendees"]?[1]?["othersInTurn"]?[1]?["seconds"] == .number(.double(1)))
+    }
+}
