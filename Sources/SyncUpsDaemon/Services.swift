@@ -55,6 +55,17 @@ final class Services {
         )
         state = owner
         self.state = owner
+        var formerProblems: [String] = []
+        do {
+            let file = try FormerAttendeesFile(directory: directory)
+            let (former, problems) = file.load()
+            owner.former = former
+            owner.formerFile = file
+            for problem in problems { logger.warning(problem) }
+            formerProblems = problems
+        } catch {
+            logger.error("cannot remember removed attendees (\(error)): someone added back gets a new id")
+        }
         let shared = owner.sharedMeetingsWarning().map { [$0] } ?? []
         for warning in shared { logger.warning(warning) }
         let recovered = MeetingRecovery.run(state: owner, logger: logger)
@@ -85,7 +96,7 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: wallClock(),
-                loadWarnings: loaded.warnings + shared + recovered
+                loadWarnings: loaded.warnings + shared + recovered + formerProblems
             )
         )
         server.handler = handler.handle

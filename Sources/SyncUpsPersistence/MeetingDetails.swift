@@ -12,6 +12,11 @@ public struct MeetingDetails: Sendable, Equatable {
     public var isInterrupted: Bool
     /// Who attended, as they were when the meeting was recorded.
     public var attendees: [Attendee]
+    /// Who was marked absent for the meeting (never had the floor).
+    public var absent: [Attendee] = []
+    /// What a hand-edited file held that could not be used (an absent attendee listed twice, or also as
+    /// present, or without an id), said by `meetings.get`.
+    public var problems: [String] = []
     /// The attributed transcript: who said what, with word timings.
     public var segments: [TranscriptSegment]
     /// Who held the floor when and when the timer stood still; nil for a meeting saved before syncupsd kept
@@ -36,7 +41,7 @@ public struct MeetingDetails: Sendable, Equatable {
 
     /// Who ran over and who barely spoke, or nil without a timeline (rather than numbers made up).
     public var insights: MeetingInsights? {
-        timeline.map { MeetingInsights(timeline: $0, attendees: attendees, segments: segments) }
+        timeline.map { MeetingInsights(timeline: $0, attendees: attendees, segments: segments, absent: absent) }
     }
 
     public var json: JSONValue {
@@ -46,6 +51,7 @@ public struct MeetingDetails: Sendable, Equatable {
         object.append("interrupted", .bool(isInterrupted))
         object.append(
             "attendees", .array(attendees.map(\.json)))
+        if !absent.isEmpty { object.append("absent", .array(absent.map(\.json))) }
         object.append("segments", .array(segments.map(\.json)))
         if let timeline { object.append("timeline", timeline.json) }
         return .object(object)
@@ -59,8 +65,42 @@ public struct MeetingDetails: Sendable, Equatable {
         self.syncUp = syncUp
         isInterrupted = json["interrupted"]?.boolValue ?? false
         attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
+        var listed = Set<Attendee.ID>()
+        var duplicates: [String] = []
+        for (index, attendee) in attendees.enumerated() where !listed.insert(attendee.id).inserted {
+            duplicates.append("attendees[\(index)] (\(attendee.name)) is listed already; the first is used")
+        }
+        (absent, problems) = Self.absent(json["absent"], besides: attendees)
+        problems = duplicates + problems
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
         timeline = json["timeline"].flatMap(MeetingTimeline.init(json:))
+        // A turn of someone not listed (a hand edit removed them) has no row in the insights: said, not hidden.
+        let missing = Set((timeline?.turns ?? []).map(\.speaker).filter { !listed.contains($0.id) })
+        for speaker in missing.sorted(by: { $0.name < $1.name }) {
+            problems.append(
+                "\(speaker.name) (\(speaker.id)) had the floor but is not among the attendees; their turns are not in the insights"
+            )
+        }
+    }
+
+    /// The absent attendees of a file, and what of them could not be used: entries that are not attendees, or
+    /// list someone twice or as present too (a hand edit).
+    static func absent(_ json: JSONValue?, besides attendees: [Attendee]) -> ([Attendee], [String]) {
+        var seen = Set(attendees.map(\.id))
+        var absent: [Attendee] = []
+        var problems: [String] = []
+        for (index, entry) in (json?.arrayValue ?? []).enumerated() {
+            guard let attendee = Attendee(json: entry) else {
+                problems.append("absent[\(index)] is not an attendee ({\"id\",\"name\"}); ignored")
+                continue
+            }
+            guard seen.insert(attendee.id).inserted else {
+                problems.append("absent[\(index)] (\(attendee.id)) is listed already; ignored")
+                continue
+            }
+            absent.append(attendee)
+        }
+        return (absent, problems)
     }
 
     /// Writes `meetings/<meeting-id>.json` atomically.

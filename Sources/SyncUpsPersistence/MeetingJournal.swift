@@ -19,6 +19,10 @@ public struct MeetingJournal: Sendable, Equatable {
     public var hasAudio: Bool
     public var attendees: [Attendee]
     public var segments: [TranscriptSegment]
+    /// Who is marked absent so far.
+    public var absent: [Attendee] = []
+    /// The recognizer's provisional tail (kept, in case a crash comes before it settles).
+    public var partial = ""
     /// Saved as interrupted (the daemon stopped mid-meeting); the last journal, kept while its details
     /// cannot be written, says so.
     public var isInterrupted = false
@@ -63,6 +67,8 @@ public struct MeetingJournal: Sendable, Equatable {
         object.append(
             "attendees", .array(attendees.map(\.json)))
         object.append("segments", .array(segments.map(\.json)))
+        if !absent.isEmpty { object.append("absent", .array(absent.map(\.json))) }
+        if !partial.isEmpty { object.append("partial", .string(partial)) }
         if isInterrupted { object.append("interrupted", true) }
         if let timeline { object.append("timeline", timeline.json) }
         return .object(object)
@@ -83,6 +89,8 @@ public struct MeetingJournal: Sendable, Equatable {
         hasAudio = json["audio"]?.boolValue ?? false
         attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
+        absent = MeetingDetails.absent(json["absent"], besides: attendees).0
+        partial = json["partial"]?.stringValue ?? ""
         isInterrupted = json["interrupted"]?.boolValue ?? false
         timeline = json["timeline"].flatMap(MeetingTimeline.init(json:))
     }

@@ -87,7 +87,9 @@ extension WireFormat {
         object.append("secondsPerAttendee", .int(machine.secondsPerAttendee))
         object.append("speakerIndex", .int(machine.speakerIndex))
         object.append("speaker", machine.speaker?.json ?? .null)
-        object.append("attendeeCount", .int(machine.syncUp.attendees.count))
+        // Those who take turns: the meeting's roster, without the absent (listed apart) and those who left.
+        object.append("attendeeCount", .int(machine.roster.rotationCount))
+        object.append("absent", .array(machine.roster.absent.map(\.json)))
         TranscriptWindow.tail(of: machine.transcript, maxBytes: maxTranscriptBytes).append(to: &object)
         object.append("transcribing", .bool(machine.isTranscribing))
         object.append("audio", audio)

@@ -258,12 +258,11 @@ import Testing
         #expect(try daemon.ctl(["start", id, "--no-audio"]).exitCode == 0)
         let again = try daemon.ctl(["start", id, "--no-audio"])
         #expect(again.standardError.contains("end it first (syncupsctl end)"), "\(again.standardError)")
-        _ = try daemon.ctl(["next"])
-        let discard = try daemon.ctl(["end", "--discard"])
-        #expect(discard.standardError.contains("(syncupsctl end --save)"), "\(discard.standardError)")
+        let absent = try daemon.ctl(["absent", "A"])
+        #expect(absent.standardError.contains("syncupsctl next gives it"), "\(absent.standardError)")
         // Programs get the daemon's own words.
-        let json = try JSONParser().parse(try daemon.ctl(["--json", "end", "--discard"]).standardOutput)
-        #expect(json["error"]?["message"]?.stringValue?.contains("(session.end save)") == true)
+        let json = try JSONParser().parse(try daemon.ctl(["--json", "absent", "A"]).standardOutput)
+        #expect(json["error"]?["message"]?.stringValue?.contains("session.next gives it") == true)
     }
 
     @Test func helpForAnUnknownCommandIsAUsageError() throws {

@@ -114,9 +114,6 @@ import Testing
         #expect(try daemon.ctl(["resume"]).standardOutput.hasPrefix("recording \"Design\" 03:20 · Blob Jr 2/3"))
         _ = try daemon.ctl(["next"])
         #expect(try daemon.ctl(["next"]).standardOutput.hasPrefix("ending \"Design\" 06:40 · Blob Sr 3/3"))
-        #expect(
-            try daemon.ctl(["end", "--discard"]).standardError.contains(
-                "invalid_state: the meeting reached its last speaker"))
         let session = try daemon.ctl(["session"])
         #expect(session.standardOutput.contains("audio:      recording from virtmic"))
         #expect(try daemon.ctl(["end", "--save"]).exitCode == 0)

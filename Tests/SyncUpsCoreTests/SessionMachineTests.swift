@@ -115,7 +115,8 @@ extension SessionMachine {
         for _ in 0..<5 { _ = machine.handle(.timerTicked) }
         #expect(
             machine.handle(.timerTicked) == [
-                .publish(.tick), .stopTimer, .publish(.ending), .armSettleTimeout(.saving), .stopRecorder,
+                .publish(.tick), .stopTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving),
+                .stopRecorder,
             ])
         #expect(machine.phase == .ending && !machine.isOver && machine.recorder == .stopping)
         #expect(throws: SessionRejection("the meeting is being saved")) { try machine.request(.next) }
@@ -132,7 +133,10 @@ extension SessionMachine {
     @Test func savingByHandSettlesTheTranscriptToo() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
         _ = try machine.request(.pause)
-        #expect(try machine.request(.end(.save)) == [.publish(.ending), .armSettleTimeout(.saving), .stopRecorder])
+        #expect(
+            try machine.request(.end(.save)) == [
+                .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder,
+            ])
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         #expect(machine.handle(.recognizerFinished) == saved(.saved(meeting("")), machine, waited: true))
     }
@@ -167,11 +171,11 @@ extension SessionMachine {
         #expect((machine.speakerIndex, machine.secondsElapsed) == (1, 2))
         #expect(try machine.request(.next) == [turn(2, of: machine, at: 2), .playCue, .publish(.speaker)])
         #expect((machine.speakerIndex, machine.secondsElapsed) == (2, 4))
-        #expect(try machine.request(.next) == [.stopTimer, .publish(.ending)])
-        #expect(machine.phase == .ending)
+        // The journal says at once when the meeting ended: a crash while it waits keeps its insights.
+        #expect(try machine.request(.next) == [.stopTimer, .publish(.ending), .flushJournal])
+        #expect(machine.phase == .ending && machine.record.endedAt == 4)
         for _ in 0..<5 { #expect(machine.handle(.timerTicked) == []) }
         #expect(machine.secondsElapsed == 4)
-        #expect(throws: SessionRejection.self) { try machine.request(.end(.discard)) }
         let effects = try machine.request(.end(.save))
         #expect(effects == saved(.saved(meeting("")), machine))
     }
@@ -251,20 +255,29 @@ extension SessionMachine {
         for _ in 0..<4 { _ = machine.handle(.timerTicked) }
         var edited = SyncUp.fixture(attendees: 2, seconds: 8)  // 4 s each: the 4 s already run ends slot 0
         edited.title = "Renamed"
-        #expect(machine.handle(.syncUpEdited(edited)) == [.publish(.updated)])
+        // Blob 3 leaves the rotation: 4 s each, and the 4 s Blob 1 has had are their share.
+        #expect(machine.handle(.syncUpEdited(edited)) == [.publish(.updated), .writeJournal])
         #expect(machine.syncUp.title == "Renamed")
-        #expect(machine.handle(.timerTicked) == [.publish(.tick)])  // 5: not a multiple of 4
+        #expect(
+            machine.handle(.timerTicked) == [
+                .publish(.tick), turn(1, of: machine, at: 5), .playCue, .publish(.speaker),
+            ])
         for _ in 0..<2 { _ = machine.handle(.timerTicked) }
         #expect(machine.handle(.timerTicked).contains(.finish))  // 8: the new duration
     }
 
-    @Test func keepsTheSpeakerInRangeWhenAttendeesAreRemoved() throws {
+    /// The last speaker removed: their turn ends there and the meeting waits to be saved, as after `next`;
+    /// everyone who had the floor stays in the meeting.
+    @Test func removingTheLastSpeakerEndsTheirTurnAndKeepsWhoHadTheFloor() throws {
         var machine = start(.fixture(attendees: 3, seconds: 30))
         _ = try machine.request(.next)
         _ = try machine.request(.next)
-        _ = machine.handle(.syncUpEdited(.fixture(attendees: 1, seconds: 30)))
-        #expect(machine.speakerIndex == 0)
-        #expect(machine.speaker?.name == "Blob 1")
+        #expect(
+            machine.handle(.syncUpEdited(.fixture(attendees: 1, seconds: 30)))
+                == [.stopTimer, .publish(.ending), .flushJournal, .publish(.updated), .writeJournal])
+        #expect(machine.phase == .ending && machine.speakerIndex == 2 && machine.speaker?.name == "Blob 3")
+        #expect(machine.record.turns.last?.end == 20)
+        #expect(machine.roster.meetingAttendees.map(\.name) == ["Blob 1", "Blob 2", "Blob 3"])
     }
 
     @Test func discardsTheMeetingWhenItsSyncUpIsDeleted() throws {
@@ -312,7 +325,7 @@ extension SessionMachine {
         // The save waits for exactly the parts that run.
         var save = try machine.request(.end(.save))
         if microphoneOpens {
-            #expect(save == [.stopTimer, .publish(.ending), .armSettleTimeout(.saving), .stopRecorder])
+            #expect(save == [.stopTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder])
             save = machine.handle(.recorderStopped)
             if recognizerStarts {
                 #expect(save == [.finishRecognizer])
@@ -517,7 +530,7 @@ extension SessionMachine {
         _ = machine.handle(.speechRecognized(.init(isFinal: false, text: "half a sen")))
         #expect(
             machine.handle(.daemonStopping) == [
-                .stopTimer, .publish(.ending), .armSettleTimeout(.stopping), .stopRecorder,
+                .stopTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.stopping), .stopRecorder,
             ])
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         // The recognizer does not finish in time: its provisional words are saved as they stand.

@@ -8,15 +8,15 @@
 # `syncupsctl ids ID`); when it does not answer, nothing is offered. Needs bash 4.
 
 _syncupsctl_commands=(status ping devices voices themes list ids show add edit rm meeting rm-meeting stats export start next
-    pause resume toggle end session call watch help)
+    pause resume toggle absent back end session call watch help)
 _syncupsctl_themes=(bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple
     seafoam sky tan teal yellow)
 _syncupsctl_requests=(ping status themes.list syncups.list syncups.get syncups.create syncups.update
     syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause
-    session.resume session.end devices voices voices.forget subscribe unsubscribe)
+    session.resume session.absent session.back session.end devices voices voices.forget subscribe unsubscribe)
 
 # Options that take a value, global or of a command.
-_syncupsctl_value_options=' --socket --timeout --duration --theme --attendee --title --add-attendee --remove-attendee --rename-attendee --format --output --text --idle-text --offline-text --topic --last '
+_syncupsctl_value_options=' --socket --timeout --duration --theme --attendee --title --add-attendee --remove-attendee --rename-attendee --absent --format --output --text --idle-text --offline-text --topic --last '
 
 # Runs the syncupsctl being completed, with the command line's --socket, quietly.
 _syncupsctl_run() {
@@ -183,7 +183,7 @@ _syncupsctl() {
             add | create) options+=(--duration --theme --attendee) ;;
             edit) options+=(--title --duration --theme --attendee --add-attendee --remove-attendee --rename-attendee) ;;
             export) options=(--format --output --help) ;;
-            start) options+=(--no-audio --no-transcribe --no-call) ;;
+            start) options+=(--absent --no-audio --no-transcribe --no-call) ;;
             end) options+=(--save --discard --no-wait) ;;
             rm | delete | rm-meeting) options+=(--yes) ;;
             stats) options+=(--last) ;;

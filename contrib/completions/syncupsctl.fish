@@ -116,6 +116,8 @@ complete -c syncupsctl -n __syncupsctl_needs_command -a next -d 'Pass the floor 
 complete -c syncupsctl -n __syncupsctl_needs_command -a pause -d 'Stop the timer'
 complete -c syncupsctl -n __syncupsctl_needs_command -a resume -d 'Restart the timer'
 complete -c syncupsctl -n __syncupsctl_needs_command -a toggle -d 'Pause the timer, or resume it if paused'
+complete -c syncupsctl -n __syncupsctl_needs_command -a absent -d 'Mark someone absent for this meeting'
+complete -c syncupsctl -n __syncupsctl_needs_command -a back -d 'Someone marked absent is here after all'
 complete -c syncupsctl -n __syncupsctl_needs_command -a end -d 'End the meeting'
 complete -c syncupsctl -n __syncupsctl_needs_command -a session -d 'Show the meeting being recorded'
 complete -c syncupsctl -n __syncupsctl_needs_command -a call -d 'Send any request'
@@ -127,9 +129,9 @@ complete -c syncupsctl -n '__syncupsctl_at 0 ids show edit rm delete start meeti
     -a '(__syncupsctl_syncups)'
 complete -c syncupsctl -n '__syncupsctl_at 1 meeting rm-meeting export' -a '(__syncupsctl_meetings)'
 complete -c syncupsctl -n '__syncupsctl_at 0 help' \
-    -a 'status ping devices voices themes list ids show add edit rm meeting rm-meeting stats export start next pause resume toggle end session call watch'
+    -a 'status ping devices voices themes list ids show add edit rm meeting rm-meeting stats export start next pause resume toggle absent back end session call watch'
 complete -c syncupsctl -n '__syncupsctl_at 0 call' \
-    -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.end devices voices voices.forget subscribe unsubscribe'
+    -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.absent session.back session.end devices voices voices.forget subscribe unsubscribe'
 
 # Options of the commands.
 set -l __syncupsctl_themes bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple seafoam sky tan teal yellow
@@ -145,6 +147,7 @@ complete -c syncupsctl -n '__syncupsctl_using ids' -l attendees -d "The sync-up'
 complete -c syncupsctl -n '__syncupsctl_using export' -l format -x -a 'md\tMarkdown json\tJSON srt\tSubRip vtt\tWebVTT' -d 'Output format'
 complete -c syncupsctl -n '__syncupsctl_using export' -l output -r -F -d 'Write to this file'
 complete -c syncupsctl -n '__syncupsctl_using stats' -l last -x -d 'Only the N newest meetings'
+complete -c syncupsctl -n '__syncupsctl_using start' -l absent -x -d 'Someone not here today (repeat)'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-audio -d 'Run the timer only, recording nothing'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-transcribe -d 'Record audio but make no transcript'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-call -d 'Record the microphone only, not the call'

@@ -68,6 +68,7 @@ extension Format {
     /// How far a turn went past its share (`+00:12.0`, then `ranOver`) or stopped before it (`-00:03.5`):
     /// `on time` when that rounds to nothing (not `±00:00.0`), `no turn` without a turn.
     static func overtime(_ row: MeetingInsights.AttendeeInsights, ranOver: String) -> String {
+        guard !row.isAbsent else { return "absent" }
         guard row.turns > 0 else { return "no turn" }
         guard abs(row.overtime) >= 0.05 else { return "on time" }
         return DurationText.tenths(row.overtime, sign: true) + (row.ranOver ? ranOver : "")
@@ -124,13 +125,16 @@ extension Format {
         if insights < meetings { text += " (\(meetings - insights) without insights)" }
         text += "\n"
         guard !stats.isEmpty else { return text + "no insights\n" }
-        var rows = [["attendee", "meetings", "avg floor", "avg spoke", "ran over"]]
+        // The absences column only where someone was absent: the table stays as it was for everyone else.
+        let showsAbsences = stats.contains { $0.absences > 0 }
+        var rows = [["attendee", "meetings", "avg floor", "avg spoke", "ran over"] + (showsAbsences ? ["absent"] : [])]
         for row in stats {
-            rows.append([
-                oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name), String(row.meetings),
-                DurationText.tenths(row.averageFloor), DurationText.tenths(row.averageSpeaking),
-                "\(row.ranOver) of \(row.meetings)",
-            ])
+            rows.append(
+                [
+                    oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name), String(row.meetings),
+                    DurationText.tenths(row.averageFloor), DurationText.tenths(row.averageSpeaking),
+                    "\(row.ranOver) of \(row.meetings)",
+                ] + (showsAbsences ? [String(row.absences)] : []))
         }
         return text + table(rows)
     }

@@ -8,19 +8,24 @@ extension Syncupsctl {
     static let sessionCommands: [Subcommand] = [
         Subcommand(
             name: "start",
-            usage: "start ID [--no-audio] [--no-transcribe] [--no-call]",
+            usage: "start ID [--absent NAME]… [--no-audio] [--no-transcribe] [--no-call]",
             summary: "Start recording a meeting of a sync-up: the timer, the speaker rotation, audio and a transcript.",
             details: """
                 --no-audio        run the timer only, recording nothing (implies --no-transcribe)
                 --no-transcribe   record audio but make no transcript
                 --no-call         record the microphone only, not the call (see call-audio in syncupsd(8))
+                --absent NAME     someone not here today (a name, any case or accents, or an id): out of the
+                                  rotation, the others sharing the time; the sync-up itself is unchanged
                 """,
-            spec: ArgumentSpec(flagOptions: ["no-audio", "no-transcribe", "no-call"], positionals: 1...1)
+            spec: ArgumentSpec(
+                valueOptions: ["absent"], flagOptions: ["no-audio", "no-transcribe", "no-call"], positionals: 1...1)
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             var request: JSONObject = [
                 "syncup": .string(try context.syncUpID(arguments.positionals[0], on: connection))
             ]
+            let absent = arguments.all("absent")
+            if !absent.isEmpty { request.append("absent", .array(absent.map(JSONValue.string))) }
             if arguments.has("no-audio") { request.append("audio", false) }
             if arguments.has("no-call") { request.append("call", false) }
             if arguments.has("no-transcribe") || arguments.has("no-audio") { request.append("transcribe", false) }
@@ -42,6 +47,10 @@ extension Syncupsctl {
             "next", "session.next", "Pass the floor to the next speaker; at the last one, stop and wait for `end`."),
         sessionRequest("pause", "session.pause", "Stop the timer (audio keeps recording)."),
         sessionRequest("resume", "session.resume", "Restart the timer."),
+        attendanceRequest(
+            "absent", "session.absent",
+            "Mark someone absent for this meeting: out of the rotation, the others sharing the time."),
+        attendanceRequest("back", "session.back", "Someone marked absent is here after all: back in the rotation."),
         Subcommand(
             name: "toggle",
             usage: "toggle",
@@ -93,6 +102,15 @@ extension Syncupsctl {
             context.show(session) { session == .null ? "no meeting is being recorded\n" : Format.session(session) }
         },
     ]
+
+    /// `absent NAME`, `back NAME`: a change of today's attendance, by name (any case or accents) or id.
+    static func attendanceRequest(_ name: String, _ command: String, _ summary: String) -> Subcommand {
+        Subcommand(name: name, usage: "\(name) NAME", summary: summary, spec: ArgumentSpec(positionals: 1...1)) {
+            context, arguments throws(CLIError) in
+            let session = try context.call(command, ["attendee": .string(arguments.positionals[0])])
+            context.show(session) { Format.sessionLine(session) + "\n" }
+        }
+    }
 
     static func sessionRequest(_ name: String, _ command: String, _ summary: String) -> Subcommand {
         Subcommand(name: name, usage: name, summary: summary, spec: ArgumentSpec()) { context, _ throws(CLIError) in

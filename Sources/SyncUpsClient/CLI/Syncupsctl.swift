@@ -218,7 +218,7 @@ struct Context {
     /// The daemon's messages name protocol requests (`end it first (session.end)`); a person at the shell
     /// needs the syncupsctl command. `--json` keeps the daemon's own words.
     static let cliTerms: [(String, String)] = [
-        ("(session.end save)", "(syncupsctl end --save)"),
+        ("session.next gives", "syncupsctl next gives"),
         ("once session.ended says it is saved", "in a moment (syncupsctl end waits for the save)"),
         ("(session.end)", "(syncupsctl end)"),
         ("with session.end", "with syncupsctl end"),

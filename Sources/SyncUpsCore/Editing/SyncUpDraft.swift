@@ -68,14 +68,18 @@ public struct SyncUpUpdate: Sendable, Equatable {
 }
 
 extension SyncUp {
-    /// Applies `update` with the same rules as creating: all fields are checked before any is changed.
-    public mutating func apply(_ update: SyncUpUpdate, uuid: UUIDGenerator) throws(ValidationError) {
+    /// Applies `update` with the same rules as creating: all fields are checked before any is changed. A new
+    /// attendee named as one of `former` (someone removed earlier, `FormerAttendees`) gets their id back.
+    public mutating func apply(_ update: SyncUpUpdate, uuid: UUIDGenerator, former: [Attendee] = [])
+        throws(ValidationError)
+    {
         var copy = self
         if let title = update.title { copy.title = try SyncUpFields.title(title) }
         if let seconds = update.durationSeconds { copy.duration = try SyncUpFields.duration(seconds) }
         if let name = update.themeName { copy.theme = try SyncUpFields.theme(name) }
         if let changes = update.attendees {
-            copy.attendees = try SyncUpFields.attendees(changes, existing: attendees, uuid: uuid, refusesBlanks: true)
+            copy.attendees = try SyncUpFields.attendees(
+                changes, existing: attendees, uuid: uuid, refusesBlanks: true, former: former)
         }
         // Checked only when it could change: one loaded from the file as it is can still be renamed.
         if update.durationSeconds != nil || update.attendees != nil {
@@ -162,7 +166,8 @@ enum SyncUpFields {
         _ changes: [AttendeeChange],
         existing: [Attendee],
         uuid: UUIDGenerator,
-        refusesBlanks: Bool = false
+        refusesBlanks: Bool = false,
+        former: [Attendee] = []
     ) throws(ValidationError) -> [Attendee] {
         guard changes.count <= SyncUpLimits.maxAttendees else {
             throw ValidationError(field: "attendees", message: "more than \(SyncUpLimits.maxAttendees) attendees")
@@ -210,6 +215,11 @@ enum SyncUpFields {
                         field: "attendees[\(index)].id", message: "attendee \(existingID) listed twice")
                 }
                 id = existingID
+            } else if let returning = former.last(where: { NameKey.of($0.name) == NameKey.of(name) }),
+                !name.isEmpty, !existing.contains(where: { $0.id == returning.id }),
+                !changes.contains(where: { $0.id == returning.id }), seen.insert(returning.id).inserted
+            {
+                id = returning.id  // the same person as before their removal
             } else {
                 id = Attendee.ID(uuid())
             }

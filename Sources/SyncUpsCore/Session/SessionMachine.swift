@@ -32,6 +32,10 @@ public struct SessionMachine: Sendable, Equatable {
         case pause
         case resume
         case end(EndAction)
+        /// Marks an attendee (a name or an id, see `MeetingRoster`) absent for today: out of the rotation.
+        case markAbsent(String)
+        /// An attendee marked absent is here after all: back in the rotation among those still waiting.
+        case markBack(String)
     }
 
     /// What happened: to the clock, the sync-up, the recording, the recognizer, the daemon.
@@ -46,7 +50,8 @@ public struct SessionMachine: Sendable, Equatable {
         case recognizerFailedToStart(String)
         /// One second of running time has passed.
         case timerTicked
-        /// The sync-up was edited mid-meeting; attendee and duration changes apply from the next tick.
+        /// The sync-up was edited mid-meeting: renames show at once; the rotation follows removals and additions
+        /// from the next turn (a removed speaker hands the floor on at once); the duration from the next tick.
         case syncUpEdited(SyncUp)
         /// The sync-up was deleted mid-meeting: the meeting is discarded.
         case syncUpDeleted
@@ -101,6 +106,9 @@ public struct SessionMachine: Sendable, Equatable {
         case startTimer
         /// Write the meeting's journal (what a crash recovers the meeting from) as the machine is now.
         case writeJournal
+        /// Write the journal now, not within the second `writeJournal` allows: the last turn has ended, and a
+        /// crash from here on must still find what the insights need.
+        case flushJournal
         /// Stop capturing audio and complete the file; `recorderStopped` follows.
         case stopRecorder
         /// The recognizer has all the audio: let it settle its last words; `recognizerFinished` follows.
@@ -167,7 +175,10 @@ public struct SessionMachine: Sendable, Equatable {
     public let startDate: Date
     public private(set) var phase: Phase = .running
     public private(set) var secondsElapsed = 0
+    /// The index in `roster.rotation` of whoever has the floor.
     public private(set) var speakerIndex = 0
+    /// The meeting's own people: taken from the sync-up at the start, then following its edits by attendee id.
+    public private(set) var roster: MeetingRoster
     /// Who had the floor when, and what was said: the transcript and its attribution, in one place.
     public private(set) var record: MeetingRecord
     /// The latest voice matched to an attendee: who is speaking now, beside who holds the floor. Voices never
@@ -224,20 +235,23 @@ public struct SessionMachine: Sendable, Equatable {
         recordsCall: Bool = false,
         transcribes: Bool,
         playsCue: Bool = false,
-        warnings: [String] = []
+        warnings: [String] = [],
+        roster: MeetingRoster? = nil
     ) -> (SessionMachine, [Effect]) {
         var machine = SessionMachine(
             syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records, transcribes: transcribes,
-            playsCue: playsCue)
+            playsCue: playsCue, roster: roster ?? MeetingRoster(syncUp.attendees))
         machine.startWarnings = warnings
         let effects = records ? [.startRecorder(call: recordsCall)] : machine.advanceStart()
         return (machine, effects)
     }
 
     private init(
-        syncUp: SyncUp, meetingID: Meeting.ID, startDate: Date, records: Bool, transcribes: Bool, playsCue: Bool
+        syncUp: SyncUp, meetingID: Meeting.ID, startDate: Date, records: Bool, transcribes: Bool, playsCue: Bool,
+        roster: MeetingRoster
     ) {
         self.syncUp = syncUp
+        self.roster = roster
         self.meetingID = meetingID
         self.startDate = startDate
         self.isTranscribing = false
@@ -271,12 +285,13 @@ public struct SessionMachine: Sendable, Equatable {
     // MARK: - Derived
 
     public var durationSeconds: Int { syncUp.durationSeconds }
-    public var secondsPerAttendee: Int { syncUp.secondsPerAttendee }
+    /// The app's share, over the people in the meeting's rotation (absent ones and those who left without
+    /// having the floor do not count).
+    public var secondsPerAttendee: Int { roster.share(of: durationSeconds) }
     public var durationRemaining: Int { durationSeconds - secondsElapsed }
-    public var lastSpeakerIndex: Int { max(0, syncUp.attendees.count - 1) }
-    public var speaker: Attendee? {
-        syncUp.attendees.indices.contains(speakerIndex) ? syncUp.attendees[speakerIndex] : nil
-    }
+    public var lastSpeakerIndex: Int { max(0, roster.rotationCount - 1) }
+    /// Whoever has the floor, as named now (a rename shows at once).
+    public var speaker: Attendee? { roster.speakerID.flatMap(roster.attendee) }
     /// The transcript so far: settled text, the provisional tail, and ` ❌` where transcription failed.
     public var transcript: String { record.transcript }
 
@@ -307,16 +322,21 @@ public struct SessionMachine: Sendable, Equatable {
             guard phase != .running else { throw SessionRejection("the meeting is not paused") }
             phase = .running
             record.startTimer(at: time)
+            record.markEnded(at: nil)
             return [.startTimer, .publish(.resumed)]
         case .end(.save):
             return end(.saved(meeting), at: time)
         case .end(.discard):
-            // The app offers no "Discard" in the alert that `next` at the last speaker raises.
-            guard phase != .ending else {
-                throw SessionRejection(
-                    "the meeting reached its last speaker: save it (session.end save) or resume it first")
-            }
+            // Unlike the app (whose alert at the last speaker offers no "Discard"): what a client asks for.
             return complete(.discarded, at: time)
+        case .markAbsent(let name), .markBack(let name):
+            let isAbsent = if case .markAbsent = request { true } else { false }
+            do {
+                _ = try roster.mark(name, absent: isAbsent)
+            } catch {
+                throw SessionRejection(error.reason, isInvalidArgument: true)
+            }
+            return [.publish(.updated), .writeJournal]
         }
     }
 
@@ -360,8 +380,15 @@ public struct SessionMachine: Sendable, Equatable {
             // Once the meeting is being saved it is over: its attendees are the ones it had.
             guard pendingEnding == nil else { return [] }
             syncUp = edited
-            speakerIndex = min(speakerIndex, lastSpeakerIndex)
-            return [.publish(.updated)]
+            roster.follow(edited.attendees)
+            // No word goes to someone after they left: a removed speaker's turn ends now.
+            guard roster.speakerIsGone else { return [.publish(.updated), .writeJournal] }
+            guard phase != .ending else {
+                // Waiting to be saved after the last speaker: their turn ends here, nobody has the floor after.
+                record.endTurn(at: time)
+                return [.publish(.updated), .flushJournal]
+            }
+            return handOver(at: time) + [.publish(.updated), .writeJournal]
         case .syncUpDeleted:
             pendingEnding = nil
             return complete(.syncUpDeleted, at: time)
@@ -450,10 +477,12 @@ public struct SessionMachine: Sendable, Equatable {
         let wasEnding = phase == .ending
         phase = .ending
         if wasRunning { record.stopTimer(at: time) }
+        record.markEnded(at: time)
         var effects: [Effect] = (wasRunning ? [.stopTimer] : []) + (wasEnding ? [] : [.publish(.ending)])
         guard recorder == .running || recognizer == .running else { return effects + settle(at: time) }
         armedSettle = ArmedSettle(deadline: deadline, since: time)
-        effects.append(.armSettleTimeout(deadline))
+        // The journal says when the meeting ended before the wait: a crash during it keeps the insights.
+        effects += [.flushJournal, .armSettleTimeout(deadline)]
         return effects + settle(at: time)
     }
 
@@ -509,8 +538,10 @@ public struct SessionMachine: Sendable, Equatable {
         if secondsElapsed >= durationSeconds {
             return [.publish(.tick)] + end(.finished(meeting), at: time)
         }
+        // The next speaker once the current one's share is used: at the boundary, as the app rotates, or at
+        // once when a change of the rotation (someone absent, added) moved the boundary behind the clock.
         let share = secondsPerAttendee
-        if share > 0 && secondsElapsed.isMultiple(of: share) && speakerIndex < lastSpeakerIndex {
+        if share > 0 && secondsElapsed >= (speakerIndex + 1) * share && speakerIndex < lastSpeakerIndex {
             speakerIndex += 1
             return [.publish(.tick)] + beginTurn(speakerIndex, at: time) + [.playCue, .publish(.speaker)]
         }
@@ -523,23 +554,33 @@ public struct SessionMachine: Sendable, Equatable {
         guard phase != .ending else {
             return []  // already waiting for `end`, as a second tap on the app's button shows the same alert
         }
+        return handOver(at: time)
+    }
+
+    /// The floor goes to the next of the rotation, the elapsed time to the start of their share (never back);
+    /// after the last one the meeting stops and waits to be saved, its end marked (and journalled) there.
+    private mutating func handOver(at time: Double) -> [Effect] {
         guard speakerIndex < lastSpeakerIndex else {
             let wasRunning = phase == .running
             phase = .ending
             if wasRunning { record.stopTimer(at: time) }
-            return (wasRunning ? [.stopTimer] : []) + [.publish(.ending)]
+            // A speaker who left has no floor after: what is said from here is nobody's.
+            if roster.speakerIsGone { record.endTurn(at: time) }
+            record.markEnded(at: time)
+            return (wasRunning ? [.stopTimer] : []) + [.publish(.ending), .flushJournal]
         }
         speakerIndex += 1
-        secondsElapsed = speakerIndex * secondsPerAttendee
+        secondsElapsed = max(secondsElapsed, speakerIndex * secondsPerAttendee)
         return beginTurn(speakerIndex, at: time) + [.playCue, .publish(.speaker)]
     }
 
     private mutating func beginTurn(_ index: Int, at time: Double) -> [Effect] {
-        guard syncUp.attendees.indices.contains(index) else {
+        guard let attendee = roster.next else {
             return [.beginTurn(speakerIndex: index, speaker: nil, at: time)]
         }
-        record.beginTurn(syncUp.attendees[index], at: time)
-        return [.beginTurn(speakerIndex: index, speaker: syncUp.attendees[index], at: record.turns.last!.start)]
+        roster.giveFloor(to: attendee.id)
+        record.beginTurn(attendee, at: time)
+        return [.beginTurn(speakerIndex: index, speaker: attendee, at: record.turns.last!.start)]
     }
 }
 
@@ -558,9 +599,12 @@ extension SessionMachine.Ending {
 /// A session request that does not apply now, with the reason (→ `invalid_state` on the wire).
 public struct SessionRejection: Error, Sendable, Equatable, CustomStringConvertible {
     public var reason: String
+    /// The request named something that is not so (→ `invalid_argument`), rather than coming at the wrong time.
+    public var isInvalidArgument = false
 
-    public init(_ reason: String) {
+    public init(_ reason: String, isInvalidArgument: Bool = false) {
         self.reason = reason
+        self.isInvalidArgument = isInvalidArgument
     }
 
     public var description: String { reason }

@@ -5,7 +5,8 @@
 /// The daemon decides the turns, so the rotation schedule is the diarization (protocol.md, `segments`): each
 /// word goes to the turn it overlaps most, its length capped at a second (recognizers stretch a last word
 /// over the silence after it); a tie goes to the turn holding the word's midpoint; a word outside every turn
-/// goes to the nearest one.
+/// goes to the nearest one, except after a last turn that ended before the meeting did (its speaker
+/// left): such a word is nobody's.
 public enum Attribution {
     /// The longest a word is taken to last.
     public static let maximumWordLength = 1.0
@@ -64,6 +65,8 @@ public enum Attribution {
             }
         }
         if let best { return best.index }
+        // After the last turn ended before the meeting did (its speaker left with nobody after them): nobody's.
+        if let lastEnd = turns.last?.end, middle >= lastEnd, turns.last!.start < lastEnd { return nil }
         // Outside every turn: the nearest one.
         return turns.indices.min { distance(middle, turns[$0]) < distance(middle, turns[$1]) }
     }

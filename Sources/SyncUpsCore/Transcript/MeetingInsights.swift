@@ -30,18 +30,24 @@ public struct MeetingInsights: Sendable, Equatable {
         public var inOthersTurns: Double = 0
         /// Who else was heard speaking in this attendee's turns, and for how long, in the meeting's order.
         public var othersInTurn: [(attendee: Attendee, seconds: Double)] = []
+        /// Marked absent for the meeting: no share, no turn, and not a turn missed.
+        public var isAbsent: Bool
 
-        public init(attendee: Attendee, share: Double, floor: Double, speaking: Double, turns: Int) {
+        public init(
+            attendee: Attendee, share: Double, floor: Double, speaking: Double, turns: Int, isAbsent: Bool = false
+        ) {
             self.attendee = attendee
             self.share = share
             self.floor = floor
             self.speaking = speaking
             self.turns = turns
+            self.isAbsent = isAbsent
         }
 
         public static func == (lhs: AttendeeInsights, rhs: AttendeeInsights) -> Bool {
             lhs.attendee == rhs.attendee && lhs.share == rhs.share && lhs.floor == rhs.floor
-                && lhs.speaking == rhs.speaking && lhs.turns == rhs.turns && lhs.speakingByVoice == rhs.speakingByVoice
+                && lhs.speaking == rhs.speaking && lhs.turns == rhs.turns && lhs.isAbsent == rhs.isAbsent
+                && lhs.speakingByVoice == rhs.speakingByVoice
                 && lhs.inOthersTurns == rhs.inOthersTurns
                 && lhs.othersInTurn.map(\.attendee) == rhs.othersInTurn.map(\.attendee)
                 && lhs.othersInTurn.map(\.seconds) == rhs.othersInTurn.map(\.seconds)
@@ -74,11 +80,16 @@ public struct MeetingInsights: Sendable, Equatable {
     }
 
     /// The insights of a saved meeting: its timeline, its attendees as they were, its attributed transcript.
-    public init(timeline: MeetingTimeline, attendees: [Attendee], segments: [TranscriptSegment]) {
-        let end = timeline.turns.last.map { $0.end ?? $0.start } ?? 0
+    public init(
+        timeline: MeetingTimeline, attendees: [Attendee], segments: [TranscriptSegment], absent: [Attendee] = []
+    ) {
+        let end = timeline.end ?? timeline.turns.last.map { $0.end ?? $0.start } ?? 0
         // The pause that lasts to the end is the wait for the save: the meeting was over when it began.
         let pauses = timeline.pauses.map { TimerPause(start: $0.start, end: min($0.end ?? end, end)) }
-        let realEnd = pauses.last.flatMap { $0.end! >= end ? $0.start : nil } ?? end
+        // A timeline that says when the meeting was ended needs no guess (a pause may well last to `session.end`).
+        let realEnd =
+            timeline.end.map { max(timeline.turns.first?.start ?? 0, $0) }
+            ?? pauses.last.flatMap { $0.end! >= end ? $0.start : nil } ?? end
         let start = timeline.turns.first?.start ?? 0
         let stood = PausedTime(pauses)
         func running(from start: Double, to end: Double) -> Double {
@@ -128,6 +139,9 @@ public struct MeetingInsights: Sendable, Equatable {
         for (holder, speakers) in heardIn {
             rows[holder].othersInTurn = speakers.sorted { $0.key < $1.key }.map { (rows[$0.key].attendee, $0.value) }
         }
+        for person in absent where rowOf[person.id] == nil && listed.insert(person.id).inserted {
+            rows.append(AttendeeInsights(attendee: person, share: 0, floor: 0, speaking: 0, turns: 0, isAbsent: true))
+        }
         // Nobody speaks longer than the meeting lasted, whatever times a recognizer (or an editor) wrote.
         for index in rows.indices { rows[index].speaking = min(rows[index].speaking, max(0, realEnd - start)) }
         self.init(
@@ -170,6 +184,7 @@ public struct MeetingInsights: Sendable, Equatable {
                             row.othersInTurn.map {
                                 ["attendee": $0.attendee.json, "seconds": Self.seconds($0.seconds)]
                             }))
+                    if row.isAbsent { member.append("absent", true) }
                     return .object(member)
                 }))
         return .object(object)
@@ -190,7 +205,8 @@ public struct MeetingInsights: Sendable, Equatable {
                 guard let attendee = row["attendee"].flatMap(Attendee.init(json:)) else { return nil }
                 var insights = AttendeeInsights(
                     attendee: attendee, share: number(row["share"]) ?? 0, floor: number(row["floor"]) ?? 0,
-                    speaking: number(row["speaking"]) ?? 0, turns: Int(row["turns"]?.numberValue?.int64 ?? 0))
+                    speaking: number(row["speaking"]) ?? 0, turns: Int(row["turns"]?.numberValue?.int64 ?? 0),
+                    isAbsent: row["absent"]?.boolValue ?? false)
                 insights.speakingByVoice = number(row["speakingByVoice"]) ?? 0
                 insights.inOthersTurns = number(row["inOthersTurns"]) ?? 0
                 insights.othersInTurn = (row["othersInTurn"]?.arrayValue ?? []).compactMap { other in
@@ -212,6 +228,8 @@ public struct AttendeeStats: Sendable, Equatable {
     public var averageSpeaking: Double
     /// In how many of those meetings they ran over.
     public var ranOver: Int
+    /// In how many meetings they were marked absent (never counted as a turn, nor in the averages).
+    public var absences: Int = 0
 
     public var json: JSONValue {
         var object = JSONObject()
@@ -220,23 +238,35 @@ public struct AttendeeStats: Sendable, Equatable {
         object.append("averageFloor", .double(TranscriptWord.rounded(averageFloor)))
         object.append("averageSpeaking", .double(TranscriptWord.rounded(averageSpeaking)))
         object.append("ranOver", .int(ranOver))
+        object.append("absences", .int(absences))
         return .object(object)
     }
 
-    /// Per attendee (by id, named as in the newest meeting), in the order they first appear, newest meeting
-    /// first. Meetings are given newest first.
+    /// One row per person, named as in the newest meeting, in the order they first appear, newest meeting
+    /// first. Meetings are given newest first. A person is one attendee id, and also one name as `NameKey`
+    /// compares names (case, accents and surrounding or repeated spaces ignored): meetings saved before the
+    /// daemon gave a returning attendee their old id list them under a new one, by the same name.
     public static func of(_ meetings: [MeetingInsights]) -> [AttendeeStats] {
         var stats: [AttendeeStats] = []
+        var rowOfID: [Attendee.ID: Int] = [:]
+        var rowOfName: [String: Int] = [:]
         for meeting in meetings {
-            for row in meeting.attendees where row.turns > 0 {
+            for row in meeting.attendees where row.turns > 0 || row.isAbsent {
+                let key = NameKey.of(row.attendee.name)
                 let index =
-                    stats.firstIndex { $0.attendee.id == row.attendee.id }
+                    rowOfID[row.attendee.id] ?? (key.isEmpty ? nil : rowOfName[key])
                     ?? {
                         stats.append(
                             AttendeeStats(
                                 attendee: row.attendee, meetings: 0, averageFloor: 0, averageSpeaking: 0, ranOver: 0))
                         return stats.count - 1
                     }()
+                rowOfID[row.attendee.id] = index
+                if !key.isEmpty, rowOfName[key] == nil { rowOfName[key] = index }
+                guard row.turns > 0 else {
+                    stats[index].absences += 1
+                    continue
+                }
                 stats[index].meetings += 1
                 // Running sums for now; divided below.
                 stats[index].averageFloor += row.floor
@@ -244,7 +274,7 @@ public struct AttendeeStats: Sendable, Equatable {
                 if row.ranOver { stats[index].ranOver += 1 }
             }
         }
-        for index in stats.indices {
+        for index in stats.indices where stats[index].meetings > 0 {
             let count = Double(stats[index].meetings)
             stats[index].averageFloor /= count
             stats[index].averageSpeaking /= count

@@ -170,6 +170,19 @@ public struct MeetingRecord: Sendable, Equatable {
         pauses[pauses.count - 1].end = moment(time)
     }
 
+    /// When the meeting was ended (time up, `session.end`, `next` at the last speaker), while it waits to be
+    /// saved: the end of its real time for `MeetingInsights`, and where a crash's open turn is closed.
+    public private(set) var endedAt: Double?
+
+    /// The meeting was ended at `time` (nil: resumed, it goes on); the first end counts until then.
+    public mutating func markEnded(at time: Double?) {
+        guard let time else {
+            endedAt = nil
+            return
+        }
+        if endedAt == nil { endedAt = moment(time) }
+    }
+
     /// The meeting is over at `time`: the last turn and any pause end there.
     public mutating func finish(at time: Double) {
         endTurn(at: time)
@@ -178,7 +191,7 @@ public struct MeetingRecord: Sendable, Equatable {
 
     /// The meeting's timeline, for its details file.
     public func timeline(durationSeconds: Int) -> MeetingTimeline {
-        MeetingTimeline(durationSeconds: durationSeconds, turns: turns, pauses: pauses)
+        MeetingTimeline(durationSeconds: durationSeconds, turns: turns, pauses: pauses, end: endedAt)
     }
 
     /// `time`, or the latest time recorded if that is later; recorded as the latest.

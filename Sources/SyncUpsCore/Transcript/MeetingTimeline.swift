@@ -20,11 +20,25 @@ public struct MeetingTimeline: Sendable, Equatable {
     public var durationSeconds: Int
     public var turns: [SpeakerTurn]
     public var pauses: [TimerPause]
+    /// When the meeting was ended (time up, `session.end`, `next` at the last speaker); nil in a meeting saved
+    /// before syncupsd kept it, or in a journal of a meeting still running.
+    public var end: Double?
 
-    public init(durationSeconds: Int, turns: [SpeakerTurn], pauses: [TimerPause]) {
+    public init(durationSeconds: Int, turns: [SpeakerTurn], pauses: [TimerPause], end: Double? = nil) {
         self.durationSeconds = durationSeconds
         self.turns = turns
         self.pauses = pauses
+        self.end = end
+    }
+
+    /// The timeline with a turn left open by a crash closed where the meeting was ended, or nil when it was
+    /// not ended (the crash came mid-turn: when that turn ended is not known).
+    public var closed: MeetingTimeline? {
+        guard let last = turns.last, last.end == nil else { return self }
+        guard let end else { return nil }
+        var closed = self
+        closed.turns[turns.count - 1].end = max(last.start, end)
+        return closed
     }
 
     public var json: JSONValue {
@@ -48,6 +62,7 @@ public struct MeetingTimeline: Sendable, Equatable {
                         "end": pause.end.map { .double(TranscriptWord.rounded($0)) } ?? .null,
                     ]
                 }))
+        if let end { object.append("end", .double(TranscriptWord.rounded(end))) }
         return .object(object)
     }
 
@@ -67,7 +82,8 @@ public struct MeetingTimeline: Sendable, Equatable {
             },
             pauses: (json["pauses"]?.arrayValue ?? []).compactMap { pause in
                 time(pause["start"]).map { TimerPause(start: $0, end: time(pause["end"])) }
-            }
+            },
+            end: time(json["end"])
         )
     }
 }

@@ -109,7 +109,7 @@ final class CommandHandler {
                 (handler, arguments, _) throws(ProtocolError) in try handler.getTranscript(arguments)
             }),
         Command(
-            "session.start", ["syncup", "audio", "transcribe", "call"],
+            "session.start", ["syncup", "audio", "transcribe", "call", "absent"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.startSession(arguments)
             }),
@@ -133,6 +133,16 @@ final class CommandHandler {
             "session.end", ["action"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.endSession(arguments)
+            }),
+        Command(
+            "session.absent", ["attendee"],
+            value: { (handler, arguments, _) throws(ProtocolError) in
+                try handler.session.request(.markAbsent(try arguments.string("attendee")))
+            }),
+        Command(
+            "session.back", ["attendee"],
+            value: { (handler, arguments, _) throws(ProtocolError) in
+                try handler.session.request(.markBack(try arguments.string("attendee")))
             }),
         Command("devices", value: { handler, _, _ in handler.session.devicesJSON }),
         Command("voices", value: { handler, _, _ in handler.voices.json(handler.state.syncUps) }),
@@ -494,6 +504,10 @@ final class CommandHandler {
         object["audio"] =
             WAVFile.seconds(at: audioPath).map { ["file": .string(audioPath), "seconds": .double($0)] } ?? .null
         object["attendees"] = .array((details?.attendees ?? []).map(\.json))
+        object["absent"] = .array((details?.absent ?? []).map(\.json))
+        if let problems = details?.problems, !problems.isEmpty {
+            object["detailsProblems"] = .array(problems.map(JSONValue.string))
+        }
         object["insights"] = details?.insights?.json ?? .null
         // The segments are paged within what the rest of the reply leaves (a long meeting has megabytes).
         let used = JSONWriter().encode(.object(object)).count
@@ -555,7 +569,8 @@ final class CommandHandler {
             syncUp: try arguments.string("syncup"),
             audio: try arguments.optionalBool("audio"),
             transcribe: try arguments.optionalBool("transcribe"),
-            call: try arguments.optionalBool("call")
+            call: try arguments.optionalBool("call"),
+            absent: try arguments.optionalStrings("absent") ?? []
         )
     }
 

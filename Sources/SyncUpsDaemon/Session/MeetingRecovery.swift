@@ -33,15 +33,17 @@ enum MeetingRecovery {
                 notes.append(note)
             }
             guard let syncUp = state.syncUps.first(where: { $0.id == journal.syncUp }) else { continue }
-            let details = MeetingDetails(
+            var details = MeetingDetails(
                 meeting: journal.meeting,
                 syncUp: syncUp.id,
                 isInterrupted: journal.isInterrupted,
                 attendees: journal.attendees,
                 segments: journal.segments,
-                // A crash mid-turn leaves the turn open: when it ended is not known, so no insights.
-                timeline: journal.timeline.flatMap { $0.turns.contains { $0.end == nil } ? nil : $0 }
+                // A crash mid-turn leaves the turn open: when it ended is not known, so no insights; after the
+                // meeting was ended, it ended there.
+                timeline: journal.timeline?.closed
             )
+            details.absent = journal.absent
             if syncUp.meeting(journal.meeting) == nil {
                 var audioSeconds: Double? = nil
                 let audio = directory.sidecar(journal.meeting, MeetingFiles.audio)
@@ -51,7 +53,10 @@ enum MeetingRecovery {
                     // (`repair` fails, harmlessly, when there is none).
                     _ = try? WAVFile.repair(directory.sidecar(journal.meeting, MeetingFiles.callAudio))
                 }
-                let meeting = Meeting(id: journal.meeting, date: journal.date, transcript: journal.transcript)
+                // The provisional tail too: the recognizer never settled it, but it is what was said.
+                let tail = journal.partial.isEmpty || journal.transcript.isEmpty ? "" : " "
+                let meeting = Meeting(
+                    id: journal.meeting, date: journal.date, transcript: journal.transcript + tail + journal.partial)
                 state.insertMeeting(meeting, into: syncUp.id)
                 var interrupted = details
                 interrupted.isInterrupted = true

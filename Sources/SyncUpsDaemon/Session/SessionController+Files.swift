@@ -31,6 +31,16 @@ extension SessionController {
         }
     }
 
+    /// The journal now, not within the second: the meeting was ended, and a crash from here on must find
+    /// when, so its insights survive.
+    func flushJournal(_ session: ActiveSession) {
+        guard session.hasJournal else { return writeJournal(session) }
+        session.journalTimer.map(loop.cancel)
+        session.journalTimer = nil
+        session.lastJournal = loop.now()
+        journals.write(makeJournal(session, transcript: session.machine.record.finalText))
+    }
+
     func makeJournal(_ session: ActiveSession, transcript: String, isInterrupted: Bool = false) -> MeetingJournal {
         let machine = session.machine!
         var journal = MeetingJournal(
@@ -42,12 +52,36 @@ extension SessionController {
             date: machine.startDate,
             transcript: transcript,
             hasAudio: session.recorder != nil,
-            attendees: machine.syncUp.attendees,
+            attendees: machine.roster.meetingAttendees,
             segments: machine.record.segments
         )
+        journal.absent = machine.roster.absent
+        journal.partial = machine.record.partial
         journal.isInterrupted = isInterrupted
         journal.timeline = machine.record.timeline(durationSeconds: machine.durationSeconds)
         return journal
+    }
+
+    /// `saveMeeting`: the meeting goes into its sync-up's history (restoring the sync-up if an outside edit
+    /// removed it meanwhile), its details (the meeting's own roster, its record) to its file.
+    func saveMeeting(_ meeting: Meeting, _ record: MeetingRecord, of syncUp: SyncUp, in session: ActiveSession) {
+        if !state.insertMeeting(meeting, into: syncUp.id) {
+            // An outside edit removed the sync-up mid-meeting: it comes back, with this meeting.
+            var restored = syncUp
+            restored.meetings = [meeting]
+            state.restore(restored)
+            state.warn(
+                "restored the sync-up \"\(syncUp.title)\", which another program's edit had removed, with the meeting recorded meanwhile"
+            )
+        }
+        var details = MeetingDetails(
+            meeting: meeting.id, syncUp: syncUp.id, isInterrupted: record.isInterrupted,
+            attendees: session.machine.roster.meetingAttendees, segments: record.segments,
+            timeline: record.timeline(durationSeconds: syncUp.durationSeconds))
+        details.absent = session.machine.roster.absent
+        saveDetails(
+            details,
+            finalJournal: makeJournal(session, transcript: meeting.transcript, isInterrupted: record.isInterrupted))
     }
 
     /// Writes a saved meeting's details file (`meetings/<id>.json`) on the clean-up thread. Until it is

@@ -20,7 +20,7 @@ extension SessionController {
             heard = " · \(voice.name.isEmpty ? "(no name)" : voice.name) speaking in \(speaker)'s turn"
         }
         return
-            "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)\(heard)"
+            "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.roster.rotationCount)\(heard)"
     }
 
     /// The session object, or null when no session runs.

@@ -130,8 +130,8 @@ final class SessionController {
 
     // MARK: - Requests
 
-    func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil) throws(ProtocolError)
-        -> JSONValue
+    func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil, absent: [String] = [])
+        throws(ProtocolError) -> JSONValue
     {
         if let active {
             // Not waiting for a save in progress: see protocol.md, session.start.
@@ -143,6 +143,10 @@ final class SessionController {
                     : "a meeting of \"\(title)\" is being recorded; end it first (session.end)")
         }
         let syncUp = state.syncUps[try state.index(of: text)]
+        let roster: MeetingRoster
+        do { roster = try MeetingRoster(syncUp.attendees, absent: absent) } catch {
+            throw .invalidArgument(error.reason)
+        }
         let recordsAudio = audio ?? true
         var wantsTranscript = transcribe ?? recordsAudio
         var warnings: [String] = []
@@ -178,7 +182,8 @@ final class SessionController {
             recordsCall: call ?? true,
             transcribes: wantsTranscript,
             playsCue: settings.cueDeviceName != nil,
-            warnings: warnings
+            warnings: warnings,
+            roster: roster
         )
         session.machine = machine
         active = session
@@ -200,7 +205,7 @@ final class SessionController {
         do {
             perform(try session.machine.request(request, at: now(session)), in: session)
         } catch {
-            throw ProtocolError(.invalidState, error.reason)
+            throw ProtocolError(error.isInvalidArgument ? .invalidArgument : .invalidState, error.reason)
         }
         return sessionJSON(session)
     }
@@ -319,6 +324,8 @@ final class SessionController {
                 session.timer = nil
             case .writeJournal:
                 writeJournal(session)
+            case .flushJournal:
+                flushJournal(session)
             case .stopRecorder:
                 let recorder = session.recorder
                 let callRecorder = session.callRecorder
@@ -345,27 +352,7 @@ final class SessionController {
                 session.settleTimer = nil
                 session.settleDeadline = nil
             case .saveMeeting(let meeting, let record, let syncUp):
-                if !state.insertMeeting(meeting, into: syncUp.id) {
-                    // An outside edit removed the sync-up mid-meeting: it comes back, with this meeting.
-                    var restored = syncUp
-                    restored.meetings = [meeting]
-                    state.restore(restored)
-                    state.warn(
-                        "restored the sync-up \"\(syncUp.title)\", which another program's edit had removed, with the meeting recorded meanwhile"
-                    )
-                }
-                let details = MeetingDetails(
-                    meeting: meeting.id,
-                    syncUp: syncUp.id,
-                    isInterrupted: record.isInterrupted,
-                    attendees: syncUp.attendees,
-                    segments: record.segments,
-                    timeline: record.timeline(durationSeconds: syncUp.durationSeconds)
-                )
-                saveDetails(
-                    details,
-                    finalJournal: makeJournal(
-                        session, transcript: meeting.transcript, isInterrupted: record.isInterrupted))
+                saveMeeting(meeting, record, of: syncUp, in: session)
             case .discardMeeting:
                 // Logged as a start and a save are: the log then says where every meeting went.
                 logger.info(

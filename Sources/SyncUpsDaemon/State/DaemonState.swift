@@ -26,6 +26,9 @@ final class DaemonState {
     let limits: Limits
     /// Told when the sync-up of a running meeting changes or goes away.
     weak var session: SessionController?
+    /// The people removed from each sync-up, and the file that keeps them (nil in tests without one).
+    var former = FormerAttendees()
+    var formerFile: FormerAttendeesFile?
     /// Details of saved meetings that the clean-up thread is still writing, so `meetings.get` has them at once.
     var detailsBeingWritten: [Meeting.ID: MeetingDetails] = [:]
 
@@ -100,11 +103,12 @@ final class DaemonState {
     func update(_ index: Int, with update: SyncUpUpdate) throws(ProtocolError) -> SyncUp {
         var syncUp = syncUps[index]
         do {
-            try syncUp.apply(update, uuid: uuid)
+            try syncUp.apply(update, uuid: uuid, former: former.of(syncUp.id))
         } catch {
             throw .invalidArgument(error.description)
         }
         guard syncUp != syncUps[index] else { return syncUp }
+        if former.follow(syncUps[index], to: syncUp) { saveFormer() }
         syncUps[index] = syncUp
         store.save(syncUps)
         publishUpdate(syncUp, change: "edited")
@@ -112,8 +116,17 @@ final class DaemonState {
         return syncUp
     }
 
+    /// Writes the former attendees, off the loop.
+    private func saveFormer() {
+        formerFile?.save(former) { [logger] error in
+            logger.error(
+                "cannot write \(FormerAttendeesFile.fileName): \(error); removed attendees added back get new ids")
+        }
+    }
+
     func delete(_ index: Int) -> SyncUp {
         let syncUp = syncUps.remove(at: index)
+        if former.forget(syncUp.id) { saveFormer() }
         ids.remove(at: index)
         meetingCount -= syncUp.meetings.count
         session?.syncUpDeleted(syncUp.id)

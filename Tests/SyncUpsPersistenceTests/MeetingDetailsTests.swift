@@ -1,0 +1,44 @@
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPersistence
+import Testing
+
+/// A meeting's details file edited by hand: it loads, and says what of its people it could not use.
+@Suite struct MeetingDetailsTests {
+    static let meeting = "00000000-0000-0000-0000-000000000001"
+    static let syncUp = "00000000-0000-0000-0000-000000000002"
+    static let ann = #"{"id":"00000000-0000-0000-0000-00000000000A","name":"Ann"}"#
+    static let bob = #"{"id":"00000000-0000-0000-0000-00000000000B","name":"Bob"}"#
+
+    static func details(_ fields: String) throws -> MeetingDetails {
+        let text = #"{"meeting":"\#(meeting)","syncup":"\#(syncUp)",\#(fields)}"#
+        return try #require(MeetingDetails(json: try JSONParser().parse(Array(text.utf8))))
+    }
+
+    @Test func absentAttendeesRoundTripAndShowInTheInsights() throws {
+        let details = try Self.details(
+            #""attendees":[\#(Self.ann)],"absent":[\#(Self.bob)],"timeline":{"duration":60,"turns":[{"speaker":\#(Self.ann),"start":0,"end":60}],"pauses":[],"end":60}"#
+        )
+        #expect(details.absent.map(\.name) == ["Bob"] && details.problems.isEmpty)
+        #expect(MeetingDetails(json: details.json) == details)
+        let rows = try #require(details.insights).attendees
+        #expect(rows.map(\.attendee.name) == ["Ann", "Bob"] && rows.map(\.isAbsent) == [false, true])
+        #expect(rows[0].share == 60 && rows[1].share == 0)
+    }
+
+    @Test func saysWhatOfAHandEditItCouldNotUse() throws {
+        let details = try Self.details(
+            #""attendees":[\#(Self.ann),\#(Self.ann)],"absent":[\#(Self.ann),{"name":"x"},\#(Self.bob),\#(Self.bob)],"timeline":{"duration":60,"turns":[{"speaker":{"id":"00000000-0000-0000-0000-00000000000C","name":"Cy"},"start":0,"end":60}],"pauses":[]}"#
+        )
+        #expect(details.absent.map(\.name) == ["Bob"])
+        #expect(
+            details.problems == [
+                "attendees[1] (Ann) is listed already; the first is used",
+                "absent[0] (00000000-0000-0000-0000-00000000000A) is listed already; ignored",
+                "absent[1] is not an attendee ({\"id\",\"name\"}); ignored",
+                "absent[3] (00000000-0000-0000-0000-00000000000B) is listed already; ignored",
+                "Cy (00000000-0000-0000-0000-00000000000C) had the floor but is not among the attendees; their turns are not in the insights",
+            ])
+        #expect(details.insights?.attendees.map(\.attendee.name) == ["Ann", "Bob"])
+    }
+}
