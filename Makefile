@@ -7,15 +7,24 @@ RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/nul
 # Debian packages: what building and running needs, and what the test suite needs on top.
 RUN_PACKAGES = pkg-config libasound2-dev libpulse-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
 TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3 python3-venv \
-	scdoc zsh fish make i3blocks cmark procps pipewire wireplumber pipewire-pulse pulseaudio-utils dbus
+	scdoc zsh fish make i3blocks cmark procps pipewire wireplumber pipewire-pulse pulseaudio-utils dbus $(VOICE_PACKAGES)
 
 # The faster-whisper adapter's Python environment for the tests (PyPI's faster-whisper and a tiny.en model).
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv
 
+# The voices of the speaker-attribution fixtures (festival's English voices; espeak-ng and LibriVox clips above),
+# sox and bc to mix them, python3-venv for pip.
+VOICE_PACKAGES = festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts sox bc python3-venv
+# The speaker encoder's weights for the tests and the bench (make voice-model installs the user's own), and the
+# test tooling's venv (numpy, librosa) for the reference check against Resemblyzer's Python code.
+VOICE_DIR = $(CURDIR)/.build/voice
+VOICE_REFERENCE_VENV = $(CURDIR)/.build/voice-reference-venv
+
 # The real status bars for `make test-desktop`.
 DESKTOP_PACKAGES = xvfb i3-wm i3blocks polybar sway waybar grim imagemagick fonts-dejavu-core
 
-BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind pipewire wireplumber pipewire-pulse pulseaudio-utils dbus
+BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind pipewire wireplumber pipewire-pulse pulseaudio-utils dbus \
+	$(VOICE_PACKAGES)
 SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
 
 # The .deb: Debian's own packaging tools (debian/ is a debhelper package), and mmdebstrap for `make test-deb`.
@@ -46,7 +55,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
-.PHONY: all build run test test-systemd test-desktop deb test-deb deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
+.PHONY: all build run voice-model voice-test-model voice-reference test test-systemd test-desktop deb test-deb deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
 ## The binaries and the rendered man pages (.build/man; `man -l .build/man/syncupsctl.1` reads one).
 all: build man
@@ -64,14 +73,14 @@ build: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 
 ## Builds a release daemon and runs it in the foreground with the default XDG paths. Pass flags with ARGS="…".
-run: build
+run: build voice-model
 	exec $(RELEASE_BIN)/syncupsd $(ARGS)
 
 ## Installs what the tests need, checks formatting, builds, and runs the whole suite; as root, the Debian package
 ## on a clean Debian 12 too (test-deb).
-test: deps-test lint whisper
+test: deps-test lint whisper voice-test-model
 	$(SWIFT) build --build-tests
-	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
+	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
 	cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
 	@if [ "$$(id -u)" -eq 0 ]; then $(MAKE) --no-print-directory test-deb; \
 	else echo "make test: make test-deb skipped: it needs root (mmdebstrap, a PID and mount namespace)"; fi
@@ -91,6 +100,25 @@ test-desktop:
 	$(SWIFT) build --product syncupsd
 	$(SWIFT) build --product syncupsctl
 	scripts/test-desktop "$$($(SWIFT) build --show-bin-path)" .build/desktop
+
+## The speaker encoder's weights where syncupsd looks by default (resemblyzer's wheel from PyPI, checked by
+## sha256, converted; once, then a no-op). Without them the daemon attributes speech by the floor alone.
+voice-model:
+	@contrib/voice/install.sh
+
+## The same weights in .build/voice, for the tests and the bench.
+voice-test-model:
+	@SYNCUPS_VOICE_DIR=$(VOICE_DIR) contrib/voice/install.sh
+
+## The Swift encoder against Resemblyzer's own Python code on the same audio (cosine of the embeddings, at
+## least 0.999 each): LibriVox and espeak-ng clips. Its venv (numpy, librosa: about 150 MB) in .build.
+voice-reference: voice-test-model
+	@scripts/ensure-packages pocketsphinx-testdata espeak-ng sox python3-venv
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-voice
+	[ -x $(VOICE_REFERENCE_VENV)/bin/python3 ] || python3 -m venv $(VOICE_REFERENCE_VENV)
+	$(VOICE_REFERENCE_VENV)/bin/python3 -c 'import librosa' 2>/dev/null || \
+		$(VOICE_REFERENCE_VENV)/bin/python3 -m pip install --quiet --disable-pip-version-check numpy==2.4.6 librosa==0.11.0
+	scripts/voice-reference $(RELEASE_BIN)/syncups-voice $(VOICE_DIR)/ge2e.weights $(VOICE_REFERENCE_VENV)/bin/python3
 
 ## The faster-whisper adapter's venv in .build/whisper-venv (about 550 MB from PyPI, once; then a no-op).
 whisper: deps-test
@@ -118,11 +146,15 @@ fuzz: deps
 		-artifact_prefix=.build/fuzz-crash-file- .build/fuzz-corpus/file Tests/Fuzz/Corpus/file
 
 ## Benchmarks, side by side with MPD: tables on stdout, JSON in .build/bench/results.json (BENCH_ARGS="--quick").
-bench:
+bench: voice-test-model
 	@scripts/ensure-packages $(BENCH_PACKAGES)
 	$(SWIFT) build $(RELEASE_FLAGS) --product syncupsd
 	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-bench
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncups-voice
 	scripts/bench $(BENCH_ARGS)
+	scripts/voice-bench $(RELEASE_BIN)/syncups-voice $(VOICE_DIR)/ge2e.weights .build/voice-fixtures
+	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) scripts/voice-attribution-bench $(RELEASE_BIN)/syncupsd $(VOICE_DIR)/ge2e.weights .build/voice-fixtures \
+		$$([ -x $(WHISPER_VENV)/bin/python3 ] && echo --speech-command "$(CURDIR)/contrib/speech/faster-whisper/syncups-whisper")
 
 ## The soak test: SOAK_SECONDS (default 600) of 50 clients, 20 subscribers (one stalled) and meetings back to
 ## back with speech; report on stdout and in .build/bench/soak.json, failing unless memory, descriptors and

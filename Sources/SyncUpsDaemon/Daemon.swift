@@ -74,6 +74,7 @@ public final class Daemon {
             server: server,
             directory: directory,
             sessionSettings: sessionSettings(configuration),
+            voiceModel: .load(voiceModelPath),
             socketDescription: socket.ownedPath ?? "(from systemd)",
             startedAt: startedAt,
             logger: logger,
@@ -171,6 +172,12 @@ public final class Daemon {
         settings.isTranscriptionOff = engine == .none
         logger.info("speech: \(description)")
         return settings
+    }
+
+    /// The speaker encoder's weights file: configured, else beside the default data directory's place.
+    private var voiceModelPath: String? {
+        if let path = configuration.voiceModel { return path == "none" ? nil : path }
+        return DataDirectory.defaultPath(environment: environment).map { FilePath.join($0, "voice/ge2e.weights") }
     }
 
     /// Pings systemd's watchdog at half the interval it asked for; with no watchdog, no timer (an idle

@@ -12,6 +12,7 @@ final class Services {
     let store: SyncUpStore
     let state: DaemonState
     let session: SessionController
+    let voices: VoiceService
 
     /// Opens the data directory (loading, recovering interrupted meetings) and wires it all together.
     /// `onPublish` runs after every event is published.
@@ -20,6 +21,7 @@ final class Services {
         server: Server,
         directory: DataDirectory,
         sessionSettings: SessionController.Settings,
+        voiceModel: VoiceService.Model = .unavailable("voices off: no voice model configured"),
         socketDescription: String,
         startedAt: MonotonicInstant,
         logger: Logger,
@@ -74,11 +76,21 @@ final class Services {
             throw StartupError("cannot set up sessions: \(error)")
         }
         owner.session = session
+        do {
+            voices = try VoiceService(
+                loop: loop, directory: directory, model: voiceModel, logger: logger, wallClock: wallClock)
+        } catch {
+            throw StartupError("cannot set up voices: \(error)")
+        }
+        logger.info(voices.model.status)
+        session.voices = voices
+        voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
         let handler = CommandHandler(
             state: owner,
             server: server,
             store: store,
             session: session,
+            voices: voices,
             status: CommandHandler.StatusInfo(
                 version: SyncUpsVersion.current,
                 socketPath: socketDescription,

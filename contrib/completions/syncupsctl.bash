@@ -7,13 +7,13 @@
 # Sync-up titles (escaped) and ids, and meeting ids, are asked from the running daemon (`syncupsctl ids`,
 # `syncupsctl ids ID`); when it does not answer, nothing is offered. Needs bash 4.
 
-_syncupsctl_commands=(status ping devices themes list ids show add edit rm meeting rm-meeting stats export start next
+_syncupsctl_commands=(status ping devices voices themes list ids show add edit rm meeting rm-meeting stats export start next
     pause resume toggle absent back end session call watch help)
 _syncupsctl_themes=(bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple
     seafoam sky tan teal yellow)
 _syncupsctl_requests=(ping status themes.list syncups.list syncups.get syncups.create syncups.update
     syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause
-    session.resume session.absent session.back session.end devices subscribe unsubscribe)
+    session.resume session.absent session.back session.end devices voices voices.forget subscribe unsubscribe)
 
 # Options that take a value, global or of a command.
 _syncupsctl_value_options=' --socket --timeout --duration --theme --attendee --title --add-attendee --remove-attendee --rename-attendee --absent --format --output --text --idle-text --offline-text --topic --last '
@@ -239,12 +239,12 @@ _syncupsd() {
     elif [[ $cur == -* ]]; then
         _syncupsctl_reply "$cur" exact --socket --data-dir --audio-device --call-audio --cue-device --cue --no-cue \
             --speech-engine --speech-command --speech-model --speech-dictionary --speech-language-model \
-            --speech-grammar --max-connections --busy-poll --log-level --config --no-config --help --version
+            --speech-grammar --voice-model --max-connections --busy-poll --log-level --config --no-config --help --version
         return 0
     fi
     local devices=()
     case $option in
-        --socket | --speech-dictionary | --speech-language-model | --speech-grammar | --config)
+        --socket | --speech-dictionary | --speech-language-model | --speech-grammar | --voice-model | --config)
             _syncupsctl_files "$value"
             ;;
         --data-dir | --speech-model)

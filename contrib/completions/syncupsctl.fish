@@ -99,6 +99,7 @@ complete -c syncupsctl -s h -l help -d 'Show help'
 complete -c syncupsctl -n __syncupsctl_needs_command -a status -d "Show the daemon's state"
 complete -c syncupsctl -n __syncupsctl_needs_command -a ping -d 'Check that the daemon answers'
 complete -c syncupsctl -n __syncupsctl_needs_command -a devices -d "List the sound server's capture sources"
+complete -c syncupsctl -n __syncupsctl_needs_command -a voices -d "Show what is known of each attendee's voice, or forget one"
 complete -c syncupsctl -n __syncupsctl_needs_command -a themes -d 'List the themes'
 complete -c syncupsctl -n __syncupsctl_needs_command -a list -d 'List the sync-ups'
 complete -c syncupsctl -n __syncupsctl_needs_command -a ids -d 'Print ids and a label, tab-separated'
@@ -128,9 +129,9 @@ complete -c syncupsctl -n '__syncupsctl_at 0 ids show edit rm delete start meeti
     -a '(__syncupsctl_syncups)'
 complete -c syncupsctl -n '__syncupsctl_at 1 meeting rm-meeting export' -a '(__syncupsctl_meetings)'
 complete -c syncupsctl -n '__syncupsctl_at 0 help' \
-    -a 'status ping devices themes list ids show add edit rm meeting rm-meeting stats export start next pause resume toggle absent back end session call watch'
+    -a 'status ping devices voices themes list ids show add edit rm meeting rm-meeting stats export start next pause resume toggle absent back end session call watch'
 complete -c syncupsctl -n '__syncupsctl_at 0 call' \
-    -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.absent session.back session.end devices subscribe unsubscribe'
+    -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.absent session.back session.end devices voices voices.forget subscribe unsubscribe'
 
 # Options of the commands.
 set -l __syncupsctl_themes bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple seafoam sky tan teal yellow
@@ -186,6 +187,7 @@ complete -c syncupsd -l speech-model -x -a '(__fish_complete_directories)' -d "P
 complete -c syncupsd -l speech-dictionary -r -F -d "PocketSphinx's pronunciation dictionary"
 complete -c syncupsd -l speech-language-model -r -F -d "PocketSphinx's language model"
 complete -c syncupsd -l speech-grammar -r -F -d 'A JSGF grammar for PocketSphinx'
+complete -c syncupsd -l voice-model -r -F -d "The speaker encoder's weights, or none"
 complete -c syncupsd -l max-connections -x -d 'The most clients connected at once'
 complete -c syncupsd -l busy-poll -x -d 'How long the event loop polls before sleeping'
 complete -c syncupsd -l log-level -x -a 'debug info notice warning error' -d 'The least important messages logged'

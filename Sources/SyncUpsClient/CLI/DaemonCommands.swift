@@ -35,6 +35,30 @@ extension Syncupsctl {
             context.show(devices) { Format.devices(devices) }
         },
         Subcommand(
+            name: "voices",
+            usage: "voices [forget ATTENDEE]",
+            summary: "Show what the daemon knows of each attendee's voice, or forget one.",
+            details: """
+                Profiles are learned from each attendee's own floor time, nothing to enrol: the seconds of their
+                speech learned and when. forget takes an attendee's id or a unique start of it (the first
+                column); the voice is then learned again from the next meeting.
+                """,
+            spec: ArgumentSpec(positionals: 0...2)
+        ) { context, arguments throws(CLIError) in
+            switch arguments.positionals.first {
+            case nil:
+                let voices = try context.call("voices")
+                context.show(voices) { Format.voices(voices) }
+            case "forget" where arguments.positionals.count == 2:
+                var request = JSONObject()
+                request.append("attendee", .string(arguments.positionals[1]))
+                let forgotten = try context.call("voices.forget", request)
+                context.show(forgotten) { "forgot the voice of \(Format.name(forgotten["name"]))\n" }
+            default:
+                throw .usage("voices [forget ATTENDEE]")
+            }
+        },
+        Subcommand(
             name: "themes",
             usage: "themes",
             summary: "List the sixteen themes with their colours.",
@@ -88,6 +112,20 @@ enum Format {
             for warning in persistence["warnings"]?.arrayValue ?? [] { text += "warning:   \(string(warning))\n" }
         }
         return text
+    }
+
+    /// Each attendee's voice profile as a table, under the model's state.
+    static func voices(_ voices: JSONValue) -> String {
+        var table = Table(headers: ["ATTENDEE", "NAME", "SYNC-UP", "LEARNED", "UPDATED"])
+        for attendee in voices["attendees"]?.arrayValue ?? [] {
+            let seconds = attendee["seconds"]?.numberValue?.double ?? 0
+            table.rows.append([
+                String(string(attendee["id"]).prefix(8)), name(attendee["name"]), name(attendee["syncup"]?["title"]),
+                seconds > 0 ? "\((seconds * 10).rounded() / 10) s" : "-",
+                string(attendee["updated"]).isEmpty ? "-" : string(attendee["updated"]),
+            ])
+        }
+        return "voices: \(string(voices["model"]))\n" + table.text
     }
 
     /// The sound server and its sources as a table, or why there is none.

@@ -96,7 +96,28 @@ extension Format {
                 over,
             ])
         }
-        return text + table(rows)
+        return text + table(rows) + byVoice(insights).map { "by voice: \($0)\n" }.joined()
+    }
+
+    /// Per attendee heard by voice: `Ann spoke 1.5 s, 0.5 s of it in others' turns; in her turn: Cat 1.0 s`;
+    /// nothing for a meeting without voices.
+    static func byVoice(_ insights: MeetingInsights) -> [String] {
+        guard insights.attendees.contains(where: { $0.speakingByVoice > 0 || !$0.othersInTurn.isEmpty }) else {
+            return []
+        }
+        return insights.attendees.map { row in
+            let name = oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name)
+            var line = "\(name) spoke \(DurationText.tenths(row.speakingByVoice))"
+            if row.inOthersTurns > 0 { line += ", \(DurationText.tenths(row.inOthersTurns)) of it in others' turns" }
+            if !row.othersInTurn.isEmpty {
+                line +=
+                    "; in their turn: "
+                    + row.othersInTurn.map {
+                        "\(oneLine($0.attendee.name.isEmpty ? "(no name)" : $0.attendee.name)) \(DurationText.tenths($0.seconds))"
+                    }.joined(separator: ", ")
+            }
+            return line
+        }
     }
 
     static func stats(title: String, meetings: Int, insights: Int, _ stats: [AttendeeStats]) -> String {
@@ -140,6 +161,10 @@ extension TranscriptExport {
             let over = Format.overtime(row, ranOver: " (ran over)")
             text +=
                 "| \(name) | \(DurationText.tenths(row.share)) | \(DurationText.tenths(row.floor)) | \(DurationText.tenths(row.speaking)) | \(over) |\n"
+        }
+        let voices = Format.byVoice(insights)
+        if !voices.isEmpty {
+            text += "\nBy voice:\n\n" + voices.map { "- " + Escape.markdown($0) + "\n" }.joined()
         }
         return text
     }

@@ -57,6 +57,8 @@ public struct SessionMachine: Sendable, Equatable {
         case syncUpDeleted
         /// The recognizer's latest result: a provisional tail, or settled text with its words.
         case speechRecognized(RecognizedSpeech)
+        /// The speaker encoder matched the voice over a stretch of audio to an attendee, with confidence.
+        case voiceHeard(VoiceEvidence)
         /// The recognizer failed for good; the meeting goes on without transcription.
         case speechFailed(String)
         /// The recognizer gave its last words after `finishRecognizer`, and stopped.
@@ -135,6 +137,9 @@ public struct SessionMachine: Sendable, Equatable {
         case ending
         case updated
         case transcript
+        /// Segments attributed by the floor (or another voice) when their words came, and attributed again
+        /// by the voice heard since, as they are now (`session.attribution`).
+        case attributionCorrected([TranscriptSegment])
         case error(String)
         case ended(Ending)
     }
@@ -176,6 +181,15 @@ public struct SessionMachine: Sendable, Equatable {
     public private(set) var roster: MeetingRoster
     /// Who had the floor when, and what was said: the transcript and its attribution, in one place.
     public private(set) var record: MeetingRecord
+    /// The latest voice matched to an attendee: who is speaking now, beside who holds the floor. Voices never
+    /// pass the floor: the timer alone does, as in the app.
+    public private(set) var voiceHeard: VoiceEvidence?
+
+    /// Who is heard speaking at `time`, if a voice was matched in the last 3.2 s (two windows of the encoder).
+    public func speaking(at time: Double) -> Attendee? {
+        guard let heard = voiceHeard, time - heard.end <= 3.2 else { return nil }
+        return heard.speaker
+    }
     public private(set) var isTranscribing: Bool
     public private(set) var recorder: Part
     public private(set) var recognizer: Part
@@ -398,6 +412,18 @@ public struct SessionMachine: Sendable, Equatable {
                 time - armed.since < Self.longestSettle
             else { return effects }
             return effects + [.armSettleTimeout(.saving)]
+        case .voiceHeard(let evidence):
+            // Only an attendee of this meeting's sync-up, only while it runs: a voice is never someone else's.
+            guard !isOver, syncUp.attendees.contains(where: { $0.id == evidence.speaker.id }) else { return [] }
+            let previous = voiceHeard
+            voiceHeard = evidence
+            let corrected = record.addVoice(evidence)
+            var effects: [Effect] = []
+            if previous?.speaker.id != evidence.speaker.id || previous.map({ evidence.start - $0.end > 3.2 }) == true {
+                effects.append(.publish(.updated))
+            }
+            if !corrected.isEmpty { effects += [.publish(.attributionCorrected(corrected)), .writeJournal] }
+            return effects
         case .speechFailed(let message):
             guard isTranscribing else { return [] }
             isTranscribing = false

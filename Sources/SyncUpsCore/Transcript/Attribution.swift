@@ -1,4 +1,6 @@
-/// Gives each recognised word to the attendee who had the floor, and groups the words into segments.
+/// Gives each recognised word to the attendee whose voice was heard saying it, where the speaker encoder
+/// matched it with confidence (`VoiceEvidence`), else to the attendee who had the floor; and groups the words
+/// into segments, split wherever the speaker or the way it was decided changes.
 ///
 /// The daemon decides the turns, so the rotation schedule is the diarization (protocol.md, `segments`): each
 /// word goes to the turn it overlaps most, its length capped at a second (recognizers stretch a last word
@@ -12,23 +14,35 @@ public enum Attribution {
     public static let maximumSegmentWords = 500
 
     /// Segments for the utterances `utterances` (each a list of words), split wherever the speaker changes.
-    public static func segments(utterances: [[TranscriptWord]], turns: [SpeakerTurn]) -> [TranscriptSegment] {
+    public static func segments(
+        utterances: [[TranscriptWord]], turns: [SpeakerTurn], voices: [VoiceEvidence] = []
+    ) -> [TranscriptSegment] {
         var segments: [TranscriptSegment] = []
         for words in utterances {
-            var current: (turn: Int?, words: [TranscriptWord])? = nil
+            var current: (turn: Int?, voice: Attendee.ID?, words: [TranscriptWord], confidence: Double)? = nil
             for word in words {
                 let turn = self.turn(for: word, in: turns)
+                let voice = evidence(for: word, in: voices)
                 // A segment holds one speaker's words, and at most `maximumSegmentWords` (one reply must hold it).
-                if let open = current, open.turn == turn, open.words.count < maximumSegmentWords {
+                if let open = current, open.turn == turn, open.voice == voice?.speaker.id,
+                    open.words.count < maximumSegmentWords
+                {
                     current?.words.append(word)
+                    current?.confidence += voice?.confidence ?? 0
                 } else {
-                    if let open = current { segments.append(segment(open.words, turn: open.turn, turns: turns)) }
-                    current = (turn, [word])
+                    if let open = current { segments.append(segment(open, turns: turns, voices: voices)) }
+                    current = (turn, voice?.speaker.id, [word], voice?.confidence ?? 0)
                 }
             }
-            if let open = current { segments.append(segment(open.words, turn: open.turn, turns: turns)) }
+            if let open = current { segments.append(segment(open, turns: turns, voices: voices)) }
         }
         return segments
+    }
+
+    /// The voice heard at the middle of `word` (its length capped as for turns), if one was matched.
+    public static func evidence(for word: TranscriptWord, in voices: [VoiceEvidence]) -> VoiceEvidence? {
+        let middle = (word.start + min(word.end, word.start + maximumWordLength)) / 2
+        return voices.last { $0.holds(middle) }
     }
 
     /// The index of the turn `word` belongs to, or nil when there are no turns.
@@ -63,13 +77,21 @@ public enum Attribution {
         return 0
     }
 
-    private static func segment(_ words: [TranscriptWord], turn: Int?, turns: [SpeakerTurn]) -> TranscriptSegment {
-        TranscriptSegment(
-            speaker: turn.map { turns[$0].speaker },
+    private static func segment(
+        _ open: (turn: Int?, voice: Attendee.ID?, words: [TranscriptWord], confidence: Double), turns: [SpeakerTurn],
+        voices: [VoiceEvidence]
+    ) -> TranscriptSegment {
+        let words = open.words
+        let heard = open.voice.flatMap { id in voices.last { $0.speaker.id == id }?.speaker }
+        return TranscriptSegment(
+            speaker: heard ?? open.turn.map { turns[$0].speaker },
             start: words.first?.start ?? 0,
             end: words.last?.end ?? 0,
             text: words.map(\.word).joined(separator: " "),
-            words: words
+            words: words,
+            // The mean over the words, to the thousandth (what the wire says).
+            attribution: heard == nil
+                ? .floor : .voice(confidence: (open.confidence / Double(words.count) * 1000).rounded() / 1000)
         )
     }
 }

@@ -9,6 +9,9 @@ import SyncUpsJSON
 ///   meeting's end), less the time the timer stood still (pauses, the wait for `end`, the save).
 /// - **Speaking** time is the sum of their words' durations as the recognizer timed them (a segment without
 ///   word times counts as a whole).
+/// - **By voice**, where the speaker encoder attributed speech (`SpeakerSource.voice`): the part of their
+///   speaking time their voice was heard in; of it, the time **in others' turns** (interjections, overruns
+///   into the next turn); and per other attendee, the time they were heard speaking **in this one's turn**.
 /// - **Overtime** is floor minus share: positive, they ran over; negative, they handed time back. Only more
 ///   than `tolerance` either way counts as running over or as a turn cut short (the timer ticks in seconds).
 public struct MeetingInsights: Sendable, Equatable {
@@ -21,6 +24,12 @@ public struct MeetingInsights: Sendable, Equatable {
         public var speaking: Double
         /// How many turns they had: 0 when the meeting ended before their turn.
         public var turns: Int
+        /// Speaking time in segments attributed by voice.
+        public var speakingByVoice: Double = 0
+        /// Of that, the time spoken while another attendee held the floor.
+        public var inOthersTurns: Double = 0
+        /// Who else was heard speaking in this attendee's turns, and for how long, in the meeting's order.
+        public var othersInTurn: [(attendee: Attendee, seconds: Double)] = []
         /// Marked absent for the meeting: no share, no turn, and not a turn missed.
         public var isAbsent: Bool
 
@@ -33,6 +42,15 @@ public struct MeetingInsights: Sendable, Equatable {
             self.speaking = speaking
             self.turns = turns
             self.isAbsent = isAbsent
+        }
+
+        public static func == (lhs: AttendeeInsights, rhs: AttendeeInsights) -> Bool {
+            lhs.attendee == rhs.attendee && lhs.share == rhs.share && lhs.floor == rhs.floor
+                && lhs.speaking == rhs.speaking && lhs.turns == rhs.turns && lhs.isAbsent == rhs.isAbsent
+                && lhs.speakingByVoice == rhs.speakingByVoice
+                && lhs.inOthersTurns == rhs.inOthersTurns
+                && lhs.othersInTurn.map(\.attendee) == rhs.othersInTurn.map(\.attendee)
+                && lhs.othersInTurn.map(\.seconds) == rhs.othersInTurn.map(\.seconds)
         }
 
         public var overtime: Double { floor - share }
@@ -103,6 +121,24 @@ public struct MeetingInsights: Sendable, Equatable {
                 segment.words.isEmpty
                 ? max(0, segment.end - segment.start) : segment.words.reduce(0) { $0 + max(0, $1.end - $1.start) }
         }
+        // By voice: each word of a segment attributed by voice, against who held the floor at its middle.
+        var heardIn: [Int: [Int: Double]] = [:]  // floor holder's row → speaker's row → seconds
+        for segment in segments {
+            guard case .voice = segment.attribution, let speaker = segment.speaker, let row = rowOf[speaker.id]
+            else { continue }
+            for word in segment.words {
+                let length = max(0, word.end - word.start)
+                rows[row].speakingByVoice += length
+                guard let turn = Attribution.turn(for: word, in: timeline.turns),
+                    let holder = rowOf[timeline.turns[turn].speaker.id], holder != row
+                else { continue }
+                rows[row].inOthersTurns += length
+                heardIn[holder, default: [:]][row, default: 0] += length
+            }
+        }
+        for (holder, speakers) in heardIn {
+            rows[holder].othersInTurn = speakers.sorted { $0.key < $1.key }.map { (rows[$0.key].attendee, $0.value) }
+        }
         for person in absent where rowOf[person.id] == nil && listed.insert(person.id).inserted {
             rows.append(AttendeeInsights(attendee: person, share: 0, floor: 0, speaking: 0, turns: 0, isAbsent: true))
         }
@@ -140,6 +176,14 @@ public struct MeetingInsights: Sendable, Equatable {
                     member.append("overtime", Self.seconds(row.overtime))
                     member.append("turns", .int(row.turns))
                     member.append("ranOver", .bool(row.ranOver))
+                    member.append("speakingByVoice", Self.seconds(row.speakingByVoice))
+                    member.append("inOthersTurns", Self.seconds(row.inOthersTurns))
+                    member.append(
+                        "othersInTurn",
+                        .array(
+                            row.othersInTurn.map {
+                                ["attendee": $0.attendee.json, "seconds": Self.seconds($0.seconds)]
+                            }))
                     if row.isAbsent { member.append("absent", true) }
                     return .object(member)
                 }))
@@ -159,10 +203,17 @@ public struct MeetingInsights: Sendable, Equatable {
             turnsCutShort: Int(json["turnsCutShort"]?.numberValue?.int64 ?? 0),
             attendees: rows.compactMap { row in
                 guard let attendee = row["attendee"].flatMap(Attendee.init(json:)) else { return nil }
-                return AttendeeInsights(
+                var insights = AttendeeInsights(
                     attendee: attendee, share: number(row["share"]) ?? 0, floor: number(row["floor"]) ?? 0,
                     speaking: number(row["speaking"]) ?? 0, turns: Int(row["turns"]?.numberValue?.int64 ?? 0),
                     isAbsent: row["absent"]?.boolValue ?? false)
+                insights.speakingByVoice = number(row["speakingByVoice"]) ?? 0
+                insights.inOthersTurns = number(row["inOthersTurns"]) ?? 0
+                insights.othersInTurn = (row["othersInTurn"]?.arrayValue ?? []).compactMap { other in
+                    guard let who = other["attendee"].flatMap(Attendee.init(json:)) else { return nil }
+                    return (who, number(other["seconds"]) ?? 0)
+                }
+                return insights
             }
         )
     }

@@ -26,6 +26,10 @@ public struct MeetingRecord: Sendable, Equatable {
     public private(set) var segments: [TranscriptSegment] = []
     /// When the timer stood still (for `MeetingInsights`: floor time excludes it).
     public private(set) var pauses: [TimerPause] = []
+    /// The latest voices matched (`addVoice`): what the next words are attributed with. Only the recent ones
+    /// are kept: words arrive seconds after they were said, not minutes.
+    public private(set) var voices: [VoiceEvidence] = []
+    public static let keptVoices = 64
     /// The transcript: the settled text, then the provisional tail, and ` ❌` where transcription failed
     /// (the app's `speechFailure`, only when something was transcribed).
     public private(set) var transcript = ""
@@ -65,7 +69,7 @@ public struct MeetingRecord: Sendable, Equatable {
             settledBytes = transcript.utf8.count
         }
         if !speech.words.isEmpty {
-            segments += Attribution.segments(utterances: [speech.words], turns: turns)
+            segments += Attribution.segments(utterances: [speech.words], turns: turns, voices: voices)
         } else if !text.isEmpty {
             // No word timings (protocol.md allows it): the text still goes to whoever had the floor then.
             let start = speech.start ?? turns.last?.start ?? 0
@@ -76,6 +80,30 @@ public struct MeetingRecord: Sendable, Equatable {
                     speaker: turn.map { turns[$0].speaker }, start: start, end: end, text: text, words: []))
         }
         return true
+    }
+
+    /// A voice was matched over `evidence`'s stretch. Segments already attributed there are attributed again
+    /// (their words split where the voice says another spoke them); returns the segments that changed, as they
+    /// are now, for the correction event (empty if none did).
+    @discardableResult
+    public mutating func addVoice(_ evidence: VoiceEvidence) -> [TranscriptSegment] {
+        voices.append(evidence)
+        if voices.count > Self.keptVoices { voices.removeFirst(voices.count - Self.keptVoices) }
+        var corrected: [TranscriptSegment] = []
+        var index = segments.count - 1
+        // Newest first: only the last segments can lie where a voice was just heard.
+        while index >= 0, segments[index].end >= evidence.start - Attribution.maximumWordLength {
+            let segment = segments[index]
+            if !segment.words.isEmpty, segment.start < evidence.end {
+                let again = Attribution.segments(utterances: [segment.words], turns: turns, voices: voices)
+                if again != [segment] {
+                    segments.replaceSubrange(index...index, with: again)
+                    corrected.insert(contentsOf: again, at: 0)
+                }
+            }
+            index -= 1
+        }
+        return corrected
     }
 
     public mutating func markFailure() {

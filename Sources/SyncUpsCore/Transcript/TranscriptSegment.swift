@@ -43,13 +43,19 @@ public struct TranscriptSegment: Sendable, Equatable {
     public var end: Double
     public var text: String
     public var words: [TranscriptWord]
+    /// Whether `speaker` is who held the floor, or whose voice was heard.
+    public var attribution: SpeakerSource
 
-    public init(speaker: Attendee?, start: Double, end: Double, text: String, words: [TranscriptWord]) {
+    public init(
+        speaker: Attendee?, start: Double, end: Double, text: String, words: [TranscriptWord],
+        attribution: SpeakerSource = .floor
+    ) {
         self.speaker = speaker
         self.start = start
         self.end = end
         self.text = text
         self.words = words
+        self.attribution = attribution
     }
 
     public var json: JSONValue {
@@ -59,6 +65,7 @@ public struct TranscriptSegment: Sendable, Equatable {
         object.append("end", .double(TranscriptWord.rounded(end)))
         object.append("text", .string(text))
         object.append("words", .array(words.map(\.json)))
+        object.append("attribution", attribution.json)
         return .object(object)
     }
 
@@ -72,7 +79,8 @@ public struct TranscriptSegment: Sendable, Equatable {
             start: start,
             end: end,
             text: text,
-            words: (json["words"]?.arrayValue ?? []).compactMap(TranscriptWord.init(json:))
+            words: (json["words"]?.arrayValue ?? []).compactMap(TranscriptWord.init(json:)),
+            attribution: SpeakerSource(json: json["attribution"])
         )
     }
 }

@@ -14,6 +14,7 @@ final class CommandHandler {
     let server: Server
     let store: SyncUpStore
     let session: SessionController
+    let voices: VoiceService
     let status: StatusInfo
 
     /// Facts for `status` that are fixed at start-up or owned elsewhere.
@@ -25,11 +26,15 @@ final class CommandHandler {
         var loadWarnings: [String]
     }
 
-    init(state: DaemonState, server: Server, store: SyncUpStore, session: SessionController, status: StatusInfo) {
+    init(
+        state: DaemonState, server: Server, store: SyncUpStore, session: SessionController, voices: VoiceService,
+        status: StatusInfo
+    ) {
         self.state = state
         self.server = server
         self.store = store
         self.session = session
+        self.voices = voices
         self.status = status
     }
 
@@ -140,6 +145,12 @@ final class CommandHandler {
                 try handler.session.request(.markBack(try arguments.string("attendee")))
             }),
         Command("devices", value: { handler, _, _ in handler.session.devicesJSON }),
+        Command("voices", value: { handler, _, _ in handler.voices.json(handler.state.syncUps) }),
+        Command(
+            "voices.forget", ["attendee"],
+            value: { (handler, arguments, _) throws(ProtocolError) in
+                try handler.forgetVoice(arguments)
+            }),
         Command(
             "subscribe", ["topics", "snapshot"],
             value: { (handler, arguments, connection) throws(ProtocolError) in
@@ -298,6 +309,8 @@ final class CommandHandler {
         } else {
             JSONWriter.appendASCII("null", to: &bytes)
         }
+        JSONWriter.appendASCII(#","voices":"#, to: &bytes)
+        JSONWriter.writeString(voices.model.status, into: &bytes)
         JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)
         JSONWriter.writeString(session.settings.audioDeviceName, into: &bytes)
         JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
@@ -378,7 +391,24 @@ final class CommandHandler {
         guard !update.isEmpty else {
             throw .invalidArgument("nothing to change: give title, duration, theme or attendees")
         }
-        return WireFormat.syncUp(try state.update(index, with: update), meetings: .summary)
+        let before = state.syncUps[index].attendees.map(\.id)
+        let updated = try state.update(index, with: update)
+        // A removed attendee's voice goes with them; a renamed one keeps it (profiles are keyed by id).
+        voices.forget(Set(before).subtracting(updated.attendees.map(\.id)))
+        return WireFormat.syncUp(updated, meetings: .summary)
+    }
+
+    /// `voices.forget`: the attendee (an id or a unique prefix of one, in any sync-up) starts over.
+    private func forgetVoice(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+        let text = try arguments.string("attendee").uppercased()
+        let matches = state.syncUps.flatMap(\.attendees).filter { $0.id.description.hasPrefix(text) }
+        guard matches.count == 1, let attendee = matches.first else {
+            throw ProtocolError(
+                matches.isEmpty ? .notFound : .invalidArgument,
+                matches.isEmpty ? "no attendee \(text)" : "\(text) is the start of \(matches.count) attendees' ids")
+        }
+        voices.forget([attendee.id])
+        return ["id": .string(attendee.id.description), "name": .string(attendee.name)]
     }
 
     /// `{"id"?: "<id or prefix>", "name": "…"}` or a bare name string (a new attendee). With `current` nil
@@ -416,6 +446,7 @@ final class CommandHandler {
 
     private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
         let syncUp = state.delete(try state.index(of: try arguments.string("id")))
+        voices.forget(syncUp.attendees.map(\.id))
         return ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
     }
 

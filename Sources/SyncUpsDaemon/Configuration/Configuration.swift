@@ -25,6 +25,8 @@ public struct Configuration: Sendable, Equatable {
     public var speechModel = PocketSphinxRecognizer.Model.debian.acousticModel
     public var speechDictionary = PocketSphinxRecognizer.Model.debian.dictionary
     public var speechLanguageModel = PocketSphinxRecognizer.Model.debian.languageModel ?? ""
+    /// The speaker encoder's weights; nil means `$XDG_DATA_HOME/syncups/voice/ge2e.weights`, "none" no voices.
+    public var voiceModel: String?
     /// A JSGF grammar used instead of the language model (small vocabularies, exact results).
     public var speechGrammar: String?
     /// The config file given with `--config`; nil means the default place (`ConfigurationLoader`).

@@ -137,6 +137,19 @@ struct ConfigurationOption: Sendable {
             }
         ),
         ConfigurationOption(
+            name: "voice-model",
+            kind: .text,
+            placeholder: "FILE",
+            defaultDescription: "$XDG_DATA_HOME/syncups/voice/ge2e.weights",
+            help:
+                "the speaker encoder's weights (make voice-model installs them), or none: attribution by the floor alone",
+            reload: .never,
+            value: { $0.voiceModel },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.voiceModel = value == "none" ? value : try absolutePath(value)
+            }
+        ),
+        ConfigurationOption(
             name: "speech-model",
             kind: .path,
             placeholder: "DIR",

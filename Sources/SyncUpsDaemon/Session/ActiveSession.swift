@@ -69,12 +69,15 @@ enum CallAudioState {
     case failed(String)
 }
 
-/// Hands captured audio from the recorder's writer thread to the current recognizer, if any.
+/// Hands captured audio from the recorder's writer thread to the current recognizer and speaker encoder,
+/// if any.
 final class RecognitionRelay: Sendable {
     let stream = Mutex<RecognitionStream?>(nil)
+    let voice = Mutex<VoiceListener?>(nil)
 
     func feed(_ bytes: [UInt8], _ startFrame: Int64) {
         stream.withLock { $0 }?.feed(bytes, startFrame)
+        voice.withLock { $0 }?.feed(bytes, startFrame: startFrame)
     }
 }
 

@@ -12,8 +12,15 @@ extension SessionController {
         guard let machine = active?.machine else { return nil }
         let verb = machine.phase == .running ? "recording" : machine.phase.rawValue
         let speaker = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
+        // "Cat speaking in Ben's turn": a voice heard that is not the floor holder's.
+        var heard = ""
+        if let active, let voice = machine.speaking(at: active.elapsedSeconds(now: loop.now())),
+            voice.id != machine.speaker?.id
+        {
+            heard = " · \(voice.name.isEmpty ? "(no name)" : voice.name) speaking in \(speaker)'s turn"
+        }
         return
-            "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.roster.rotationCount)"
+            "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.roster.rotationCount)\(heard)"
     }
 
     /// The session object, or null when no session runs.
@@ -44,6 +51,9 @@ extension SessionController {
         case .ending: name = "ending"
         case .updated: name = "updated"
         case .transcript: name = "transcript"
+        case .attributionCorrected(let segments):
+            name = "attribution"
+            data.append("segments", .array(segments.map(\.json)))
         case .error(let message):
             name = "error"
             data.append("message", .string(message))
@@ -107,6 +117,8 @@ extension SessionController {
                 session.machine, audio: .object(audio), transcription: .object(transcription))
         else { return .null }
         object.append("callAudio", callAudioJSON(session))
+        // Who is heard speaking now (a voice matched in the last 3.2 s), beside `speaker`, who holds the floor.
+        object.append("speaking", session.machine.speaking(at: session.elapsedSeconds(now: loop.now()))?.json ?? .null)
         return .object(object)
     }
 }

@@ -74,6 +74,8 @@ final class SessionController {
     var pendingDetails: [Meeting.ID: PendingDetails] = [:]
     /// Why writing a meeting's details fails, while it does (for `status` and the snapshot).
     var detailsError: String?
+    /// The speaker encoder and the voice profiles (nil in the fuzzer's daemon).
+    var voices: VoiceService?
     /// While a mailbox batch is handled, `session.transcript` waits for its end (`publish`).
     var transcriptCoalescing = TranscriptCoalescing.off
 
@@ -211,6 +213,12 @@ final class SessionController {
     /// Hands a fact to the running session's machine and performs what it says.
     private func handle(_ event: SessionMachine.Event, in session: ActiveSession) {
         perform(session.machine.handle(event, at: now(session)), in: session)
+    }
+
+    /// A voice matched by the speaker encoder (`VoiceService`), for the running meeting.
+    func voiceHeard(_ evidence: VoiceEvidence, in meeting: Meeting.ID) {
+        guard let session = active, session.meetingID == meeting else { return }
+        handle(.voiceHeard(evidence), in: session)
     }
 
     /// The meeting's time: seconds (of audio) since it started.
@@ -396,6 +404,10 @@ final class SessionController {
             session.mixer = nil
             return .recorderFailedToStart(error.description, warnings: warnings)
         }
+        let listener = voices?.begin(meetingID, attendees: session.machine.syncUp.attendees) { [session] in
+            session.machine.record.turns
+        }
+        session.relay.voice.withLock { $0 = listener }
         if let source = session.callRecorder?.statistics.capture.device,
             source == session.recorder?.statistics.capture.device
         {
@@ -481,6 +493,8 @@ final class SessionController {
             callRecorder?.stop(keepsFile: keepsAudio)
             cue?.stop()
         }
+        // After the recorder's stop (the same worker, in order): the encoder has heard the last audio.
+        voices?.end(session.meetingID, cleanup: cleanup)
         if active === session { active = nil }
     }
 

@@ -1,0 +1,190 @@
+import FoundationEssentials
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsVoice
+
+/// The attendees' voice profiles and the running meeting's speaker encoder, on the loop: loads the profiles
+/// at start-up, learns from the floor while a meeting runs (each 1.6 s window that lies wholly in one turn
+/// may teach that turn's holder, as `VoiceMatcher.teaches` rules), writes what a meeting taught when it ends
+/// (on the clean-up thread), and forgets profiles on request or with their attendee.
+final class VoiceService {
+    /// The encoder's weights, or why there are none (the daemon then attributes by the floor alone).
+    enum Model {
+        case loaded(VoiceModel, path: String)
+        case unavailable(String)
+
+        /// Reads the weights file at `path`; a missing or damaged one is a reason, never a failure to start.
+        static func load(_ path: String?) -> Model {
+            guard let path else { return .unavailable("voices off: no voice model configured") }
+            do {
+                let (fd, _) = try FileDescriptor.openRegularFile(path)
+                defer { fd.close() }
+                return .loaded(try VoiceModel(bytes: try fd.readToEnd(limit: 64 << 20)), path: path)
+            } catch let error as SystemError where error.errno == .noSuchFile {
+                return .unavailable("voices off: no voice model at \(path) (make voice-model installs it)")
+            } catch {
+                return .unavailable("voices off: the voice model \(path) is unusable: \(error)")
+            }
+        }
+
+        var status: String {
+            switch self {
+            case .loaded(_, let path): "on: \(VoiceModel.version) from \(path)"
+            case .unavailable(let reason): reason
+            }
+        }
+    }
+
+    enum Message: Sendable {
+        case window(VoiceWindow, Meeting.ID)
+        /// The meeting's encoder has embedded all its audio: what it taught can be written.
+        case drained(Meeting.ID)
+    }
+
+    /// One meeting's listening: its encoder and the turns its windows are learned against.
+    private struct Listening {
+        var meeting: Meeting.ID
+        var listener: VoiceListener
+        /// The meeting's attendees: the only voices its windows are matched against or teach.
+        var attendees: [Attendee]
+        var turns: () -> [SpeakerTurn]
+        var taught: Set<Attendee.ID> = []
+        /// Where the profiles it taught are written, once its audio is all embedded.
+        var cleanup: SerialWorker?
+    }
+
+    let store: VoiceProfileStore
+    let logger: Logger
+    let wallClock: WallClock
+    let mailbox: Mailbox<Message>
+    var matcher = VoiceMatcher()
+    var model: Model
+    /// Where a voice matched with confidence goes: the session, which attributes speech by it.
+    var onEvidence: (VoiceEvidence, Meeting.ID) -> Void = { _, _ in }
+    private(set) var profiles: [Attendee.ID: VoiceProfile]
+    private var listening: [Meeting.ID: Listening] = [:]
+    /// Windows of speech learned, and dropped for want of time, since start-up (for `voices`).
+    private(set) var learnedWindows = 0
+
+    init(
+        loop: EventLoop, directory: DataDirectory, model: Model, logger: Logger, wallClock: WallClock
+    ) throws(SystemError) {
+        store = VoiceProfileStore(dataDirectory: directory)
+        self.logger = logger
+        self.wallClock = wallClock
+        self.model = model
+        let loaded = store.loadAll()
+        for warning in loaded.warnings { logger.warning(warning) }
+        profiles = loaded.profiles
+        let mailbox = try Mailbox<Message>()
+        self.mailbox = mailbox
+        _ = try mailbox.attach(to: loop) { [unowned self] messages in
+            for message in messages { receive(message) }
+        }
+    }
+
+    /// Starts the meeting's encoder if there is a model; returns it for the audio relay to feed.
+    func begin(
+        _ meeting: Meeting.ID, attendees: [Attendee], turns: @escaping () -> [SpeakerTurn]
+    ) -> VoiceListener? {
+        guard case .loaded(let voiceModel, _) = model else { return nil }
+        do {
+            let listener = try VoiceListener(model: voiceModel) { [mailbox] window in
+                mailbox.post(.window(window, meeting))
+            }
+            listening[meeting] = Listening(meeting: meeting, listener: listener, attendees: attendees, turns: turns)
+            return listener
+        } catch {
+            logger.warning("voices: cannot start the speaker encoder: \(error); attributing by the floor alone")
+            return nil
+        }
+    }
+
+    /// The meeting's audio has ended: its encoder finishes on `cleanup`, then its profiles are written.
+    func end(_ meeting: Meeting.ID, cleanup: SerialWorker) {
+        guard let listener = listening[meeting]?.listener else { return }
+        listening[meeting]?.cleanup = cleanup
+        cleanup.run { [mailbox] in
+            listener.finishAndJoin()
+            mailbox.post(.drained(meeting))
+        }
+    }
+
+    private func receive(_ message: Message) {
+        switch message {
+        case .window(let window, let meeting):
+            guard let embedding = window.embedding, let listening = listening[meeting] else { return }
+            let rate = Double(MelFrontend.sampleRate)
+            let start = Double(window.start) / rate
+            let end = Double(window.start + window.count) / rate
+            let turns = listening.turns()
+            var keyed: [String: VoiceProfile] = [:]
+            for attendee in listening.attendees { keyed[attendee.id.description] = profiles[attendee.id] }
+            // Attributed first, with what was known before this window.
+            let middle = (start + end) / 2
+            let floor = turns.last { $0.start <= middle }?.speaker.id.description
+            if case .voice(let id, let confidence) = matcher.decide(embedding, floor: floor, keyed),
+                let speaker = listening.attendees.first(where: { $0.id.description == id })
+            {
+                onEvidence(
+                    VoiceEvidence(speaker: speaker, start: start, end: end, confidence: Double(confidence)), meeting)
+            }
+            // Only a window within one turn teaches: one straddling a change of floor is two people's.
+            guard let turn = turns.last(where: { $0.start <= start }), (turn.end ?? .infinity) >= end else { return }
+            let holder = turn.speaker.id
+            let seconds = Double(window.count) / rate
+            let now = Int64(wallClock().timeIntervalSince1970)
+            if matcher.learn(embedding, seconds: seconds, holder: holder.description, at: now, into: &keyed) {
+                profiles[holder] = keyed[holder.description]
+                self.listening[meeting]?.taught.insert(holder)
+                learnedWindows += 1
+            }
+        case .drained(let meeting):
+            guard let finished = listening.removeValue(forKey: meeting) else { return }
+            let dropped = finished.listener.dropped.load(ordering: .relaxed)
+            if dropped > 0 {
+                logger.warning("voices: the speaker encoder fell behind and skipped \(dropped) chunks of 0.1 s")
+            }
+            let taught = finished.taught.compactMap { id in profiles[id].map { (id, $0) } }
+            guard !taught.isEmpty, let cleanup = finished.cleanup else { return }
+            let store = store
+            let logger = logger
+            cleanup.run {
+                for (attendee, profile) in taught {
+                    do { try store.save(profile, for: attendee) } catch {
+                        logger.error("voices: cannot write the profile of \(attendee): \(error)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets the attendees' profiles, in memory and on disk.
+    func forget(_ attendees: some Sequence<Attendee.ID>) {
+        let ids = Array(attendees)
+        for id in ids { profiles[id] = nil }
+        store.remove(ids)
+    }
+
+    /// `voices`: what is known per attendee of every sync-up.
+    func json(_ syncUps: [SyncUp]) -> JSONValue {
+        var attendees: [JSONValue] = []
+        for syncUp in syncUps {
+            for attendee in syncUp.attendees {
+                let profile = profiles[attendee.id]
+                attendees.append([
+                    "id": .string(attendee.id.description),
+                    "name": .string(attendee.name),
+                    "syncup": ["id": .string(syncUp.id.description), "title": .string(syncUp.title)],
+                    "seconds": .double(((profile?.seconds ?? 0) * 10).rounded() / 10),
+                    "updated": profile.map {
+                        .string(UTCTime(Date(timeIntervalSince1970: Double($0.updated))).rfc3339)
+                    } ?? .null,
+                ])
+            }
+        }
+        return ["model": .string(model.status), "attendees": .array(attendees)]
+    }
+}

@@ -1,0 +1,86 @@
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+import SyncUpsVoice
+
+/// The attendees' voice profiles, `voices/<attendee-id>.json` in the data directory (not in sync-ups.json,
+/// which stays the app's). A file that cannot be used (corrupt, truncated, learned by another model version)
+/// is set aside as `<name>.bad` with a warning, and the profile is relearned from nothing: never a crash,
+/// never a refusal to start.
+public struct VoiceProfileStore: Sendable {
+    public let directory: String
+    public var fileSystem: FileSystem
+
+    public init(dataDirectory: DataDirectory, fileSystem: FileSystem = .live) {
+        directory = FilePath.join(dataDirectory.path, "voices")
+        self.fileSystem = fileSystem
+    }
+
+    public func path(of attendee: Attendee.ID) -> String {
+        FilePath.join(directory, attendee.description + ".json")
+    }
+
+    /// What was loaded, and a warning for each file set aside.
+    public struct Loaded: Sendable {
+        public var profiles: [Attendee.ID: VoiceProfile] = [:]
+        public var warnings: [String] = []
+    }
+
+    /// Every profile in the directory (none if it does not exist).
+    public func loadAll() -> Loaded {
+        var loaded = Loaded()
+        for name in (try? DirectoryListing.names(in: directory)) ?? [] where name.hasSuffix(".json") {
+            guard let id = Attendee.ID(uuidString: String(name.dropLast(5))) else { continue }
+            switch load(id) {
+            case .success(let profile?): loaded.profiles[id] = profile
+            case .success(nil): break
+            case .failure(let warning): loaded.warnings.append(warning.message)
+            }
+        }
+        return loaded
+    }
+
+    public struct Warning: Error, Sendable, Equatable {
+        public var message: String
+    }
+
+    /// One attendee's profile; nil if there is none. A file that cannot be used is set aside (the failure
+    /// says why and where it went).
+    public func load(_ attendee: Attendee.ID) -> Result<VoiceProfile?, Warning> {
+        let path = path(of: attendee)
+        let bytes: [UInt8]
+        do {
+            let (fd, _) = try FileDescriptor.openRegularFile(path)
+            defer { fd.close() }
+            bytes = try fd.readToEnd(limit: 1 << 20)
+        } catch {
+            if error.errno == .noSuchFile { return .success(nil) }
+            return .failure(Warning(message: "voice profile \(path): \(error); relearning"))
+        }
+        do {
+            return .success(try VoiceProfileFile.decode(bytes))
+        } catch {
+            let aside = path + ".bad"
+            do {
+                try fileSystem.rename(path, aside)
+            } catch let renameError {
+                return .failure(Warning(message: "voice profile \(path) is \(error), and \(renameError); relearning"))
+            }
+            return .failure(Warning(message: "voice profile \(path) is \(error): set aside as \(aside), relearning"))
+        }
+    }
+
+    /// Replaces the attendee's profile atomically (the directory is made if missing).
+    public func save(_ profile: VoiceProfile, for attendee: Attendee.ID) throws(SystemError) {
+        try DataDirectory.makeDirectories(directory)
+        try AtomicFile(path: path(of: attendee), fileSystem: fileSystem).write(VoiceProfileFile.encode(profile))
+    }
+
+    /// Forgets the attendees' profiles (a forget request, a deleted attendee or sync-up); missing files are fine.
+    public func remove(_ attendees: some Sequence<Attendee.ID>) {
+        for attendee in attendees {
+            fileSystem.unlink(path(of: attendee))
+            fileSystem.unlink(path(of: attendee) + ".bad")
+        }
+    }
+}

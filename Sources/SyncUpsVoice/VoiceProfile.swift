@@ -1,0 +1,98 @@
+/// What is known of one attendee's voice: the sum of the embeddings of the windows learned (their mean's
+/// direction is the profile), how much speech that was, and when it last changed.
+public struct VoiceProfile: Sendable, Equatable {
+    public var sum: [Float]
+    public var seconds: Double
+    /// Unix seconds.
+    public var updated: Int64
+
+    public init(
+        sum: [Float] = [Float](repeating: 0, count: VoiceModel.embeddingSize), seconds: Double = 0, updated: Int64 = 0
+    ) {
+        self.sum = sum
+        self.seconds = seconds
+        self.updated = updated
+    }
+
+    public var centroid: [Float] { normalized(sum) }
+
+    public mutating func learn(_ embedding: [Float], seconds: Double, at time: Int64) {
+        for index in sum.indices { sum[index] += embedding[index] }
+        self.seconds += seconds
+        updated = time
+    }
+}
+
+/// How a stretch of speech was attributed.
+public enum VoiceDecision: Sendable, Equatable {
+    /// The voice is this attendee's, with the cosine to their profile.
+    case voice(String, confidence: Float)
+    /// A voice that matches no profile, the floor holder's included (a guest): never given to an attendee.
+    case unknown(confidence: Float)
+    /// No confident answer (no profile yet, too close a call, silence): the floor holder keeps it.
+    case floor
+}
+
+/// The open-set rule: a window goes to the best-matching profile only if it is close enough and clearly
+/// closer than the next; it is an unknown voice if it is far from every mature profile.
+public struct VoiceMatcher: Sendable {
+    /// The cosine a window must reach to be given to a profile by voice.
+    public var acceptance: Float
+    /// How much closer than the second-best profile the best must be.
+    public var margin: Float
+    /// Below this cosine to the floor holder's mature profile, a voice no profile accepts is nobody's: not the
+    /// floor holder's, and too far from everyone else's to be theirs.
+    public var rejection: Float
+    /// Speech a profile needs before it decides anything.
+    public var matureSeconds: Double
+
+    public init(acceptance: Float = 0.8, margin: Float = 0.05, rejection: Float = 0.66, matureSeconds: Double = 4.8) {
+        self.acceptance = acceptance
+        self.margin = margin
+        self.rejection = rejection
+        self.matureSeconds = matureSeconds
+    }
+
+    /// Cosines of `embedding` to each mature profile, best first.
+    public func scores(_ embedding: [Float], _ profiles: [String: VoiceProfile]) -> [(id: String, score: Float)] {
+        profiles.filter { $0.value.seconds >= matureSeconds }
+            .map { (id: $0.key, score: cosine(embedding, $0.value.centroid)) }
+            .sorted { $0.score > $1.score || ($0.score == $1.score && $0.id < $1.id) }
+    }
+
+    /// The attribution of one window heard while `floor` holds the floor.
+    public func decide(_ embedding: [Float]?, floor: String?, _ profiles: [String: VoiceProfile]) -> VoiceDecision {
+        guard let embedding else { return .floor }
+        let ranked = scores(embedding, profiles)
+        guard let best = ranked.first else { return .floor }
+        let second = ranked.count > 1 ? ranked[1].score : -1
+        if best.score >= acceptance && best.score - second >= margin {
+            return .voice(best.id, confidence: best.score)
+        }
+        if let floor, let holder = ranked.first(where: { $0.id == floor }), holder.score < rejection {
+            return .unknown(confidence: holder.score)
+        }
+        return .floor
+    }
+
+    /// Whether a window heard in `holder`'s turn teaches their profile: a young profile takes what the floor
+    /// gives unless the voice is clearly someone else's; a mature one only its own voice.
+    public func teaches(_ embedding: [Float], holder: String, _ profiles: [String: VoiceProfile]) -> Bool {
+        switch decide(embedding, floor: holder, profiles) {
+        case .voice(let id, _): return id == holder
+        case .unknown: return false
+        case .floor: return (profiles[holder]?.seconds ?? 0) < matureSeconds
+        }
+    }
+
+    /// Teaches `holder`'s profile the window if `teaches` says so; returns whether it did.
+    @discardableResult
+    public func learn(
+        _ embedding: [Float], seconds: Double, holder: String, at time: Int64,
+        into profiles: inout [String: VoiceProfile]
+    ) -> Bool {
+        guard teaches(embedding, holder: holder, profiles) else { return false }
+        profiles[holder, default: VoiceProfile()].learn(embedding, seconds: seconds, at: time)
+        return true
+    }
+}

@@ -1,0 +1,73 @@
+import Glibc
+
+/// One partial utterance's embedding of a running stream: 1.6 s of audio from `start` (in samples at 16 kHz).
+public struct VoiceWindow: Sendable, Equatable {
+    public var start: Int
+    public var count: Int
+    /// nil where the window was too quiet to be speech (no embedding computed: silence costs nothing).
+    public var embedding: [Float]?
+    /// The window's level in dBFS.
+    public var level: Float
+}
+
+/// Cuts a stream of 16 kHz samples into back-to-back 1.6 s partials and embeds each that is loud enough:
+/// the daemon's cadence, one LSTM pass over each second of speech.
+public final class VoiceStream {
+    public static let windowSamples = VoiceEncoder.partialFrames * MelFrontend.hop
+    /// Below this a window is silence (Resemblyzer normalises quieter audio up to -30 dBFS; a quiet room's
+    /// noise must not be made a voice).
+    public static let silenceLevel: Float = -50
+    static let targetLevel: Float = -30
+
+    private let encoder: VoiceEncoder
+    private var pending: [Float] = []
+    private var position = 0
+
+    /// `start`: the position of the first sample appended, in samples (a stream that restarts after a gap).
+    public init(encoder: VoiceEncoder, start: Int = 0) {
+        self.encoder = encoder
+        position = start
+        pending.reserveCapacity(Self.windowSamples)
+    }
+
+    /// The position of the next sample appended.
+    public var end: Int { position + pending.count }
+
+    /// Appends samples in [-1, 1]; returns the windows they completed.
+    public func append(_ samples: ArraySlice<Float>) -> [VoiceWindow] {
+        var windows: [VoiceWindow] = []
+        var rest = samples
+        while !rest.isEmpty {
+            let take = min(rest.count, Self.windowSamples - pending.count)
+            pending += rest.prefix(take)
+            rest = rest.dropFirst(take)
+            if pending.count == Self.windowSamples {
+                windows.append(window(pending, start: position))
+                position += Self.windowSamples
+                pending.removeAll(keepingCapacity: true)
+            }
+        }
+        return windows
+    }
+
+    /// The embedding of one window of samples, as Resemblyzer embeds a partial: volume raised to -30 dBFS if
+    /// quieter, the mel frames, the LSTM.
+    func window(_ samples: [Float], start: Int) -> VoiceWindow {
+        let level = Self.level(samples)
+        guard level > Self.silenceLevel else {
+            return VoiceWindow(start: start, count: samples.count, embedding: nil, level: level)
+        }
+        let gain = level < Self.targetLevel ? powf(10, (Self.targetLevel - level) / 20) : 1
+        let mel = encoder.frontend.frames(of: gain == 1 ? samples : samples.map { $0 * gain })
+        let frames = VoiceEncoder.partialFrames
+        let embedding = encoder.embed(mel: Array(mel[0..<frames * VoiceModel.melBands]), frames: frames)
+        return VoiceWindow(start: start, count: samples.count, embedding: embedding, level: level)
+    }
+
+    /// The RMS level of samples in dBFS (-infinity for silence).
+    public static func level(_ samples: [Float]) -> Float {
+        guard !samples.isEmpty else { return -.infinity }
+        let meanSquare = samples.reduce(0) { $0 + $1 * $1 } / Float(samples.count)
+        return 10 * log10f(meanSquare)
+    }
+}

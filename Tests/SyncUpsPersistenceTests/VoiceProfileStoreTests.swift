@@ -1,0 +1,101 @@
+import SyncUpsCore
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsTestSupport
+import SyncUpsVoice
+import Testing
+
+@Suite struct VoiceProfileStoreTests {
+    let directory = TemporaryDirectory("voices")
+    var store: VoiceProfileStore { VoiceProfileStore(dataDirectory: DataDirectory(path: directory.path)) }
+    let ann = Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000A")!
+    let ben = Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000B")!
+
+    func learned(_ seconds: Double) -> VoiceProfile {
+        var profile = VoiceProfile()
+        profile.learn((0..<256).map { Float($0) / 1000 + 0.123_456_7 }, seconds: seconds, at: 1_764_640_000)
+        return profile
+    }
+
+    @Test func profilesLastAcrossStoresKeyedByAttendee() throws {
+        try store.save(learned(9.6), for: ann)
+        try store.save(learned(3.2), for: ben)
+        let loaded = VoiceProfileStore(dataDirectory: DataDirectory(path: directory.path)).loadAll()
+        #expect(loaded.warnings == [])
+        #expect(loaded.profiles == [ann: learned(9.6), ben: learned(3.2)])
+        #expect(
+            Files.list(directory.appending("voices")).sorted() == [
+                ann.description + ".json", ben.description + ".json",
+            ])
+        // Nothing of it in sync-ups.json's place.
+        #expect(!Files.exists(directory.appending("sync-ups.json")))
+    }
+
+    enum Damage: CaseIterable, Sendable {
+        case truncated, garbage, shortEmbedding, otherModel, otherFormat
+
+        func apply(_ bytes: [UInt8]) -> [UInt8] {
+            let text = String(decoding: bytes, as: UTF8.self)
+            return switch self {
+            case .truncated: Array(bytes.prefix(bytes.count / 2))
+            case .garbage: Array("\u{0}\u{1}not json".utf8)
+            case .shortEmbedding: Array(text.replacing(",0.1", with: "", maxReplacements: 1).utf8)
+            case .otherModel: Array(text.replacing(VoiceModel.version, with: "ecapa-2").utf8)
+            case .otherFormat: Array(text.replacing("\"format\":1", with: "\"format\":2").utf8)
+            }
+        }
+    }
+
+    @Test(arguments: Damage.allCases)
+    func anUnusableFileIsSetAsideWithAWarningAndRelearned(damage: Damage) throws {
+        try store.save(learned(9.6), for: ann)
+        try store.save(learned(3.2), for: ben)
+        let path = store.path(of: ann)
+        let original = try #require(Files.read(path))
+        let damaged = damage.apply(original)
+        #expect(damaged != original)
+        Files.write(path, damaged)
+        let loaded = store.loadAll()
+        // The other attendee's profile is untouched; ann's starts over.
+        #expect(loaded.profiles == [ben: learned(3.2)])
+        #expect(loaded.warnings.count == 1)
+        #expect(loaded.warnings.first?.contains("set aside as \(path).bad, relearning") == true, "\(loaded.warnings)")
+        #expect(Files.read(path + ".bad") == damaged)
+        #expect(!Files.exists(path))
+        // Relearning writes a new file beside the one set aside.
+        try store.save(learned(1.6), for: ann)
+        #expect(store.loadAll().profiles[ann] == learned(1.6))
+    }
+
+    @Test func theWarningSaysWhatIsWrong() throws {
+        try store.save(learned(9.6), for: ann)
+        let path = store.path(of: ann)
+        Files.write(
+            path,
+            Array(
+                String(decoding: Files.read(path)!, as: UTF8.self).replacing(VoiceModel.version, with: "ecapa-2").utf8))
+        guard case .failure(let warning) = store.load(ann) else {
+            Issue.record("a profile of another model was used")
+            return
+        }
+        #expect(
+            warning.message
+                == "voice profile \(path) is from another model version (learned with ecapa-2): set aside as \(path).bad, relearning"
+        )
+    }
+
+    @Test func forgettingRemovesTheProfileAndAnythingSetAside() throws {
+        try store.save(learned(9.6), for: ann)
+        try store.save(learned(9.6), for: ben)
+        Files.write(store.path(of: ann) + ".bad", "old")
+        store.remove([ann])
+        #expect(store.loadAll().profiles.keys.sorted() == [ben])
+        #expect(Files.list(directory.appending("voices")) == [ben.description + ".json"])
+        store.remove([ann])  // twice is fine
+    }
+
+    @Test func noDirectoryIsNoProfiles() {
+        let loaded = store.loadAll()
+        #expect(loaded.profiles.isEmpty && loaded.warnings.isEmpty)
+    }
+}

@@ -1,0 +1,115 @@
+import SyncUpsCore
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsTestSupport
+import SyncUpsVoice
+import Testing
+
+/// The encoder with Resemblyzer's real weights (`make test` installs them in .build/voice) on real voices:
+/// scripts/voice-fixtures' meetings of a LibriVox reader and two festival voices, with overruns,
+/// interjections and guests (festival's ked, espeak-ng).
+let realWeights =
+    (Subprocess.currentEnvironment()["SYNCUPS_VOICE_DIR"] ?? BuiltProducts.repositoryRoot + "/.build/voice")
+    + "/ge2e.weights"
+
+@Suite(.enabled(if: Files.exists(realWeights))) struct RealVoicesTests {
+    static let rate = Double(MelFrontend.sampleRate)
+    static let ids = [
+        "ann": Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000A")!,
+        "ben": Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000B")!,
+        "cat": Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000C")!,
+    ]
+
+    let fixtures = TemporaryDirectory("voice-fixtures")
+    let data = TemporaryDirectory("voice-data")
+    let matcher = VoiceMatcher()
+
+    struct Interval {
+        var start: Double
+        var end: Double
+        var name: String
+    }
+
+    func intervals(_ name: String) throws -> [Interval] {
+        try #require(Files.readString(fixtures.appending(name))).split(separator: "\n").map { line in
+            let fields = line.split(separator: " ")
+            return Interval(start: Double(fields[0])!, end: Double(fields[1])!, name: String(fields[2]))
+        }
+    }
+
+    func windows(_ meeting: String, _ encoder: VoiceEncoder) throws -> [(window: VoiceWindow, center: Double)] {
+        let bytes = try #require(Files.read(fixtures.appending(meeting + ".raw")))
+        let samples = (0..<bytes.count / 2).map {
+            Float(Int16(bitPattern: UInt16(bytes[2 * $0]) | UInt16(bytes[2 * $0 + 1]) << 8)) / 32767
+        }
+        return VoiceStream(encoder: encoder).append(samples[...]).map {
+            ($0, (Double($0.start) + Double($0.count) / 2) / Self.rate)
+        }
+    }
+
+    func who(_ intervals: [Interval], at time: Double) -> String? {
+        intervals.last { $0.start <= time && time < $0.end }?.name
+    }
+
+    @Test func profilesLearnedFromTheFloorNameTheRealSpeakerAndNeverAGuest() throws {
+        let made = try CommandResult.run(BuiltProducts.repositoryRoot + "/scripts/voice-fixtures", [fixtures.path])
+        #expect(made.exitCode == 0, "\(made.standardError)")
+        let encoder = VoiceEncoder(model: try VoiceModel(bytes: try #require(Files.read(realWeights))))
+
+        // Meeting 1 keeps to the floor: each turn teaches its holder.
+        var learned: [String: VoiceProfile] = [:]
+        let floor1 = try intervals("meeting1.floor")
+        for (window, center) in try windows("meeting1", encoder) {
+            guard let embedding = window.embedding, let holder = who(floor1, at: center) else { continue }
+            matcher.learn(embedding, seconds: 1.6, holder: holder, at: 1, into: &learned)
+        }
+        #expect(learned.keys.sorted() == ["ann", "ben", "cat"])
+        #expect(learned.values.allSatisfy { $0.seconds >= matcher.matureSeconds })
+
+        // The daemon restarts: the profiles come back from the data directory.
+        let store = VoiceProfileStore(dataDirectory: DataDirectory(path: data.path))
+        for (name, profile) in learned { try store.save(profile, for: Self.ids[name]!) }
+        let reloaded = store.loadAll()
+        #expect(reloaded.warnings.isEmpty)
+        var profiles: [String: VoiceProfile] = [:]
+        for (name, id) in Self.ids { profiles[name] = reloaded.profiles[id] }
+        #expect(profiles == learned)
+
+        // Meeting 2 does not keep to the floor: what voice names is right, and it takes back from the floor
+        // most of what the floor got wrong.
+        let truth2 = try intervals("meeting2.truth")
+        let floor2 = try intervals("meeting2.floor")
+        var named = 0
+        var offFloor = 0
+        var offFloorRecovered = 0
+        for (window, center) in try windows("meeting2", encoder) {
+            let holder = who(floor2, at: center)
+            let truth = who(truth2, at: center)
+            let decision = matcher.decide(window.embedding, floor: holder, profiles)
+            if case .voice(let id, _) = decision {
+                named += 1
+                #expect(id == truth, "window at \(center) s: \(decision), truly \(truth ?? "silence")")
+            }
+            if let truth, truth != holder {
+                offFloor += 1
+                if decision == .floor { continue }
+                if case .voice(truth, _) = decision { offFloorRecovered += 1 }
+            }
+        }
+        #expect(named >= 10)
+        #expect(offFloor >= 3)
+        #expect(offFloorRecovered * 3 >= offFloor * 2, "\(offFloorRecovered) of \(offFloor) off the floor")
+
+        // Meeting 3 has guests: never named by voice.
+        let truth3 = try intervals("meeting3.truth")
+        let floor3 = try intervals("meeting3.floor")
+        var guestWindows = 0
+        for (window, center) in try windows("meeting3", encoder) {
+            guard let truth = who(truth3, at: center), Self.ids[truth] == nil else { continue }
+            guestWindows += 1
+            let decision = matcher.decide(window.embedding, floor: who(floor3, at: center), profiles)
+            if case .voice = decision { Issue.record("guest \(truth) at \(center) s was named: \(decision)") }
+        }
+        #expect(guestWindows >= 3)
+    }
+}

@@ -1,0 +1,77 @@
+import Glibc
+import SyncUpsVoice
+import Testing
+
+/// A unit vector mostly along `axis`, leaning `lean` toward `other`.
+func voice(_ axis: Int, lean: Float = 0, toward other: Int = 255) -> [Float] {
+    var vector = [Float](repeating: 0, count: 256)
+    vector[axis] = 1
+    vector[other] += lean
+    return normalized(vector)
+}
+
+func profile(_ embedding: [Float], seconds: Double = 9.6) -> VoiceProfile {
+    var profile = VoiceProfile()
+    profile.learn(embedding, seconds: seconds, at: 1)
+    return profile
+}
+
+@Suite struct VoiceMatcherTests {
+    let matcher = VoiceMatcher()
+    let profiles = ["ann": profile(voice(0)), "ben": profile(voice(1)), "cat": profile(voice(2))]
+
+    @Test func aConfidentMatchIsAttributedByVoiceWhoeverHoldsTheFloor() {
+        #expect(
+            matcher.decide(voice(2, lean: 0.2), floor: "ben", profiles)
+                == .voice("cat", confidence: voice(2, lean: 0.2)[2]))
+    }
+
+    @Test func aCloseCallStaysWithTheFloor() {
+        // Halfway between ann and ben: both score 0.707, neither is clearly closer.
+        let between = normalized(voice(0).enumerated().map { $0.element + voice(1)[$0.offset] })
+        #expect(matcher.decide(between, floor: "ben", profiles) == .floor)
+    }
+
+    @Test func aVoiceLikeNobodysIsNeverNamedAndNotTheFloorHolders() {
+        let guest = voice(7)
+        #expect(matcher.decide(guest, floor: "ann", profiles) == .unknown(confidence: 0))
+        // A guest who sounds a little like ben is still not ben.
+        let likeBen = voice(7, lean: 0.9, toward: 1)
+        guard case .unknown = matcher.decide(likeBen, floor: "ann", profiles) else {
+            Issue.record("a guest at cosine \(cosine(likeBen, voice(1))) to ben was given someone")
+            return
+        }
+    }
+
+    @Test func withoutMatureProfilesTheFloorDecides() {
+        let young = ["ann": profile(voice(0), seconds: 1.6)]
+        #expect(matcher.decide(voice(0), floor: "ben", young) == .floor)
+        #expect(matcher.decide(nil, floor: "ben", profiles) == .floor)
+        #expect(matcher.decide(voice(7), floor: nil, profiles) == .floor)
+    }
+
+    @Test func theFloorTeachesAYoungProfileButNotAnotherKnownVoice() {
+        // Ben has no profile yet: his turn teaches him, except where the voice is clearly ann's.
+        let known = ["ann": profile(voice(0))]
+        #expect(matcher.teaches(voice(1), holder: "ben", known))
+        #expect(!matcher.teaches(voice(0), holder: "ben", known))
+        // A mature profile learns only its own voice: not a guest, not a close call.
+        #expect(matcher.teaches(voice(1, lean: 0.1), holder: "ben", profiles))
+        #expect(!matcher.teaches(voice(7), holder: "ben", profiles))
+        #expect(!matcher.teaches(voice(2), holder: "ben", profiles))
+    }
+}
+
+@Suite struct VoiceStreamTests {
+    @Test func silenceCostsNoEmbeddingAndWindowsAreBackToBack() throws {
+        let stream = VoiceStream(encoder: VoiceEncoder(model: try VoiceModel(bytes: weightsFile())))
+        let window = VoiceStream.windowSamples
+        var windows = stream.append([Float](repeating: 0, count: window + 100)[...])
+        let tone = (0..<window).map { Float(0.3 * sin(Double($0) / 5)) }
+        windows += stream.append(tone[...])
+        #expect(windows.map(\.start) == [0, window])
+        #expect(windows[0].embedding == nil)
+        #expect(windows[1].embedding?.count == 256)
+        #expect(windows.allSatisfy { $0.count == window })
+    }
+}
