@@ -56,6 +56,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(name: "SyncUpsSystemd", dependencies: ["SyncUpsPOSIX", "CSystemd"], swiftSettings: strictSettings),
+        // The desktop's session bus (sd-bus): the MPRIS player and notifications.
+        .target(name: "SyncUpsBus", dependencies: ["SyncUpsPOSIX", "CSystemd"], swiftSettings: strictSettings),
 
         // MARK: - Wiring and executables
 
@@ -63,7 +65,7 @@ let package = Package(
             name: "SyncUpsDaemon",
             dependencies: [
                 "SyncUpsCore", "SyncUpsJSON", "SyncUpsProtocol", "SyncUpsPOSIX", "SyncUpsPersistence",
-                "SyncUpsAudio", "SyncUpsSpeech", "SyncUpsSystemd",
+                "SyncUpsAudio", "SyncUpsSpeech", "SyncUpsSystemd", "SyncUpsBus",
             ],
             swiftSettings: strictSettings
         ),

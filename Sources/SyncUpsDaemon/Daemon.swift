@@ -67,8 +67,10 @@ public final class Daemon {
         FileDescriptorLimit.raiseToHardLimit()
         Memory.mapLargeBlocksSeparately()
         let server = Server(loop: loop, limits: limits, version: SyncUpsVersion.current, logger: logger)
-        // Every published event may change the one-line status systemd shows.
+        // Every published event may change the one-line status systemd shows, and the MPRIS player.
         var updateStatus: () -> Void = {}
+        var updateDesktop: () -> Void = {}
+        let desktopStatus = DesktopStatus(reason: "connecting to the session bus")
         let services = try Services(
             loop: loop,
             server: server,
@@ -77,8 +79,15 @@ public final class Daemon {
             socketDescription: socket.ownedPath ?? "(from systemd)",
             startedAt: startedAt,
             logger: logger,
-            onPublish: { updateStatus() }
+            desktop: desktopStatus,
+            onPublish: {
+                updateStatus()
+                updateDesktop()
+            }
         )
+        let desktop = DesktopSurfaces(
+            loop: loop, environment: environment, logger: logger, session: services.session, status: desktopStatus)
+        updateDesktop = { desktop.sessionChanged() }
 
         do {
             try server.start(listener: socket.fd)
@@ -102,6 +111,7 @@ public final class Daemon {
             }
         }
         startWatchdog()
+        desktop.start()
 
         loop.run()
 
@@ -122,6 +132,7 @@ public final class Daemon {
                 return isStopRequested
             })
         server.shutDown(reason: stopReason ?? "stopping")
+        desktop.close()
         let failure = services.store.close()
         services.session.close()
         logger.flushThrottled()

@@ -25,6 +25,7 @@ final class Services {
         logger: Logger,
         uuid: UUIDGenerator = .random,
         wallClock: WallClock = .system,
+        desktop: DesktopStatus = DesktopStatus(),
         onPublish: @escaping () -> Void = {}
     ) throws(StartupError) {
         let publish: PublishEvent = { topic, name, data in
@@ -73,7 +74,8 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: wallClock(),
-                loadWarnings: loaded.warnings + shared + recovered
+                loadWarnings: loaded.warnings + shared + recovered,
+                desktop: desktop
             )
         )
         server.handler = handler.handle

@@ -23,6 +23,8 @@ final class CommandHandler {
         var startedAt: MonotonicInstant
         var startDate: Date
         var loadWarnings: [String]
+        /// The session bus, the MPRIS player (the `desktop` object).
+        var desktop: DesktopStatus
     }
 
     init(state: DaemonState, server: Server, store: SyncUpStore, session: SessionController, status: StatusInfo) {
@@ -198,6 +200,8 @@ final class CommandHandler {
         /// The speech engine and audio device change with the settings, on SIGHUP (an integer: the stamp is
         /// taken for every 256th replayed `status`, and copying and comparing the two strings was most of it).
         var settingsGeneration: Int
+        /// Counts the changes of the `desktop` object (the session bus came or went, a name was taken).
+        var desktopGeneration: Int
     }
 
     /// What `status` says now, unless a session runs (its object changes without any of the other fields
@@ -218,7 +222,8 @@ final class CommandHandler {
             uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
             connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
             timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
-            isSynced: store.isDurable, settingsGeneration: session.settingsGeneration)
+            isSynced: store.isDurable, settingsGeneration: session.settingsGeneration,
+            desktopGeneration: status.desktop.generation)
         if stamp != statusStamp {
             statusStamp = stamp
             statusGeneration += 1
@@ -290,6 +295,8 @@ final class CommandHandler {
         }
         JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)
         JSONWriter.writeString(session.settings.audioDeviceName, into: &bytes)
+        JSONWriter.appendASCII(#","desktop":"#, to: &bytes)
+        writer.write(status.desktop.json, into: &bytes)
         JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
         if let error = persistenceError {
             JSONWriter.writeString(error, into: &bytes)
