@@ -43,8 +43,7 @@ final class DesktopSurfaces {
         self.session = session
         self.status = status
         bus = SessionBus(loop: loop, environment: environment, logger: logger)
-        var player: MediaPlayer!
-        player = MediaPlayer(
+        let player = MediaPlayer(
             bus: bus, instance: "\(getpid())",
             position: { [unowned session] in Self.position(session) },
             perform: { [unowned session] command in Self.perform(command, session: session) })
@@ -54,7 +53,10 @@ final class DesktopSurfaces {
             onStateChange()
             updateStatus()
         }
-        player.onNameChange = { [unowned self] in updateStatus() }
+        player.onNameChange = { [unowned self] in
+            if let name = self.player.ownedName { logger.notice("MPRIS: \(name) on the session bus") }
+            updateStatus()
+        }
         updateStatus()
         sessionChanged()
     }

@@ -1,0 +1,156 @@
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Testing
+
+/// The MPRIS player on a real private session bus, driven and read by the real `playerctl` (and `busctl`).
+@Suite(.enabled(if: SessionBusFixture.unavailableReason == nil, "\(SessionBusFixture.unavailableReason ?? "")"))
+struct MediaPlayerTests {
+    /// A daemon on `bus`, once it owns the MPRIS name.
+    func daemon(on bus: SessionBusFixture) throws -> DaemonProcess {
+        let daemon = try DaemonProcess(environment: bus.environment)
+        guard daemon.log.wait(until: { $0.contains("MPRIS: org.mpris.MediaPlayer2.syncupsd on the session bus") })
+        else { throw TestFailure("the daemon did not take the MPRIS name:\n\(daemon.log.contents)") }
+        return daemon
+    }
+
+    /// A 6-minute sync-up of three, its meeting started (no audio), and a subscriber to its events.
+    func startMeeting(_ daemon: DaemonProcess) throws -> (client: RawClient, watcher: RawClient) {
+        let client = try daemon.client()
+        let created = try client.result(
+            "syncups.create",
+            ["title": "Design", "duration": 360, "theme": "bubblegum", "attendees": ["Blob", "Blob Jr", "Blob Sr"]])
+        let watcher = try daemon.client()
+        _ = try watcher.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result(
+            "session.start", ["syncup": try #require(created["id"]), "audio": false, "transcribe": false])
+        _ = try watcher.nextEvent("session.started")
+        return (client, watcher)
+    }
+
+    func output(_ result: CommandResult) -> String {
+        var text = result.standardOutput
+        while text.last?.isNewline == true { text.removeLast() }
+        return text
+    }
+
+    @Test func playerctlPassesTheFloorPausesAndEndsTheMeetingAndShowsWhoSpeaks() throws {
+        let bus = try SessionBusFixture()
+        let daemon = try daemon(on: bus)
+        #expect(output(try bus.playerctl(["status"])) == "Stopped")
+        let (client, watcher) = try startMeeting(daemon)
+
+        let format = "{{xesam:title}}|{{xesam:album}}|{{xesam:artist}}|{{mpris:length}}"
+        #expect(output(try bus.playerctl(["metadata", "--format", format])) == "Blob · 1/3|Design|Blob|120000000")
+        #expect(output(try bus.playerctl(["status"])) == "Playing")
+        #expect(output(try bus.playerctl(["metadata", "syncupsd:themeColor"])).hasPrefix("#"))
+
+        #expect(try bus.playerctl(["next"]).exitCode == 0)
+        let speaker = try watcher.nextEvent("session.speaker")
+        #expect(speaker["data"]?["session"]?["speaker"]?["name"] == "Blob Jr")
+        #expect(
+            output(try bus.playerctl(["metadata", "--format", format])) == "Blob Jr · 2/3|Design|Blob Jr|120000000")
+
+        #expect(try bus.playerctl(["play-pause"]).exitCode == 0)
+        _ = try watcher.nextEvent("session.paused")
+        #expect(output(try bus.playerctl(["status"])) == "Paused")
+        #expect(try bus.playerctl(["play"]).exitCode == 0)
+        _ = try watcher.nextEvent("session.resumed")
+        #expect(output(try bus.playerctl(["status"])) == "Playing")
+
+        // The floor never goes back: Previous is refused and changes nothing.
+        #expect(try bus.playerctl(["previous"]).exitCode != 0)
+        #expect(try client.result("session.get")["speaker"]?["name"] == "Blob Jr")
+
+        // Stop ends the meeting and saves it, as `end --save` does.
+        #expect(try bus.playerctl(["stop"]).exitCode == 0)
+        let ended = try watcher.nextEvent("session.ended")
+        #expect(ended["data"]?["outcome"] == "saved")
+        #expect(output(try bus.playerctl(["status"])) == "Stopped")
+        #expect(try bus.playerctl(["next"]).exitCode != 0)
+    }
+
+    /// `playerctl --follow` prints a line for each `PropertiesChanged`: a floor passed through the socket
+    /// reaches the desktop's panel without its asking.
+    @Test func sendsPropertiesChangedWhenTheSessionChanges() throws {
+        let bus = try SessionBusFixture()
+        let daemon = try daemon(on: bus)
+        let (client, watcher) = try startMeeting(daemon)
+        var environment = Subprocess.currentEnvironment()
+        for (key, value) in bus.environment { environment[key] = value }
+        let follower = try Subprocess(
+            executable: "/usr/bin/playerctl",
+            arguments: ["--player=syncupsd", "--follow", "metadata", "--format", "{{status}} {{xesam:title}}"],
+            environment: environment, standardInput: .null, standardOutput: .pipe, standardError: .null)
+        defer {
+            follower.send(SIGTERM)
+            _ = follower.wait()
+            follower.closeStreams()
+        }
+        let lines = try OutputCollector(follower.standardOutput!, name: "playerctl-follow")
+        #expect(lines.wait(until: { $0.contains("Playing Blob · 1/3\n") }))
+        _ = try client.result("session.next")
+        #expect(lines.wait(until: { $0.contains("Playing Blob Jr · 2/3\n") }))
+        _ = try client.result("session.pause")
+        #expect(lines.wait(until: { $0.contains("Paused Blob Jr · 2/3\n") }))
+        _ = try client.result("session.end", ["action": "discard"])
+        _ = try watcher.nextEvent("session.ended")
+        // No meeting, no track: playerctl's format has nothing left to print.
+        #expect(lines.wait(until: { $0.hasSuffix("Paused Blob Jr · 2/3\n\n") }), "\(lines.contents)")
+    }
+
+    /// Wrong argument types, unknown methods and properties get D-Bus errors; the daemon and the player go on.
+    @Test func answersWrongCallsWithDBusErrors() throws {
+        let bus = try SessionBusFixture()
+        let daemon = try daemon(on: bus)
+        let (client, _) = try startMeeting(daemon)
+        let target = ["org.mpris.MediaPlayer2.syncupsd", "/org/mpris/MediaPlayer2"]
+        let wrongType = try bus.busctl(["call"] + target + ["org.mpris.MediaPlayer2.Player", "Next", "s", "x"])
+        #expect(wrongType.exitCode != 0)
+        #expect(wrongType.standardError.contains("Next takes arguments of type \"\", not \"s\""))
+        let unknown = try bus.busctl(["call"] + target + ["org.mpris.MediaPlayer2.Player", "Rewind"])
+        #expect(unknown.exitCode != 0)
+        #expect(unknown.standardError.contains("Unknown method Rewind"))
+        let property = try bus.busctl(["get-property"] + target + ["org.mpris.MediaPlayer2.Player", "Colour"])
+        #expect(property.exitCode != 0)
+        #expect(property.standardError.contains("no property Colour"))
+        let readOnly = try bus.busctl(["set-property"] + target + ["org.mpris.MediaPlayer2.Player", "Rate", "d", "2"])
+        #expect(readOnly.exitCode != 0)
+        #expect(readOnly.standardError.contains("Rate is read-only"))
+        // Nothing changed, and both sides still answer.
+        #expect(try client.result("session.get")["speaker"]?["name"] == "Blob")
+        #expect(output(try bus.playerctl(["metadata", "xesam:title"])) == "Blob · 1/3")
+    }
+
+    /// Without a session bus the daemon runs as before, with no timer armed, and `status` says why MPRIS is off.
+    @Test func saysWhyMPRISIsOffWithoutASessionBus() throws {
+        let runtime = TemporaryDirectory("runtime")
+        let daemon = try DaemonProcess(environment: ["XDG_RUNTIME_DIR": runtime.path])
+        let status = try daemon.client().result("status")
+        #expect(status["desktop"]?["sessionBus"] == "off")
+        #expect(status["desktop"]?["reason"]?.stringValue?.contains("DBUS_SESSION_BUS_ADDRESS is not set") == true)
+        #expect(status["desktop"]?["mpris"] == .null)
+        #expect(status["timers"] == 0)
+    }
+
+    /// A bus that goes away and comes back: the daemon connects again and takes its name again.
+    @Test func reconnectsWhenTheBusComesBack() throws {
+        let bus = try SessionBusFixture()
+        let daemon = try daemon(on: bus)
+        let client = try daemon.client()
+        #expect(try client.result("status")["desktop"]?["mpris"] == "org.mpris.MediaPlayer2.syncupsd")
+        bus.stop()
+        #expect(daemon.log.wait(until: { $0.contains("the session bus went away") }))
+        let off = try client.result("status")["desktop"]
+        #expect(off?["sessionBus"] == "off")
+        #expect(off?["mpris"] == .null)
+        try bus.start()
+        #expect(
+            daemon.log.wait(timeout: .seconds(15)) {
+                $0.ranges(of: "MPRIS: org.mpris.MediaPlayer2.syncupsd on the session bus").count == 2
+            })
+        #expect(try client.result("status")["desktop"]?["sessionBus"] == "connected")
+        #expect(output(try bus.playerctl(["status"])) == "Stopped")
+    }
+}
