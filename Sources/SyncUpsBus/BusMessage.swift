@@ -6,6 +6,7 @@ public indirect enum BusValue: Equatable, Sendable {
     case string(String)
     case objectPath(String)
     case bool(Bool)
+    case byte(UInt8)
     case int32(Int32)
     case uint32(UInt32)
     case int64(Int64)
@@ -20,6 +21,7 @@ public indirect enum BusValue: Equatable, Sendable {
         switch (lhs, rhs) {
         case (.string(let a), .string(let b)), (.objectPath(let a), .objectPath(let b)): a == b
         case (.bool(let a), .bool(let b)): a == b
+        case (.byte(let a), .byte(let b)): a == b
         case (.int32(let a), .int32(let b)): a == b
         case (.uint32(let a), .uint32(let b)): a == b
         case (.int64(let a), .int64(let b)): a == b
@@ -38,6 +40,7 @@ public indirect enum BusValue: Equatable, Sendable {
         case .string: "s"
         case .objectPath: "o"
         case .bool: "b"
+        case .byte: "y"
         case .int32: "i"
         case .uint32: "u"
         case .int64: "x"
@@ -73,6 +76,7 @@ struct MessageWriter {
         case .bool(let flag):
             var raw: CInt = flag ? 1 : 0
             check(sd_bus_message_append_basic(message, Self.type("b"), &raw))
+        case .byte(var number): check(sd_bus_message_append_basic(message, Self.type("y"), &number))
         case .int32(var number): check(sd_bus_message_append_basic(message, Self.type("i"), &number))
         case .uint32(var number): check(sd_bus_message_append_basic(message, Self.type("u"), &number))
         case .int64(var number): check(sd_bus_message_append_basic(message, Self.type("x"), &number))

@@ -25,6 +25,8 @@ public final class Daemon {
     private var stopReason: String?
     private let serviceManager = ServiceManager.live
     private var lastStatus = ""
+    /// The MPRIS player and notifications, once started.
+    private var desktop: DesktopSurfaces?
 
     /// Blocks the signals the daemon handles itself; call on the main thread before any thread starts.
     public init(
@@ -69,7 +71,7 @@ public final class Daemon {
         let server = Server(loop: loop, limits: limits, version: SyncUpsVersion.current, logger: logger)
         // Every published event may change the one-line status systemd shows, and the MPRIS player.
         var updateStatus: () -> Void = {}
-        var updateDesktop: () -> Void = {}
+        var updateDesktop: PublishEvent = { _, _, _ in }
         let desktopStatus = DesktopStatus(reason: "connecting to the session bus")
         let services = try Services(
             loop: loop,
@@ -80,14 +82,16 @@ public final class Daemon {
             startedAt: startedAt,
             logger: logger,
             desktop: desktopStatus,
-            onPublish: {
+            onPublish: { topic, name, data in
                 updateStatus()
-                updateDesktop()
+                updateDesktop(topic, name, data)
             }
         )
         let desktop = DesktopSurfaces(
             loop: loop, environment: environment, logger: logger, session: services.session, status: desktopStatus)
-        updateDesktop = { desktop.sessionChanged() }
+        desktop.notificationLevel = configuration.notifications
+        updateDesktop = { topic, name, data in desktop.published(topic, name, data) }
+        self.desktop = desktop
 
         do {
             try server.start(listener: socket.fd)
@@ -266,6 +270,7 @@ public final class Daemon {
         let reload = ConfigurationReload(started: configuration, current: current, new: new)
         current = new
         logger.changeMinimumLevel(to: new.logLevel)
+        desktop?.notificationLevel = new.notifications
         if !reload.appliedFromNextMeeting.isEmpty {
             services.session.settings = sessionSettings(
                 new, soundServer: services.session.settings.soundServer, isReload: true)

@@ -14,7 +14,7 @@ final class Services {
     let session: SessionController
 
     /// Opens the data directory (loading, recovering interrupted meetings) and wires it all together.
-    /// `onPublish` runs after every event is published.
+    /// `onPublish` runs after every event is published, with its topic, name and data.
     init(
         loop: EventLoop,
         server: Server,
@@ -26,17 +26,17 @@ final class Services {
         uuid: UUIDGenerator = .random,
         wallClock: WallClock = .system,
         desktop: DesktopStatus = DesktopStatus(),
-        onPublish: @escaping () -> Void = {}
+        onPublish: @escaping PublishEvent = { _, _, _ in }
     ) throws(StartupError) {
         let publish: PublishEvent = { topic, name, data in
             server.publish(topic, name, data())
-            onPublish()
+            onPublish(topic, name, data)
         }
         var state: DaemonState?
         let loaded: SyncUpStore.LoadResult
         do {
             store = try SyncUpStore(directory: directory, loop: loop, wallClock: wallClock) { event in
-                Self.handle(event, state: state, server: server, logger: logger)
+                Self.handle(event, state: state, publish: publish, logger: logger)
             }
             loaded = try store.open()
         } catch {
@@ -87,7 +87,9 @@ final class Services {
         session.statusLine ?? "idle · \(state.syncUps.count) sync-up\(state.syncUps.count == 1 ? "" : "s")"
     }
 
-    private static func handle(_ event: SyncUpStore.Event, state: DaemonState?, server: Server, logger: Logger) {
+    private static func handle(
+        _ event: SyncUpStore.Event, state: DaemonState?, publish: PublishEvent, logger: Logger
+    ) {
         switch event {
         case .reloaded(let syncUps):
             state?.replaceAll(with: syncUps)
@@ -95,14 +97,15 @@ final class Services {
             logger.error(
                 "another program wrote an invalid sync-ups.json (\(reason)); moved it to \(movedTo) and rewrote the current state"
             )
-            server.publish(
-                .daemon, "daemon.warning", ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")])
+            publish(.daemon, "daemon.warning") {
+                ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")]
+            }
         case .writeFailed(let message):
             logger.error("\(message); keeping the state in memory and retrying")
-            server.publish(.daemon, "persistence.failed", ["error": .string(message)])
+            publish(.daemon, "persistence.failed") { ["error": .string(message)] }
         case .writeRecovered:
             logger.notice("writing sync-ups.json works again")
-            server.publish(.daemon, "persistence.recovered", [:])
+            publish(.daemon, "persistence.recovered") { [:] }
         }
     }
 }

@@ -8,15 +8,15 @@ import Testing
 @Suite(.enabled(if: SessionBusFixture.unavailableReason == nil, "\(SessionBusFixture.unavailableReason ?? "")"))
 struct MediaPlayerTests {
     /// A daemon on `bus`, once it owns the MPRIS name.
-    func daemon(on bus: SessionBusFixture) throws -> DaemonProcess {
-        let daemon = try DaemonProcess(environment: bus.environment)
+    static func daemon(on bus: SessionBusFixture, directory: TemporaryDirectory? = nil) throws -> DaemonProcess {
+        let daemon = try DaemonProcess(environment: bus.environment, directory: directory)
         guard daemon.log.wait(until: { $0.contains("MPRIS: org.mpris.MediaPlayer2.syncupsd on the session bus") })
         else { throw TestFailure("the daemon did not take the MPRIS name:\n\(daemon.log.contents)") }
         return daemon
     }
 
     /// A 6-minute sync-up of three, its meeting started (no audio), and a subscriber to its events.
-    func startMeeting(_ daemon: DaemonProcess) throws -> (client: RawClient, watcher: RawClient) {
+    static func startMeeting(_ daemon: DaemonProcess) throws -> (client: RawClient, watcher: RawClient) {
         let client = try daemon.client()
         let created = try client.result(
             "syncups.create",
@@ -37,9 +37,9 @@ struct MediaPlayerTests {
 
     @Test func playerctlPassesTheFloorPausesAndEndsTheMeetingAndShowsWhoSpeaks() throws {
         let bus = try SessionBusFixture()
-        let daemon = try daemon(on: bus)
+        let daemon = try Self.daemon(on: bus)
         #expect(output(try bus.playerctl(["status"])) == "Stopped")
-        let (client, watcher) = try startMeeting(daemon)
+        let (client, watcher) = try Self.startMeeting(daemon)
 
         let format = "{{xesam:title}}|{{xesam:album}}|{{xesam:artist}}|{{mpris:length}}"
         #expect(output(try bus.playerctl(["metadata", "--format", format])) == "Blob · 1/3|Design|Blob|120000000")
@@ -75,8 +75,8 @@ struct MediaPlayerTests {
     /// reaches the desktop's panel without its asking.
     @Test func sendsPropertiesChangedWhenTheSessionChanges() throws {
         let bus = try SessionBusFixture()
-        let daemon = try daemon(on: bus)
-        let (client, watcher) = try startMeeting(daemon)
+        let daemon = try Self.daemon(on: bus)
+        let (client, watcher) = try Self.startMeeting(daemon)
         var environment = Subprocess.currentEnvironment()
         for (key, value) in bus.environment { environment[key] = value }
         let follower = try Subprocess(
@@ -103,8 +103,8 @@ struct MediaPlayerTests {
     /// Wrong argument types, unknown methods and properties get D-Bus errors; the daemon and the player go on.
     @Test func answersWrongCallsWithDBusErrors() throws {
         let bus = try SessionBusFixture()
-        let daemon = try daemon(on: bus)
-        let (client, _) = try startMeeting(daemon)
+        let daemon = try Self.daemon(on: bus)
+        let (client, _) = try Self.startMeeting(daemon)
         let target = ["org.mpris.MediaPlayer2.syncupsd", "/org/mpris/MediaPlayer2"]
         let wrongType = try bus.busctl(["call"] + target + ["org.mpris.MediaPlayer2.Player", "Next", "s", "x"])
         #expect(wrongType.exitCode != 0)
@@ -137,7 +137,7 @@ struct MediaPlayerTests {
     /// A bus that goes away and comes back: the daemon connects again and takes its name again.
     @Test func reconnectsWhenTheBusComesBack() throws {
         let bus = try SessionBusFixture()
-        let daemon = try daemon(on: bus)
+        let daemon = try Self.daemon(on: bus)
         let client = try daemon.client()
         #expect(try client.result("status")["desktop"]?["mpris"] == "org.mpris.MediaPlayer2.syncupsd")
         bus.stop()
@@ -152,5 +152,73 @@ struct MediaPlayerTests {
             })
         #expect(try client.result("status")["desktop"]?["sessionBus"] == "connected")
         #expect(output(try bus.playerctl(["status"])) == "Stopped")
+    }
+}
+
+/// Desktop notifications on a private bus, to a notification server that records them and presses their
+/// buttons (`Tests/Tools/notification-server`).
+@Suite(.enabled(if: SessionBusFixture.unavailableReason == nil, "\(SessionBusFixture.unavailableReason ?? "")"))
+struct NotificationTests {
+    @Test func showsWhoHasTheFloorInPlaceAndItsButtonsPassAndPause() throws {
+        let bus = try SessionBusFixture()
+        let server = try NotificationServerFixture(bus: bus)
+        let daemon = try MediaPlayerTests.daemon(on: bus)
+        let (_, watcher) = try MediaPlayerTests.startMeeting(daemon)
+        let first = try #require(server.wait { $0["summary"] == "Blob's turn · 02:00" })
+        #expect(first["body"] == "Design · 1/3")
+        #expect(first["actions"] == ["next", "Next", "pause", "Pause"])
+        #expect(first["app"] == "syncupsd")
+
+        try server.invoke(try #require(first["id"]), "next")
+        let speaker = try watcher.nextEvent("session.speaker")
+        #expect(speaker["data"]?["session"]?["speaker"]?["name"] == "Blob Jr")
+        // The same notification, replaced in place rather than stacked.
+        let second = try #require(server.wait { $0["summary"] == "Blob Jr's turn · 02:00" })
+        #expect(second["replaces"] == first["id"])
+        #expect(second["id"] == first["id"])
+
+        try server.invoke(try #require(second["id"]), "pause")
+        _ = try watcher.nextEvent("session.paused")
+        let paused = try #require(server.wait { $0["summary"] == "Design paused" })
+        #expect(paused["actions"] == ["resume", "Resume", "next", "Next"])
+        try server.invoke(try #require(paused["id"]), "resume")
+        _ = try watcher.nextEvent("session.resumed")
+    }
+
+    /// `notify = important` leaves out the floor, keeps the meeting saved; SIGHUP to `none` silences it all.
+    @Test func notifyOptionChoosesWhatShowsAndSIGHUPReloadsIt() throws {
+        let bus = try SessionBusFixture()
+        let server = try NotificationServerFixture(bus: bus)
+        let directory = TemporaryDirectory("daemon")
+        let file = directory.appending("config/syncups/syncupsd.conf")
+        mkdir(directory.appending("config"), 0o700)
+        mkdir(directory.appending("config/syncups"), 0o700)
+        Files.write(file, "notify = important\n")
+        let daemon = try MediaPlayerTests.daemon(on: bus, directory: directory)
+        let client = try daemon.client()
+        #expect(try client.result("status")["desktop"]?["notify"] == "important")
+        let (_, watcher) = try MediaPlayerTests.startMeeting(daemon)
+        _ = try client.result("session.next")
+        _ = try client.result("session.end", ["action": "save"])
+        _ = try watcher.nextEvent("session.ended")
+        let saved = try #require(server.wait { $0["summary"] == "Design: meeting saved" })
+        #expect(saved["actions"] == [])
+        #expect(!server.notifications.contains { $0["summary"]?.stringValue?.contains("turn") == true })
+
+        Files.write(file, "notify = none\n")
+        daemon.process.send(SIGHUP)
+        #expect(daemon.log.wait { $0.contains("notify: important -> none") })
+        #expect(try client.result("status")["desktop"]?["notify"] == "none")
+        let count = server.notifications.count
+        _ = try Self.startAndSave(client, watcher)
+        #expect(server.notifications.count == count)
+    }
+
+    static func startAndSave(_ client: RawClient, _ watcher: RawClient) throws -> JSONValue {
+        let id = try #require(try client.result("syncups.list")["syncups"]?[0]?["id"])
+        _ = try client.result("session.start", ["syncup": id, "audio": false, "transcribe": false])
+        _ = try watcher.nextEvent("session.started")
+        _ = try client.result("session.end", ["action": "save"])
+        return try watcher.nextEvent("session.ended")
     }
 }

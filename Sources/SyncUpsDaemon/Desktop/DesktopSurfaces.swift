@@ -22,8 +22,17 @@ final class DesktopStatus {
         generation += 1
     }
 
+    /// `sessionBus` (connected, connecting or off), `reason` it is off, the `mpris` name owned, and the
+    /// `notify` level.
+    static func json(bus: String, reason: String?, mpris: String?, notify: String) -> JSONValue {
+        .object([
+            "sessionBus": .string(bus), "reason": reason.map(JSONValue.string) ?? .null,
+            "mpris": mpris.map(JSONValue.string) ?? .null, "notify": .string(notify),
+        ])
+    }
+
     static func off(_ reason: String) -> JSONValue {
-        .object(["sessionBus": .string("off"), "reason": .string(reason), "mpris": .null])
+        json(bus: "off", reason: reason, mpris: nil, notify: NotificationLevel.none.rawValue)
     }
 }
 
@@ -33,6 +42,11 @@ final class DesktopStatus {
 final class DesktopSurfaces {
     let bus: SessionBus
     let player: MediaPlayer
+    let notifier: Notifier
+    /// `notify`: which notifications show; SIGHUP changes it.
+    var notificationLevel = NotificationLevel.all {
+        didSet { updateStatus() }
+    }
     private unowned let session: SessionController
     private let status: DesktopStatus
 
@@ -48,7 +62,9 @@ final class DesktopSurfaces {
             position: { [unowned session] in Self.position(session) },
             perform: { [unowned session] command in Self.perform(command, session: session) })
         self.player = player
-        let onStateChange = bus.onStateChange
+        notifier = Notifier(bus: bus)
+        notifier.onAction = { [unowned self] slot, action in actionInvoked(slot: slot, action: action) }
+        let onStateChange = bus.onStateChange  // the player's and the notifier's
         bus.onStateChange = { [unowned self] in
             onStateChange()
             updateStatus()
@@ -66,23 +82,97 @@ final class DesktopSurfaces {
     func close() { bus.close() }
 
     private func updateStatus() {
+        let notify = notificationLevel.rawValue
         switch bus.state {
         case .off(let reason):
-            status.set(DesktopStatus.off(reason))
+            status.set(DesktopStatus.json(bus: "off", reason: reason, mpris: nil, notify: notify))
         case .connecting:
-            status.set(.object(["sessionBus": .string("connecting"), "reason": .null, "mpris": .null]))
+            status.set(DesktopStatus.json(bus: "connecting", reason: nil, mpris: nil, notify: notify))
         case .connected:
-            status.set(
-                .object([
-                    "sessionBus": .string("connected"), "reason": .null,
-                    "mpris": player.ownedName.map(JSONValue.string) ?? .null,
-                ]))
+            status.set(DesktopStatus.json(bus: "connected", reason: nil, mpris: player.ownedName, notify: notify))
         }
     }
 
-    /// Runs after every published event: the player's state follows the session's.
+    /// Runs after every published event: the player's state follows the session's, and some events show a
+    /// notification.
+    func published(_ topic: Topic, _ name: String, _ data: () -> JSONValue) {
+        sessionChanged()
+        guard notificationLevel != .none, bus.isConnected, name != "session.tick", name != "session.transcript"
+        else { return }
+        if let notification = Self.notification(for: name, data, machine: session.active?.machine),
+            notificationLevel == .all || notification.urgency == .critical || notification.slot == "saved"
+        {
+            notifier.show(notification)
+        }
+    }
+
     func sessionChanged() {
         player.update(Self.playerState(session.active?.machine))
+    }
+
+    /// The notification an event shows, if any: the floor (one slot, replaced in place, with Next and Pause),
+    /// the meeting saved, and what went wrong (critical).
+    static func notification(for name: String, _ data: () -> JSONValue, machine: SessionMachine?)
+        -> DesktopNotification?
+    {
+        switch name {
+        case "session.started", "session.speaker", "session.resumed":
+            guard let machine, machine.phase == .running, let speaker = machine.speaker else { return nil }
+            let speakerName = speaker.name.isEmpty ? "(no name)" : speaker.name
+            let left =
+                machine.secondsPerAttendee
+                - (machine.secondsElapsed - machine.speakerIndex * machine.secondsPerAttendee)
+            return DesktopNotification(
+                slot: "floor", summary: "\(speakerName)'s turn · \(DurationText.clock(left))",
+                body: "\(machine.syncUp.title) · \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)",
+                actions: [.init("next", "Next"), .init("pause", "Pause")], urgency: .low)
+        case "session.paused":
+            guard let machine else { return nil }
+            return DesktopNotification(
+                slot: "floor", summary: "\(machine.syncUp.title) paused",
+                body:
+                    "\(machine.speaker?.name ?? "nobody") has the floor, \(DurationText.clock(machine.durationRemaining)) left",
+                actions: [.init("resume", "Resume"), .init("next", "Next")], urgency: .low)
+        case "session.ended":
+            let event = data()
+            guard event["outcome"] == "saved", let meeting = event["meeting"] else { return nil }
+            let title = event["session"]?["title"]?.stringValue ?? machine?.syncUp.title ?? "the sync-up"
+            return DesktopNotification(
+                slot: "saved", summary: "\(title): meeting saved",
+                body:
+                    "\(meeting["transcript"]?.stringValue?.isEmpty == false ? "with its transcript; " : "")syncupsctl meeting \"\(title)\" shows it",
+                actions: [], urgency: .normal)
+        case "session.error":
+            // Speech that failed and a journal that cannot be written are important; a cue that did not
+            // play or a microphone's trouble are for `all`.
+            guard let message = data()["message"]?.stringValue else { return nil }
+            let isSpeech = message.hasPrefix("speech recognition failed")
+            let isImportant = isSpeech || message.contains("journal")
+            return DesktopNotification(
+                slot: "problem",
+                summary: "\(machine?.syncUp.title ?? "syncupsd"): \(isSpeech ? "speech failed" : "a problem")",
+                body: message, urgency: isImportant ? .critical : .normal)
+        case "persistence.failed":
+            return DesktopNotification(
+                slot: "problem", summary: "syncupsd cannot save your sync-ups",
+                body: data()["error"]?.stringValue ?? "", urgency: .critical)
+        default:
+            return nil
+        }
+    }
+
+    /// A notification's button: Next, Pause and Resume do what the media keys do.
+    private func actionInvoked(slot: String, action: String) {
+        let command: MediaPlayerCommand
+        switch action {
+        case "next": command = .next
+        case "pause": command = .pause
+        case "resume": command = .play
+        default: return
+        }
+        if let refusal = Self.perform(command, session: session) {
+            notifier.show(DesktopNotification(slot: "problem", summary: "syncupsd", body: refusal, urgency: .normal))
+        }
     }
 
     static func playerState(_ machine: SessionMachine?) -> MediaPlayerState {
