@@ -16,8 +16,7 @@ WHISPER_VENV = $(CURDIR)/.build/whisper-venv
 # The real status bars for `make test-desktop`.
 DESKTOP_PACKAGES = xvfb i3-wm i3blocks polybar sway waybar grim imagemagick fonts-dejavu-core
 
-BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind pipewire wireplumber pipewire-pulse pulseaudio-utils dbus playerctl \
-	python3-dbus python3-gi
+BENCH_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng mpd valgrind pipewire wireplumber pipewire-pulse pulseaudio-utils dbus
 SOAK_PACKAGES = $(RUN_PACKAGES) espeak-ng sox
 
 # The .deb: Debian's own packaging tools (debian/ is a debhelper package), and mmdebstrap for `make test-deb`.

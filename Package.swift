@@ -112,8 +112,8 @@ let package = Package(
         .executableTarget(
             name: "syncups-bench",
             dependencies: [
-                "CSyncUpsShims", "SyncUpsCore", "SyncUpsJSON", "SyncUpsPersistence", "SyncUpsPOSIX", "SyncUpsSpeech",
-                "SyncUpsTestSupport",
+                "CSyncUpsShims", "SyncUpsBus", "SyncUpsCore", "SyncUpsJSON", "SyncUpsPersistence", "SyncUpsPOSIX",
+                "SyncUpsSpeech", "SyncUpsTestSupport",
             ],
             path: "Tests/Bench/syncups-bench",
             swiftSettings: strictSettings
