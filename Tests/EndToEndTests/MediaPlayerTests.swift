@@ -132,6 +132,8 @@ struct MediaPlayerTests {
         #expect(status["desktop"]?["reason"]?.stringValue?.contains("DBUS_SESSION_BUS_ADDRESS is not set") == true)
         #expect(status["desktop"]?["mpris"] == .null)
         #expect(status["timers"] == 0)
+        let text = try CommandResult.run(BuiltProducts.path("syncupsctl"), ["--socket", daemon.socketPath, "status"])
+        #expect(text.standardOutput.contains("desktop:   MPRIS and notifications off: no session bus"))
     }
 
     /// A bus that goes away and comes back: the daemon connects again and takes its name again.
