@@ -82,13 +82,15 @@ public final class Daemon {
             startedAt: startedAt,
             logger: logger,
             desktop: desktopStatus,
+            environment: environment,
             onPublish: { topic, name, data in
                 updateStatus()
                 updateDesktop(topic, name, data)
             }
         )
         let desktop = DesktopSurfaces(
-            loop: loop, environment: environment, logger: logger, session: services.session, status: desktopStatus)
+            loop: loop, environment: environment, logger: logger, session: services.session,
+            scheduler: services.scheduler, status: desktopStatus)
         desktop.notificationLevel = configuration.notifications
         updateDesktop = { topic, name, data in desktop.published(topic, name, data) }
         self.desktop = desktop
@@ -116,6 +118,7 @@ public final class Daemon {
         }
         startWatchdog()
         desktop.start()
+        services.scheduler.start()
 
         loop.run()
 
@@ -137,6 +140,7 @@ public final class Daemon {
             })
         server.shutDown(reason: stopReason ?? "stopping")
         desktop.close()
+        services.scheduler.close()
         let failure = services.store.close()
         services.session.close()
         logger.flushThrottled()

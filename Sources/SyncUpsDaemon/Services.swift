@@ -12,6 +12,7 @@ final class Services {
     let store: SyncUpStore
     let state: DaemonState
     let session: SessionController
+    let scheduler: Scheduler
 
     /// Opens the data directory (loading, recovering interrupted meetings) and wires it all together.
     /// `onPublish` runs after every event is published, with its topic, name and data.
@@ -26,6 +27,7 @@ final class Services {
         uuid: UUIDGenerator = .random,
         wallClock: WallClock = .system,
         desktop: DesktopStatus = DesktopStatus(),
+        environment: [String: String] = [:],
         onPublish: @escaping PublishEvent = { _, _, _ in }
     ) throws(StartupError) {
         let publish: PublishEvent = { topic, name, data in
@@ -64,6 +66,14 @@ final class Services {
             throw StartupError("cannot set up sessions: \(error)")
         }
         owner.session = session
+        scheduler = Scheduler(
+            loop: loop, directory: directory, state: owner, logger: logger, wallClock: wallClock,
+            environment: environment)
+        let scheduleWarnings = scheduler.load()
+        for warning in scheduleWarnings { logger.warning(warning) }
+        scheduler.onAction = { [unowned owner, unowned session, unowned scheduler] action in
+            Self.perform(action, state: owner, session: session, scheduler: scheduler, logger: logger, publish: publish)
+        }
         let handler = CommandHandler(
             state: owner,
             server: server,
@@ -74,8 +84,9 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: wallClock(),
-                loadWarnings: loaded.warnings + shared + recovered,
-                desktop: desktop
+                loadWarnings: loaded.warnings + shared + recovered + scheduleWarnings,
+                desktop: desktop,
+                scheduler: scheduler
             )
         )
         server.handler = handler.handle
@@ -85,6 +96,36 @@ final class Services {
     /// `idle · 3 sync-ups` or `recording "Design" 03:12 · Blob Jr 2/6`: systemd's status line.
     var statusLine: String {
         session.statusLine ?? "idle · \(state.syncUps.count) sync-up\(state.syncUps.count == 1 ? "" : "s")"
+    }
+
+    /// A reminder is a `schedule.reminder` event (the desktop shows it as a notification); an automatic
+    /// start starts the meeting as `session.start` would, or says why it could not.
+    private static func perform(
+        _ action: ReminderPlanner.Action, state: DaemonState, session: SessionController, scheduler: Scheduler,
+        logger: Logger, publish: PublishEvent
+    ) {
+        switch action {
+        case .remind(let id, let start, let isLate):
+            guard let syncUp = state.syncUps.first(where: { $0.id == id }) else { return }
+            logger.info("reminder: \(syncUp.title) at \(start)\(isLate ? " (late: the machine was asleep)" : "")")
+            publish(.daemon, "schedule.reminder") {
+                [
+                    "syncup": .string(id.description), "title": .string(syncUp.title),
+                    "start": .string(UTCTime(Date(timeIntervalSince1970: Double(start))).rfc3339),
+                    "startSeconds": .int(Int(start)), "late": .bool(isLate),
+                    "schedule": .string(scheduler.schedules[id]?.text ?? ""),
+                    "timeZone": .string(scheduler.schedules[id]?.timeZone ?? ""),
+                ]
+            }
+        case .start(let id, _):
+            do {
+                _ = try session.start(syncUp: id.description, audio: nil, transcribe: nil)
+            } catch {
+                publish(.daemon, "daemon.warning") {
+                    ["message": .string("the scheduled start did not happen: \(error.message)")]
+                }
+            }
+        }
     }
 
     private static func handle(

@@ -39,6 +39,7 @@ import Testing
         #expect(try StandupSchedule.parse("mon,wed,fri 10:00", timeZone: "UTC").text == "mon,wed,fri 10:00")
         #expect(try StandupSchedule.parse("fri-mon 08:05", timeZone: "UTC").days == [4, 5, 6, 0])
         #expect(try StandupSchedule.parse("daily 00:00", timeZone: "UTC").days.count == 7)
+        #expect(try StandupSchedule.parse("mon-sun 00:00", timeZone: "UTC").text == "daily 00:00")
     }
 
     /// 02:30 does not exist in Berlin on the night clocks go forward (Sunday 2027-03-28): refused with the date.
@@ -111,6 +112,16 @@ import Testing
         var other = ReminderPlanner()
         _ = other.evaluate(now: Self.utc(2027, 3, 26, 17), entries: all)
         #expect(other.evaluate(now: Self.utc(2027, 3, 30, 12), entries: all).actions.isEmpty)
+    }
+
+    /// A schedule set inside its lead reminds at once, and not as "late": nothing was missed.
+    @Test func aScheduleSetInsideItsLeadRemindsAtOnceNotLate() throws {
+        let all = entries(try StandupSchedule.parse("daily 09:30", timeZone: "UTC"), TimeZoneRules.utc())
+        var planner = ReminderPlanner()
+        #expect(
+            planner.evaluate(now: Self.utc(2027, 5, 3, 9, 28), entries: all).actions == [
+                .remind(Self.design, start: Self.utc(2027, 5, 3, 9, 30), isLate: false)
+            ])
     }
 
     @Test func snoozesAndSkipsAndStartsByItself() throws {

@@ -83,6 +83,10 @@ enum Format {
             if let device = status["audioDevice"]?.stringValue { text += "audio:     \(device), idle\n" }
             text += "speech:    \(engine)\(status["speechEngine"]?.stringValue == nil ? "" : ", idle")\n"
         }
+        if let next = status["next"], next != .null {
+            text +=
+                "next:      \(string(next["title"])) \(inTime(int(next["inSeconds"]))) (\(string(next["schedule"])) \(string(next["timeZone"])))\n"
+        }
         if let desktop = status["desktop"], desktop != .null {
             text += "desktop:   \(desktopState(desktop))\n"
         }

@@ -28,6 +28,9 @@ public struct ReminderPlanner: Sendable {
         var started: Int64 = .min
         var skipped: Int64 = .min
         var snooze: (start: Int64, until: Int64)?
+        /// The reminder time the last evaluation planned to wake for: a reminder is late only when that
+        /// wake came too late (a suspend), not when its schedule was set inside its lead.
+        var planned: Int64?
     }
 
     private var states: [SyncUp.ID: State] = [:]
@@ -51,7 +54,8 @@ public struct ReminderPlanner: Sendable {
             if let due = entry.schedule.previous(atOrBefore: now + lead, rules: entry.rules), due > state.reminded {
                 state.reminded = due
                 if now <= due + entry.staleAfter, due != state.skipped {
-                    actions.append(.remind(id, start: due, isLate: now > due - lead + Self.lateness))
+                    let isLate = (state.planned.map { $0 <= due - lead } ?? false) && now > due - lead + Self.lateness
+                    actions.append(.remind(id, start: due, isLate: isLate))
                 }
             }
             if let snooze = state.snooze {
@@ -70,7 +74,8 @@ public struct ReminderPlanner: Sendable {
                 state.started = due
                 if now <= due + 600, due != state.skipped { actions.append(.start(id, start: due)) }
             }
-            if let next = entry.schedule.next(after: now + lead, rules: entry.rules) { wakeAt(next - lead) }
+            state.planned = entry.schedule.next(after: now + lead, rules: entry.rules).map { $0 - lead }
+            wakeAt(state.planned)
             if entry.schedule.autoStart { wakeAt(entry.schedule.next(after: now, rules: entry.rules)) }
             states[id] = state
         }

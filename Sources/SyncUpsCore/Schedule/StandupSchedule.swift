@@ -104,6 +104,7 @@ public struct StandupSchedule: Sendable, Equatable {
     /// "mon-fri 09:30"
     public var text: String {
         let sorted = days.sorted()
+        if sorted.count == 7 { return "daily \(Self.clock(minuteOfDay))" }
         let isRun = sorted.count > 2 && sorted.last! - sorted.first! == sorted.count - 1
         let dayText =
             isRun

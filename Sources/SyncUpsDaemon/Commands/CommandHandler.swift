@@ -25,6 +25,8 @@ final class CommandHandler {
         var loadWarnings: [String]
         /// The session bus, the MPRIS player (the `desktop` object).
         var desktop: DesktopStatus
+        /// The stand-ups' schedules (`schedule.*`, the `next` object).
+        var scheduler: Scheduler?
     }
 
     init(state: DaemonState, server: Server, store: SyncUpStore, session: SessionController, status: StatusInfo) {
@@ -131,6 +133,18 @@ final class CommandHandler {
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.endSession(arguments)
             }),
+        Command("schedule.list", value: { handler, _, _ in handler.status.scheduler?.list() ?? .array([]) }),
+        Command(
+            "schedule.set", ["syncup", "schedule", "timeZone", "reminder", "autoStart"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in try handler.setSchedule(arguments)
+            }),
+        Command(
+            "schedule.clear", ["syncup"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in
+                try handler.scheduler().clear(syncUp: try arguments.string("syncup"))
+            }),
         Command("devices", value: { handler, _, _ in handler.session.devicesJSON }),
         Command(
             "subscribe", ["topics", "snapshot"],
@@ -202,6 +216,8 @@ final class CommandHandler {
         var settingsGeneration: Int
         /// Counts the changes of the `desktop` object (the session bus came or went, a name was taken).
         var desktopGeneration: Int
+        /// Counts the changes of the schedules and of their next start.
+        var scheduleGeneration: Int
     }
 
     /// What `status` says now, unless a session runs (its object changes without any of the other fields
@@ -223,7 +239,7 @@ final class CommandHandler {
             connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
             timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
             isSynced: store.isDurable, settingsGeneration: session.settingsGeneration,
-            desktopGeneration: status.desktop.generation)
+            desktopGeneration: status.desktop.generation, scheduleGeneration: status.scheduler?.generation ?? 0)
         if stamp != statusStamp {
             statusStamp = stamp
             statusGeneration += 1
@@ -295,6 +311,8 @@ final class CommandHandler {
         }
         JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)
         JSONWriter.writeString(session.settings.audioDeviceName, into: &bytes)
+        JSONWriter.appendASCII(#","next":"#, to: &bytes)
+        writer.write(status.scheduler?.statusJSON ?? .null, into: &bytes)
         JSONWriter.appendASCII(#","desktop":"#, to: &bytes)
         writer.write(status.desktop.json, into: &bytes)
         JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
@@ -522,6 +540,26 @@ final class CommandHandler {
         let syncUpID = state.syncUps[syncUpIndex].id
         let meeting = state.deleteMeeting(syncUpIndex, meetingIndex)
         return ["syncup": .string(syncUpID.description), "meeting": .string(meeting.id.description)]
+    }
+
+    // MARK: - Schedules
+
+    private func scheduler() throws(ProtocolError) -> Scheduler {
+        guard let scheduler = status.scheduler else {
+            throw ProtocolError(.invalidState, "this daemon keeps no schedules")
+        }
+        return scheduler
+    }
+
+    private func setSchedule(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+        let reminder = try arguments.optionalInt("reminder")
+        if let reminder, !(0...1440).contains(reminder) {
+            throw ProtocolError(.invalidArgument, "reminder: \(reminder) minutes; give 0 to 1440")
+        }
+        return try scheduler().set(
+            syncUp: try arguments.string("syncup"), schedule: try arguments.string("schedule"),
+            timeZone: try arguments.optionalString("timeZone"), reminder: reminder,
+            autoStart: try arguments.optionalBool("autoStart"))
     }
 
     // MARK: - Sessions

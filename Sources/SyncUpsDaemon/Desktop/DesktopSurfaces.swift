@@ -48,13 +48,17 @@ final class DesktopSurfaces {
         didSet { updateStatus() }
     }
     private unowned let session: SessionController
+    private unowned let scheduler: Scheduler
+    /// The sync-up and start of the reminder on screen, for its buttons.
+    private var reminder: (id: SyncUp.ID, start: Int64)?
     private let status: DesktopStatus
 
     init(
         loop: EventLoop, environment: [String: String], logger: Logger, session: SessionController,
-        status: DesktopStatus
+        scheduler: Scheduler, status: DesktopStatus
     ) {
         self.session = session
+        self.scheduler = scheduler
         self.status = status
         bus = SessionBus(loop: loop, environment: environment, logger: logger)
         let player = MediaPlayer(
@@ -99,8 +103,17 @@ final class DesktopSurfaces {
         sessionChanged()
         guard notificationLevel != .none, bus.isConnected, name != "session.tick", name != "session.transcript"
         else { return }
+        if name == "schedule.reminder" {
+            let event = data()
+            if let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
+                let start = event["startSeconds"]?.numberValue?.int64
+            {
+                reminder = (id, start)
+            }
+        }
         if let notification = Self.notification(for: name, data, machine: session.active?.machine),
-            notificationLevel == .all || notification.urgency == .critical || notification.slot == "saved"
+            notificationLevel == .all || notification.urgency == .critical
+                || ["saved", "reminder"].contains(notification.slot)
         {
             notifier.show(notification)
         }
@@ -152,6 +165,23 @@ final class DesktopSurfaces {
                 slot: "problem",
                 summary: "\(machine?.syncUp.title ?? "syncupsd"): \(isSpeech ? "speech failed" : "a problem")",
                 body: message, urgency: isImportant ? .critical : .normal)
+        case "schedule.reminder":
+            let event = data()
+            let title = event["title"]?.stringValue ?? "a sync-up"
+            var spec = timespec()
+            clock_gettime(CLOCK_REALTIME, &spec)
+            let now = Int64(spec.tv_sec)
+            let start = event["startSeconds"]?.numberValue?.int64 ?? now
+            let minutes = max(0, (start - now + 59) / 60)
+            let summary =
+                event["late"] == true
+                ? "\(title) \(start > now ? "in \(minutes) min" : "started \((now - start) / 60) min ago") (missed while asleep)"
+                : start > now ? "\(title) in \(minutes) min" : "\(title) now"
+            return DesktopNotification(
+                slot: "reminder", summary: summary,
+                body: "\(event["schedule"]?.stringValue ?? "") \(event["timeZone"]?.stringValue ?? "")",
+                actions: [.init("start", "Start"), .init("snooze", "Snooze 5 min"), .init("skip", "Skip today")],
+                urgency: .normal)
         case "persistence.failed":
             return DesktopNotification(
                 slot: "problem", summary: "syncupsd cannot save your sync-ups",
@@ -163,6 +193,23 @@ final class DesktopSurfaces {
 
     /// A notification's button: Next, Pause and Resume do what the media keys do.
     private func actionInvoked(slot: String, action: String) {
+        if slot == "reminder" {
+            guard let reminder else { return }
+            switch action {
+            case "start":
+                do {
+                    _ = try session.start(syncUp: reminder.id.description, audio: nil, transcribe: nil)
+                } catch {
+                    notifier.show(
+                        DesktopNotification(slot: "problem", summary: "syncupsd", body: error.message, urgency: .normal)
+                    )
+                }
+            case "snooze": scheduler.snooze(reminder.id, start: reminder.start)
+            case "skip": scheduler.skip(reminder.id, start: reminder.start)
+            default: break
+            }
+            return
+        }
         let command: MediaPlayerCommand
         switch action {
         case "next": command = .next
