@@ -123,6 +123,62 @@ struct MediaPlayerTests {
         #expect(output(try bus.playerctl(["metadata", "xesam:title"])) == "Blob · 1/3")
     }
 
+    /// A client floods the player with thousands of calls, half of them of the wrong type, without waiting
+    /// for replies: each gets its answer or its D-Bus error, and the socket's clients are answered meanwhile.
+    @Test func answersAFloodOfCallsAndKeepsServingTheSocket() throws {
+        let bus = try SessionBusFixture()
+        let daemon = try Self.daemon(on: bus)
+        let (client, _) = try Self.startMeeting(daemon)
+        var environment = Subprocess.currentEnvironment()
+        for (key, value) in bus.environment { environment[key] = value }
+        let script = """
+            import sys
+            from dbus.mainloop.glib import DBusGMainLoop
+            DBusGMainLoop(set_as_default=True)
+            import dbus
+            from gi.repository import GLib
+            bus = dbus.SessionBus()
+            player = bus.get_object("org.mpris.MediaPlayer2.syncupsd", "/org/mpris/MediaPlayer2", introspect=False)
+            count = int(sys.argv[1])
+            results = {"Playing": 0, "InvalidArgs": 0, "other": 0}
+            loop = GLib.MainLoop()
+            def done():
+                if sum(results.values()) == 2 * count:
+                    print(results, flush=True)
+                    loop.quit()
+            def reply(value):
+                results["Playing" if value == "Playing" else "other"] += 1
+                done()
+            def error(failure):
+                name = failure.get_dbus_name()
+                results["InvalidArgs" if name.endswith("InvalidArgs") else "other"] += 1
+                done()
+            for _ in range(count):
+                player.Get("org.mpris.MediaPlayer2.Player", "PlaybackStatus",
+                           dbus_interface="org.freedesktop.DBus.Properties", reply_handler=reply, error_handler=error)
+                player.Next("wrong", dbus_interface="org.mpris.MediaPlayer2.Player",
+                            reply_handler=reply, error_handler=error)
+            print("sent", flush=True)
+            loop.run()
+            """
+        let flood = try Subprocess(
+            executable: "/usr/bin/python3", arguments: ["-c", script, "2000"], environment: environment,
+            standardInput: .null, standardOutput: .pipe, standardError: .pipe)
+        let output = try OutputCollector(flood.standardOutput!, name: "flood")
+        let errors = try OutputCollector(flood.standardError!, name: "flood-errors")
+        #expect(output.wait(until: { $0.contains("sent\n") }), "\(errors.contents)")
+        // The socket is served while the calls are answered.
+        #expect(try client.result("ping") == "pong")
+        #expect(try client.result("session.get")["speaker"]?["name"] == "Blob")
+        #expect(
+            output.wait(timeout: .seconds(60)) { $0.contains("{'Playing': 2000, 'InvalidArgs': 2000, 'other': 0}") },
+            "\(output.contents)\(errors.contents)")
+        _ = flood.wait()
+        flood.closeStreams()
+        // Not one Next of the wrong type passed the floor.
+        #expect(try client.result("session.get")["speaker"]?["name"] == "Blob")
+    }
+
     /// Without a session bus the daemon runs as before, with no timer armed, and `status` says why MPRIS is off.
     @Test func saysWhyMPRISIsOffWithoutASessionBus() throws {
         let runtime = TemporaryDirectory("runtime")

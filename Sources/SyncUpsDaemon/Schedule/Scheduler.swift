@@ -60,7 +60,8 @@ final class Scheduler {
     private let now: () -> Int64
     private let systemZone: String
     private var timer: WallClockTimer?
-    private let writer: SerialWorker?
+    /// The thread that writes `syncups.schedule`, started by the first change.
+    private var writer: SerialWorker?
     /// Counts the changes of what `status` says about the schedules (for the replayed `status`).
     private(set) var generation = 0
     /// What a due reminder or automatic start does.
@@ -77,7 +78,6 @@ final class Scheduler {
         self.path = FilePath.join(directory.path, Self.fileName)
         self.now = { Int64(wallClock().timeIntervalSince1970.rounded(.down)) }
         self.systemZone = TimeZones.systemName(environment: environment)
-        writer = try? SerialWorker(name: "syncups-sched", capacity: 16)
         timer = try? WallClockTimer(loop: loop) { [unowned self] clockWasSet in
             if clockWasSet { logger.info("the wall clock was set: planning the stand-ups' reminders again") }
             evaluate()
@@ -240,9 +240,14 @@ final class Scheduler {
                 logger.error("cannot write \(file.path): \(error)")
             }
         }
+        if writer == nil { writer = try? SerialWorker(name: "syncups-sched", capacity: 16) }
         if let writer { writer.run(job) } else { job() }
     }
 
     /// Waits for the last write (the daemon stops).
-    func close() { writer?.finish() }
+    func close() {
+        writer?.finish()
+        writer = nil
+        timer?.arm(at: nil)
+    }
 }
