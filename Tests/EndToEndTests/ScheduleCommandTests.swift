@@ -65,6 +65,28 @@ import Testing
         #expect(try again.client().result("status")["next"] == .null)
     }
 
+    /// A bar (`watch --once`, what tmux runs) counts down to a stand-up less than an hour away.
+    @Test func theBarCountsDownToTheNextStandUp() throws {
+        let daemon = try DaemonProcess()
+        let client = try daemon.client()
+        let id = try createDesign(client)
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        // A start 3¼ to 5 minutes away, at least 15 s from a minute's change of the countdown.
+        let base = spec.tv_sec + 240 + ((spec.tv_sec + 240) % 60 > 45 ? 60 : 0)
+        let start = base / 60 * 60
+        let expected = "Design in \((start - spec.tv_sec + 59) / 60) min"
+        let minute = start % 86_400 / 60
+        let clock = "\(minute / 60 < 10 ? "0" : "")\(minute / 60):\(minute % 60 < 10 ? "0" : "")\(minute % 60)"
+        _ = try client.result(
+            "schedule.set", ["syncup": id, "schedule": .string("daily \(clock)"), "timeZone": "UTC", "reminder": 0])
+        let bar = try CommandResult.run(
+            BuiltProducts.path("syncupsctl"), ["--socket", daemon.socketPath, "watch", "--once", "--format", "tmux"])
+        #expect(bar.standardOutput.contains(expected), "\(bar.standardOutput)")
+        let status = try CommandResult.run(BuiltProducts.path("syncupsctl"), ["--socket", daemon.socketPath, "status"])
+        #expect(status.standardOutput.contains("next:      \(expected) (daily \(clock) UTC)"))
+    }
+
     /// Real time: the reminder of a start two minutes away shows at its lead (the next minute boundary), not
     /// before, on the session bus; its Start button starts the meeting.
     @Test(.enabled(if: SessionBusFixture.unavailableReason == nil, "\(SessionBusFixture.unavailableReason ?? "")"))
