@@ -140,7 +140,9 @@ public final class SessionBus {
 
     private func scheduleRetry(_ reason: String) {
         guard retryTimer == nil else { return }
-        logger.warning("\(reason); MPRIS and notifications are off, trying again in \(retryDelay)")
+        // Once an outage: the later attempts (every 30 s at most) are for the debug log.
+        let line = "\(reason); MPRIS and notifications are off, trying again in \(retryDelay)"
+        if retryDelay == .seconds(1) { logger.warning(line) } else { logger.debug(line) }
         retryTimer = loop.schedule(after: retryDelay) { [unowned self] in connect() }
         retryDelay = min(retryDelay * 2, .seconds(30))
     }

@@ -272,6 +272,35 @@ struct NotificationTests {
         #expect(server.notifications.count == count)
     }
 
+    /// Real speech that fails mid-meeting (a speech command that crashes after a second of ALSA audio) is a
+    /// critical notification even at `notify important`; the meeting saved is one too; the floor is not.
+    @Test func speechThatFailsIsAnImportantNotification() throws {
+        let bus = try SessionBusFixture()
+        let server = try NotificationServerFixture(bus: bus)
+        let alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
+        let script = alsa.directory.appending("engine.sh")
+        Files.write(script, "head -c 32000 > /dev/null\nexit 3\n")
+        var environment = alsa.environment
+        for (key, value) in bus.environment { environment[key] = value }
+        let daemon = try DaemonProcess(
+            arguments: [
+                "--audio-device", "virtmic", "--no-cue", "--speech-command", "exec sh \(script)", "--notify",
+                "important",
+            ],
+            environment: environment)
+        let client = try daemon.client()
+        let created = try client.result(
+            "syncups.create", ["title": "Solo", "duration": 4, "attendees": ["Ann", "Bob"]])
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.start", ["syncup": try #require(created["id"])])
+        let failed = try #require(server.wait(timeout: .seconds(30)) { $0["summary"] == "Solo: speech failed" })
+        #expect(failed["body"] == "speech recognition failed: the speech command exited with status 3")
+        #expect(failed["urgency"] == 2)
+        _ = try client.nextEvent("session.ended", timeout: .seconds(30))
+        #expect(server.wait { $0["summary"] == "Solo: meeting saved" } != nil)
+        #expect(!server.notifications.contains { $0["summary"]?.stringValue?.contains("turn") == true })
+    }
+
     static func startAndSave(_ client: RawClient, _ watcher: RawClient) throws -> JSONValue {
         let id = try #require(try client.result("syncups.list")["syncups"]?[0]?["id"])
         _ = try client.result("session.start", ["syncup": id, "audio": false, "transcribe": false])
