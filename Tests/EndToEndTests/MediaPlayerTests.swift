@@ -5,7 +5,11 @@ import SyncUpsTestSupport
 import Testing
 
 /// The MPRIS player on a real private session bus, driven and read by the real `playerctl` (and `busctl`).
-@Suite(.enabled(if: SessionBusFixture.unavailableReason == nil, "\(SessionBusFixture.unavailableReason ?? "")"))
+/// Serialized: each test's dbus-daemon takes one of the user's inotify instances (128 for every process of
+/// the user), which parallel test runs exhausted.
+@Suite(
+    .serialized,
+    .enabled(if: SessionBusFixture.unavailableReason == nil, "\(SessionBusFixture.unavailableReason ?? "")"))
 struct MediaPlayerTests {
     /// A daemon on `bus`, once it owns the MPRIS name.
     static func daemon(on bus: SessionBusFixture, directory: TemporaryDirectory? = nil) throws -> DaemonProcess {
@@ -215,7 +219,9 @@ struct MediaPlayerTests {
 
 /// Desktop notifications on a private bus, to a notification server that records them and presses their
 /// buttons (`Tests/Tools/notification-server`).
-@Suite(.enabled(if: SessionBusFixture.unavailableReason == nil, "\(SessionBusFixture.unavailableReason ?? "")"))
+@Suite(
+    .serialized,
+    .enabled(if: SessionBusFixture.unavailableReason == nil, "\(SessionBusFixture.unavailableReason ?? "")"))
 struct NotificationTests {
     @Test func showsWhoHasTheFloorInPlaceAndItsButtonsPassAndPause() throws {
         let bus = try SessionBusFixture()

@@ -7,7 +7,7 @@ import Testing
 /// `schedule.*` and `syncupsctl schedule` against the built daemon: precise errors that change nothing,
 /// `syncups.schedule` beside `sync-ups.json`, and a reminder that arrives in real time as a notification
 /// whose Start button starts the meeting.
-@Suite struct ScheduleCommandTests {
+@Suite(.serialized) struct ScheduleCommandTests {
     func createDesign(_ client: RawClient) throws -> JSONValue {
         try #require(
             try client.result(
