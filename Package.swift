@@ -62,6 +62,8 @@ let package = Package(
             name: "SyncUpsVoice", dependencies: ["SyncUpsJSON"],
             swiftSettings: strictSettings + [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
+        // The desktop's session bus (sd-bus): the MPRIS player and notifications.
+        .target(name: "SyncUpsBus", dependencies: ["SyncUpsPOSIX", "CSystemd"], swiftSettings: strictSettings),
 
         // MARK: - Wiring and executables
 
@@ -69,7 +71,7 @@ let package = Package(
             name: "SyncUpsDaemon",
             dependencies: [
                 "SyncUpsCore", "SyncUpsJSON", "SyncUpsProtocol", "SyncUpsPOSIX", "SyncUpsPersistence",
-                "SyncUpsAudio", "SyncUpsSpeech", "SyncUpsSystemd", "SyncUpsVoice",
+                "SyncUpsAudio", "SyncUpsSpeech", "SyncUpsSystemd", "SyncUpsVoice", "SyncUpsBus",
             ],
             swiftSettings: strictSettings
         ),
@@ -122,8 +124,8 @@ let package = Package(
         .executableTarget(
             name: "syncups-bench",
             dependencies: [
-                "CSyncUpsShims", "SyncUpsCore", "SyncUpsJSON", "SyncUpsPersistence", "SyncUpsPOSIX", "SyncUpsSpeech",
-                "SyncUpsTestSupport",
+                "CSyncUpsShims", "SyncUpsBus", "SyncUpsCore", "SyncUpsJSON", "SyncUpsPersistence", "SyncUpsPOSIX",
+                "SyncUpsSpeech", "SyncUpsTestSupport",
             ],
             path: "Tests/Bench/syncups-bench",
             swiftSettings: strictSettings

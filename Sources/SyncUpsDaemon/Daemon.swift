@@ -25,6 +25,8 @@ public final class Daemon {
     private var stopReason: String?
     private let serviceManager = ServiceManager.live
     private var lastStatus = ""
+    /// The MPRIS player and notifications, once started.
+    private var desktop: DesktopSurfaces?
 
     /// Blocks the signals the daemon handles itself; call on the main thread before any thread starts.
     public init(
@@ -67,8 +69,10 @@ public final class Daemon {
         FileDescriptorLimit.raiseToHardLimit()
         Memory.mapLargeBlocksSeparately()
         let server = Server(loop: loop, limits: limits, version: SyncUpsVersion.current, logger: logger)
-        // Every published event may change the one-line status systemd shows.
+        // Every published event may change the one-line status systemd shows, and the MPRIS player.
         var updateStatus: () -> Void = {}
+        var updateDesktop: PublishEvent = { _, _, _ in }
+        let desktopStatus = DesktopStatus(reason: "connecting to the session bus")
         let services = try Services(
             loop: loop,
             server: server,
@@ -78,8 +82,19 @@ public final class Daemon {
             socketDescription: socket.ownedPath ?? "(from systemd)",
             startedAt: startedAt,
             logger: logger,
-            onPublish: { updateStatus() }
+            desktop: desktopStatus,
+            environment: environment,
+            onPublish: { topic, name, data in
+                updateStatus()
+                updateDesktop(topic, name, data)
+            }
         )
+        let desktop = DesktopSurfaces(
+            loop: loop, environment: environment, logger: logger, session: services.session,
+            scheduler: services.scheduler, status: desktopStatus)
+        desktop.notificationLevel = configuration.notifications
+        updateDesktop = { topic, name, data in desktop.published(topic, name, data) }
+        self.desktop = desktop
 
         do {
             try server.start(listener: socket.fd)
@@ -103,6 +118,8 @@ public final class Daemon {
             }
         }
         startWatchdog()
+        desktop.start()
+        services.scheduler.start()
 
         loop.run()
 
@@ -123,6 +140,8 @@ public final class Daemon {
                 return isStopRequested
             })
         server.shutDown(reason: stopReason ?? "stopping")
+        desktop.close()
+        services.scheduler.close()
         let failure = services.store.close()
         services.session.close()
         services.state.formerFile?.finish()
@@ -263,6 +282,7 @@ public final class Daemon {
         let reload = ConfigurationReload(started: configuration, current: current, new: new)
         current = new
         logger.changeMinimumLevel(to: new.logLevel)
+        desktop?.notificationLevel = new.notifications
         if !reload.appliedFromNextMeeting.isEmpty {
             services.session.settings = sessionSettings(
                 new, soundServer: services.session.settings.soundServer, isReload: true)

@@ -46,6 +46,7 @@ public final class InProcessDaemon {
 
     deinit {
         peer?.close()
+        services.scheduler.close()
         _ = services.store.close()
         services.session.close()
     }

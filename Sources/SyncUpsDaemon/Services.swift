@@ -13,9 +13,10 @@ final class Services {
     let state: DaemonState
     let session: SessionController
     let voices: VoiceService
+    let scheduler: Scheduler
 
     /// Opens the data directory (loading, recovering interrupted meetings) and wires it all together.
-    /// `onPublish` runs after every event is published.
+    /// `onPublish` runs after every event is published, with its topic, name and data.
     init(
         loop: EventLoop,
         server: Server,
@@ -27,17 +28,19 @@ final class Services {
         logger: Logger,
         uuid: UUIDGenerator = .random,
         wallClock: WallClock = .system,
-        onPublish: @escaping () -> Void = {}
+        desktop: DesktopStatus = DesktopStatus(),
+        environment: [String: String] = [:],
+        onPublish: @escaping PublishEvent = { _, _, _ in }
     ) throws(StartupError) {
         let publish: PublishEvent = { topic, name, data in
             server.publish(topic, name, data())
-            onPublish()
+            onPublish(topic, name, data)
         }
         var state: DaemonState?
         let loaded: SyncUpStore.LoadResult
         do {
             store = try SyncUpStore(directory: directory, loop: loop, wallClock: wallClock) { event in
-                Self.handle(event, state: state, server: server, logger: logger)
+                Self.handle(event, state: state, publish: publish, logger: logger)
             }
             loaded = try store.open()
         } catch {
@@ -85,6 +88,14 @@ final class Services {
         logger.info(voices.model.status)
         session.voices = voices
         voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
+        scheduler = Scheduler(
+            loop: loop, directory: directory, state: owner, logger: logger, wallClock: wallClock,
+            environment: environment)
+        let scheduleWarnings = scheduler.load()
+        for warning in scheduleWarnings { logger.warning(warning) }
+        scheduler.onAction = { [unowned owner, unowned session, unowned scheduler] action in
+            Self.perform(action, state: owner, session: session, scheduler: scheduler, logger: logger, publish: publish)
+        }
         let handler = CommandHandler(
             state: owner,
             server: server,
@@ -96,7 +107,9 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: wallClock(),
-                loadWarnings: loaded.warnings + shared + recovered + formerProblems
+                loadWarnings: loaded.warnings + shared + recovered + formerProblems + scheduleWarnings,
+                desktop: desktop,
+                scheduler: scheduler
             )
         )
         server.handler = handler.handle
@@ -108,7 +121,39 @@ final class Services {
         session.statusLine ?? "idle · \(state.syncUps.count) sync-up\(state.syncUps.count == 1 ? "" : "s")"
     }
 
-    private static func handle(_ event: SyncUpStore.Event, state: DaemonState?, server: Server, logger: Logger) {
+    /// A reminder is a `schedule.reminder` event (the desktop shows it as a notification); an automatic
+    /// start starts the meeting as `session.start` would, or says why it could not.
+    private static func perform(
+        _ action: ReminderPlanner.Action, state: DaemonState, session: SessionController, scheduler: Scheduler,
+        logger: Logger, publish: PublishEvent
+    ) {
+        switch action {
+        case .remind(let id, let start, let isLate):
+            guard let syncUp = state.syncUps.first(where: { $0.id == id }) else { return }
+            logger.info("reminder: \(syncUp.title) at \(start)\(isLate ? " (late: the machine was asleep)" : "")")
+            publish(.daemon, "schedule.reminder") {
+                [
+                    "syncup": .string(id.description), "title": .string(syncUp.title),
+                    "start": .string(UTCTime(Date(timeIntervalSince1970: Double(start))).rfc3339),
+                    "startSeconds": .int(Int(start)), "late": .bool(isLate),
+                    "schedule": .string(scheduler.schedules[id]?.text ?? ""),
+                    "timeZone": .string(scheduler.schedules[id]?.timeZone ?? ""),
+                ]
+            }
+        case .start(let id, _):
+            do {
+                _ = try session.start(syncUp: id.description, audio: nil, transcribe: nil)
+            } catch {
+                publish(.daemon, "daemon.warning") {
+                    ["message": .string("the scheduled start did not happen: \(error.message)")]
+                }
+            }
+        }
+    }
+
+    private static func handle(
+        _ event: SyncUpStore.Event, state: DaemonState?, publish: PublishEvent, logger: Logger
+    ) {
         switch event {
         case .reloaded(let syncUps):
             state?.replaceAll(with: syncUps)
@@ -116,14 +161,15 @@ final class Services {
             logger.error(
                 "another program wrote an invalid sync-ups.json (\(reason)); moved it to \(movedTo) and rewrote the current state"
             )
-            server.publish(
-                .daemon, "daemon.warning", ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")])
+            publish(.daemon, "daemon.warning") {
+                ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")]
+            }
         case .writeFailed(let message):
             logger.error("\(message); keeping the state in memory and retrying")
-            server.publish(.daemon, "persistence.failed", ["error": .string(message)])
+            publish(.daemon, "persistence.failed") { ["error": .string(message)] }
         case .writeRecovered:
             logger.notice("writing sync-ups.json works again")
-            server.publish(.daemon, "persistence.recovered", [:])
+            publish(.daemon, "persistence.recovered") { [:] }
         }
     }
 }

@@ -10,6 +10,19 @@ import Testing
         "transcript": "hello",
     ]
 
+    /// Idle within the hour before a scheduled start, the bar counts down to it (whole minutes, rounded up);
+    /// before that hour, and once it began, it says the idle text.
+    @Test func countsDownToTheNextScheduledStandUpWhenIdle() {
+        var line = StatusLine()
+        line.upcoming = StatusLine.Upcoming(title: "Design", start: 10_000)
+        #expect(line.render(.idle, format: .template("{speaker}"), now: 10_000 - 240) == "Design in 4 min")
+        #expect(line.render(.idle, format: .template("{speaker}"), now: 10_000 - 181) == "Design in 4 min")
+        #expect(line.render(.idle, format: .template("{speaker}"), now: 10_000 - 3600) == "Design in 60 min")
+        #expect(line.render(.idle, format: .template("{speaker}"), now: 10_000 - 3601) == "no meeting")
+        #expect(line.render(.idle, format: .template("{speaker}"), now: 10_000) == "no meeting")
+        #expect(line.render(.idle, format: .template("{speaker}")) == "no meeting")
+    }
+
     @Test func fillsTemplatesWithEveryPlaceholder() {
         let values = StatusLine.values(session)
         #expect(Set(values.keys) == Set(StatusLine.placeholders))

@@ -24,6 +24,8 @@ public final class DaemonProcess {
         dataPath = directory.appending("data")
         var fullEnvironment = Subprocess.currentEnvironment()
         fullEnvironment["XDG_CONFIG_HOME"] = directory.appending("config")
+        // The desktop's session bus only when a test brings its own (`SessionBusFixture`).
+        fullEnvironment["DBUS_SESSION_BUS_ADDRESS"] = nil
         for (key, value) in environment { fullEnvironment[key] = value }
         // A wrapper (`setpriv --reuid=…`) runs the daemon through another program.
         let daemonArguments = ["--socket", socketPath, "--data-dir", dataPath, "--log-level", "debug"] + arguments

@@ -8,15 +8,16 @@
 # `syncupsctl ids ID`); when it does not answer, nothing is offered. Needs bash 4.
 
 _syncupsctl_commands=(status ping devices voices themes list ids show add edit rm meeting rm-meeting stats export start next
-    pause resume toggle absent back end session call watch help)
+    pause resume toggle absent back end session schedule call watch help)
 _syncupsctl_themes=(bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple
     seafoam sky tan teal yellow)
 _syncupsctl_requests=(ping status themes.list syncups.list syncups.get syncups.create syncups.update
     syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause
-    session.resume session.absent session.back session.end devices voices voices.forget subscribe unsubscribe)
+    session.resume session.absent session.back session.end schedule.list schedule.set schedule.clear devices voices
+    voices.forget subscribe unsubscribe)
 
 # Options that take a value, global or of a command.
-_syncupsctl_value_options=' --socket --timeout --duration --theme --attendee --title --add-attendee --remove-attendee --rename-attendee --absent --format --output --text --idle-text --offline-text --topic --last '
+_syncupsctl_value_options=' --socket --timeout --duration --theme --attendee --title --add-attendee --remove-attendee --rename-attendee --absent --format --output --text --idle-text --offline-text --topic --last --tz --reminder '
 
 # Runs the syncupsctl being completed, with the command line's --socket, quietly.
 _syncupsctl_run() {
@@ -187,6 +188,7 @@ _syncupsctl() {
             end) options+=(--save --discard --no-wait) ;;
             rm | delete | rm-meeting) options+=(--yes) ;;
             stats) options+=(--last) ;;
+            schedule) options+=(--tz --reminder --auto-start --no-auto-start --clear) ;;
             ids) options+=(--attendees) ;;
             watch) options=(--format --topic --once --text --idle-text --offline-text --clicks --no-clicks --help) ;;
         esac
@@ -201,7 +203,7 @@ _syncupsctl() {
 
     local ids=()
     case $command:${#positionals[@]} in
-        ids:0 | show:0 | edit:0 | rm:0 | delete:0 | start:0 | meeting:0 | rm-meeting:0 | stats:0 | export:0)
+        ids:0 | show:0 | edit:0 | rm:0 | delete:0 | start:0 | meeting:0 | rm-meeting:0 | stats:0 | export:0 | schedule:0)
             _syncupsctl_syncups "$cur"
             ;;
         meeting:1 | rm-meeting:1 | export:1)

@@ -120,18 +120,19 @@ complete -c syncupsctl -n __syncupsctl_needs_command -a absent -d 'Mark someone 
 complete -c syncupsctl -n __syncupsctl_needs_command -a back -d 'Someone marked absent is here after all'
 complete -c syncupsctl -n __syncupsctl_needs_command -a end -d 'End the meeting'
 complete -c syncupsctl -n __syncupsctl_needs_command -a session -d 'Show the meeting being recorded'
+complete -c syncupsctl -n __syncupsctl_needs_command -a schedule -d "Show, set or clear the stand-ups' schedules"
 complete -c syncupsctl -n __syncupsctl_needs_command -a call -d 'Send any request'
 complete -c syncupsctl -n __syncupsctl_needs_command -a watch -d 'Follow the daemon'
 complete -c syncupsctl -n __syncupsctl_needs_command -a help -d "Show a command's options"
 
 # Arguments: sync-up and meeting ids from the daemon, command names, request names.
-complete -c syncupsctl -n '__syncupsctl_at 0 ids show edit rm delete start meeting rm-meeting stats export' \
+complete -c syncupsctl -n '__syncupsctl_at 0 ids show edit rm delete start meeting rm-meeting stats export schedule' \
     -a '(__syncupsctl_syncups)'
 complete -c syncupsctl -n '__syncupsctl_at 1 meeting rm-meeting export' -a '(__syncupsctl_meetings)'
 complete -c syncupsctl -n '__syncupsctl_at 0 help' \
-    -a 'status ping devices voices themes list ids show add edit rm meeting rm-meeting stats export start next pause resume toggle absent back end session call watch'
+    -a 'status ping devices voices themes list ids show add edit rm meeting rm-meeting stats export start next pause resume toggle absent back end session schedule call watch'
 complete -c syncupsctl -n '__syncupsctl_at 0 call' \
-    -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.absent session.back session.end devices voices voices.forget subscribe unsubscribe'
+    -a 'ping status themes.list syncups.list syncups.get syncups.create syncups.update syncups.delete meetings.get meetings.delete session.start session.get session.next session.pause session.resume session.absent session.back session.end schedule.list schedule.set schedule.clear devices voices voices.forget subscribe unsubscribe'
 
 # Options of the commands.
 set -l __syncupsctl_themes bubblegum buttercup indigo lavender magenta navy orange oxblood periwinkle poppy purple seafoam sky tan teal yellow
@@ -148,6 +149,11 @@ complete -c syncupsctl -n '__syncupsctl_using export' -l format -x -a 'md\tMarkd
 complete -c syncupsctl -n '__syncupsctl_using export' -l output -r -F -d 'Write to this file'
 complete -c syncupsctl -n '__syncupsctl_using stats' -l last -x -d 'Only the N newest meetings'
 complete -c syncupsctl -n '__syncupsctl_using start' -l absent -x -d 'Someone not here today (repeat)'
+complete -c syncupsctl -n '__syncupsctl_using schedule' -l tz -x -d 'A tzdata zone (Europe/Berlin)'
+complete -c syncupsctl -n '__syncupsctl_using schedule' -l reminder -x -d 'Minutes before the start the reminder shows'
+complete -c syncupsctl -n '__syncupsctl_using schedule' -l auto-start -d 'Start the meeting at its time by itself'
+complete -c syncupsctl -n '__syncupsctl_using schedule' -l no-auto-start -d 'Do not start it by itself'
+complete -c syncupsctl -n '__syncupsctl_using schedule' -l clear -d 'Remove the schedule'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-audio -d 'Run the timer only, recording nothing'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-transcribe -d 'Record audio but make no transcript'
 complete -c syncupsctl -n '__syncupsctl_using start' -l no-call -d 'Record the microphone only, not the call'

@@ -107,6 +107,13 @@ enum Format {
             if let device = status["audioDevice"]?.stringValue { text += "audio:     \(device), idle\n" }
             text += "speech:    \(engine)\(status["speechEngine"]?.stringValue == nil ? "" : ", idle")\n"
         }
+        if let next = status["next"], next != .null {
+            text +=
+                "next:      \(string(next["title"])) \(inTime(int(next["inSeconds"]))) (\(string(next["schedule"])) \(string(next["timeZone"])))\n"
+        }
+        if let desktop = status["desktop"], desktop != .null {
+            text += "desktop:   \(desktopState(desktop))\n"
+        }
         if let persistence = status["persistence"] {
             if let error = persistence["lastError"]?.stringValue { text += "ERROR:     \(error)\n" }
             for warning in persistence["warnings"]?.arrayValue ?? [] { text += "warning:   \(string(warning))\n" }
@@ -126,6 +133,17 @@ enum Format {
             ])
         }
         return "voices: \(string(voices["model"]))\n" + table.text
+    }
+
+    /// `MPRIS org.mpris.MediaPlayer2.syncupsd, notifications all`, or why the session bus is off.
+    static func desktopState(_ desktop: JSONValue) -> String {
+        switch desktop["sessionBus"]?.stringValue {
+        case "connected":
+            let mpris = desktop["mpris"]?.stringValue.map { "MPRIS \($0)" } ?? "MPRIS name not taken yet"
+            return "\(mpris), notifications \(string(desktop["notify"]))"
+        case "connecting": return "connecting to the session bus"
+        default: return "MPRIS and notifications off: \(string(desktop["reason"]))"
+        }
     }
 
     /// The sound server and its sources as a table, or why there is none.

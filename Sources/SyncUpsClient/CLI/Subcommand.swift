@@ -16,5 +16,6 @@ struct Subcommand: Sendable {
 extension Syncupsctl {
     static let allCommands: [Subcommand] =
         daemonCommands + syncUpCommands + meetingCommands + [statsCommand, exportCommand] + sessionCommands
+        + [scheduleCommand]
         + rawCommands
 }

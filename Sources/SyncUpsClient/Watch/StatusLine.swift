@@ -43,8 +43,30 @@ public struct StatusLine: Sendable, Equatable {
     public var idleText = "no meeting"
     public var offlineText = "syncupsd offline"
     public var busyText = "syncupsd busy"
+    /// The next scheduled stand-up (`schedule.list`'s first), for the idle line.
+    public var upcoming: Upcoming?
+
+    /// A scheduled start: the sync-up's title and when (UTC seconds).
+    public struct Upcoming: Sendable, Equatable {
+        public var title: String
+        public var start: Int64
+
+        public init(title: String, start: Int64) {
+            self.title = title
+            self.start = start
+        }
+    }
+
+    /// How long before a scheduled start the idle line counts down to it instead of `idleText`.
+    public static let countdownSeconds: Int64 = 3600
 
     public init() {}
+
+    /// `Design in 4 min` within the hour before the next scheduled start (at `now`, UTC seconds), else nil.
+    public func countdown(now: Int64) -> String? {
+        guard let upcoming, upcoming.start > now, upcoming.start - now <= Self.countdownSeconds else { return nil }
+        return "\(upcoming.title) in \((upcoming.start - now + 59) / 60) min"
+    }
 
     /// Every placeholder a template may use.
     public static let placeholders = [
@@ -146,14 +168,14 @@ public struct StatusLine: Sendable, Equatable {
 
     /// The line for `situation`, without the newline. Empty only when the user chose an empty text: bars hide
     /// a module on an empty line, which `--idle-text ''` uses on purpose and an outage must never cause.
-    public func render(_ situation: Situation, format: Format) -> String {
+    public func render(_ situation: Situation, format: Format, now: Int64? = nil) -> String {
         let state: String
         var values: [String: String] = [:]
         let text: String
         switch situation {
         case .idle:
             state = "idle"
-            text = idleText.visibleOnOneLine
+            text = (now.flatMap(countdown(now:)) ?? idleText).visibleOnOneLine
         case .offline:
             state = "offline"
             text = offlineText.visibleOnOneLine

@@ -87,7 +87,11 @@ struct Watch {
         do {
             let connection = try context.connect()
             let session = try context.call(on: connection, "session.get")
-            context.print(line.render(session == .null ? .idle : .meeting(session), format: statusFormat) + "\n")
+            var bar = line
+            if session == .null { bar.upcoming = fetchUpcoming() }
+            context.print(
+                bar.render(session == .null ? .idle : .meeting(session), format: statusFormat, now: Self.wallSeconds())
+                    + "\n")
         } catch let error where error.exitCode == .unavailable {
             context.print(line.render(.offline, format: statusFormat) + "\n")
         } catch let error where error.exitCode == .temporaryFailure {
@@ -170,8 +174,10 @@ struct Watch {
         var situation = StatusLine.Situation.idle
         if let session = subscribed["snapshot"]?["session"], session != .null { situation = .meeting(session) }
 
+        var bar = line
+        if !isEventStream { bar.upcoming = fetchUpcoming() }
         func emitStatus() -> Bool {
-            let rendered = line.render(situation, format: statusFormat)
+            let rendered = bar.render(situation, format: statusFormat, now: Self.wallSeconds())
             guard rendered != lastLine else { return true }
             lastLine = rendered
             return context.output.out(rendered + "\n")
@@ -188,8 +194,14 @@ struct Watch {
             ]
             if clicks != nil { pollers.append(pollfd(fd: 0, events: Int16(POLLIN), revents: 0)) }
             if connection.pendingEvents.isEmpty && !connection.hasBufferedLine {
-                if retryingInterrupts({ poll(&pollers, nfds_t(pollers.count), -1) }) < 0 {
-                    return .disconnected("poll failed: \(Errno.current)")
+                let timeout = isEventStream ? -1 : Self.countdownTimeout(bar.upcoming)
+                let ready = retryingInterrupts({ poll(&pollers, nfds_t(pollers.count), timeout) })
+                if ready < 0 { return .disconnected("poll failed: \(Errno.current)") }
+                if ready == 0 {
+                    // The idle line's countdown moved on a minute (or its hour began): the schedules again.
+                    bar.upcoming = fetchUpcoming()
+                    if !emitStatus() { return .outputClosed }
+                    continue
                 }
             }
             if Self.isClosed(pollers[1]) || parent?.isParentGone == true { return .outputClosed }
@@ -229,6 +241,37 @@ struct Watch {
             }
             if !emitStatus() { return .outputClosed }
         }
+    }
+
+    /// The next scheduled start for the idle line's countdown (`schedule.list`; none from a daemon without it).
+    private func fetchUpcoming() -> StatusLine.Upcoming? {
+        guard let list = try? context.call("schedule.list"), let first = list[0],
+            let seconds = first["inSeconds"]?.numberValue?.int64, let title = first["title"]?.stringValue
+        else { return nil }
+        return StatusLine.Upcoming(title: title, start: Self.wallSeconds() + seconds)
+    }
+
+    /// How long the poll may wait before the idle countdown changes (milliseconds), or -1 with none ahead;
+    /// at most half an hour, so that a schedule set meanwhile shows.
+    static func countdownTimeout(_ upcoming: StatusLine.Upcoming?) -> CInt {
+        guard let upcoming else { return -1 }
+        let now = Self.wallSeconds()
+        let untilStart = upcoming.start - now
+        let wait: Int64
+        if untilStart > StatusLine.countdownSeconds {
+            wait = min(untilStart - StatusLine.countdownSeconds, 1800)
+        } else if untilStart > 0 {
+            wait = (untilStart - 1) % 60 + 1  // to the next whole minute of the countdown
+        } else {
+            wait = 1800
+        }
+        return CInt(wait * 1000)
+    }
+
+    static func wallSeconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec)
     }
 
     /// i3blocks sends `{"button": N, …}` per click (or just the number): 1 passes the floor, 3 pauses or resumes.

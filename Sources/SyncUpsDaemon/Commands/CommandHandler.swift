@@ -24,6 +24,10 @@ final class CommandHandler {
         var startedAt: MonotonicInstant
         var startDate: Date
         var loadWarnings: [String]
+        /// The session bus, the MPRIS player (the `desktop` object).
+        var desktop: DesktopStatus
+        /// The stand-ups' schedules (`schedule.*`, the `next` object).
+        var scheduler: Scheduler?
     }
 
     init(
@@ -144,6 +148,18 @@ final class CommandHandler {
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.session.request(.markBack(try arguments.string("attendee")))
             }),
+        Command("schedule.list", value: { handler, _, _ in handler.status.scheduler?.list() ?? .array([]) }),
+        Command(
+            "schedule.set", ["syncup", "schedule", "timeZone", "reminder", "autoStart"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in try handler.setSchedule(arguments)
+            }),
+        Command(
+            "schedule.clear", ["syncup"],
+            value: {
+                (handler, arguments, _) throws(ProtocolError) in
+                try handler.scheduler().clear(syncUp: try arguments.string("syncup"))
+            }),
         Command("devices", value: { handler, _, _ in handler.session.devicesJSON }),
         Command("voices", value: { handler, _, _ in handler.voices.json(handler.state.syncUps) }),
         Command(
@@ -219,6 +235,10 @@ final class CommandHandler {
         /// The speech engine and audio device change with the settings, on SIGHUP (an integer: the stamp is
         /// taken for every 256th replayed `status`, and copying and comparing the two strings was most of it).
         var settingsGeneration: Int
+        /// Counts the changes of the `desktop` object (the session bus came or went, a name was taken).
+        var desktopGeneration: Int
+        /// Counts the changes of the schedules and of their next start.
+        var scheduleGeneration: Int
     }
 
     /// What `status` says now, unless a session runs (its object changes without any of the other fields
@@ -239,7 +259,8 @@ final class CommandHandler {
             uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
             connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
             timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
-            isSynced: store.isDurable, settingsGeneration: session.settingsGeneration)
+            isSynced: store.isDurable, settingsGeneration: session.settingsGeneration,
+            desktopGeneration: status.desktop.generation, scheduleGeneration: status.scheduler?.generation ?? 0)
         if stamp != statusStamp {
             statusStamp = stamp
             statusGeneration += 1
@@ -313,6 +334,10 @@ final class CommandHandler {
         JSONWriter.writeString(voices.model.status, into: &bytes)
         JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)
         JSONWriter.writeString(session.settings.audioDeviceName, into: &bytes)
+        JSONWriter.appendASCII(#","next":"#, to: &bytes)
+        writer.write(status.scheduler?.statusJSON ?? .null, into: &bytes)
+        JSONWriter.appendASCII(#","desktop":"#, to: &bytes)
+        writer.write(status.desktop.json, into: &bytes)
         JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
         if let error = persistenceError {
             JSONWriter.writeString(error, into: &bytes)
@@ -560,6 +585,26 @@ final class CommandHandler {
         let syncUpID = state.syncUps[syncUpIndex].id
         let meeting = state.deleteMeeting(syncUpIndex, meetingIndex)
         return ["syncup": .string(syncUpID.description), "meeting": .string(meeting.id.description)]
+    }
+
+    // MARK: - Schedules
+
+    private func scheduler() throws(ProtocolError) -> Scheduler {
+        guard let scheduler = status.scheduler else {
+            throw ProtocolError(.invalidState, "this daemon keeps no schedules")
+        }
+        return scheduler
+    }
+
+    private func setSchedule(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+        let reminder = try arguments.optionalInt("reminder")
+        if let reminder, !(0...1440).contains(reminder) {
+            throw ProtocolError(.invalidArgument, "reminder: \(reminder) minutes; give 0 to 1440")
+        }
+        return try scheduler().set(
+            syncUp: try arguments.string("syncup"), schedule: try arguments.string("schedule"),
+            timeZone: try arguments.optionalString("timeZone"), reminder: reminder,
+            autoStart: try arguments.optionalBool("autoStart"))
     }
 
     // MARK: - Sessions

@@ -29,6 +29,8 @@ public struct Configuration: Sendable, Equatable {
     public var voiceModel: String?
     /// A JSGF grammar used instead of the language model (small vocabularies, exact results).
     public var speechGrammar: String?
+    /// Which desktop notifications to show (`notify`): changes at once on SIGHUP.
+    public var notifications = NotificationLevel.all
     /// The config file given with `--config`; nil means the default place (`ConfigurationLoader`).
     public var configFile: String?
     /// False after `--no-config`: no file is read, not even the default one.
@@ -60,4 +62,13 @@ public enum CallAudio: Sendable, Equatable {
         case .source(let name): name
         }
     }
+}
+
+/// `notify`: which desktop notifications the daemon shows (org.freedesktop.Notifications).
+public enum NotificationLevel: String, CaseIterable, Sendable, Equatable {
+    /// Every change of the floor, a pause, the meeting saved, and what went wrong.
+    case all
+    /// Only the meeting saved and what went wrong (speech failed, sync-ups.json cannot be written).
+    case important
+    case none
 }

@@ -223,6 +223,22 @@ struct ConfigurationOption: Sendable {
             }
         ),
         ConfigurationOption(
+            name: "notify",
+            kind: .choice(NotificationLevel.allCases.map(\.rawValue)),
+            placeholder: "all|important|none",
+            defaultDescription: "all",
+            help:
+                "desktop notifications: all (the floor passes, a pause, the meeting saved, failures), important (saved and failures) or none",
+            reload: .atOnce,
+            value: { $0.notifications.rawValue },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                guard let level = NotificationLevel(rawValue: value) else {
+                    throw .invalidValue(value, "all, important or none")
+                }
+                configuration.notifications = level
+            }
+        ),
+        ConfigurationOption(
             name: "log-level",
             kind: .choice(Logger.Level.allCases.reversed().map(\.name)),
             placeholder: "LEVEL",

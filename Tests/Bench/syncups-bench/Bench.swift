@@ -1,7 +1,7 @@
 // syncups-bench: the figures of `make bench`, printed as a table and written as JSON.
 //
 //   syncups-bench [--quick] [--json FILE]
-//       [--only roundtrip,limit,instructions,fanout,store,scale,flood,startup,idle,speech,callaudio]
+//       [--only roundtrip,limit,instructions,fanout,store,scale,flood,startup,idle,speech,callaudio,mpris]
 //       [--speech-command COMMAND]
 //   syncups-bench soak [--seconds N] [--json FILE] [--language-model]      (make soak; see Soak.swift)
 //
@@ -39,6 +39,7 @@ struct Bench {
         var jsonPath = ".build/bench/results.json"
         var only: Set<String> = [
             "roundtrip", "instructions", "fanout", "store", "scale", "flood", "startup", "idle", "speech", "callaudio",
+            "mpris",
         ]
         var speechCommand: String?
         while !arguments.isEmpty {
@@ -73,6 +74,7 @@ struct Bench {
         if only.contains("idle") { report.append("activity", try activity(seconds: quick ? 3 : 10)) }
         if only.contains("speech") { report.append("speech", try speech(command: speechCommand)) }
         if only.contains("callaudio") { report.append("callAudio", try CallAudioBench.run()) }
+        if only.contains("mpris") { report.append("mpris", try BusBench.run(rounds: quick ? 50 : 300)) }
 
         mkdir(".build", 0o755)
         mkdir(".build/bench", 0o755)

@@ -49,8 +49,10 @@ final class Daemon: Sendable {
     var pid: pid_t { process.pid }
 
     /// syncupsd from the same build as this benchmark.
-    static func syncupsd(_ extra: [String] = [], dataDirectory: String? = nil, wrapper: [String] = []) throws -> Daemon
-    {
+    static func syncupsd(
+        _ extra: [String] = [], dataDirectory: String? = nil, environment: [String: String] = [:],
+        wrapper: [String] = []
+    ) throws -> Daemon {
         let directory = temporaryDirectory("syncupsd")
         let socket = directory + "/socket"
         return try Daemon(
@@ -61,6 +63,7 @@ final class Daemon: Sendable {
             ] + extra,
             socketPath: socket,
             directory: directory,
+            environment: environment,
             wrapper: wrapper
         )
     }

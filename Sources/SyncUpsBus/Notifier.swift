@@ -1,0 +1,129 @@
+/// A desktop notification: what it says, its buttons, and the slot it takes. One notification a slot is on
+/// screen at a time: a new one in the same slot replaces the last in place (`replaces_id`).
+public struct DesktopNotification: Equatable, Sendable {
+    public enum Urgency: UInt8, Sendable {
+        case low = 0
+        case normal = 1
+        case critical = 2
+    }
+
+    public var slot: String
+    public var summary: String
+    public var body: String
+    /// Action keys and their labels ("next", "Next").
+    public var actions: [Action]
+    public var urgency: Urgency
+
+    public struct Action: Equatable, Sendable {
+        public var key: String
+        public var label: String
+        public init(_ key: String, _ label: String) {
+            self.key = key
+            self.label = label
+        }
+    }
+
+    public init(slot: String, summary: String, body: String, actions: [Action] = [], urgency: Urgency = .normal) {
+        self.slot = slot
+        self.summary = summary
+        self.body = body
+        self.actions = actions
+        self.urgency = urgency
+    }
+}
+
+/// The desktop's notification server (`org.freedesktop.Notifications`) as the daemon uses it: `show` sends
+/// `Notify` without waiting, replacing the slot's last notification; an `ActionInvoked` for one of ours
+/// calls `onAction` with its slot and action key. Without a bus (or a server) notifications are dropped.
+public final class Notifier {
+    static let destination = "org.freedesktop.Notifications"
+    static let path = "/org/freedesktop/Notifications"
+    static let interface = "org.freedesktop.Notifications"
+
+    private var connection: BusConnection?
+    /// The server's id of each slot's notification on screen.
+    private var ids: [String: UInt32] = [:]
+    /// Slots whose `Notify` has not been answered yet, and the notification to send once it is (the newest).
+    private var pending: [String: DesktopNotification?] = [:]
+    /// Called with the slot and the action key of an action invoked on one of ours.
+    public var onAction: (_ slot: String, _ action: String) -> Void = { _, _ in }
+    /// The last `Notify` that failed, for `status`.
+    public private(set) var lastError: String?
+    private let appName: String
+
+    public init(bus: SessionBus, appName: String = "syncupsd") {
+        self.appName = appName
+        bus.onConnection.append { [unowned self] connection in attach(connection) }
+        let onStateChange = bus.onStateChange
+        bus.onStateChange = { [unowned self, unowned bus] in
+            if !bus.isConnected, connection != nil {
+                connection = nil
+                ids = [:]
+                pending = [:]
+            }
+            onStateChange()
+        }
+    }
+
+    private func attach(_ connection: BusConnection) {
+        self.connection = connection
+        ids = [:]
+        pending = [:]
+        connection.matchSignal(interface: Self.interface, member: "ActionInvoked") { [unowned self] signal in
+            guard signal.signature == "us", let id = signal.uint32(), let action = signal.string(),
+                let slot = ids.first(where: { $0.value == id })?.key
+            else { return }
+            onAction(slot, action)
+        }
+        connection.matchSignal(interface: Self.interface, member: "NotificationClosed") { [unowned self] signal in
+            guard signal.signature.hasPrefix("u"), let id = signal.uint32(),
+                let slot = ids.first(where: { $0.value == id })?.key
+            else { return }
+            ids[slot] = nil
+        }
+    }
+
+    /// Shows `notification`, replacing its slot's last one.
+    public func show(_ notification: DesktopNotification) {
+        guard let connection else { return }
+        if pending[notification.slot] != nil {
+            // Its slot's id is not known yet: this one follows once it is, so it replaces rather than stacks.
+            pending[notification.slot] = .some(notification)
+            return
+        }
+        pending[notification.slot] = .some(nil)
+        let actions = notification.actions.flatMap { [$0.key, $0.label] }
+        connection.callMethod(
+            destination: Self.destination, path: Self.path, interface: Self.interface, member: "Notify",
+            arguments: [
+                .string(appName), .uint32(ids[notification.slot] ?? 0), .string(""), .string(notification.summary),
+                .string(notification.body), .strings(actions),
+                .dictionary([("urgency", .byte(notification.urgency.rawValue)), ("desktop-entry", .string("syncupsd"))]
+                ),
+                .int32(-1),
+            ]
+        ) { [unowned self, weak connection] result in
+            guard let connection, connection === self.connection else { return }
+            switch result {
+            case .success(let reply):
+                lastError = nil
+                if let id = reply.uint32() { ids[notification.slot] = id }
+            case .failure(let error):
+                lastError = error.message
+            }
+            let next = pending[notification.slot] ?? nil
+            pending[notification.slot] = nil
+            if let next { show(next) }
+        }
+    }
+
+    /// Closes the slot's notification, if one shows.
+    public func close(slot: String) {
+        guard let connection, let id = ids[slot] else { return }
+        ids[slot] = nil
+        connection.callMethod(
+            destination: Self.destination, path: Self.path, interface: Self.interface, member: "CloseNotification",
+            arguments: [.uint32(id)]
+        ) { _ in }
+    }
+}

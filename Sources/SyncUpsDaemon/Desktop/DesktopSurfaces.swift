@@ -1,0 +1,271 @@
+import Glibc
+import SyncUpsBus
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// What `status` says about the desktop's surfaces (the `desktop` object), and a generation that counts its
+/// changes for the replayed `status` (`StatusStamp`). Filled in by `DesktopSurfaces`; an in-process daemon
+/// has none and says so.
+final class DesktopStatus {
+    private(set) var json: JSONValue
+    private(set) var generation = 0
+
+    init(reason: String = "not started (a daemon in process)") {
+        json = Self.off(reason)
+    }
+
+    func set(_ new: JSONValue) {
+        guard new != json else { return }
+        json = new
+        generation += 1
+    }
+
+    /// `sessionBus` (connected, connecting or off), `reason` it is off, the `mpris` name owned, and the
+    /// `notify` level.
+    static func json(bus: String, reason: String?, mpris: String?, notify: String) -> JSONValue {
+        .object([
+            "sessionBus": .string(bus), "reason": reason.map(JSONValue.string) ?? .null,
+            "mpris": mpris.map(JSONValue.string) ?? .null, "notify": .string(notify),
+        ])
+    }
+
+    static func off(_ reason: String) -> JSONValue {
+        json(bus: "off", reason: reason, mpris: nil, notify: NotificationLevel.none.rawValue)
+    }
+}
+
+/// The desktop's own surfaces over the session bus: the MPRIS player, derived from the session on every
+/// event the daemon publishes (`sessionChanged`), and its media keys' commands performed as the socket's
+/// `session.*` commands are.
+final class DesktopSurfaces {
+    let bus: SessionBus
+    let player: MediaPlayer
+    let notifier: Notifier
+    /// `notify`: which notifications show; SIGHUP changes it.
+    var notificationLevel = NotificationLevel.all {
+        didSet { updateStatus() }
+    }
+    private unowned let session: SessionController
+    private unowned let scheduler: Scheduler
+    /// The sync-up and start of the reminder on screen, for its buttons.
+    private var reminder: (id: SyncUp.ID, start: Int64)?
+    private let status: DesktopStatus
+
+    init(
+        loop: EventLoop, environment: [String: String], logger: Logger, session: SessionController,
+        scheduler: Scheduler, status: DesktopStatus
+    ) {
+        self.session = session
+        self.scheduler = scheduler
+        self.status = status
+        bus = SessionBus(loop: loop, environment: environment, logger: logger)
+        let player = MediaPlayer(
+            bus: bus, instance: "\(getpid())",
+            position: { [unowned session] in Self.position(session) },
+            perform: { [unowned session] command in Self.perform(command, session: session) })
+        self.player = player
+        notifier = Notifier(bus: bus)
+        notifier.onAction = { [unowned self] slot, action in actionInvoked(slot: slot, action: action) }
+        let onStateChange = bus.onStateChange  // the player's and the notifier's
+        bus.onStateChange = { [unowned self] in
+            onStateChange()
+            updateStatus()
+        }
+        player.onNameChange = { [unowned self] in
+            if let name = self.player.ownedName { logger.notice("MPRIS: \(name) on the session bus") }
+            updateStatus()
+        }
+        updateStatus()
+        sessionChanged()
+    }
+
+    func start() { bus.start() }
+
+    func close() { bus.close() }
+
+    private func updateStatus() {
+        let notify = notificationLevel.rawValue
+        switch bus.state {
+        case .off(let reason):
+            status.set(DesktopStatus.json(bus: "off", reason: reason, mpris: nil, notify: notify))
+        case .connecting:
+            status.set(DesktopStatus.json(bus: "connecting", reason: nil, mpris: nil, notify: notify))
+        case .connected:
+            status.set(DesktopStatus.json(bus: "connected", reason: nil, mpris: player.ownedName, notify: notify))
+        }
+    }
+
+    /// Runs after every published event: the player's state follows the session's, and some events show a
+    /// notification.
+    func published(_ topic: Topic, _ name: String, _ data: () -> JSONValue) {
+        sessionChanged()
+        guard notificationLevel != .none, bus.isConnected, name != "session.tick", name != "session.transcript"
+        else { return }
+        if name == "schedule.reminder" {
+            let event = data()
+            if let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
+                let start = event["startSeconds"]?.numberValue?.int64
+            {
+                reminder = (id, start)
+            }
+        }
+        if let notification = Self.notification(for: name, data, machine: session.active?.machine),
+            notificationLevel == .all || notification.urgency == .critical
+                || ["saved", "reminder"].contains(notification.slot)
+        {
+            notifier.show(notification)
+        }
+    }
+
+    func sessionChanged() {
+        player.update(Self.playerState(session.active?.machine))
+    }
+
+    /// The notification an event shows, if any: the floor (one slot, replaced in place, with Next and Pause),
+    /// the meeting saved, and what went wrong (critical).
+    static func notification(for name: String, _ data: () -> JSONValue, machine: SessionMachine?)
+        -> DesktopNotification?
+    {
+        switch name {
+        case "session.started", "session.speaker", "session.resumed":
+            guard let machine, machine.phase == .running, let speaker = machine.speaker else { return nil }
+            let speakerName = speaker.name.isEmpty ? "(no name)" : speaker.name
+            let left =
+                machine.secondsPerAttendee
+                - (machine.secondsElapsed - machine.speakerIndex * machine.secondsPerAttendee)
+            return DesktopNotification(
+                slot: "floor", summary: "\(speakerName)'s turn · \(DurationText.clock(left))",
+                body: "\(machine.syncUp.title) · \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)",
+                actions: [.init("next", "Next"), .init("pause", "Pause")], urgency: .low)
+        case "session.paused":
+            guard let machine else { return nil }
+            return DesktopNotification(
+                slot: "floor", summary: "\(machine.syncUp.title) paused",
+                body:
+                    "\(machine.speaker?.name ?? "nobody") has the floor, \(DurationText.clock(machine.durationRemaining)) left",
+                actions: [.init("resume", "Resume"), .init("next", "Next")], urgency: .low)
+        case "session.ended":
+            let event = data()
+            guard event["outcome"] == "saved", let meeting = event["meeting"] else { return nil }
+            let title = event["session"]?["title"]?.stringValue ?? machine?.syncUp.title ?? "the sync-up"
+            return DesktopNotification(
+                slot: "saved", summary: "\(title): meeting saved",
+                body:
+                    "\(meeting["transcript"]?.stringValue?.isEmpty == false ? "with its transcript; " : "")syncupsctl meeting \"\(title)\" shows it",
+                actions: [], urgency: .normal)
+        case "session.error":
+            // Speech that failed and a journal that cannot be written are important; a cue that did not
+            // play or a microphone's trouble are for `all`.
+            guard let message = data()["message"]?.stringValue else { return nil }
+            let isSpeech = message.hasPrefix("speech recognition failed")
+            let isImportant = isSpeech || message.contains("journal")
+            return DesktopNotification(
+                slot: "problem",
+                summary: "\(machine?.syncUp.title ?? "syncupsd"): \(isSpeech ? "speech failed" : "a problem")",
+                body: message, urgency: isImportant ? .critical : .normal)
+        case "schedule.reminder":
+            let event = data()
+            let title = event["title"]?.stringValue ?? "a sync-up"
+            var spec = timespec()
+            clock_gettime(CLOCK_REALTIME, &spec)
+            let now = Int64(spec.tv_sec)
+            let start = event["startSeconds"]?.numberValue?.int64 ?? now
+            let minutes = max(0, (start - now + 59) / 60)
+            let summary =
+                event["late"] == true
+                ? "\(title) \(start > now ? "in \(minutes) min" : "started \((now - start) / 60) min ago") (missed while asleep)"
+                : start > now ? "\(title) in \(minutes) min" : "\(title) now"
+            return DesktopNotification(
+                slot: "reminder", summary: summary,
+                body: "\(event["schedule"]?.stringValue ?? "") \(event["timeZone"]?.stringValue ?? "")",
+                actions: [.init("start", "Start"), .init("snooze", "Snooze 5 min"), .init("skip", "Skip today")],
+                urgency: .normal)
+        case "persistence.failed":
+            return DesktopNotification(
+                slot: "problem", summary: "syncupsd cannot save your sync-ups",
+                body: data()["error"]?.stringValue ?? "", urgency: .critical)
+        default:
+            return nil
+        }
+    }
+
+    /// A notification's button: Next, Pause and Resume do what the media keys do.
+    private func actionInvoked(slot: String, action: String) {
+        if slot == "reminder" {
+            guard let reminder else { return }
+            switch action {
+            case "start":
+                do {
+                    _ = try session.start(syncUp: reminder.id.description, audio: nil, transcribe: nil)
+                } catch {
+                    notifier.show(
+                        DesktopNotification(slot: "problem", summary: "syncupsd", body: error.message, urgency: .normal)
+                    )
+                }
+            case "snooze": scheduler.snooze(reminder.id, start: reminder.start)
+            case "skip": scheduler.skip(reminder.id, start: reminder.start)
+            default: break
+            }
+            return
+        }
+        let command: MediaPlayerCommand
+        switch action {
+        case "next": command = .next
+        case "pause": command = .pause
+        case "resume": command = .play
+        default: return
+        }
+        if let refusal = Self.perform(command, session: session) {
+            notifier.show(DesktopNotification(slot: "problem", summary: "syncupsd", body: refusal, urgency: .normal))
+        }
+    }
+
+    static func playerState(_ machine: SessionMachine?) -> MediaPlayerState {
+        var state = MediaPlayerState()
+        guard let machine, !machine.isStarting, machine.phase != .ending, !machine.isOver else { return state }
+        state.status = machine.phase == .running ? .playing : .paused
+        let meeting = String("\(machine.meetingID)".map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        state.trackID = "/org/syncupsd/Meeting/_\(meeting)/\(machine.speakerIndex)"
+        let name = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
+        state.title = "\(name) · \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)"
+        state.album = machine.syncUp.title
+        state.artist = name
+        state.lengthSeconds = machine.secondsPerAttendee
+        state.theme = machine.syncUp.theme.name
+        state.themeColor = machine.syncUp.theme.mainColor.hex
+        state.canGoNext = true
+        state.canPause = machine.phase == .running
+        // playerctl reads no metadata from a player that cannot play: a meeting can always go on.
+        state.canPlay = true
+        return state
+    }
+
+    /// The time in the current turn, in microseconds (the timer's whole seconds).
+    private static func position(_ session: SessionController) -> Int64 {
+        guard let machine = session.active?.machine else { return 0 }
+        let inTurn = machine.secondsElapsed - machine.speakerIndex * machine.secondsPerAttendee
+        return Int64(max(0, inTurn)) * 1_000_000
+    }
+
+    private static func perform(_ command: MediaPlayerCommand, session: SessionController) -> String? {
+        let request: SessionMachine.Request
+        let phase = session.active?.machine.phase
+        switch command {
+        case .next: request = .next
+        // MPRIS: Play while playing and Pause while paused do nothing.
+        case .pause where phase == .paused, .play where phase == .running: return nil
+        case .pause: request = .pause
+        case .play: request = .resume
+        case .playPause: request = phase == .paused ? .resume : .pause
+        case .stop: request = .end(.save)
+        }
+        do {
+            _ = try session.request(request)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+}

@@ -1,0 +1,253 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsProtocol
+
+/// tzdata's zones, read from `/usr/share/zoneinfo` (Debian's tzdata).
+enum TimeZones {
+    static let directory = "/usr/share/zoneinfo"
+
+    /// The rules of zone `name`, or an `invalid_argument` that says why there are none.
+    static func load(_ name: String) throws(ProtocolError) -> TimeZoneRules {
+        let isWellFormed =
+            !name.isEmpty && !name.hasPrefix("/") && !name.split(separator: "/").contains("..")
+            && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/_-+".contains($0)) }
+        guard isWellFormed, let bytes = readFile(FilePath.join(directory, name)),
+            let rules = try? TimeZoneRules(name: name, tzif: bytes)
+        else {
+            throw ProtocolError(
+                .invalidArgument, "no time zone \"\(name)\": give a tzdata name such as Europe/Berlin or UTC")
+        }
+        return rules
+    }
+
+    /// The machine's zone: `$TZ` when it names one, else where `/etc/localtime` links to, else UTC.
+    static func systemName(environment: [String: String]) -> String {
+        if let tz = environment["TZ"], !tz.isEmpty, (try? load(tz.hasPrefix(":") ? String(tz.dropFirst()) : tz)) != nil
+        {
+            return tz.hasPrefix(":") ? String(tz.dropFirst()) : tz
+        }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/etc/localtime", &buffer, buffer.count - 1)
+        if count > 0 {
+            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let range = target.firstRange(of: "zoneinfo/") { return String(target[range.upperBound...]) }
+        }
+        return "UTC"
+    }
+
+    static func readFile(_ path: String) -> [UInt8]? {
+        guard let fd = try? FileDescriptor.open(path, O_RDONLY) else { return nil }
+        defer { fd.close() }
+        return try? fd.readToEnd()
+    }
+}
+
+/// The sync-ups' stand-up schedules (`syncups.schedule` beside `sync-ups.json`, not in it): their reminders
+/// and automatic starts on a wall-clock timer (`WallClockTimer`: right after a suspend, told when the clock
+/// is set), decided by the pure `ReminderPlanner`. What a reminder does is `onAction`'s (the daemon shows a
+/// notification; an automatic start starts the meeting).
+final class Scheduler {
+    private(set) var schedules: [SyncUp.ID: StandupSchedule] = [:]
+    private var rules: [String: TimeZoneRules] = [:]
+    private var planner = ReminderPlanner()
+    private let path: String
+    private let state: DaemonState
+    private let logger: Logger
+    private let now: () -> Int64
+    private let systemZone: String
+    private var timer: WallClockTimer?
+    /// The thread that writes `syncups.schedule`, started by the first change.
+    private var writer: SerialWorker?
+    /// Counts the changes of what `status` says about the schedules (for the replayed `status`).
+    private(set) var generation = 0
+    /// What a due reminder or automatic start does.
+    var onAction: (ReminderPlanner.Action) -> Void = { _ in }
+
+    static let fileName = "syncups.schedule"
+
+    init(
+        loop: EventLoop, directory: DataDirectory, state: DaemonState, logger: Logger, wallClock: WallClock,
+        environment: [String: String] = [:]
+    ) {
+        self.state = state
+        self.logger = logger
+        self.path = FilePath.join(directory.path, Self.fileName)
+        self.now = { Int64(wallClock().timeIntervalSince1970.rounded(.down)) }
+        self.systemZone = TimeZones.systemName(environment: environment)
+        timer = try? WallClockTimer(loop: loop) { [unowned self] clockWasSet in
+            if clockWasSet { logger.info("the wall clock was set: planning the stand-ups' reminders again") }
+            evaluate()
+        }
+    }
+
+    /// Reads `syncups.schedule`; returns what could not be read (a warning each).
+    func load() -> [String] {
+        guard let bytes = TimeZones.readFile(path) else { return [] }
+        guard let file = try? JSONParser().parse(bytes), let list = file["schedules"]?.arrayValue else {
+            return ["\(path) is not a schedule file; its schedules are ignored until one is set again"]
+        }
+        var warnings: [String] = []
+        for entry in list {
+            guard let id = entry["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
+                let text = entry["schedule"]?.stringValue, let zone = entry["timeZone"]?.stringValue
+            else {
+                warnings.append("\(path): an entry without syncup, schedule or timeZone is ignored")
+                continue
+            }
+            do {
+                let schedule = try StandupSchedule.parse(
+                    text, timeZone: zone, reminderMinutes: Int(entry["reminderMinutes"]?.numberValue?.int64 ?? 5),
+                    autoStart: entry["autoStart"] == true)
+                rules[zone] = try TimeZones.load(zone)
+                schedules[id] = schedule
+            } catch {
+                warnings.append("\(path): the schedule of \(id) is ignored: \(error)")
+            }
+        }
+        return warnings
+    }
+
+    func start() { evaluate() }
+
+    // MARK: - Commands
+
+    /// `schedule.set`: a new or changed schedule; bad input changes nothing.
+    func set(syncUp text: String, schedule: String, timeZone: String?, reminder: Int?, autoStart: Bool?)
+        throws(ProtocolError) -> JSONValue
+    {
+        let syncUp = state.syncUps[try state.index(of: text)]
+        let old = schedules[syncUp.id]
+        let zone = timeZone ?? old?.timeZone ?? systemZone
+        let zoneRules = try TimeZones.load(zone)
+        let parsed: StandupSchedule
+        do {
+            parsed = try StandupSchedule.parse(
+                schedule, timeZone: zone, reminderMinutes: reminder ?? old?.reminderMinutes ?? 5,
+                autoStart: autoStart ?? old?.autoStart ?? false)
+        } catch {
+            throw ProtocolError(.invalidArgument, error.description)
+        }
+        if let reason = parsed.nonexistentTime(from: now(), rules: zoneRules) {
+            throw ProtocolError(.invalidArgument, reason)
+        }
+        rules[zone] = zoneRules
+        schedules[syncUp.id] = parsed
+        save()
+        evaluate()
+        return json(syncUp.id, parsed)
+    }
+
+    /// `schedule.clear`.
+    func clear(syncUp text: String) throws(ProtocolError) -> JSONValue {
+        let syncUp = state.syncUps[try state.index(of: text)]
+        guard schedules.removeValue(forKey: syncUp.id) != nil else {
+            throw ProtocolError(.notFound, "\"\(syncUp.title)\" has no schedule")
+        }
+        save()
+        evaluate()
+        return ["syncup": .string(syncUp.id.description), "cleared": true]
+    }
+
+    /// `schedule.list`: every schedule with its next start, soonest first.
+    func list() -> JSONValue {
+        let entries = schedules.compactMap { id, schedule in
+            state.syncUps.contains { $0.id == id } ? (id, schedule) : nil
+        }
+        .sorted { (nextStart($0.0) ?? .max, $0.0) < (nextStart($1.0) ?? .max, $1.0) }
+        return .array(entries.map { json($0.0, $0.1) })
+    }
+
+    private func nextStart(_ id: SyncUp.ID) -> Int64? {
+        guard let schedule = schedules[id], let zone = rules[schedule.timeZone] else { return nil }
+        return schedule.next(after: now(), rules: zone)
+    }
+
+    private func json(_ id: SyncUp.ID, _ schedule: StandupSchedule) -> JSONValue {
+        var object = JSONObject()
+        object.append("syncup", .string(id.description))
+        object.append("title", .string(state.syncUps.first { $0.id == id }?.title ?? ""))
+        object.append("schedule", .string(schedule.text))
+        object.append("timeZone", .string(schedule.timeZone))
+        object.append("reminderMinutes", .int(schedule.reminderMinutes))
+        object.append("autoStart", .bool(schedule.autoStart))
+        if let next = nextStart(id) {
+            object.append("next", .string(UTCTime(Date(timeIntervalSince1970: Double(next))).rfc3339))
+            object.append("inSeconds", .int(Int(next - now())))
+        } else {
+            object.append("next", .null)
+            object.append("inSeconds", .null)
+        }
+        return .object(object)
+    }
+
+    /// `status.next`: the soonest scheduled start, or null.
+    var statusJSON: JSONValue {
+        guard case .array(let all) = list(), let first = all.first, first["next"] != .null else { return .null }
+        return first
+    }
+
+    // MARK: - Reminders
+
+    /// Snooze: the reminder of `start` again in 5 minutes.
+    func snooze(_ id: SyncUp.ID, start: Int64) {
+        planner.snooze(id, start: start, until: now() + 300)
+        evaluate()
+    }
+
+    /// Skip today: no more reminder and no automatic start for `start`.
+    func skip(_ id: SyncUp.ID, start: Int64) {
+        planner.skip(id, start: start)
+        evaluate()
+    }
+
+    /// Performs what is due and arms the timer for what comes next.
+    func evaluate() {
+        var entries: [SyncUp.ID: ReminderPlanner.Entry] = [:]
+        for (id, schedule) in schedules {
+            guard let syncUp = state.syncUps.first(where: { $0.id == id }), let zone = rules[schedule.timeZone]
+            else { continue }
+            entries[id] = ReminderPlanner.Entry(schedule: schedule, rules: zone, meetingSeconds: syncUp.durationSeconds)
+        }
+        let (actions, wake) = planner.evaluate(now: now(), entries: entries)
+        timer?.arm(at: wake)
+        generation += 1
+        for action in actions { onAction(action) }
+    }
+
+    private func save() {
+        generation += 1
+        var list: [JSONValue] = []
+        for (id, schedule) in schedules.sorted(by: { $0.key < $1.key }) {
+            list.append([
+                "syncup": .string(id.description), "schedule": .string(schedule.text),
+                "timeZone": .string(schedule.timeZone), "reminderMinutes": .int(schedule.reminderMinutes),
+                "autoStart": .bool(schedule.autoStart),
+            ])
+        }
+        let bytes =
+            JSONWriter(options: JSONWriter.Options(isPretty: true)).encode(
+                ["version": 1, "schedules": .array(list)]) + [0x0A]
+        let file = AtomicFile(path: path)
+        let logger = logger
+        let job: SerialWorker.Job = {
+            do {
+                try file.write(bytes)
+            } catch {
+                logger.error("cannot write \(file.path): \(error)")
+            }
+        }
+        if writer == nil { writer = try? SerialWorker(name: "syncups-sched", capacity: 16) }
+        if let writer { writer.run(job) } else { job() }
+    }
+
+    /// Waits for the last write (the daemon stops).
+    func close() {
+        writer?.finish()
+        writer = nil
+        timer?.arm(at: nil)
+    }
+}
