@@ -160,8 +160,9 @@ final class CommandHandler {
 
     // MARK: - Daemon
 
-    /// The part of `status` that never changes, encoded once: `{"version":…,…,"dataFile":"…"`.
-    private lazy var statusPrefix: [UInt8] = {
+    /// The part of `status` that never changes, encoded once: `{"version":…,…,"dataFile":"…"`, and the load's
+    /// warnings.
+    private lazy var statusEncoder: StatusEncoder = {
         var prefix = JSONWriter().encode(
             [
                 "version": .string(status.version),
@@ -174,137 +175,79 @@ final class CommandHandler {
             ]
         )
         prefix.removeLast()  // the closing brace: the changing fields follow
-        return prefix
+        return StatusEncoder(prefix: prefix, warnings: status.loadWarnings)
     }()
 
-    /// `status` is what bars and scripts poll, so it is written straight to bytes: no JSONValue tree for the
-    /// daemon's own fields (a running session's object is still built as one), no floating-point formatting,
-    /// literals appended as raw bytes. The one fast path beside the general writer, kept for its figure:
-    /// `make bench`'s instructions table gave 7,328 instructions per pipelined `status` this way and 38,669
-    /// with the same object built as a `JSONValue` and written by `JSONWriter` (2026-12, one run each).
+    /// `status` is what bars and scripts poll, so it is written straight to bytes (`StatusEncoder`), into this
+    /// buffer, reused.
     private var statusBuffer: [UInt8] = []
 
-    /// Everything the idle daemon's `status` says that can change, to the millisecond of its uptime.
-    private struct StatusStamp: Equatable {
-        var uptimeMilliseconds: Int64
-        var syncUps: Int
-        var meetings: Int
-        var connections: Int
-        var subscribers: Int
-        var seq: Int
-        var timers: Int
-        var hasUnsavedChanges: Bool
-        var isSynced: Bool
-        /// The speech engine and audio device change with the settings, on SIGHUP (an integer: the stamp is
-        /// taken for every 256th replayed `status`, and copying and comparing the two strings was most of it).
-        var settingsGeneration: Int
-    }
-
-    /// What `status` says now, unless a session runs (its object changes without any of the other fields
-    /// changing) or a write failed (rare; its message is not in the stamp); the generation counts the changes
-    /// of that, and `statusBuffer` holds the reply to the last.
-    private var statusStamp: StatusStamp?
+    /// What the last replayable `status` said; the generation counts its changes, and `statusBuffer` holds
+    /// the reply to the last while `isStatusBufferCurrent`.
+    private var lastStatus: StatusFields?
     private var statusGeneration = 0
+    private var isStatusBufferCurrent = false
+    /// The settings' names as of their last generation (read again only when the settings change).
+    private var settingsNames = StatusFields.SettingsNames(generation: -1, speechEngine: nil, audioDevice: "")
 
-    /// The generation of the idle daemon's `status` (nil while a session runs), to the millisecond of its
-    /// uptime: a status bar, or a client asking many times within a millisecond, gets the same reply again
-    /// (`Server.replayGeneration`) without its being encoded again.
-    private func currentStatusGeneration(uptimeMilliseconds: Int64) -> Int? {
-        guard session.active == nil, persistenceError == nil else {
-            statusStamp = nil
-            return nil
+    /// Everything `status` says that can change, now.
+    private func statusFields(uptimeMilliseconds: Int64) -> StatusFields {
+        if settingsNames.generation != session.settingsGeneration {
+            settingsNames = StatusFields.SettingsNames(
+                generation: session.settingsGeneration, speechEngine: session.engineName,
+                audioDevice: session.settings.audioDeviceName)
         }
-        let stamp = StatusStamp(
+        return StatusFields(
             uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
             connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
-            timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
-            isSynced: store.isDurable, settingsGeneration: session.settingsGeneration)
-        if stamp != statusStamp {
-            statusStamp = stamp
+            timers: server.loop.scheduledTimerCount, session: session.json, settings: settingsNames,
+            persistenceError: persistenceError, hasUnsavedChanges: store.hasUnsavedChanges, isSynced: store.isDurable)
+    }
+
+    /// The generation of `fields` if a reply saying them may be replayed: a status bar, or a client asking
+    /// many times within a millisecond, gets the same reply again (`Server.replayGeneration`) without its
+    /// being encoded again.
+    private func statusGeneration(of fields: StatusFields) -> Int? {
+        guard fields.isReplayable else {
+            lastStatus = nil
+            return nil
+        }
+        if fields != lastStatus {
+            lastStatus = fields
             statusGeneration += 1
             isStatusBufferCurrent = false
         }
         return statusGeneration
     }
 
-    private var isStatusBufferCurrent = false
-
     /// As of the request line being handled.
     private var uptimeMilliseconds: Int64 { (server.lineTime.nanoseconds - status.startedAt.nanoseconds) / 1_000_000 }
 
-    /// `Server.replayGeneration`: only `status` (without arguments) is replayed.
+    /// `Server.replayGeneration`: only `status` (without arguments) is replayed, and never while a session
+    /// runs or a write fails (asked first: building a running session's object to find that out would cost
+    /// more than the replay saves).
     func replayGeneration(for request: Request) -> Int? {
         guard request.command == "status", request.arguments.isEmpty else { return nil }
-        return currentStatusGeneration(uptimeMilliseconds: uptimeMilliseconds)
+        guard session.active == nil, persistenceError == nil else {
+            lastStatus = nil
+            return nil
+        }
+        return statusGeneration(of: statusFields(uptimeMilliseconds: uptimeMilliseconds))
     }
 
     private func statusReply() -> [UInt8] {
-        let milliseconds = uptimeMilliseconds
-        if currentStatusGeneration(uptimeMilliseconds: milliseconds) != nil {
+        let fields = statusFields(uptimeMilliseconds: uptimeMilliseconds)
+        if statusGeneration(of: fields) != nil {
             if isStatusBufferCurrent { return statusBuffer }
             isStatusBufferCurrent = true
         }
-        return encodeStatus(uptimeMilliseconds: milliseconds)
-    }
-
-    private func encodeStatus(uptimeMilliseconds milliseconds: Int64) -> [UInt8] {
         // Reused: the server drops the previous reply's reference before the next request, so this
         // buffer is uniquely held again and refilling it allocates nothing.
         var bytes = statusBuffer
         statusBuffer = []
         defer { statusBuffer = bytes }
         bytes.removeAll(keepingCapacity: true)
-        bytes.append(contentsOf: statusPrefix)
-        func field(_ name: StaticString, _ value: Int) {
-            JSONWriter.appendASCII(name, to: &bytes)
-            JSONWriter.appendInteger(Int64(value), to: &bytes)
-        }
-        // Seconds with millisecond precision, as the shortest decimal ("12.3", not "12.300").
-        field(#","uptime":"#, Int(milliseconds / 1000))
-        var fraction = Int(milliseconds % 1000)
-        if fraction > 0 {
-            var digits = 3
-            while fraction % 10 == 0 {
-                fraction /= 10
-                digits -= 1
-            }
-            bytes.append(UInt8(ascii: "."))
-            for power in [100, 10, 1].suffix(digits) { bytes.append(UInt8(ascii: "0") + UInt8(fraction / power % 10)) }
-        }
-        // `syncups`, as everywhere else; `syncUps`, protocol 1's first name for it, stays for its clients.
-        field(#","syncups":"#, state.syncUps.count)
-        field(#","syncUps":"#, state.syncUps.count)
-        field(#","meetings":"#, state.meetingCount)
-        field(#","connections":"#, server.connections.count)
-        field(#","subscribers":"#, server.subscriberCount)
-        field(#","seq":"#, server.seq)
-        field(#","timers":"#, server.loop.scheduledTimerCount)
-        let writer = JSONWriter()
-        JSONWriter.appendASCII(#","session":"#, to: &bytes)
-        writer.write(session.json, into: &bytes)
-        JSONWriter.appendASCII(#","speechEngine":"#, to: &bytes)
-        if let engine = session.engineName {
-            JSONWriter.writeString(engine, into: &bytes)
-        } else {
-            JSONWriter.appendASCII("null", to: &bytes)
-        }
-        JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)
-        JSONWriter.writeString(session.settings.audioDeviceName, into: &bytes)
-        JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
-        if let error = persistenceError {
-            JSONWriter.writeString(error, into: &bytes)
-        } else {
-            JSONWriter.appendASCII("null", to: &bytes)
-        }
-        JSONWriter.appendASCII(
-            store.hasUnsavedChanges ? #","unsavedChanges":true"# : #","unsavedChanges":false"#, to: &bytes)
-        JSONWriter.appendASCII(store.isDurable ? #","synced":true"# : #","synced":false"#, to: &bytes)
-        JSONWriter.appendASCII(#","warnings":["#, to: &bytes)
-        for (index, warning) in status.loadWarnings.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            JSONWriter.writeString(warning, into: &bytes)
-        }
-        JSONWriter.appendASCII("]}}", to: &bytes)
+        statusEncoder.encode(fields, into: &bytes)
         return bytes
     }
 
