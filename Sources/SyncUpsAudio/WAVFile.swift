@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsPOSIX
 
 /// A 16 kHz mono 16-bit WAV file written as it is recorded, whose header is kept true so the file plays

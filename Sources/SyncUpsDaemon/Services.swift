@@ -94,13 +94,14 @@ final class Services {
                 "another program wrote an invalid sync-ups.json (\(reason)); moved it to \(movedTo) and rewrote the current state"
             )
             server.publish(
-                .daemon, "daemon.warning", ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")])
+                .daemon, EventName.daemonWarning,
+                ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")])
         case .writeFailed(let message):
             logger.error("\(message); keeping the state in memory and retrying")
-            server.publish(.daemon, "persistence.failed", ["error": .string(message)])
+            server.publish(.daemon, EventName.persistenceFailed, ["error": .string(message)])
         case .writeRecovered:
             logger.notice("writing sync-ups.json works again")
-            server.publish(.daemon, "persistence.recovered", [:])
+            server.publish(.daemon, EventName.persistenceRecovered, [:])
         }
     }
 }

@@ -1,5 +1,6 @@
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsProtocol
 
 extension Syncupsctl {
     static let daemonCommands: [Subcommand] = [
@@ -9,7 +10,7 @@ extension Syncupsctl {
             summary: "Show the daemon's state: version, data file, counts, the session, persistence errors.",
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let status = try context.call("status")
+            let status = try context.call(CommandName.status)
             context.show(status) { Format.status(status) }
         },
         Subcommand(
@@ -18,7 +19,7 @@ extension Syncupsctl {
             summary: "Check that the daemon answers.",
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let result = try context.call("ping")
+            let result = try context.call(CommandName.ping)
             context.show(result) { "pong\n" }
         },
         Subcommand(
@@ -31,7 +32,7 @@ extension Syncupsctl {
                 """,
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let devices = try context.call("devices")
+            let devices = try context.call(CommandName.devices)
             context.show(devices) { Format.devices(devices) }
         },
         Subcommand(
@@ -40,7 +41,7 @@ extension Syncupsctl {
             summary: "List the sixteen themes with their colours.",
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let themes = try context.call("themes.list")
+            let themes = try context.call(CommandName.themesList)
             context.show(themes) {
                 var table = Table(headers: ["THEME", "MAIN", "ACCENT"])
                 for theme in themes.arrayValue ?? [] {

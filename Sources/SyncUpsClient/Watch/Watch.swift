@@ -2,6 +2,7 @@ import Glibc
 import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
+import SyncUpsProtocol
 
 /// `syncupsctl watch`: follows the daemon for as long as it runs, printing events or status lines, and
 /// reconnecting with back-off when the daemon goes away.
@@ -86,7 +87,7 @@ struct Watch {
     func printOnce() throws(CLIError) {
         do {
             let connection = try context.connect()
-            let session = try context.call(on: connection, "session.get")
+            let session = try context.call(on: connection, CommandName.sessionGet)
             context.print(line.render(session == .null ? .idle : .meeting(session), format: statusFormat) + "\n")
         } catch let error where error.exitCode == .unavailable {
             context.print(line.render(.offline, format: statusFormat) + "\n")
@@ -158,7 +159,7 @@ struct Watch {
         }
         let subscribed: JSONValue
         do {
-            subscribed = try connection.call("subscribe", arguments)
+            subscribed = try connection.call(CommandName.subscribe, arguments)
         } catch .rejected(let error) {
             return .refused(Context.cliError(.rejected(error)))
         } catch {
@@ -222,9 +223,9 @@ struct Watch {
                 guard context.output.out(JSONWriter().string(.object(object)) + "\n") else { return .outputClosed }
                 continue
             }
-            if event.name == "session.ended" {
+            if event.name == EventName.sessionEnded {
                 situation = .idle
-            } else if event.name.hasPrefix("session."), let session = event.data["session"] {
+            } else if event.name.hasPrefix(EventName.sessionPrefix), let session = event.data["session"] {
                 situation = .meeting(session)
             }
             if !emitStatus() { return .outputClosed }
@@ -240,7 +241,7 @@ struct Watch {
             button = Int(String(decoding: line, as: UTF8.self).trimmingWhitespace())
         }
         switch button {
-        case 1: _ = try? context.call("session.next")
+        case 1: _ = try? context.call(CommandName.sessionNext)
         case 3: _ = try? context.toggleSession(on: context.connect())
         default: break
         }

@@ -61,82 +61,82 @@ final class CommandHandler {
 
     /// Every command, in the order protocol.md documents them.
     static let commands: [Command] = [
-        Command("ping", value: { _, _, _ in "pong" }),
+        Command(CommandName.ping, value: { _, _, _ in "pong" }),
         // `status` is what bars and scripts poll: it is written straight into bytes.
-        Command("status") { (handler, _, _) throws(ProtocolError) in .encoded(handler.statusReply()) },
-        Command("themes.list", value: { _, _, _ in .array(Theme.allCases.map(WireFormat.theme)) }),
+        Command(CommandName.status) { (handler, _, _) throws(ProtocolError) in .encoded(handler.statusReply()) },
+        Command(CommandName.themesList, value: { _, _, _ in .array(Theme.allCases.map(WireFormat.theme)) }),
         Command(
-            "syncups.list", ["offset", "limit"],
+            CommandName.syncUpsList, ["offset", "limit"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.listSyncUps(arguments)
             }),
         Command(
-            "syncups.get", ["id", "meetingsOffset", "meetingsLimit"],
+            CommandName.syncUpsGet, ["id", "meetingsOffset", "meetingsLimit"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.getSyncUp(arguments)
             }),
         Command(
-            "syncups.create", ["title", "duration", "theme", "attendees"],
+            CommandName.syncUpsCreate, ["title", "duration", "theme", "attendees"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.createSyncUp(arguments)
             }),
         Command(
-            "syncups.update", ["id", "title", "duration", "theme", "attendees"],
+            CommandName.syncUpsUpdate, ["id", "title", "duration", "theme", "attendees"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.updateSyncUp(arguments)
             }),
         Command(
-            "syncups.delete", ["id"],
+            CommandName.syncUpsDelete, ["id"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.deleteSyncUp(arguments)
             }),
-        Command("meetings.get", ["syncup", "meeting", "segmentsOffset", "segmentsLimit"]) {
+        Command(CommandName.meetingsGet, ["syncup", "meeting", "segmentsOffset", "segmentsLimit"]) {
             (handler, arguments, _) throws(ProtocolError) in try handler.getMeeting(arguments)
         },
         Command(
-            "meetings.delete", ["syncup", "meeting"],
+            CommandName.meetingsDelete, ["syncup", "meeting"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.deleteMeeting(arguments)
             }),
         Command(
-            "transcript.get", ["syncup", "meeting", "offset", "limit"],
+            CommandName.transcriptGet, ["syncup", "meeting", "offset", "limit"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.getTranscript(arguments)
             }),
         Command(
-            "session.start", ["syncup", "audio", "transcribe", "call"],
+            CommandName.sessionStart, ["syncup", "audio", "transcribe", "call"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.startSession(arguments)
             }),
-        Command("session.get", value: { handler, _, _ in handler.session.json }),
+        Command(CommandName.sessionGet, value: { handler, _, _ in handler.session.json }),
         Command(
-            "session.next",
+            CommandName.sessionNext,
             value: { (handler, _, _) throws(ProtocolError) in
                 try handler.session.request(.next)
             }),
         Command(
-            "session.pause",
+            CommandName.sessionPause,
             value: { (handler, _, _) throws(ProtocolError) in
                 try handler.session.request(.pause)
             }),
         Command(
-            "session.resume",
+            CommandName.sessionResume,
             value: { (handler, _, _) throws(ProtocolError) in
                 try handler.session.request(.resume)
             }),
         Command(
-            "session.end", ["action"],
+            CommandName.sessionEnd, ["action"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.endSession(arguments)
             }),
-        Command("devices", value: { handler, _, _ in handler.session.devicesJSON }),
+        Command(CommandName.devices, value: { handler, _, _ in handler.session.devicesJSON }),
         Command(
-            "subscribe", ["topics", "snapshot"],
+            CommandName.subscribe, ["topics", "snapshot"],
             value: { (handler, arguments, connection) throws(ProtocolError) in
                 try handler.subscribe(arguments, connection)
             }),
         Command(
-            "unsubscribe", ["topics"],
+            CommandName.unsubscribe, ["topics"],
             value: { (handler, arguments, connection) throws(ProtocolError) in
                 try handler.unsubscribe(arguments, connection)
             }),
@@ -227,7 +227,7 @@ final class CommandHandler {
     /// runs or a write fails (asked first: building a running session's object to find that out would cost
     /// more than the replay saves).
     func replayGeneration(for request: Request) -> Int? {
-        guard request.command == "status", request.arguments.isEmpty else { return nil }
+        guard request.command == CommandName.status, request.arguments.isEmpty else { return nil }
         guard session.active == nil, persistenceError == nil else {
             lastStatus = nil
             return nil

@@ -96,7 +96,7 @@ extension Server {
             "version": .string(version),
             "limits": limits.json,
         ]
-        enqueue(Wire.event("hello", seq: nil, data: hello), to: connection)
+        enqueue(Wire.event(EventName.hello, seq: nil, data: hello), to: connection)
         flush(connection)
     }
 

@@ -150,7 +150,7 @@ final class Server {
     /// Tells subscribers the daemon is stopping, gives every client one last non-blocking send, and closes
     /// everything, listener included.
     func shutDown(reason: String) {
-        publish(.daemon, "daemon.stopping", ["reason": .string(reason)])
+        publish(.daemon, EventName.daemonStopping, ["reason": .string(reason)])
         listenerGate?.close()
         listenerGate = nil
         if let laterReplyWatch { loop.unwatch(laterReplyWatch) }

@@ -92,7 +92,7 @@ final class DaemonState {
         syncUps.append(syncUp)
         ids.append(syncUp.id.description)
         store.save(syncUps)
-        publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
+        publish(.syncups, EventName.syncUpCreated, ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
         logger.info("created sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
         return syncUp
     }
@@ -121,7 +121,8 @@ final class DaemonState {
         let orphaned = unheld(syncUp.meetings.map(\.id))
         session?.meetingsDeleted(orphaned)
         dataDirectory.removeSidecars(of: orphaned)
-        publish(.syncups, "syncup.deleted", ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
+        publish(
+            .syncups, EventName.syncUpDeleted, ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
         logger.info("deleted sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
         return syncUp
     }
@@ -199,13 +200,13 @@ final class DaemonState {
         meetingCount += syncUp.meetings.count
         ids.append(syncUp.id.description)
         store.save(syncUps, urgent: true)
-        publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
+        publish(.syncups, EventName.syncUpCreated, ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
     }
 
     /// Publishes `daemon.warning` (and logs it): something was done to keep the user's data.
     func warn(_ message: String) {
         logger.warning(message)
-        publish(.daemon, "daemon.warning", ["message": .string(message)])
+        publish(.daemon, EventName.daemonWarning, ["message": .string(message)])
     }
 
     /// Another program rewrote `sync-ups.json`: its content is the state now.
@@ -222,7 +223,7 @@ final class DaemonState {
             }
         }
         // However large the new state, the event is one page (as in a snapshot): a client fetches the rest.
-        publish(.syncups, "syncups.reloaded", .object(firstPage()))
+        publish(.syncups, EventName.syncUpsReloaded, .object(firstPage()))
         logger.notice("reloaded \(syncUps.count) sync-ups after another program changed \(dataDirectory.syncUpsFile)")
         if let warning = sharedMeetingsWarning() { warn(warning) }
     }
@@ -252,7 +253,7 @@ final class DaemonState {
         _ syncUp: SyncUp, change: String, meeting: @autoclosure () -> JSONValue? = nil
     ) {
         publish(
-            .syncups, "syncup.updated",
+            .syncups, EventName.syncUpUpdated,
             {
                 var data = JSONObject()
                 data.append("syncup", WireFormat.syncUp(syncUp, meetings: .summary))
