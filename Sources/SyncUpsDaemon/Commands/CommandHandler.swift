@@ -85,19 +85,15 @@ final class CommandHandler {
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.updateSyncUp(arguments)
             }),
-        Command(
-            CommandName.syncUpsDelete, ["id"],
-            value: { (handler, arguments, _) throws(ProtocolError) in
-                try handler.deleteSyncUp(arguments)
-            }),
+        Command(CommandName.syncUpsDelete, ["id"]) { (handler, arguments, _) throws(ProtocolError) in
+            try handler.deleteSyncUp(arguments)
+        },
         Command(CommandName.meetingsGet, ["syncup", "meeting", "segmentsOffset", "segmentsLimit"]) {
             (handler, arguments, _) throws(ProtocolError) in try handler.getMeeting(arguments)
         },
-        Command(
-            CommandName.meetingsDelete, ["syncup", "meeting"],
-            value: { (handler, arguments, _) throws(ProtocolError) in
-                try handler.deleteMeeting(arguments)
-            }),
+        Command(CommandName.meetingsDelete, ["syncup", "meeting"]) { (handler, arguments, _) throws(ProtocolError) in
+            try handler.deleteMeeting(arguments)
+        },
         Command(
             CommandName.transcriptGet, ["syncup", "meeting", "offset", "limit"],
             value: {
@@ -182,9 +178,13 @@ final class CommandHandler {
     /// buffer, reused.
     private var statusBuffer: [UInt8] = []
 
-    /// What the last replayable `status` said; the generation counts its changes, and `statusBuffer` holds
-    /// the reply to the last while `isStatusBufferCurrent`.
-    private var lastStatus: StatusFields?
+    /// What the last replayable `status` said (an uptime of -1: nothing yet, or not replayable since); the
+    /// generation counts its changes, and `statusBuffer` holds the reply to the last while
+    /// `isStatusBufferCurrent`. Not optional: comparing with an optional copied the fields each time.
+    private var lastStatus = StatusFields(
+        uptimeMilliseconds: -1, syncUps: 0, meetings: 0, connections: 0, subscribers: 0, seq: 0, timers: 0,
+        session: .null, settings: StatusFields.SettingsNames(generation: -1, speechEngine: nil, audioDevice: ""),
+        persistenceError: nil, hasUnsavedChanges: false, isSynced: false)
     private var statusGeneration = 0
     private var isStatusBufferCurrent = false
     /// The settings' names as of their last generation (read again only when the settings change).
@@ -209,7 +209,7 @@ final class CommandHandler {
     /// being encoded again.
     private func statusGeneration(of fields: StatusFields) -> Int? {
         guard fields.isReplayable else {
-            lastStatus = nil
+            lastStatus.uptimeMilliseconds = -1
             return nil
         }
         if fields != lastStatus {
@@ -229,7 +229,7 @@ final class CommandHandler {
     func replayGeneration(for request: Request) -> Int? {
         guard request.command == CommandName.status, request.arguments.isEmpty else { return nil }
         guard session.active == nil, persistenceError == nil else {
-            lastStatus = nil
+            lastStatus.uptimeMilliseconds = -1
             return nil
         }
         return statusGeneration(of: statusFields(uptimeMilliseconds: uptimeMilliseconds))
@@ -347,15 +347,28 @@ final class CommandHandler {
         }
     }
 
-    private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
-        let syncUp = state.delete(try state.index(of: try arguments.string("id")))
-        return ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
+    private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
+        let (syncUp, orphaned) = state.delete(try state.index(of: try arguments.string("id")))
+        return removingFiles(
+            of: orphaned, then: ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
+    }
+
+    /// The reply to a delete, once the deleted meetings' files are gone: removed off the loop (unlinks and a
+    /// listing of `meetings/`), so the client that asked finds them gone when it reads the reply; at once
+    /// when there are none (a sync-up without meetings touches no disk).
+    private func removingFiles(of meetings: [Meeting.ID], then result: JSONValue) -> ReplyBody {
+        guard !meetings.isEmpty else { return .value(result) }
+        let directory = state.dataDirectory
+        return .later {
+            directory.removeSidecars(of: meetings)
+            return .success(.value(result))
+        }
     }
 
     // MARK: - Meetings
 
-    /// The meeting from the state; its details (a file of up to hundreds of megabytes for a long meeting) and
-    /// its audio's length are read off the loop, unless the details are still in memory.
+    /// The meeting from the state; its details (a file of up to hundreds of megabytes for a long meeting, or
+    /// the copy in memory while it is being written) and its audio's length are read off the loop.
     private func getMeeting(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let syncUpText = try arguments.string("syncup")
         let meetingText = try arguments.string("meeting")
@@ -386,7 +399,8 @@ final class CommandHandler {
                 object, details: details, audio: directory.sidecar(meeting.id, MeetingFiles.audio), page: page,
                 budget: budget)
         }
-        guard pending == nil else { return .value(reply()) }
+        // Off the loop even when the details are in memory (still being written): the audio file's length is
+        // asked of the disk.
         return .later { .success(.value(reply())) }
     }
 
@@ -450,14 +464,15 @@ final class CommandHandler {
         return .object(object)
     }
 
-    private func deleteMeeting(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+    private func deleteMeeting(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let (syncUpIndex, meetingIndex) = try state.meetingIndex(
             syncUp: try arguments.string("syncup"),
             meeting: try arguments.string("meeting")
         )
         let syncUpID = state.syncUps[syncUpIndex].id
-        let meeting = state.deleteMeeting(syncUpIndex, meetingIndex)
-        return ["syncup": .string(syncUpID.description), "meeting": .string(meeting.id.description)]
+        let (meeting, orphaned) = state.deleteMeeting(syncUpIndex, meetingIndex)
+        return removingFiles(
+            of: orphaned, then: ["syncup": .string(syncUpID.description), "meeting": .string(meeting.id.description)])
     }
 
     // MARK: - Sessions

@@ -22,14 +22,20 @@ struct StatusFields: Equatable {
     var isSynced: Bool
 
     /// The speech engine and audio device, which change only with the settings (on SIGHUP): compared by the
-    /// settings' generation alone, an integer (the stamp is compared for every 256th replayed `status`, and
-    /// comparing the two strings was most of it).
-    struct SettingsNames: Equatable {
-        var generation: Int
-        var speechEngine: String?
-        var audioDevice: String
+    /// settings' generation alone, an integer, and held by reference (the stamp is taken for every 256th
+    /// replayed `status`, and copying and comparing the two strings was most of it).
+    final class SettingsNames: Equatable, Sendable {
+        let generation: Int
+        let speechEngine: String?
+        let audioDevice: String
 
-        static func == (lhs: Self, rhs: Self) -> Bool { lhs.generation == rhs.generation }
+        init(generation: Int, speechEngine: String?, audioDevice: String) {
+            self.generation = generation
+            self.speechEngine = speechEngine
+            self.audioDevice = audioDevice
+        }
+
+        static func == (lhs: SettingsNames, rhs: SettingsNames) -> Bool { lhs.generation == rhs.generation }
     }
 
     /// A reply may be replayed only while no session runs (its object changes every moment) and no write

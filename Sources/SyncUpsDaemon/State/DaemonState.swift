@@ -112,7 +112,9 @@ final class DaemonState {
         return syncUp
     }
 
-    func delete(_ index: Int) -> SyncUp {
+    /// Removes the sync-up; returns it and its meetings that nothing holds any more, whose files the caller
+    /// removes off the loop (`DataDirectory.removeSidecars`: unlinks and a directory listing).
+    func delete(_ index: Int) -> (syncUp: SyncUp, orphaned: [Meeting.ID]) {
         let syncUp = syncUps.remove(at: index)
         ids.remove(at: index)
         meetingCount -= syncUp.meetings.count
@@ -120,22 +122,22 @@ final class DaemonState {
         store.save(syncUps)
         let orphaned = unheld(syncUp.meetings.map(\.id))
         session?.meetingsDeleted(orphaned)
-        dataDirectory.removeSidecars(of: orphaned)
         publish(
             .syncups, EventName.syncUpDeleted, ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
         logger.info("deleted sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
-        return syncUp
+        return (syncUp, orphaned)
     }
 
-    func deleteMeeting(_ syncUpIndex: Int, _ meetingIndex: Int) -> Meeting {
+    /// Removes the meeting; returns it and, if nothing holds it any more, its id, whose files the caller
+    /// removes off the loop.
+    func deleteMeeting(_ syncUpIndex: Int, _ meetingIndex: Int) -> (meeting: Meeting, orphaned: [Meeting.ID]) {
         let meeting = syncUps[syncUpIndex].meetings.remove(at: meetingIndex)
         meetingCount -= 1
         store.save(syncUps)
         let orphaned = unheld([meeting.id])
         session?.meetingsDeleted(orphaned)
-        dataDirectory.removeSidecars(of: orphaned)
         publishUpdate(syncUps[syncUpIndex], change: "meeting.deleted", meeting: .string(meeting.id.description))
-        return meeting
+        return (meeting, orphaned)
     }
 
     /// Saves a meeting in its sync-up's history, newest first (a new meeting goes to the top; a recovered
