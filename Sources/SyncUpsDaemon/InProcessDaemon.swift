@@ -4,10 +4,11 @@ import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsProtocol
 
-/// The daemon's request handling without a listening socket: request lines in, reply lines out, through
-/// the same decoder, command handler, state and store as the real daemon. For the fuzzer, which must not
-/// need a socket per input, and for tests that drive the owner turn by turn (`connect`, `turn`): the loop
-/// then runs only when the test says, so what one turn did is exactly what a test sees.
+/// The daemon without a listening socket: its clients are socket pairs adopted by the same server, so a
+/// request line takes the path of every client's (framing, replay cache, decoder, command handler, state and
+/// store, output limits). For the fuzzer, which must not need a listener per input (`handle`), and for tests
+/// that drive the owner turn by turn (`connect`, `turn`): the loop then runs only when the test says, so
+/// what one turn did is exactly what a test sees.
 public final class InProcessDaemon {
     private let loop: EventLoop
     private let server: Server
