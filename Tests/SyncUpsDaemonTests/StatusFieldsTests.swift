@@ -3,37 +3,46 @@ import Testing
 
 @testable import SyncUpsDaemon
 
-/// `status`'s reply is encoded from `StatusFields` alone, and the same value is the replay cache's stamp:
-/// a change to any field changes both the stamp and the reply, so a replayed `status` never says an old
-/// value. A new field without a row here fails `everyFieldHasAChange`; a field the stamp's equality skips
-/// fails `eachChangeMovesTheStampAndTheReply`.
+/// `status`'s reply is encoded from `StatusFields` alone, and the replay cache's stamp is derived from it: a
+/// change to any field changes the reply and either moves the stamp or makes the reply unreplayable, so a
+/// replayed `status` never says an old value. A new field without a row here fails `everyFieldHasAChange`;
+/// a field whose change the stamp misses fails `eachChangeMovesTheStampAndTheReply`.
 @Suite struct StatusFieldsTests {
     static let idle = StatusFields(
-        uptimeMilliseconds: 1_500, syncUps: 2, meetings: 3, connections: 1, subscribers: 0, seq: 4, timers: 0,
-        session: .null,
-        settings: StatusFields.SettingsNames(generation: 0, speechEngine: "pocketsphinx", audioDevice: "default"),
-        persistenceError: nil, hasUnsavedChanges: false, isSynced: true)
+        counters: StatusFields.Counters(
+            uptimeMilliseconds: 1_500, syncUps: 2, meetings: 3, connections: 1, subscribers: 0, seq: 4, timers: 0,
+            hasUnsavedChanges: false, isSynced: true, settingsGeneration: 0),
+        session: .null, settings: StatusFields.SettingsNames(speechEngine: "pocketsphinx", audioDevice: "default"),
+        persistenceError: nil)
 
-    /// One change for each field, named as the field.
+    /// One change for each field, named as the field (a counter by its own name).
     static let changes: [(String, @Sendable (inout StatusFields) -> Void)] = [
-        ("uptimeMilliseconds", { $0.uptimeMilliseconds += 1 }),
-        ("syncUps", { $0.syncUps += 1 }),
-        ("meetings", { $0.meetings += 1 }),
-        ("connections", { $0.connections += 1 }),
-        ("subscribers", { $0.subscribers += 1 }),
-        ("seq", { $0.seq += 1 }),
-        ("timers", { $0.timers += 1 }),
+        ("uptimeMilliseconds", { $0.counters.uptimeMilliseconds += 1 }),
+        ("syncUps", { $0.counters.syncUps += 1 }),
+        ("meetings", { $0.counters.meetings += 1 }),
+        ("connections", { $0.counters.connections += 1 }),
+        ("subscribers", { $0.counters.subscribers += 1 }),
+        ("seq", { $0.counters.seq += 1 }),
+        ("timers", { $0.counters.timers += 1 }),
+        ("hasUnsavedChanges", { $0.counters.hasUnsavedChanges.toggle() }),
+        ("isSynced", { $0.counters.isSynced.toggle() }),
+        (
+            "settingsGeneration",
+            {
+                // The settings' names change only with their generation (`SessionController.settings`).
+                $0.counters.settingsGeneration += 1
+                $0.settings = StatusFields.SettingsNames(speechEngine: "command", audioDevice: "pipewire")
+            }
+        ),
         ("session", { $0.session = ["state": "running"] }),
         (
             "settings",
             {
-                $0.settings = StatusFields.SettingsNames(
-                    generation: 1, speechEngine: "command", audioDevice: "pipewire")
+                $0.counters.settingsGeneration += 1
+                $0.settings.audioDevice = "hw:1"
             }
         ),
         ("persistenceError", { $0.persistenceError = "disk full" }),
-        ("hasUnsavedChanges", { $0.hasUnsavedChanges.toggle() }),
-        ("isSynced", { $0.isSynced.toggle() }),
     ]
 
     static func encoded(_ fields: StatusFields) -> [UInt8] {
@@ -43,30 +52,31 @@ import Testing
     }
 
     @Test func everyFieldHasAChange() {
-        let fields = Mirror(reflecting: Self.idle).children.compactMap(\.label)
-        #expect(fields == Self.changes.map(\.0))
+        let counters = Mirror(reflecting: Self.idle.counters).children.compactMap(\.label)
+        let others = Mirror(reflecting: Self.idle).children.compactMap(\.label).filter { $0 != "counters" }
+        #expect(counters + others == Self.changes.map(\.0))
     }
 
     @Test func eachChangeMovesTheStampAndTheReply() throws {
         let before = Self.encoded(Self.idle)
+        #expect(Self.idle.stamp != nil)
         for (name, change) in Self.changes {
             var changed = Self.idle
             change(&changed)
-            #expect(changed != Self.idle, "the stamp misses a change of \(name)")
+            #expect(changed.stamp != Self.idle.stamp, "the stamp misses a change of \(name)")
             #expect(Self.encoded(changed) != before, "the reply does not show a change of \(name)")
         }
-        // And the reply is one JSON object.
         let value = try JSONParser().parse(before)
-        #expect(value["result"] == nil && value["uptime"] == 1.5 && value["syncups"] == 2)
+        #expect(value["uptime"] == 1.5 && value["syncups"] == 2 && value["audioDevice"] == "default")
     }
 
     @Test func onlyAnIdleDaemonWithoutAFailedWriteIsReplayed() {
         var fields = Self.idle
-        #expect(fields.isReplayable)
+        #expect(fields.stamp == fields.counters)
         fields.session = ["state": "running"]
-        #expect(!fields.isReplayable)
+        #expect(fields.stamp == nil)
         fields = Self.idle
         fields.persistenceError = "disk full"
-        #expect(!fields.isReplayable)
+        #expect(fields.stamp == nil)
     }
 }

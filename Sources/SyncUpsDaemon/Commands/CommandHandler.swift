@@ -178,42 +178,46 @@ final class CommandHandler {
     /// buffer, reused.
     private var statusBuffer: [UInt8] = []
 
-    /// What the last replayable `status` said (an uptime of -1: nothing yet, or not replayable since); the
-    /// generation counts its changes, and `statusBuffer` holds the reply to the last while
-    /// `isStatusBufferCurrent`. Not optional: comparing with an optional copied the fields each time.
-    private var lastStatus = StatusFields(
-        uptimeMilliseconds: -1, syncUps: 0, meetings: 0, connections: 0, subscribers: 0, seq: 0, timers: 0,
-        session: .null, settings: StatusFields.SettingsNames(generation: -1, speechEngine: nil, audioDevice: ""),
-        persistenceError: nil, hasUnsavedChanges: false, isSynced: false)
+    /// The stamp of the last replayable `status`; the generation counts its changes, and `statusBuffer` holds
+    /// the reply to the last while `isStatusBufferCurrent`.
+    private var lastStamp: StatusFields.Counters?
     private var statusGeneration = 0
     private var isStatusBufferCurrent = false
-    /// The settings' names as of their last generation (read again only when the settings change).
-    private var settingsNames = StatusFields.SettingsNames(generation: -1, speechEngine: nil, audioDevice: "")
+    /// The settings' names as of `settingsNamesGeneration` (read again only when the settings change).
+    private var settingsNames = StatusFields.SettingsNames(speechEngine: nil, audioDevice: "")
+    private var settingsNamesGeneration = -1
+
+    /// The numbers `status` says, now.
+    private func statusCounters(uptimeMilliseconds: Int64) -> StatusFields.Counters {
+        StatusFields.Counters(
+            uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
+            connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
+            timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
+            isSynced: store.isDurable, settingsGeneration: session.settingsGeneration)
+    }
 
     /// Everything `status` says that can change, now.
     private func statusFields(uptimeMilliseconds: Int64) -> StatusFields {
-        if settingsNames.generation != session.settingsGeneration {
+        if settingsNamesGeneration != session.settingsGeneration {
+            settingsNamesGeneration = session.settingsGeneration
             settingsNames = StatusFields.SettingsNames(
-                generation: session.settingsGeneration, speechEngine: session.engineName,
-                audioDevice: session.settings.audioDeviceName)
+                speechEngine: session.engineName, audioDevice: session.settings.audioDeviceName)
         }
         return StatusFields(
-            uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
-            connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
-            timers: server.loop.scheduledTimerCount, session: session.json, settings: settingsNames,
-            persistenceError: persistenceError, hasUnsavedChanges: store.hasUnsavedChanges, isSynced: store.isDurable)
+            counters: statusCounters(uptimeMilliseconds: uptimeMilliseconds), session: session.json,
+            settings: settingsNames, persistenceError: persistenceError)
     }
 
-    /// The generation of `fields` if a reply saying them may be replayed: a status bar, or a client asking
+    /// The generation of a reply with this stamp, if it may be replayed: a status bar, or a client asking
     /// many times within a millisecond, gets the same reply again (`Server.replayGeneration`) without its
     /// being encoded again.
-    private func statusGeneration(of fields: StatusFields) -> Int? {
-        guard fields.isReplayable else {
-            lastStatus.uptimeMilliseconds = -1
+    private func statusGeneration(of stamp: StatusFields.Counters?) -> Int? {
+        guard let stamp else {
+            lastStamp = nil
             return nil
         }
-        if fields != lastStatus {
-            lastStatus = fields
+        if stamp != lastStamp {
+            lastStamp = stamp
             statusGeneration += 1
             isStatusBufferCurrent = false
         }
@@ -223,21 +227,21 @@ final class CommandHandler {
     /// As of the request line being handled.
     private var uptimeMilliseconds: Int64 { (server.lineTime.nanoseconds - status.startedAt.nanoseconds) / 1_000_000 }
 
-    /// `Server.replayGeneration`: only `status` (without arguments) is replayed, and never while a session
-    /// runs or a write fails (asked first: building a running session's object to find that out would cost
-    /// more than the replay saves).
+    /// `Server.replayGeneration`: only `status` (without arguments) is replayed. While no session runs and no
+    /// write fails, `StatusFields.stamp` is the counters alone, so only they are read here (building a
+    /// running session's object, or copying strings, would cost more than the replay saves).
     func replayGeneration(for request: Request) -> Int? {
         guard request.command == CommandName.status, request.arguments.isEmpty else { return nil }
         guard session.active == nil, persistenceError == nil else {
-            lastStatus.uptimeMilliseconds = -1
+            lastStamp = nil
             return nil
         }
-        return statusGeneration(of: statusFields(uptimeMilliseconds: uptimeMilliseconds))
+        return statusGeneration(of: statusCounters(uptimeMilliseconds: uptimeMilliseconds))
     }
 
     private func statusReply() -> [UInt8] {
         let fields = statusFields(uptimeMilliseconds: uptimeMilliseconds)
-        if statusGeneration(of: fields) != nil {
+        if statusGeneration(of: fields.stamp) != nil {
             if isStatusBufferCurrent { return statusBuffer }
             isStatusBufferCurrent = true
         }
