@@ -111,14 +111,18 @@ let package = Package(
         ),
         .executableTarget(
             name: "syncups-fuzz-request",
-            dependencies: ["CSyncUpsShims", "SyncUpsDaemon", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsProtocol"],
+            dependencies: ["FuzzDriver", "SyncUpsDaemon", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsProtocol"],
             path: "Tests/Fuzz/syncups-fuzz-request",
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "syncups-fuzz-file",
-            dependencies: ["CSyncUpsShims", "SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX"],
+            dependencies: ["FuzzDriver", "SyncUpsCore", "SyncUpsJSON", "SyncUpsPOSIX"],
             path: "Tests/Fuzz/syncups-fuzz-file",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "FuzzDriver", dependencies: ["CSyncUpsShims", "SyncUpsPOSIX"], path: "Tests/Fuzz/FuzzDriver",
             swiftSettings: strictSettings
         ),
         .executableTarget(

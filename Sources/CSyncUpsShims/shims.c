@@ -234,3 +234,16 @@ int syncups_spawn_supervised(pid_t *pid, const char *path, char *const argv[], c
     munmap(stack, stack_size);
     return result;
 }
+
+static _Thread_local int loop_turn_depth;
+static _Thread_local long blocking_calls_on_loop;
+
+void syncups_loop_turn_enter(void) { loop_turn_depth++; }
+
+void syncups_loop_turn_leave(void) { loop_turn_depth--; }
+
+int syncups_loop_turn_depth(void) { return loop_turn_depth; }
+
+void syncups_note_blocking_call_on_loop(void) { blocking_calls_on_loop++; }
+
+long syncups_blocking_calls_on_loop(void) { return blocking_calls_on_loop; }

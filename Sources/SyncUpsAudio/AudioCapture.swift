@@ -1,5 +1,6 @@
 import CSyncUpsShims
 import Glibc
+import SyncUpsCore
 import SyncUpsPOSIX
 import Synchronization
 
@@ -12,7 +13,7 @@ public final class AudioCapture: Sendable {
     /// Something the session should hear about; sent from the capture thread.
     public enum Report: Sendable, Equatable {
         case overrun(count: Int)
-        case disconnected(ALSAError)
+        case disconnected(AudioError)
         case reconnected(missingSeconds: Double)
         case dropped(frames: Int)
         /// The name stands for another device now (a new default sink), which the capture records instead.
@@ -69,7 +70,7 @@ public final class AudioCapture: Sendable {
         output: BlockingQueue<AudioChunk>,
         start: MonotonicInstant = .now(),
         report: @escaping @Sendable (Report) -> Void
-    ) throws(ALSAError) {
+    ) throws(AudioError) {
         self.device = device
         self.deviceName = deviceName
         self.start = start
@@ -79,7 +80,7 @@ public final class AudioCapture: Sendable {
             wake = try WakeSignal()
             exited = try WakeSignal()
         } catch {
-            throw ALSAError(operation: "eventfd", code: -error.errno.rawValue)
+            throw AudioError(.system, operation: "eventfd", code: -error.errno.rawValue)
         }
         let stream = try device.open(deviceName)
         statistics.withLock { $0.device = stream.device }
@@ -91,7 +92,7 @@ public final class AudioCapture: Sendable {
             self.thread.withLock { $0 = thread }
         } catch {
             stream.close()
-            throw ALSAError(operation: "starting the capture thread", code: -error.errno.rawValue)
+            throw AudioError(.system, operation: "starting the capture thread", code: -error.errno.rawValue)
         }
     }
 
@@ -149,7 +150,7 @@ public final class AudioCapture: Sendable {
             }
         }
         /// The device is gone (the loop tries to reopen it every second).
-        func disconnected(_ error: ALSAError) {
+        func disconnected(_ error: AudioError) {
             statistics.withLock {
                 $0.isDeviceOpen = false
                 $0.error = error.description
@@ -220,7 +221,8 @@ public final class AudioCapture: Sendable {
                     report(.switched(device: opened.device ?? deviceName))
                 } else {
                     disconnected(
-                        ALSAError(operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away"))
+                        AudioError(
+                            .system, operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away"))
                 }
                 continue
             }
@@ -239,7 +241,7 @@ public final class AudioCapture: Sendable {
             }
             current.close()
             stream = nil
-            disconnected(ALSAError(operation: "reading \(deviceName)", code: error))
+            disconnected(AudioError(.system, operation: "reading \(deviceName)", code: error))
         }
         stream?.close()
         if stream == nil { fillGap(tolerance: 0) }

@@ -1,3 +1,5 @@
+import SyncUpsCore
+
 /// 100 ms (or less) of captured audio and where it sits on the meeting's timeline.
 public struct AudioChunk: Sendable, Equatable {
     /// S16_LE mono samples at 16 kHz.

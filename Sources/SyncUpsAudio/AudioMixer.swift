@@ -1,3 +1,4 @@
+import SyncUpsCore
 import Synchronization
 
 /// Mixes the microphone and the call into one mono stream for the recognizer, frame by frame on the meeting's

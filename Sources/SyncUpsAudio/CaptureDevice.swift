@@ -1,12 +1,13 @@
 import CALSA
 import Glibc
+import SyncUpsCore
 
 /// Opens capture streams by device name: ALSA live, or a script for tests that need a microphone to vanish
 /// and come back, which no real device here can do on cue.
 public struct CaptureDevice: Sendable {
-    public var open: @Sendable (_ name: String) throws(ALSAError) -> CaptureStream
+    public var open: @Sendable (_ name: String) throws(AudioError) -> CaptureStream
 
-    public init(open: @escaping @Sendable (String) throws(ALSAError) -> CaptureStream) {
+    public init(open: @escaping @Sendable (String) throws(AudioError) -> CaptureStream) {
         self.open = open
     }
 }
@@ -57,16 +58,18 @@ final class PCMHandle: @unchecked Sendable {
 
 extension CaptureDevice {
     /// Real capture through alsa-lib: S16_LE, 16 kHz, mono, 100 ms periods, a 2 s buffer.
-    public static let alsa = CaptureDevice { (name) throws(ALSAError) in
+    public static let alsa = CaptureDevice { (name) throws(AudioError) in
         syncups_alsa_silence_errors()
         var pointer: OpaquePointer?
         var result = snd_pcm_open(&pointer, name, SND_PCM_STREAM_CAPTURE, 0)
-        guard result == 0, let pointer else { throw ALSAError(operation: "snd_pcm_open(\(name))", code: result) }
+        guard result == 0, let pointer else {
+            throw AudioError(.alsa, operation: "snd_pcm_open(\(name))", code: result)
+        }
         let handle = PCMHandle(pointer)
         result = configureCapture(pointer)
         guard result == 0 else {
             snd_pcm_close(pointer)
-            throw ALSAError(operation: "configuring capture on \(name)", code: result)
+            throw AudioError(.alsa, operation: "configuring capture on \(name)", code: result)
         }
         return CaptureStream(
             read: { buffer, frames in Int(snd_pcm_readi(handle.pointer, buffer, snd_pcm_uframes_t(frames))) },

@@ -1,5 +1,6 @@
 import CALSA
 import Glibc
+import SyncUpsCore
 import SyncUpsPOSIX
 import Synchronization
 
@@ -19,12 +20,12 @@ public final class CuePlayer: Sendable {
     }()
 
     private let deviceName: String
-    private let onFailure: @Sendable (ALSAError) -> Void
+    private let onFailure: @Sendable (AudioError) -> Void
     private let worker: SerialWorker
     private let isStopping = Atomic(false)
     private let played = Atomic(0)
 
-    public init(deviceName: String, onFailure: @escaping @Sendable (ALSAError) -> Void) throws(SystemError) {
+    public init(deviceName: String, onFailure: @escaping @Sendable (AudioError) -> Void) throws(SystemError) {
         self.deviceName = deviceName
         self.onFailure = onFailure
         // A few cues may wait (the speaker changed twice in a second); more mean the device is stuck, and a
@@ -49,17 +50,19 @@ public final class CuePlayer: Sendable {
         worker.finish()
     }
 
-    private func playOnce() -> ALSAError? {
+    private func playOnce() -> AudioError? {
         syncups_alsa_silence_errors()
         var pointer: OpaquePointer?
         var result = snd_pcm_open(&pointer, deviceName, SND_PCM_STREAM_PLAYBACK, 0)
         guard result == 0, let pcm = pointer else {
-            return ALSAError(operation: "snd_pcm_open(\(deviceName), playback)", code: result)
+            return AudioError(.alsa, operation: "snd_pcm_open(\(deviceName), playback)", code: result)
         }
         defer { snd_pcm_close(pcm) }
         result = snd_pcm_set_params(
             pcm, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 1, UInt32(AudioFormat.sampleRate), 1, 100_000)
-        guard result == 0 else { return ALSAError(operation: "snd_pcm_set_params(\(deviceName))", code: result) }
+        guard result == 0 else {
+            return AudioError(.alsa, operation: "snd_pcm_set_params(\(deviceName))", code: result)
+        }
         var offset = 0
         let samples = Self.samples
         while offset < samples.count {
@@ -72,7 +75,7 @@ public final class CuePlayer: Sendable {
             }
             result = snd_pcm_recover(pcm, Int32(written), 1)
             guard result == 0 else {
-                return ALSAError(operation: "snd_pcm_writei(\(deviceName))", code: Int32(written))
+                return AudioError(.alsa, operation: "snd_pcm_writei(\(deviceName))", code: Int32(written))
             }
         }
         snd_pcm_drain(pcm)

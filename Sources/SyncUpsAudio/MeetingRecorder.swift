@@ -57,7 +57,7 @@ public final class MeetingRecorder: Sendable {
         } catch {
             throw .file(error)
         }
-        do throws(ALSAError) {
+        do throws(AudioError) {
             capture = try AudioCapture(device: device, deviceName: deviceName, output: chunks, start: start) { report in
                 onTrouble(.capture(report))
             }
@@ -156,7 +156,7 @@ public final class MeetingRecorder: Sendable {
 
 /// Why recording could not start.
 public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
-    case device(ALSAError)
+    case device(AudioError)
     case file(SystemError)
 
     public var description: String {

@@ -1,5 +1,6 @@
 import CPulse
 import Glibc
+import SyncUpsCore
 import SyncUpsPOSIX
 
 /// A `pa_simple` record stream, opened by the capture thread's first read and used by that thread alone
@@ -29,10 +30,11 @@ extension CaptureDevice {
     /// answers (stopped, hung) holds `pa_simple_new` for libpulse's 30 s timeout: that must not be the event
     /// loop's time.
     public static func pulse(_ monitor: PulseMonitor) -> CaptureDevice {
-        CaptureDevice { (name) throws(ALSAError) in
+        CaptureDevice { (name) throws(AudioError) in
             guard let snapshot = monitor.snapshot else {
                 monitor.reconnectNow()
-                throw ALSAError(
+                throw AudioError(
+                    .pulseAudio,
                     operation: "connecting to the sound server", code: -ECONNREFUSED,
                     message: monitor.error ?? "not connected")
             }
@@ -45,7 +47,8 @@ extension CaptureDevice {
                 }
             }
             guard let source = resolve(snapshot) else {
-                throw ALSAError(
+                throw AudioError(
+                    .pulseAudio,
                     operation: "finding \(name)", code: -ENODEV,
                     message: follows
                         ? "the server has no default device"
@@ -109,7 +112,7 @@ extension CaptureDevice {
     }
 
     /// A libpulse error code as the closest negative errno, with libpulse's own words.
-    static func pulseError(_ operation: String, _ code: Int32) -> ALSAError {
+    static func pulseError(_ operation: String, _ code: Int32) -> AudioError {
         let errno: Int32 =
             switch pa_error_code(rawValue: UInt32(code)) {
             case PA_ERR_CONNECTIONREFUSED: ECONNREFUSED
@@ -119,6 +122,6 @@ extension CaptureDevice {
             case PA_ERR_ACCESS: EACCES
             default: EIO
             }
-        return ALSAError(operation: operation, code: -errno, message: String(cString: pa_strerror(code)))
+        return AudioError(.pulseAudio, operation: operation, code: -errno, message: String(cString: pa_strerror(code)))
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsPOSIX
 
 /// A 16 kHz mono 16-bit WAV file written as it is recorded, whose header is kept true so the file plays
@@ -111,6 +112,7 @@ public final class WAVFile {
 
     /// The seconds of audio in the WAV file at `path`, from its length; nil if there is no file.
     public static func seconds(at path: String) -> Double? {
+        BlockingWork.check("the length of \(path)")
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         guard info.st_size > headerSize else { return 0 }

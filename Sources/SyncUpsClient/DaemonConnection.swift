@@ -57,7 +57,7 @@ public final class DaemonConnection {
             throw error
         }
         switch first {
-        case .event("hello", _, let data):
+        case .event(EventName.hello, _, let data):
             greeting = data
         case .reply(_, .failure(let error)):
             // A daemon at its limits says why instead of greeting (protocol.md: too_many_connections).

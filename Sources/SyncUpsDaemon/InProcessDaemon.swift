@@ -4,10 +4,11 @@ import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsProtocol
 
-/// The daemon's request handling without a listening socket: request lines in, reply lines out, through
-/// the same decoder, command handler, state and store as the real daemon. For the fuzzer, which must not
-/// need a socket per input, and for tests that drive the owner turn by turn (`connect`, `turn`): the loop
-/// then runs only when the test says, so what one turn did is exactly what a test sees.
+/// The daemon without a listening socket: its clients are socket pairs adopted by the same server, so a
+/// request line takes the path of every client's (framing, replay cache, decoder, command handler, state and
+/// store, output limits). For the fuzzer, which must not need a listener per input (`handle`), and for tests
+/// that drive the owner turn by turn (`connect`, `turn`): the loop then runs only when the test says, so
+/// what one turn did is exactly what a test sees.
 public final class InProcessDaemon {
     private let loop: EventLoop
     private let server: Server
@@ -52,13 +53,44 @@ public final class InProcessDaemon {
     }
 
     /// Answers one request line (without its newline) and lets the loop catch up (timers, the store's
-    /// results). Events for a subscribed client are discarded.
+    /// results). The line takes the path of every client's: written to a socket, read, framed, replayed or
+    /// decoded and run, its reply under the size and output limits; events for a subscribed client are
+    /// discarded. Empty for a line the server answers with nothing (blank, or a lone `\r`).
     public func handle(_ line: UnsafeRawBufferPointer) -> [UInt8] {
-        let connection = currentConnection()
-        let reply = connection.map { server.reply(to: line, from: $0) } ?? []
-        loop.runOnce(timeoutMilliseconds: 0)
-        drainPeer()
-        return reply
+        guard let connection = currentConnection(), let peer else { return [] }
+        var request = Array(line)
+        request.append(0x0A)
+        var written = 0
+        var received: [UInt8] = []
+        while true {
+            if written < request.count {
+                written += max(
+                    0, request[written...].withUnsafeBytes { Glibc.write(peer.rawValue, $0.baseAddress, $0.count) })
+            }
+            // Wait for a reply made off the loop (`meetings.get`), not for an idle client.
+            let isWaiting = connection.state.isAwaitingReply
+            loop.runOnce(timeoutMilliseconds: isWaiting ? 10 : 0)
+            drainPeer(into: &received)
+            if let reply = Self.firstReply(in: &received) {
+                loop.runOnce(timeoutMilliseconds: 0)
+                drainPeer(into: &received)
+                return reply
+            }
+            let isAnswered =
+                written == request.count && !connection.hasPendingInput && connection.output.isEmpty
+                && !connection.state.isAwaitingReply
+            if connection.isClosed || isAnswered { return [] }
+        }
+    }
+
+    /// Takes the first reply line from `received`, dropping the event lines before it.
+    private static func firstReply(in received: inout [UInt8]) -> [UInt8]? {
+        while let newline = received.firstIndex(of: 0x0A) {
+            let line = Array(received[...newline])
+            received.removeFirst(newline + 1)
+            if !line.starts(with: Array(#"{"event":"#.utf8)) { return line }
+        }
+        return nil
     }
 
     /// A new client, as if accepted (without the greeting); returns the client's end of the socket pair,
@@ -125,9 +157,13 @@ public final class InProcessDaemon {
         return connection
     }
 
-    private func drainPeer() {
+    private func drainPeer(into received: inout [UInt8]) {
         guard let peer else { return }
         var buffer = [UInt8](repeating: 0, count: 65536)
-        while buffer.withUnsafeMutableBytes({ Glibc.read(peer.rawValue, $0.baseAddress, $0.count) }) > 0 {}
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(peer.rawValue, $0.baseAddress, $0.count) }
+            guard count > 0 else { return }
+            received.append(contentsOf: buffer[0..<count])
+        }
     }
 }

@@ -131,7 +131,7 @@ final class Services {
         case .remind(let id, let start, let isLate):
             guard let syncUp = state.syncUps.first(where: { $0.id == id }) else { return }
             logger.info("reminder: \(syncUp.title) at \(start)\(isLate ? " (late: the machine was asleep)" : "")")
-            publish(.daemon, "schedule.reminder") {
+            publish(.daemon, EventName.scheduleReminder) {
                 [
                     "syncup": .string(id.description), "title": .string(syncUp.title),
                     "start": .string(UTCTime(Date(timeIntervalSince1970: Double(start))).rfc3339),
@@ -161,15 +161,15 @@ final class Services {
             logger.error(
                 "another program wrote an invalid sync-ups.json (\(reason)); moved it to \(movedTo) and rewrote the current state"
             )
-            publish(.daemon, "daemon.warning") {
+            publish(.daemon, EventName.daemonWarning) {
                 ["message": .string("invalid outside edit moved to \(movedTo): \(reason)")]
             }
         case .writeFailed(let message):
             logger.error("\(message); keeping the state in memory and retrying")
-            publish(.daemon, "persistence.failed") { ["error": .string(message)] }
+            publish(.daemon, EventName.persistenceFailed) { ["error": .string(message)] }
         case .writeRecovered:
             logger.notice("writing sync-ups.json works again")
-            publish(.daemon, "persistence.recovered") { [:] }
+            publish(.daemon, EventName.persistenceRecovered) { [:] }
         }
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 public enum DirectoryListing {
     /// The entries of `path`, without `.` and `..`, in no particular order.
     public static func names(in path: String) throws(SystemError) -> [String] {
+        BlockingWork.check("listing \(path)")
         guard let directory = opendir(path) else { throw SystemError("opendir(\(path))", .current) }
         defer { closedir(directory) }
         var names: [String] = []

@@ -274,6 +274,10 @@ public final class EventLoop {
     /// Returns how many events and tasks it handled.
     @discardableResult
     public func runOnce(timeoutMilliseconds: CInt) -> Int {
+        #if DEBUG
+            syncups_loop_turn_enter()  // `BlockingWork.check`
+            defer { syncups_loop_turn_leave() }
+        #endif
         let timeout = hasDeferredWork ? 0 : timeoutMilliseconds
         let yielded = afterPolling
         afterPolling.removeAll(keepingCapacity: true)

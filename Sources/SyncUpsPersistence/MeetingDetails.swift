@@ -124,6 +124,7 @@ public struct MeetingDetails: Sendable, Equatable {
     /// be read, is over `maxFileBytes` or is not a meeting's details, so that a client can tell "never kept"
     /// from "damaged".
     public static func read(_ meeting: Meeting.ID, in directory: DataDirectory) throws(Unreadable) -> MeetingDetails? {
+        BlockingWork.check("reading the details of meeting \(meeting)")
         let path = directory.sidecar(meeting, MeetingFiles.details)
         let name = "meetings/\(FilePath.name(of: path))"
         let read: (identity: FileIdentity, bytes: [UInt8]?)

@@ -53,7 +53,7 @@ public enum CommandRecognizer {
             }
             var childEnvironment = environment
             childEnvironment["SYNCUPS_CONTROL_FD"] = "3"
-            childEnvironment["SYNCUPS_SAMPLE_RATE"] = "16000"
+            childEnvironment["SYNCUPS_SAMPLE_RATE"] = String(AudioFormat.sampleRate)
             let process: Subprocess
             do {
                 // Supervised from its start: a sweep for orphans (`Descendants.endOrphans`) never takes it.
@@ -178,7 +178,7 @@ public enum CommandRecognizer {
                 let line: JSONValue = [
                     "type": "turn",
                     "frame": .number(.int(frame)),
-                    "time": .double(Double(frame) / 16_000),
+                    "time": .double(Double(frame) / Double(AudioFormat.sampleRate)),
                     "speaker": speaker.json,
                 ]
                 if (try? control.writeAll(JSONWriter().encode(line) + [0x0A])) == nil { isControlOpen = false }

@@ -41,7 +41,8 @@ public enum PocketSphinxRecognizer {
             // An utterance ends after 0.3 s without speech (the library's default is 0.5 s): the final comes
             // 0.2 s sooner, and the pauses inside a read sentence are still shorter than that.
             var arguments = [
-                "-hmm", acousticModel, "-dict", dictionary, "-samprate", "16000", "-vad_postspeech", "30",
+                "-hmm", acousticModel, "-dict", dictionary, "-samprate", String(AudioFormat.sampleRate),
+                "-vad_postspeech", "30",
             ]
             if let grammar {
                 arguments += ["-jsgf", grammar]
@@ -76,9 +77,12 @@ public enum PocketSphinxRecognizer {
 
 /// The decoding loop; everything here runs on the recognizer's one thread.
 private struct Decoder {
+    /// Samples a second, to turn sample counts into seconds.
+    static let framesPerSecond = Double(AudioFormat.sampleRate)
+
     let decoder: OpaquePointer
     let events: @Sendable (RecognizerEvent) -> Void
-    /// Samples fed since the meeting started (the decoder's notion of time, in 1/16000 s).
+    /// Samples fed since the meeting started (the decoder's notion of time, in 1/`AudioFormat.sampleRate` s).
     var fedFrames: Int64 = 0
     /// Where the current utterance started, in samples.
     var utteranceStart: Int64 = 0
@@ -135,7 +139,7 @@ private struct Decoder {
     mutating func catchUp(to frame: Int64) {
         let missing = frame - fedFrames
         guard missing > 0 else { return }
-        if missing > 5 * 16_000 {
+        if missing > 5 * AudioFormat.sampleRate {
             // A long gap: start afresh at the new position rather than decode seconds of zeros.
             endUtterance()
             fedFrames = frame
@@ -179,10 +183,11 @@ private struct Decoder {
         lastPartialAt = fedFrames
         guard text != lastPartial else { return }
         lastPartial = text
-        let start = Double(utteranceStart) / 16_000
+        let start = Double(utteranceStart) / Self.framesPerSecond
         events(
             .result(
-                RecognitionResult(kind: .partial, text: text, start: start, end: Double(fedFrames) / 16_000, words: []))
+                RecognitionResult(
+                    kind: .partial, text: text, start: start, end: Double(fedFrames) / Self.framesPerSecond, words: []))
         )
     }
 
@@ -199,8 +204,8 @@ private struct Decoder {
                         RecognitionResult(
                             kind: .final,
                             text: text.isEmpty ? words.map(\.word).joined(separator: " ") : text,
-                            start: words.first?.start ?? Double(utteranceStart) / 16_000,
-                            end: words.last?.end ?? Double(fedFrames) / 16_000,
+                            start: words.first?.start ?? Double(utteranceStart) / Self.framesPerSecond,
+                            end: words.last?.end ?? Double(fedFrames) / Self.framesPerSecond,
                             words: words
                         )
                     )
@@ -235,8 +240,8 @@ private struct Decoder {
             }
             segment = ps_seg_next(current)
         }
-        let end = Double(fedFrames) / 16_000
-        let earliest = Double(utteranceStart) / 16_000
+        let end = Double(fedFrames) / Self.framesPerSecond
+        let earliest = Double(utteranceStart) / Self.framesPerSecond
         func time(_ frame: Int32) -> Double { max(earliest, end - Double(last + 1 - frame) / 100) }
         return spans.map { TranscriptWord(word: $0.word, start: time($0.start), end: time($0.end + 1)) }
     }

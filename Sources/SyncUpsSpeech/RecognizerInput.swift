@@ -32,7 +32,9 @@ final class RecognizerQueue: Sendable {
         RecognitionStream(
             feed: { [self] bytes, startFrame in
                 guard items.push(.audio(bytes, startFrame: startFrame)) else {
-                    report(.dropped(seconds: Double(bytes.count / 2) / 16_000))
+                    report(
+                        .dropped(
+                            seconds: Double(bytes.count / AudioFormat.bytesPerFrame) / Double(AudioFormat.sampleRate)))
                     return
                 }
                 // More than 5 s of audio waiting means the recognizer runs slower than real time.

@@ -44,7 +44,7 @@ public enum RecognizerEvent: Sendable, Equatable {
 }
 
 /// A speech-to-text engine behind one interface (PocketSphinx in process, or an external command; a daemon
-/// that transcribes nothing has none): fed the captured 16 kHz mono PCM, it produces partial and final
+/// that transcribes nothing has none): fed the captured PCM (`AudioFormat`), it produces partial and final
 /// results with word timings.
 public struct SpeechRecognizer: Sendable {
     /// The engine's name for `status` and logs: "pocketsphinx" or "command".

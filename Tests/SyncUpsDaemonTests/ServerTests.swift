@@ -74,4 +74,22 @@ import Testing
         #expect(try client.reply(to: "two")["result"] == "pong")
         #expect(Self.waitForClose(fd, daemon))
     }
+
+    /// `InProcessDaemon.handle` (the fuzzer's way in) takes every client's path, not a shortcut past the
+    /// server: a reply over the output limit closes its connection, as on a socket, and the next line is
+    /// answered on a new one. (Through the old `Server.reply(to:)` the whole reply came back.)
+    @Test func theInProcessDaemonsLinesMeetTheSameLimitsAsASocketClients() throws {
+        let directory = TemporaryDirectory("server")
+        var limits = Limits()
+        limits.maxOutputBytes = 256
+        let daemon = try InProcessDaemon(dataDirectory: directory.path, limits: limits)
+        let ping = Array(#"{"id":"p","cmd":"ping"}"#.utf8)
+        #expect(
+            ping.withUnsafeBytes { daemon.handle($0) } == Array(#"{"id":"p","ok":true,"result":"pong"}"#.utf8) + [0x0A])
+        let themes = Array(#"{"id":"t","cmd":"themes.list"}"#.utf8)
+        #expect(themes.withUnsafeBytes { daemon.handle($0) }.isEmpty)
+        #expect(ping.withUnsafeBytes { daemon.handle($0) }.count > 0)
+        // A blank line is answered by nothing, as on a socket.
+        #expect([UInt8(0x0D)].withUnsafeBytes { daemon.handle($0) }.isEmpty)
+    }
 }

@@ -55,6 +55,43 @@ import Testing
         #expect(got["insights"]?["pausedSeconds"] == 0)
     }
 
+    #if DEBUG
+        /// A meeting from start to its saved details, every read of it and its deletion, with no blocking work
+        /// on the loop's thread (`BlockingWork`): `meetings.get` asked the moment the meeting is saved, while
+        /// its details may still be being written, asked the disk for the audio's length on the loop before,
+        /// and a delete listed `meetings/` and unlinked its files there.
+        @Test func aMeetingAndEveryReadOfItDoNoBlockingWorkOnTheLoop() throws {
+            let directory = TemporaryDirectory("virtual")
+            let daemon = try Self.daemon(directory)
+            let client = LoopClient(try daemon.connect(), daemon)
+            let before = BlockingWork.callsOnLoopOnThisThread
+            let created = try client.result("syncups.create", ["title": "Solo", "duration": 2, "attendees": ["Ann"]])
+            let id = try #require(created["id"]?.stringValue)
+            let watcher = LoopClient(try daemon.connect(), daemon)
+            _ = try watcher.result("subscribe", ["topics": ["session"], "snapshot": false])
+            _ = try client.result("session.start", ["syncup": .string(id), "audio": false])
+            daemon.advanceTime(by: .seconds(2))
+            let ended = try watcher.events(until: "session.ended").last?["data"]
+            let meeting = try #require(ended?["meeting"]?["id"]?.stringValue)
+            let got = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meeting)])
+            #expect(got["id"] == .string(meeting))
+            _ = try client.result("syncups.get", ["id": .string(id)])
+            _ = try client.result("status")
+            // Its details written and reported: its journal goes only after that (a meeting deleted before
+            // has its details file removed when they are reported, by the session's clean-up, a case of its own).
+            let meetings = directory.path + "/meetings"
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while access(meetings + "/" + meeting + ".recording.json", F_OK) == 0 && MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+            #expect(access(meetings + "/" + meeting + ".json", F_OK) == 0)
+            // A delete's files are removed off the loop, and gone by the time its reply arrives.
+            _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
+            #expect(try !DirectoryListing.names(in: meetings).contains { $0.hasPrefix(meeting) })
+            #expect(BlockingWork.callsOnLoopOnThisThread == before)
+        }
+    #endif
+
     /// A pause holds the timer for exactly as long as virtual time says, and the seconds after it count on.
     @Test func aPauseHoldsTheTimerForAsLongAsItLasts() throws {
         let directory = TemporaryDirectory("virtual")

@@ -30,13 +30,13 @@ public final class FakeMicrophone: Sendable {
     public static func sample(_ frame: Int) -> Int16 { Int16(truncatingIfNeeded: frame % 20_000 + 1) }
 
     public var device: CaptureDevice {
-        CaptureDevice { (name) throws(ALSAError) in
+        CaptureDevice { (name) throws(AudioError) in
             let opened = self.state.withLock { state -> Bool in
                 guard state.isPluggedIn else { return false }
                 state.opens += 1
                 return true
             }
-            guard opened else { throw ALSAError(operation: "snd_pcm_open(\(name))", code: -ENODEV) }
+            guard opened else { throw AudioError(.alsa, operation: "snd_pcm_open(\(name))", code: -ENODEV) }
             return CaptureStream(
                 read: { buffer, frames in
                     self.state.withLock { state in

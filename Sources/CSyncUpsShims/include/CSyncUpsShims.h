@@ -21,6 +21,14 @@ int syncups_set_parent_death_signal(int signal);
 /// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process, not to init.
 int syncups_become_child_subreaper(void);
 
+/// Debug builds' check that blocking work stays off the event loop (`BlockingWork`): how deep the calling
+/// thread is inside an event loop's turn, and how many blocking calls it made there. Thread-local.
+void syncups_loop_turn_enter(void);
+void syncups_loop_turn_leave(void);
+int syncups_loop_turn_depth(void);
+void syncups_note_blocking_call_on_loop(void);
+long syncups_blocking_calls_on_loop(void);
+
 /// The credentials of the peer of a connected Unix socket (SO_PEERCRED); 0 on success, -1 with errno set.
 int syncups_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 

@@ -37,7 +37,7 @@ extension Context {
         var matches: [JSONValue] = []
         var byID: CLIError?
         do {
-            let syncUp = try connection.call("syncups.get", ["id": .string(text), "meetingsLimit": 1])
+            let syncUp = try connection.call(CommandName.syncUpsGet, ["id": .string(text), "meetingsLimit": 1])
             matches += all.filter { id($0) == Format.string(syncUp["id"]) }
         } catch .rejected(let error) where error.code == .notFound || error.code == .invalidArgument {
             if error.code == .invalidArgument { byID = .rejected(code: error.code.rawValue, message: error.message) }
@@ -92,7 +92,7 @@ extension Context {
         // The one meeting asked for, by offset: a page holds at most `maxPageSize`, so `latest~N` past the
         // first page must not be read from it (and `back + 1` would overflow for the largest N).
         let syncUp = try call(
-            on: connection, "syncups.get",
+            on: connection, CommandName.syncUpsGet,
             ["id": .string(syncUpID), "meetingsOffset": .int(back), "meetingsLimit": .int(1)])
         let meetings = syncUp["meetings"]?.arrayValue ?? []
         guard let meeting = meetings.first else {

@@ -1,5 +1,6 @@
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsProtocol
 
 extension Syncupsctl {
     static let daemonCommands: [Subcommand] = [
@@ -9,7 +10,7 @@ extension Syncupsctl {
             summary: "Show the daemon's state: version, data file, counts, the session, persistence errors.",
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let status = try context.call("status")
+            let status = try context.call(CommandName.status)
             context.show(status) { Format.status(status) }
         },
         Subcommand(
@@ -18,7 +19,7 @@ extension Syncupsctl {
             summary: "Check that the daemon answers.",
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let result = try context.call("ping")
+            let result = try context.call(CommandName.ping)
             context.show(result) { "pong\n" }
         },
         Subcommand(
@@ -31,7 +32,7 @@ extension Syncupsctl {
                 """,
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let devices = try context.call("devices")
+            let devices = try context.call(CommandName.devices)
             context.show(devices) { Format.devices(devices) }
         },
         Subcommand(
@@ -47,12 +48,12 @@ extension Syncupsctl {
         ) { context, arguments throws(CLIError) in
             switch arguments.positionals.first {
             case nil:
-                let voices = try context.call("voices")
+                let voices = try context.call(CommandName.voices)
                 context.show(voices) { Format.voices(voices) }
             case "forget" where arguments.positionals.count == 2:
                 var request = JSONObject()
                 request.append("attendee", .string(arguments.positionals[1]))
-                let forgotten = try context.call("voices.forget", request)
+                let forgotten = try context.call(CommandName.voicesForget, request)
                 context.show(forgotten) { "forgot the voice of \(Format.name(forgotten["name"]))\n" }
             default:
                 throw .usage("voices [forget ATTENDEE]")
@@ -64,7 +65,7 @@ extension Syncupsctl {
             summary: "List the sixteen themes with their colours.",
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let themes = try context.call("themes.list")
+            let themes = try context.call(CommandName.themesList)
             context.show(themes) {
                 var table = Table(headers: ["THEME", "MAIN", "ACCENT"])
                 for theme in themes.arrayValue ?? [] {

@@ -1,5 +1,6 @@
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsProtocol
 
 extension Syncupsctl {
     static let statsCommand = Subcommand(
@@ -28,7 +29,7 @@ extension Syncupsctl {
         while true {
             var request: JSONObject = ["id": .string(syncUpID), "meetingsOffset": .int(offset)]
             if let last { request.append("meetingsLimit", .int(min(last - meetings.count, 100))) }
-            let page = try context.call(on: connection, "syncups.get", request)
+            let page = try context.call(on: connection, CommandName.syncUpsGet, request)
             title = Format.string(page["title"])
             meetings += page["meetings"]?.arrayValue ?? []
             guard let next = page["meetingsNext"]?.numberValue?.int64, meetings.count < (last ?? Int.max) else { break }
@@ -37,7 +38,7 @@ extension Syncupsctl {
         var insights: [MeetingInsights] = []
         for meeting in meetings {
             let details = try context.call(
-                on: connection, "meetings.get",
+                on: connection, CommandName.meetingsGet,
                 ["syncup": .string(syncUpID), "meeting": meeting["id"] ?? .null, "segmentsLimit": 1])
             if let found = details["insights"].flatMap(MeetingInsights.init(json:)) { insights.append(found) }
         }

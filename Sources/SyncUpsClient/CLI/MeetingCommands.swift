@@ -1,5 +1,6 @@
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsProtocol
 
 extension Syncupsctl {
     static let meetingCommands: [Subcommand] = [
@@ -31,7 +32,7 @@ extension Syncupsctl {
                 arguments.positionals[0], arguments.positionals[1], on: connection, titlePrefixes: false)
             if !arguments.has("yes") {
                 let meeting = try context.call(
-                    on: connection, "meetings.get",
+                    on: connection, CommandName.meetingsGet,
                     ["syncup": .string(ids.syncUp), "meeting": .string(ids.meeting), "segmentsLimit": 1])
                 try context.confirm(
                     deleting:
@@ -39,7 +40,8 @@ extension Syncupsctl {
                     for: "rm-meeting")
             }
             let result = try context.call(
-                on: connection, "meetings.delete", ["syncup": .string(ids.syncUp), "meeting": .string(ids.meeting)])
+                on: connection, CommandName.meetingsDelete,
+                ["syncup": .string(ids.syncUp), "meeting": .string(ids.meeting)])
             context.show(result) { "deleted meeting \(Format.string(result["meeting"]))\n" }
         },
     ]
@@ -52,14 +54,14 @@ extension Context {
         let connection = try connect()
         let named = try meetingIDs(syncUp, meeting, on: connection)
         let ids: JSONObject = ["syncup": .string(named.syncUp), "meeting": .string(named.meeting)]
-        guard case .object(var object) = try call(on: connection, "meetings.get", ids) else { return .null }
+        guard case .object(var object) = try call(on: connection, CommandName.meetingsGet, ids) else { return .null }
         // The ids as the daemon resolved them: the prefixes given could match another meeting by now.
         let exact: JSONObject = ["syncup": object["syncup"]?["id"] ?? .null, "meeting": object["id"] ?? .null]
         var segments = object["segments"]?.arrayValue ?? []
         while let next = object["segmentsNext"]?.numberValue?.int64 {
             var page = exact
             page.append("segmentsOffset", .int(Int(next)))
-            let more = try call(on: connection, "meetings.get", page)
+            let more = try call(on: connection, CommandName.meetingsGet, page)
             segments += more["segments"]?.arrayValue ?? []
             object["segmentsNext"] = more["segmentsNext"] ?? .null
         }
@@ -69,7 +71,7 @@ extension Context {
         while transcript.utf8.count < total {
             var page = exact
             page.append("offset", .int(transcript.utf8.count))
-            let more = try call(on: connection, "transcript.get", page)
+            let more = try call(on: connection, CommandName.transcriptGet, page)
             guard let text = more["text"]?.stringValue, !text.isEmpty else { break }
             transcript += text
         }

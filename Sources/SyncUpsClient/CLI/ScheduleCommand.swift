@@ -1,5 +1,6 @@
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsProtocol
 
 extension Syncupsctl {
     static let scheduleCommand = Subcommand(
@@ -19,7 +20,7 @@ extension Syncupsctl {
     ) { context, arguments throws(CLIError) in
         let connection = try context.connect()
         guard let syncUp = arguments.positionals.first else {
-            let list = try context.call(on: connection, "schedule.list")
+            let list = try context.call(on: connection, CommandName.scheduleList)
             context.show(list) {
                 let lines = (list.arrayValue ?? []).map(Format.scheduleLine)
                 return lines.isEmpty ? "no schedules\n" : lines.joined(separator: "\n") + "\n"
@@ -28,7 +29,7 @@ extension Syncupsctl {
         }
         let id = try context.syncUpID(syncUp, on: connection)
         if arguments.has("clear") {
-            let result = try context.call(on: connection, "schedule.clear", ["syncup": .string(id)])
+            let result = try context.call(on: connection, CommandName.scheduleClear, ["syncup": .string(id)])
             context.show(result) { "cleared\n" }
             return
         }
@@ -46,7 +47,7 @@ extension Syncupsctl {
         }
         if arguments.has("auto-start") { request.append("autoStart", true) }
         if arguments.has("no-auto-start") { request.append("autoStart", false) }
-        let result = try context.call(on: connection, "schedule.set", request)
+        let result = try context.call(on: connection, CommandName.scheduleSet, request)
         context.show(result) { Format.scheduleLine(result) + "\n" }
     }
 }

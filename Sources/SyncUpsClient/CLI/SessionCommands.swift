@@ -31,7 +31,7 @@ extension Syncupsctl {
             if arguments.has("no-transcribe") || arguments.has("no-audio") { request.append("transcribe", false) }
             // Subscribed first, so that a speech engine failing right after the start cannot be missed.
             let followsEngine = context.subscribesToSession(on: connection)
-            var session = try context.call(on: connection, "session.start", request)
+            var session = try context.call(on: connection, CommandName.sessionStart, request)
             var warnings = (session["warnings"]?.arrayValue ?? []).map(Format.string)
             if followsEngine, session["transcription"]?["state"] == "starting" {
                 session = context.awaitSpeechEngine(session, warnings: &warnings, on: connection)
@@ -44,13 +44,15 @@ extension Syncupsctl {
             context.show(session) { Format.sessionLine(session) + "\n" }
         },
         sessionRequest(
-            "next", "session.next", "Pass the floor to the next speaker; at the last one, stop and wait for `end`."),
-        sessionRequest("pause", "session.pause", "Stop the timer (audio keeps recording)."),
-        sessionRequest("resume", "session.resume", "Restart the timer."),
+            "next", CommandName.sessionNext,
+            "Pass the floor to the next speaker; at the last one, stop and wait for `end`."),
+        sessionRequest("pause", CommandName.sessionPause, "Stop the timer (audio keeps recording)."),
+        sessionRequest("resume", CommandName.sessionResume, "Restart the timer."),
         attendanceRequest(
-            "absent", "session.absent",
+            "absent", CommandName.sessionAbsent,
             "Mark someone absent for this meeting: out of the rotation, the others sharing the time."),
-        attendanceRequest("back", "session.back", "Someone marked absent is here after all: back in the rotation."),
+        attendanceRequest(
+            "back", CommandName.sessionBack, "Someone marked absent is here after all: back in the rotation."),
         Subcommand(
             name: "toggle",
             usage: "toggle",
@@ -77,7 +79,7 @@ extension Syncupsctl {
             let action = arguments.has("discard") ? "discard" : "save"
             let connection = try context.connect()
             guard !arguments.has("no-wait"), context.subscribesForTheEnd(on: connection) else {
-                let session = try context.call(on: connection, "session.end", ["action": .string(action)])
+                let session = try context.call(on: connection, CommandName.sessionEnd, ["action": .string(action)])
                 context.show(session) {
                     action == "save"
                         ? "saving meeting \(Format.string(session["meeting"]))\n" : "discarded the meeting\n"
@@ -98,7 +100,7 @@ extension Syncupsctl {
             summary: "Show the meeting being recorded, if any.",
             spec: ArgumentSpec()
         ) { context, _ throws(CLIError) in
-            let session = try context.call("session.get")
+            let session = try context.call(CommandName.sessionGet)
             context.show(session) { session == .null ? "no meeting is being recorded\n" : Format.session(session) }
         },
     ]
@@ -133,7 +135,7 @@ extension Context {
     /// no room for another subscriber, says so and returns false (`end` then does not wait).
     func subscribesForTheEnd(on connection: DaemonConnection) -> Bool {
         do {
-            _ = try connection.call("subscribe", ["topics": ["session"], "snapshot": false])
+            _ = try connection.call(CommandName.subscribe, ["topics": ["session"], "snapshot": false])
             return true
         } catch {
             output.error("warning: not waiting for the save: \(error)\n")
@@ -143,7 +145,7 @@ extension Context {
 
     /// Subscribes to the session's events without a word if that fails (`start` then does not wait).
     func subscribesToSession(on connection: DaemonConnection) -> Bool {
-        (try? connection.call("subscribe", ["topics": ["session"], "snapshot": false])) != nil
+        (try? connection.call(CommandName.subscribe, ["topics": ["session"], "snapshot": false])) != nil
     }
 
     /// After `session.start` with a speech engine that has not said it is up: waits up to
@@ -159,10 +161,10 @@ extension Context {
             let remaining = deadline - MonotonicInstant.now()
             guard remaining > .zero, let event = try? connection.nextEvent(timeout: remaining) else { break }
             guard let current = event.data["session"], current["meeting"] == meeting else { continue }
-            if event.name == "session.ended" { break }
+            if event.name == EventName.sessionEnded { break }
             session = current
             // The start's own warnings come as events too, before its reply: each is said once.
-            if event.name == "session.error", let message = event.data["message"]?.stringValue,
+            if event.name == EventName.sessionError, let message = event.data["message"]?.stringValue,
                 !warnings.contains(message)
             {
                 warnings.append(message)
@@ -175,7 +177,7 @@ extension Context {
     /// The subscription (`subscribesForTheEnd`) comes first, on the same connection, so the event cannot be
     /// missed.
     func endSession(action: String, on connection: DaemonConnection) throws(CLIError) -> JSONValue {
-        let session = try call(on: connection, "session.end", ["action": .string(action)])
+        let session = try call(on: connection, CommandName.sessionEnd, ["action": .string(action)])
         let meeting = session["meeting"]
         let deadline = MonotonicInstant.now() + Self.saveDeadline + (globals.timeout ?? .zero)
         while true {
@@ -194,7 +196,7 @@ extension Context {
             } catch {
                 throw Self.cliError(error)
             }
-            guard event.name == "session.ended", event.data["session"]?["meeting"] == meeting else { continue }
+            guard event.name == EventName.sessionEnded, event.data["session"]?["meeting"] == meeting else { continue }
             if action == "save" && event.data["outcome"] != "saved" {
                 throw CLIError(
                     .rejected, "the meeting was not saved: \(Format.string(event.data["reason"]))", code: "not_saved")
@@ -211,7 +213,7 @@ extension Context {
         -> CLIError
     {
         let id = Format.string(meeting)
-        guard let session = try? connection.call("session.get") else { return CLIError(.unavailable, failure) }
+        guard let session = try? connection.call(CommandName.sessionGet) else { return CLIError(.unavailable, failure) }
         guard session != .null, session["meeting"] == meeting else {
             return CLIError(
                 .temporaryFailure,
@@ -228,9 +230,9 @@ extension Context {
     /// would race with a second click; this way each request is judged on the state the daemon holds.
     func toggleSession(on connection: DaemonConnection) throws(CLIError) -> JSONValue {
         do {
-            return try connection.call("session.pause")
+            return try connection.call(CommandName.sessionPause)
         } catch .rejected(let error) where error.code == .invalidState {
-            return try call(on: connection, "session.resume")
+            return try call(on: connection, CommandName.sessionResume)
         } catch {
             throw Self.cliError(error)
         }

@@ -1,6 +1,7 @@
 import Glibc
 import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsProtocol
 
 extension Syncupsctl {
     /// Every sync-up, following `syncups.list`'s pages.
@@ -8,7 +9,7 @@ extension Syncupsctl {
         var all: [JSONValue] = []
         var offset = 0
         while true {
-            let page = try context.call(on: connection, "syncups.list", ["offset": .int(offset)])
+            let page = try context.call(on: connection, CommandName.syncUpsList, ["offset": .int(offset)])
             all += page["syncups"]?.arrayValue ?? []
             guard let next = page["next"]?.numberValue?.int64 else { return all }
             offset = Int(next)
@@ -79,7 +80,7 @@ extension Syncupsctl {
         ) { context, arguments throws(CLIError) in
             let connection = try context.connect()
             let id = try context.syncUpID(arguments.positionals[0], on: connection)
-            let syncUp = try context.call(on: connection, "syncups.get", ["id": .string(id)])
+            let syncUp = try context.call(on: connection, CommandName.syncUpsGet, ["id": .string(id)])
             context.show(syncUp) { Format.syncUp(syncUp) }
         },
         Subcommand(
@@ -104,7 +105,7 @@ extension Syncupsctl {
             if let theme = arguments.value("theme") { request.append("theme", .string(theme)) }
             request.append("attendees", .array(arguments.all("attendee").map(JSONValue.string)))
             let connection = try context.connect()
-            let syncUp = try context.call(on: connection, "syncups.create", request)
+            let syncUp = try context.call(on: connection, CommandName.syncUpsCreate, request)
             try context.warnAboutLookalikes(syncUp, on: connection)
             context.show(syncUp) { "created \(Format.string(syncUp["id"])) \"\(Format.name(syncUp["title"]))\"\n" }
         },
@@ -143,7 +144,7 @@ extension Syncupsctl {
             if editsAttendees {
                 let current = try context.call(
                     on: connection,
-                    "syncups.get",
+                    CommandName.syncUpsGet,
                     ["id": .string(id), "meetingsLimit": 1]
                 )
                 let attendees = try attendeeEdits(current, arguments).map { attendee -> JSONValue in
@@ -154,7 +155,7 @@ extension Syncupsctl {
                 }
                 request.append("attendees", .array(attendees))
             }
-            let syncUp = try context.call(on: connection, "syncups.update", request)
+            let syncUp = try context.call(on: connection, CommandName.syncUpsUpdate, request)
             try context.warnAboutLookalikes(syncUp, on: connection)
             context.show(syncUp) { "updated \(Format.string(syncUp["id"])) \"\(Format.name(syncUp["title"]))\"\n" }
         },
@@ -172,7 +173,7 @@ extension Syncupsctl {
             let connection = try context.connect()
             let id = try context.syncUpID(arguments.positionals[0], on: connection, titlePrefixes: false)
             if !arguments.has("yes") { try context.confirmDeletion(of: id, on: connection) }
-            let result = try context.call(on: connection, "syncups.delete", ["id": .string(id)])
+            let result = try context.call(on: connection, CommandName.syncUpsDelete, ["id": .string(id)])
             context.show(result) { "deleted \(Format.string(result["id"])) \"\(Format.name(result["title"]))\"\n" }
         },
     ]
@@ -345,8 +346,8 @@ extension Context {
     /// nothing else to lose: its title, attendees and settings are gone too, and a slip of the shell (a
     /// history line run twice) must not delete quietly.
     func confirmDeletion(of id: String, on connection: DaemonConnection) throws(CLIError) {
-        let syncUp = try call(on: connection, "syncups.get", ["id": .string(id), "meetingsLimit": 1])
-        let session = try call(on: connection, "session.get")
+        let syncUp = try call(on: connection, CommandName.syncUpsGet, ["id": .string(id), "meetingsLimit": 1])
+        let session = try call(on: connection, CommandName.sessionGet)
         let meetings = Format.int(syncUp["meetingsTotal"])
         var losses: [String] = []
         if meetings > 0 {

@@ -119,7 +119,7 @@ public struct Syncupsctl {
     /// `syncupsctl` alone: the meeting being recorded, else the sync-ups.
     static func showCurrent(_ context: Context) throws(CLIError) {
         let connection = try context.connect()
-        let session = try context.call(on: connection, "session.get")
+        let session = try context.call(on: connection, CommandName.sessionGet)
         if session != .null {
             context.show(session) { Format.session(session) }
         } else {

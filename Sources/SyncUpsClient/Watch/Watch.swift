@@ -2,6 +2,7 @@ import Glibc
 import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
+import SyncUpsProtocol
 
 /// `syncupsctl watch`: follows the daemon for as long as it runs, printing events or status lines, and
 /// reconnecting with back-off when the daemon goes away.
@@ -86,7 +87,7 @@ struct Watch {
     func printOnce() throws(CLIError) {
         do {
             let connection = try context.connect()
-            let session = try context.call(on: connection, "session.get")
+            let session = try context.call(on: connection, CommandName.sessionGet)
             var bar = line
             if session == .null { bar.upcoming = fetchUpcoming() }
             context.print(
@@ -162,7 +163,7 @@ struct Watch {
         }
         let subscribed: JSONValue
         do {
-            subscribed = try connection.call("subscribe", arguments)
+            subscribed = try connection.call(CommandName.subscribe, arguments)
         } catch .rejected(let error) {
             return .refused(Context.cliError(.rejected(error)))
         } catch {
@@ -234,9 +235,9 @@ struct Watch {
                 guard context.output.out(JSONWriter().string(.object(object)) + "\n") else { return .outputClosed }
                 continue
             }
-            if event.name == "session.ended" {
+            if event.name == EventName.sessionEnded {
                 situation = .idle
-            } else if event.name.hasPrefix("session."), let session = event.data["session"] {
+            } else if event.name.hasPrefix(EventName.sessionPrefix), let session = event.data["session"] {
                 situation = .meeting(session)
             }
             if !emitStatus() { return .outputClosed }
@@ -245,7 +246,7 @@ struct Watch {
 
     /// The next scheduled start for the idle line's countdown (`schedule.list`; none from a daemon without it).
     private func fetchUpcoming() -> StatusLine.Upcoming? {
-        guard let list = try? context.call("schedule.list"), let first = list[0],
+        guard let list = try? context.call(CommandName.scheduleList), let first = list[0],
             let seconds = first["inSeconds"]?.numberValue?.int64, let title = first["title"]?.stringValue
         else { return nil }
         return StatusLine.Upcoming(title: title, start: Self.wallSeconds() + seconds)
@@ -283,7 +284,7 @@ struct Watch {
             button = Int(String(decoding: line, as: UTF8.self).trimmingWhitespace())
         }
         switch button {
-        case 1: _ = try? context.call("session.next")
+        case 1: _ = try? context.call(CommandName.sessionNext)
         case 3: _ = try? context.toggleSession(on: context.connect())
         default: break
         }

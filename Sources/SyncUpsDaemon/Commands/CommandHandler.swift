@@ -70,110 +70,106 @@ final class CommandHandler {
 
     /// Every command, in the order protocol.md documents them.
     static let commands: [Command] = [
-        Command("ping", value: { _, _, _ in "pong" }),
+        Command(CommandName.ping, value: { _, _, _ in "pong" }),
         // `status` is what bars and scripts poll: it is written straight into bytes.
-        Command("status") { (handler, _, _) throws(ProtocolError) in .encoded(handler.statusReply()) },
-        Command("themes.list", value: { _, _, _ in .array(Theme.allCases.map(WireFormat.theme)) }),
+        Command(CommandName.status) { (handler, _, _) throws(ProtocolError) in .encoded(handler.statusReply()) },
+        Command(CommandName.themesList, value: { _, _, _ in .array(Theme.allCases.map(WireFormat.theme)) }),
         Command(
-            "syncups.list", ["offset", "limit"],
+            CommandName.syncUpsList, ["offset", "limit"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.listSyncUps(arguments)
             }),
         Command(
-            "syncups.get", ["id", "meetingsOffset", "meetingsLimit"],
+            CommandName.syncUpsGet, ["id", "meetingsOffset", "meetingsLimit"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.getSyncUp(arguments)
             }),
         Command(
-            "syncups.create", ["title", "duration", "theme", "attendees"],
+            CommandName.syncUpsCreate, ["title", "duration", "theme", "attendees"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.createSyncUp(arguments)
             }),
         Command(
-            "syncups.update", ["id", "title", "duration", "theme", "attendees"],
+            CommandName.syncUpsUpdate, ["id", "title", "duration", "theme", "attendees"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.updateSyncUp(arguments)
             }),
-        Command(
-            "syncups.delete", ["id"],
-            value: { (handler, arguments, _) throws(ProtocolError) in
-                try handler.deleteSyncUp(arguments)
-            }),
-        Command("meetings.get", ["syncup", "meeting", "segmentsOffset", "segmentsLimit"]) {
+        Command(CommandName.syncUpsDelete, ["id"]) { (handler, arguments, _) throws(ProtocolError) in
+            try handler.deleteSyncUp(arguments)
+        },
+        Command(CommandName.meetingsGet, ["syncup", "meeting", "segmentsOffset", "segmentsLimit"]) {
             (handler, arguments, _) throws(ProtocolError) in try handler.getMeeting(arguments)
         },
+        Command(CommandName.meetingsDelete, ["syncup", "meeting"]) { (handler, arguments, _) throws(ProtocolError) in
+            try handler.deleteMeeting(arguments)
+        },
         Command(
-            "meetings.delete", ["syncup", "meeting"],
-            value: { (handler, arguments, _) throws(ProtocolError) in
-                try handler.deleteMeeting(arguments)
-            }),
-        Command(
-            "transcript.get", ["syncup", "meeting", "offset", "limit"],
+            CommandName.transcriptGet, ["syncup", "meeting", "offset", "limit"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.getTranscript(arguments)
             }),
         Command(
-            "session.start", ["syncup", "audio", "transcribe", "call", "absent"],
+            CommandName.sessionStart, ["syncup", "audio", "transcribe", "call", "absent"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.startSession(arguments)
             }),
-        Command("session.get", value: { handler, _, _ in handler.session.json }),
+        Command(CommandName.sessionGet, value: { handler, _, _ in handler.session.json }),
         Command(
-            "session.next",
+            CommandName.sessionNext,
             value: { (handler, _, _) throws(ProtocolError) in
                 try handler.session.request(.next)
             }),
         Command(
-            "session.pause",
+            CommandName.sessionPause,
             value: { (handler, _, _) throws(ProtocolError) in
                 try handler.session.request(.pause)
             }),
         Command(
-            "session.resume",
+            CommandName.sessionResume,
             value: { (handler, _, _) throws(ProtocolError) in
                 try handler.session.request(.resume)
             }),
         Command(
-            "session.end", ["action"],
+            CommandName.sessionEnd, ["action"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.endSession(arguments)
             }),
         Command(
-            "session.absent", ["attendee"],
+            CommandName.sessionAbsent, ["attendee"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.session.request(.markAbsent(try arguments.string("attendee")))
             }),
         Command(
-            "session.back", ["attendee"],
+            CommandName.sessionBack, ["attendee"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.session.request(.markBack(try arguments.string("attendee")))
             }),
-        Command("schedule.list", value: { handler, _, _ in handler.status.scheduler?.list() ?? .array([]) }),
+        Command(CommandName.scheduleList, value: { handler, _, _ in handler.status.scheduler?.list() ?? .array([]) }),
         Command(
-            "schedule.set", ["syncup", "schedule", "timeZone", "reminder", "autoStart"],
+            CommandName.scheduleSet, ["syncup", "schedule", "timeZone", "reminder", "autoStart"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.setSchedule(arguments)
             }),
         Command(
-            "schedule.clear", ["syncup"],
+            CommandName.scheduleClear, ["syncup"],
             value: {
                 (handler, arguments, _) throws(ProtocolError) in
                 try handler.scheduler().clear(syncUp: try arguments.string("syncup"))
             }),
-        Command("devices", value: { handler, _, _ in handler.session.devicesJSON }),
-        Command("voices", value: { handler, _, _ in handler.voices.json(handler.state.syncUps) }),
+        Command(CommandName.devices, value: { handler, _, _ in handler.session.devicesJSON }),
+        Command(CommandName.voices, value: { handler, _, _ in handler.voices.json(handler.state.syncUps) }),
         Command(
-            "voices.forget", ["attendee"],
+            CommandName.voicesForget, ["attendee"],
             value: { (handler, arguments, _) throws(ProtocolError) in
                 try handler.forgetVoice(arguments)
             }),
         Command(
-            "subscribe", ["topics", "snapshot"],
+            CommandName.subscribe, ["topics", "snapshot"],
             value: { (handler, arguments, connection) throws(ProtocolError) in
                 try handler.subscribe(arguments, connection)
             }),
         Command(
-            "unsubscribe", ["topics"],
+            CommandName.unsubscribe, ["topics"],
             value: { (handler, arguments, connection) throws(ProtocolError) in
                 try handler.unsubscribe(arguments, connection)
             }),
@@ -197,8 +193,9 @@ final class CommandHandler {
 
     // MARK: - Daemon
 
-    /// The part of `status` that never changes, encoded once: `{"version":…,…,"dataFile":"…"`.
-    private lazy var statusPrefix: [UInt8] = {
+    /// The part of `status` that never changes, encoded once: `{"version":…,…,"dataFile":"…"`, and the load's
+    /// warnings.
+    private lazy var statusEncoder: StatusEncoder = {
         var prefix = JSONWriter().encode(
             [
                 "version": .string(status.version),
@@ -211,148 +208,89 @@ final class CommandHandler {
             ]
         )
         prefix.removeLast()  // the closing brace: the changing fields follow
-        return prefix
+        return StatusEncoder(prefix: prefix, voices: voices.model.status, warnings: status.loadWarnings)
     }()
 
-    /// `status` is what bars and scripts poll, so it is written straight to bytes: no JSONValue tree for the
-    /// daemon's own fields (a running session's object is still built as one), no floating-point formatting,
-    /// literals appended as raw bytes. The one fast path beside the general writer, kept for its figure:
-    /// `make bench`'s instructions table gave 7,328 instructions per pipelined `status` this way and 38,669
-    /// with the same object built as a `JSONValue` and written by `JSONWriter` (2026-12, one run each).
+    /// `status` is what bars and scripts poll, so it is written straight to bytes (`StatusEncoder`), into this
+    /// buffer, reused.
     private var statusBuffer: [UInt8] = []
 
-    /// Everything the idle daemon's `status` says that can change, to the millisecond of its uptime.
-    private struct StatusStamp: Equatable {
-        var uptimeMilliseconds: Int64
-        var syncUps: Int
-        var meetings: Int
-        var connections: Int
-        var subscribers: Int
-        var seq: Int
-        var timers: Int
-        var hasUnsavedChanges: Bool
-        var isSynced: Bool
-        /// The speech engine and audio device change with the settings, on SIGHUP (an integer: the stamp is
-        /// taken for every 256th replayed `status`, and copying and comparing the two strings was most of it).
-        var settingsGeneration: Int
-        /// Counts the changes of the `desktop` object (the session bus came or went, a name was taken).
-        var desktopGeneration: Int
-        /// Counts the changes of the schedules and of their next start.
-        var scheduleGeneration: Int
-    }
-
-    /// What `status` says now, unless a session runs (its object changes without any of the other fields
-    /// changing) or a write failed (rare; its message is not in the stamp); the generation counts the changes
-    /// of that, and `statusBuffer` holds the reply to the last.
-    private var statusStamp: StatusStamp?
+    /// The stamp of the last replayable `status`; the generation counts its changes, and `statusBuffer` holds
+    /// the reply to the last while `isStatusBufferCurrent`.
+    private var lastStamp: StatusFields.Counters?
     private var statusGeneration = 0
+    private var isStatusBufferCurrent = false
+    /// The settings' names as of `settingsNamesGeneration` (read again only when the settings change).
+    private var settingsNames = StatusFields.SettingsNames(speechEngine: nil, audioDevice: "")
+    private var settingsNamesGeneration = -1
 
-    /// The generation of the idle daemon's `status` (nil while a session runs), to the millisecond of its
-    /// uptime: a status bar, or a client asking many times within a millisecond, gets the same reply again
-    /// (`Server.replayGeneration`) without its being encoded again.
-    private func currentStatusGeneration(uptimeMilliseconds: Int64) -> Int? {
-        guard session.active == nil, persistenceError == nil else {
-            statusStamp = nil
-            return nil
-        }
-        let stamp = StatusStamp(
+    /// The numbers `status` says, now.
+    private func statusCounters(uptimeMilliseconds: Int64) -> StatusFields.Counters {
+        StatusFields.Counters(
             uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
             connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
             timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
             isSynced: store.isDurable, settingsGeneration: session.settingsGeneration,
             desktopGeneration: status.desktop.generation, scheduleGeneration: status.scheduler?.generation ?? 0)
-        if stamp != statusStamp {
-            statusStamp = stamp
+    }
+
+    /// Everything `status` says that can change, now.
+    private func statusFields(uptimeMilliseconds: Int64) -> StatusFields {
+        if settingsNamesGeneration != session.settingsGeneration {
+            settingsNamesGeneration = session.settingsGeneration
+            settingsNames = StatusFields.SettingsNames(
+                speechEngine: session.engineName, audioDevice: session.settings.audioDeviceName)
+        }
+        return StatusFields(
+            counters: statusCounters(uptimeMilliseconds: uptimeMilliseconds), session: session.json,
+            settings: settingsNames, next: status.scheduler?.statusJSON ?? .null, desktop: status.desktop.json,
+            persistenceError: persistenceError)
+    }
+
+    /// The generation of a reply with this stamp, if it may be replayed: a status bar, or a client asking
+    /// many times within a millisecond, gets the same reply again (`Server.replayGeneration`) without its
+    /// being encoded again.
+    private func statusGeneration(of stamp: StatusFields.Counters?) -> Int? {
+        guard let stamp else {
+            lastStamp = nil
+            return nil
+        }
+        if stamp != lastStamp {
+            lastStamp = stamp
             statusGeneration += 1
             isStatusBufferCurrent = false
         }
         return statusGeneration
     }
 
-    private var isStatusBufferCurrent = false
-
     /// As of the request line being handled.
     private var uptimeMilliseconds: Int64 { (server.lineTime.nanoseconds - status.startedAt.nanoseconds) / 1_000_000 }
 
-    /// `Server.replayGeneration`: only `status` (without arguments) is replayed.
+    /// `Server.replayGeneration`: only `status` (without arguments) is replayed. While no session runs and no
+    /// write fails, `StatusFields.stamp` is the counters alone, so only they are read here (building a
+    /// running session's object, or copying strings, would cost more than the replay saves).
     func replayGeneration(for request: Request) -> Int? {
-        guard request.command == "status", request.arguments.isEmpty else { return nil }
-        return currentStatusGeneration(uptimeMilliseconds: uptimeMilliseconds)
+        guard request.command == CommandName.status, request.arguments.isEmpty else { return nil }
+        guard session.active == nil, persistenceError == nil else {
+            lastStamp = nil
+            return nil
+        }
+        return statusGeneration(of: statusCounters(uptimeMilliseconds: uptimeMilliseconds))
     }
 
     private func statusReply() -> [UInt8] {
-        let milliseconds = uptimeMilliseconds
-        if currentStatusGeneration(uptimeMilliseconds: milliseconds) != nil {
+        let fields = statusFields(uptimeMilliseconds: uptimeMilliseconds)
+        if statusGeneration(of: fields.stamp) != nil {
             if isStatusBufferCurrent { return statusBuffer }
             isStatusBufferCurrent = true
         }
-        return encodeStatus(uptimeMilliseconds: milliseconds)
-    }
-
-    private func encodeStatus(uptimeMilliseconds milliseconds: Int64) -> [UInt8] {
         // Reused: the server drops the previous reply's reference before the next request, so this
         // buffer is uniquely held again and refilling it allocates nothing.
         var bytes = statusBuffer
         statusBuffer = []
         defer { statusBuffer = bytes }
         bytes.removeAll(keepingCapacity: true)
-        bytes.append(contentsOf: statusPrefix)
-        func field(_ name: StaticString, _ value: Int) {
-            JSONWriter.appendASCII(name, to: &bytes)
-            JSONWriter.appendInteger(Int64(value), to: &bytes)
-        }
-        // Seconds with millisecond precision, as the shortest decimal ("12.3", not "12.300").
-        field(#","uptime":"#, Int(milliseconds / 1000))
-        var fraction = Int(milliseconds % 1000)
-        if fraction > 0 {
-            var digits = 3
-            while fraction % 10 == 0 {
-                fraction /= 10
-                digits -= 1
-            }
-            bytes.append(UInt8(ascii: "."))
-            for power in [100, 10, 1].suffix(digits) { bytes.append(UInt8(ascii: "0") + UInt8(fraction / power % 10)) }
-        }
-        // `syncups`, as everywhere else; `syncUps`, protocol 1's first name for it, stays for its clients.
-        field(#","syncups":"#, state.syncUps.count)
-        field(#","syncUps":"#, state.syncUps.count)
-        field(#","meetings":"#, state.meetingCount)
-        field(#","connections":"#, server.connections.count)
-        field(#","subscribers":"#, server.subscriberCount)
-        field(#","seq":"#, server.seq)
-        field(#","timers":"#, server.loop.scheduledTimerCount)
-        let writer = JSONWriter()
-        JSONWriter.appendASCII(#","session":"#, to: &bytes)
-        writer.write(session.json, into: &bytes)
-        JSONWriter.appendASCII(#","speechEngine":"#, to: &bytes)
-        if let engine = session.engineName {
-            JSONWriter.writeString(engine, into: &bytes)
-        } else {
-            JSONWriter.appendASCII("null", to: &bytes)
-        }
-        JSONWriter.appendASCII(#","voices":"#, to: &bytes)
-        JSONWriter.writeString(voices.model.status, into: &bytes)
-        JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)
-        JSONWriter.writeString(session.settings.audioDeviceName, into: &bytes)
-        JSONWriter.appendASCII(#","next":"#, to: &bytes)
-        writer.write(status.scheduler?.statusJSON ?? .null, into: &bytes)
-        JSONWriter.appendASCII(#","desktop":"#, to: &bytes)
-        writer.write(status.desktop.json, into: &bytes)
-        JSONWriter.appendASCII(#","persistence":{"lastError":"#, to: &bytes)
-        if let error = persistenceError {
-            JSONWriter.writeString(error, into: &bytes)
-        } else {
-            JSONWriter.appendASCII("null", to: &bytes)
-        }
-        JSONWriter.appendASCII(
-            store.hasUnsavedChanges ? #","unsavedChanges":true"# : #","unsavedChanges":false"#, to: &bytes)
-        JSONWriter.appendASCII(store.isDurable ? #","synced":true"# : #","synced":false"#, to: &bytes)
-        JSONWriter.appendASCII(#","warnings":["#, to: &bytes)
-        for (index, warning) in status.loadWarnings.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            JSONWriter.writeString(warning, into: &bytes)
-        }
-        JSONWriter.appendASCII("]}}", to: &bytes)
+        statusEncoder.encode(fields, into: &bytes)
         return bytes
     }
 
@@ -469,16 +407,29 @@ final class CommandHandler {
         }
     }
 
-    private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
-        let syncUp = state.delete(try state.index(of: try arguments.string("id")))
+    private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
+        let (syncUp, orphaned) = state.delete(try state.index(of: try arguments.string("id")))
         voices.forget(syncUp.attendees.map(\.id))
-        return ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
+        return removingFiles(
+            of: orphaned, then: ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
+    }
+
+    /// The reply to a delete, once the deleted meetings' files are gone: removed off the loop (unlinks and a
+    /// listing of `meetings/`), so the client that asked finds them gone when it reads the reply; at once
+    /// when there are none (a sync-up without meetings touches no disk).
+    private func removingFiles(of meetings: [Meeting.ID], then result: JSONValue) -> ReplyBody {
+        guard !meetings.isEmpty else { return .value(result) }
+        let directory = state.dataDirectory
+        return .later {
+            directory.removeSidecars(of: meetings)
+            return .success(.value(result))
+        }
     }
 
     // MARK: - Meetings
 
-    /// The meeting from the state; its details (a file of up to hundreds of megabytes for a long meeting) and
-    /// its audio's length are read off the loop, unless the details are still in memory.
+    /// The meeting from the state; its details (a file of up to hundreds of megabytes for a long meeting, or
+    /// the copy in memory while it is being written) and its audio's length are read off the loop.
     private func getMeeting(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let syncUpText = try arguments.string("syncup")
         let meetingText = try arguments.string("meeting")
@@ -509,7 +460,8 @@ final class CommandHandler {
                 object, details: details, audio: directory.sidecar(meeting.id, MeetingFiles.audio), page: page,
                 budget: budget)
         }
-        guard pending == nil else { return .value(reply()) }
+        // Off the loop even when the details are in memory (still being written): the audio file's length is
+        // asked of the disk.
         return .later { .success(.value(reply())) }
     }
 
@@ -577,14 +529,15 @@ final class CommandHandler {
         return .object(object)
     }
 
-    private func deleteMeeting(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+    private func deleteMeeting(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let (syncUpIndex, meetingIndex) = try state.meetingIndex(
             syncUp: try arguments.string("syncup"),
             meeting: try arguments.string("meeting")
         )
         let syncUpID = state.syncUps[syncUpIndex].id
-        let meeting = state.deleteMeeting(syncUpIndex, meetingIndex)
-        return ["syncup": .string(syncUpID.description), "meeting": .string(meeting.id.description)]
+        let (meeting, orphaned) = state.deleteMeeting(syncUpIndex, meetingIndex)
+        return removingFiles(
+            of: orphaned, then: ["syncup": .string(syncUpID.description), "meeting": .string(meeting.id.description)])
     }
 
     // MARK: - Schedules

@@ -103,7 +103,7 @@ final class DesktopSurfaces {
         sessionChanged()
         guard notificationLevel != .none, bus.isConnected, name != "session.tick", name != "session.transcript"
         else { return }
-        if name == "schedule.reminder" {
+        if name == EventName.scheduleReminder {
             let event = data()
             if let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
                 let start = event["startSeconds"]?.numberValue?.int64
@@ -165,7 +165,7 @@ final class DesktopSurfaces {
                 slot: "problem",
                 summary: "\(machine?.syncUp.title ?? "syncupsd"): \(isSpeech ? "speech failed" : "a problem")",
                 body: message, urgency: isImportant ? .critical : .normal)
-        case "schedule.reminder":
+        case EventName.scheduleReminder:
             let event = data()
             let title = event["title"]?.stringValue ?? "a sync-up"
             var spec = timespec()

@@ -121,7 +121,7 @@ extension SessionController {
             if detailsError != nil && pendingDetails.isEmpty {
                 detailsError = nil
                 logger.notice("writing meetings' details works again")
-                publishEvent(.daemon, "persistence.recovered") { [:] }
+                publishEvent(.daemon, EventName.persistenceRecovered) { [:] }
             }
             state.whenSaved { [journals] in journals.remove(meeting) }
             return
@@ -134,7 +134,7 @@ extension SessionController {
             journals.write(pending.journal)
         }
         detailsError = message
-        publishEvent(.daemon, "persistence.failed") { ["error": .string(message)] }
+        publishEvent(.daemon, EventName.persistenceFailed) { ["error": .string(message)] }
         let delay = pending.retryDelay
         pending.retryDelay = StoreRetry.next(after: delay)
         pendingDetails[meeting] = pending

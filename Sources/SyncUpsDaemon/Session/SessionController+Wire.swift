@@ -78,7 +78,7 @@ extension SessionController {
                 data.append("reason", .string("the sync-up was deleted"))
             }
         }
-        publishEvent(.session, "session." + name) { [self] in
+        publishEvent(.session, EventName.session(name)) { [self] in
             .object(JSONObject([JSONObject.Member(key: "session", value: sessionJSON(session))] + data.members))
         }
     }

@@ -44,7 +44,7 @@ final class SessionController {
         case callRecorder(MeetingRecorder.Trouble, Meeting.ID)
         case recorderStopped(Meeting.ID)
         case recognizer(RecognizerEvent, Meeting.ID)
-        case cueFailed(ALSAError, Meeting.ID)
+        case cueFailed(AudioError, Meeting.ID)
         /// A saved meeting's details file was written (or failed to be, with the error).
         case detailsWritten(Meeting.ID, error: String?)
         /// The meeting's journal could not be written.

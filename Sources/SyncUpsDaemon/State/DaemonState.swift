@@ -95,7 +95,7 @@ final class DaemonState {
         syncUps.append(syncUp)
         ids.append(syncUp.id.description)
         store.save(syncUps)
-        publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
+        publish(.syncups, EventName.syncUpCreated, ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
         logger.info("created sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
         return syncUp
     }
@@ -124,7 +124,9 @@ final class DaemonState {
         }
     }
 
-    func delete(_ index: Int) -> SyncUp {
+    /// Removes the sync-up; returns it and its meetings that nothing holds any more, whose files the caller
+    /// removes off the loop (`DataDirectory.removeSidecars`: unlinks and a directory listing).
+    func delete(_ index: Int) -> (syncUp: SyncUp, orphaned: [Meeting.ID]) {
         let syncUp = syncUps.remove(at: index)
         if former.forget(syncUp.id) { saveFormer() }
         ids.remove(at: index)
@@ -133,21 +135,22 @@ final class DaemonState {
         store.save(syncUps)
         let orphaned = unheld(syncUp.meetings.map(\.id))
         session?.meetingsDeleted(orphaned)
-        dataDirectory.removeSidecars(of: orphaned)
-        publish(.syncups, "syncup.deleted", ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
+        publish(
+            .syncups, EventName.syncUpDeleted, ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
         logger.info("deleted sync-up \"\(syncUp.title)\"", .syncUp(syncUp.id))
-        return syncUp
+        return (syncUp, orphaned)
     }
 
-    func deleteMeeting(_ syncUpIndex: Int, _ meetingIndex: Int) -> Meeting {
+    /// Removes the meeting; returns it and, if nothing holds it any more, its id, whose files the caller
+    /// removes off the loop.
+    func deleteMeeting(_ syncUpIndex: Int, _ meetingIndex: Int) -> (meeting: Meeting, orphaned: [Meeting.ID]) {
         let meeting = syncUps[syncUpIndex].meetings.remove(at: meetingIndex)
         meetingCount -= 1
         store.save(syncUps)
         let orphaned = unheld([meeting.id])
         session?.meetingsDeleted(orphaned)
-        dataDirectory.removeSidecars(of: orphaned)
         publishUpdate(syncUps[syncUpIndex], change: "meeting.deleted", meeting: .string(meeting.id.description))
-        return meeting
+        return (meeting, orphaned)
     }
 
     /// Saves a meeting in its sync-up's history, newest first (a new meeting goes to the top; a recovered
@@ -212,13 +215,13 @@ final class DaemonState {
         meetingCount += syncUp.meetings.count
         ids.append(syncUp.id.description)
         store.save(syncUps, urgent: true)
-        publish(.syncups, "syncup.created", ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
+        publish(.syncups, EventName.syncUpCreated, ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
     }
 
     /// Publishes `daemon.warning` (and logs it): something was done to keep the user's data.
     func warn(_ message: String) {
         logger.warning(message)
-        publish(.daemon, "daemon.warning", ["message": .string(message)])
+        publish(.daemon, EventName.daemonWarning, ["message": .string(message)])
     }
 
     /// Another program rewrote `sync-ups.json`: its content is the state now.
@@ -235,7 +238,7 @@ final class DaemonState {
             }
         }
         // However large the new state, the event is one page (as in a snapshot): a client fetches the rest.
-        publish(.syncups, "syncups.reloaded", .object(firstPage()))
+        publish(.syncups, EventName.syncUpsReloaded, .object(firstPage()))
         logger.notice("reloaded \(syncUps.count) sync-ups after another program changed \(dataDirectory.syncUpsFile)")
         if let warning = sharedMeetingsWarning() { warn(warning) }
     }
@@ -265,7 +268,7 @@ final class DaemonState {
         _ syncUp: SyncUp, change: String, meeting: @autoclosure () -> JSONValue? = nil
     ) {
         publish(
-            .syncups, "syncup.updated",
+            .syncups, EventName.syncUpUpdated,
             {
                 var data = JSONObject()
                 data.append("syncup", WireFormat.syncUp(syncUp, meetings: .summary))

@@ -5,7 +5,7 @@
 //
 // Built with `make fuzz` (libFuzzer). Built normally, it replays the files given as arguments.
 
-import CSyncUpsShims
+import FuzzDriver
 import Glibc
 import SyncUpsCore
 import SyncUpsJSON
@@ -34,28 +34,11 @@ func fuzzFile(_ input: UnsafeRawBufferPointer) {
     /// SwiftPM links an executable's `main` as `<module>_main`; hand it to libFuzzer's driver.
     @_cdecl("syncups_fuzz_file_main")
     func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-        var count = argc
-        var arguments = argv
-        return LLVMFuzzerRunDriver(&count, &arguments) { data, size in
-            fuzzFile(UnsafeRawBufferPointer(start: data, count: size))
-            return 0
-        }
+        FuzzDriver.run(argc, argv, fuzzFile)
     }
 #else
     @main
     struct Replay {
-        static func main() {
-            var count = 0
-            for path in CommandLine.arguments.dropFirst() {
-                guard let fd = try? FileDescriptor.open(path, O_RDONLY), let bytes = try? fd.readToEnd() else {
-                    Console.error("cannot read \(path)\n")
-                    exit(2)
-                }
-                fd.close()
-                bytes.withUnsafeBytes { fuzzFile($0) }
-                count += 1
-            }
-            Console.out("replayed \(count) inputs\n")
-        }
+        static func main() { FuzzDriver.replay(CommandLine.arguments.dropFirst(), fuzzFile) }
     }
 #endif

@@ -1,11 +1,12 @@
 // Fuzzes the request decoder (against the strict parser) and the command dispatcher: each input is a batch of request lines, answered
-// by an in-process daemon (the real decoder, handler, state and store) that lives across inputs, so
-// sequences of commands are explored, not just single lines.
+// by an in-process daemon that lives across inputs, so sequences of commands are explored, not just single
+// lines. Each line takes every client's path: a socket, the framing, the replay cache, the decoder, the
+// handler, state and store, the reply and output limits.
 //
 // Built with `make fuzz` (libFuzzer, -sanitize=fuzzer). Built normally, it replays files given as arguments:
 // the committed corpus and every crash the fuzzer found run that way in `make test`.
 
-import CSyncUpsShims
+import FuzzDriver
 import Glibc
 import SyncUpsDaemon
 import SyncUpsJSON
@@ -58,6 +59,11 @@ func fuzzRequests(_ input: UnsafeRawBufferPointer) {
         guard !line.isEmpty, line.count <= 1 << 20 else { continue }
         checkDecoding(line)
         let reply = daemon!.handle(line)
+        if line.count == 1 && line[0] == 0x0D {
+            // A blank line (its `\r` is the line end's) is no request, and is answered by nothing.
+            precondition(reply.isEmpty, "a blank line was answered")
+            continue
+        }
         precondition(
             reply.last == 0x0A && reply.dropLast().allSatisfy { $0 != 0x0A }, "a reply must be exactly one line")
         let value: JSONValue
@@ -83,28 +89,11 @@ func fuzzRequests(_ input: UnsafeRawBufferPointer) {
     /// SwiftPM links an executable's `main` as `<module>_main`; hand it to libFuzzer's driver.
     @_cdecl("syncups_fuzz_request_main")
     func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-        var count = argc
-        var arguments = argv
-        return LLVMFuzzerRunDriver(&count, &arguments) { data, size in
-            fuzzRequests(UnsafeRawBufferPointer(start: data, count: size))
-            return 0
-        }
+        FuzzDriver.run(argc, argv, fuzzRequests)
     }
 #else
     @main
     struct Replay {
-        static func main() {
-            var count = 0
-            for path in CommandLine.arguments.dropFirst() {
-                guard let fd = try? FileDescriptor.open(path, O_RDONLY), let bytes = try? fd.readToEnd() else {
-                    Console.error("cannot read \(path)\n")
-                    exit(2)
-                }
-                fd.close()
-                bytes.withUnsafeBytes { fuzzRequests($0) }
-                count += 1
-            }
-            Console.out("replayed \(count) inputs\n")
-        }
+        static func main() { FuzzDriver.replay(CommandLine.arguments.dropFirst(), fuzzRequests) }
     }
 #endif

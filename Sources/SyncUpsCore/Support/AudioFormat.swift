@@ -1,4 +1,6 @@
-/// The one audio format syncupsd uses everywhere: what the recognizers want, and what the WAV holds.
+/// The one audio format syncupsd uses everywhere: what the capture records, what the recognizers want (the
+/// speech engines are told its rate), and what the WAV holds. In the core, which both the audio and the
+/// speech modules use.
 public enum AudioFormat {
     /// Signed 16-bit little-endian, mono, 16 kHz.
     public static let sampleRate = 16_000

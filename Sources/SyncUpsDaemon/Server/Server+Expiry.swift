@@ -1,0 +1,54 @@
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// Expiry: a client that stops reading its output (`stallTimeoutSeconds`) or leaves a request line
+/// incomplete (`partialLineTimeoutSeconds`) is cut off. Both run on the loop's clock, so a test's manual
+/// clock drives them (`VirtualTimeTests`).
+extension Server {
+    /// Arms the partial-line timeout while the input holds part of a line and nothing else; a complete line
+    /// disarms it. (Complete lines waiting behind a paused reader are the daemon's wait, not the client's.)
+    func watchPartialLine(_ connection: Connection) {
+        guard connection.state.isReading && connection.hasPendingInput else {
+            connection.partialLineSince = nil
+            connection.partialLineTimer.map(loop.cancel)
+            connection.partialLineTimer = nil
+            return
+        }
+        guard connection.partialLineSince == nil else { return }
+        let since = loop.now()
+        connection.partialLineSince = since
+        let timeout = limits.partialLineTimeoutSeconds
+        connection.partialLineTimer = loop.schedule(at: since + .seconds(timeout)) {
+            [unowned self, unowned connection] in
+            connection.partialLineTimer = nil
+            guard !connection.isClosed, connection.partialLineSince == since else { return }
+            logger.throttled(
+                .notice, "client.partial",
+                "\(connection.label) left a request line incomplete for \(timeout) s; closing it")
+            drop(
+                connection,
+                ProtocolError(
+                    .requestTimeout, "a request line stayed incomplete for \(timeout) seconds; closing the connection"))
+        }
+    }
+
+    /// Closes the connection if its output makes no progress for `stallTimeoutSeconds`.
+    func scheduleStallCheck(_ connection: Connection) {
+        let deadline = connection.lastProgress + .seconds(limits.stallTimeoutSeconds)
+        connection.stallTimer = loop.schedule(at: deadline) { [unowned self, unowned connection] in
+            connection.stallTimer = nil
+            guard !connection.isClosed, !connection.output.isEmpty else { return }
+            if loop.now() - connection.lastProgress >= .seconds(limits.stallTimeoutSeconds) {
+                close(connection, reason: "it read nothing for \(limits.stallTimeoutSeconds) seconds")
+            } else {
+                scheduleStallCheck(connection)
+            }
+        }
+    }
+
+    func cancelStallCheck(_ connection: Connection) {
+        guard let timer = connection.stallTimer else { return }
+        loop.cancel(timer)
+        connection.stallTimer = nil
+    }
+}

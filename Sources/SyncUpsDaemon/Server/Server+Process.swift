@@ -1,0 +1,136 @@
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// Processing: the one path from a request line to its reply, for every client (sockets, the in-process
+/// daemon, the fuzzer): the replay cache, the decoder, the handler, the reply's size limit; and replies
+/// made off the loop.
+extension Server {
+    /// Answers one line; returns whether it was a replay (no work done).
+    @discardableResult
+    func handleLine(_ line: UnsafeRawBufferPointer, from connection: Connection) -> Bool {
+        if let reply = replay.reply(to: line, generation: replayGeneration) {
+            if connection.output.isEmpty { connection.lastProgress = loop.now() }
+            connection.output.append(reply)
+            closeIfOverOutputLimit(connection)
+            return true
+        }
+        // The handler runs first: it may queue events to this very connection (the change it made, when the
+        // client is subscribed) before its reply.
+        let request: Request?
+        let id: JSONValue
+        let outcome: Result<ReplyBody, ProtocolError>
+        switch Request.decode(line) {
+        case .failure(let failure): (request, id, outcome) = (nil, failure.id, .failure(failure.error))
+        case .success(let decoded): (request, id, outcome) = (decoded, decoded.id, handler(decoded, connection))
+        }
+        guard !connection.isClosed else { return false }
+        if case .success(.later(let work)) = outcome {
+            awaitReply(id: id, work: work, on: connection)
+            return false
+        }
+        if connection.output.isEmpty { connection.lastProgress = loop.now() }
+        replyScratch.removeAll(keepingCapacity: true)
+        appendReply(id: id, outcome: outcome, to: &replyScratch)
+        connection.output.append(replyScratch)
+        if let request, case .success = outcome {
+            replay.remember(line: line, request: request, generation: replayGeneration(request), reply: replyScratch)
+        }
+        if replyScratch.capacity > OutputBuffer.keptCapacity {
+            replyScratch = []  // a big page's reply does not stay
+        }
+        closeIfOverOutputLimit(connection)
+        return false
+    }
+
+    private func appendReply(id: JSONValue, outcome: Result<ReplyBody, ProtocolError>, to bytes: inout [UInt8]) {
+        let start = bytes.count
+        switch outcome {
+        case .success(.value(let result)): Wire.appendSuccess(id: id, result: result, to: &bytes)
+        case .success(.encoded(let result)): Wire.appendSuccess(id: id, encodedResult: result, to: &bytes)
+        case .success(.later):
+            let error = ProtocolError(.internalError, "the reply was to be made later once more")
+            Wire.appendFailure(id: id, error: error, to: &bytes)
+            return
+        case .failure(let error):
+            Wire.appendFailure(id: id, error: error, to: &bytes)
+            return
+        }
+        let size = bytes.count - start
+        if size > limits.maxReplyBytes {
+            bytes.removeSubrange(start...)
+            let error = ProtocolError(
+                .internalError,
+                "the reply would be \(size) bytes, over the \(limits.maxReplyBytes)-byte limit; ask for a smaller page"
+            )
+            Wire.appendFailure(id: id, error: error, to: &bytes)
+        }
+    }
+
+    // MARK: - Replies made off the loop
+
+    /// A reply made on the `syncups-reply` thread, for the connection numbered `connection`.
+    struct LaterReply: Sendable {
+        var connection: Int
+        var outcome: Result<ReplyBody, ProtocolError>
+    }
+
+    /// Runs `work` on the reply thread; the connection handles nothing more until its reply is queued
+    /// (`answer`). Jobs run one at a time, so two clients reading large files hold one in memory, not two.
+    private func awaitReply(
+        id: JSONValue, work: @escaping @Sendable () -> Result<ReplyBody, ProtocolError>, on connection: Connection
+    ) {
+        _ = connection.state.awaitReply(id: id)
+        let number = connection.number
+        let queued = replyThread().map { worker, mailbox in
+            worker.tryRun { mailbox.post(LaterReply(connection: number, outcome: work())) }
+        }
+        switch queued {
+        case true?:
+            updateInterest(connection)
+        case false?:
+            connection.state.replyNotAwaited()
+            queueReply(
+                id: id, outcome: .failure(ProtocolError(.internalError, "too many replies are being made; try again")),
+                to: connection)
+        case nil:
+            connection.state.replyNotAwaited()
+            queueReply(id: id, outcome: work(), to: connection)  // no thread to be had: here, then
+        }
+    }
+
+    /// The reply thread and its mailbox, started with the first reply made off the loop; nil if that fails.
+    private func replyThread() -> (SerialWorker, Mailbox<LaterReply>)? {
+        if let laterReplies { return laterReplies }
+        do throws(SystemError) {
+            let mailbox = try Mailbox<LaterReply>(capacity: 64)
+            let worker = try SerialWorker(name: "syncups-reply", capacity: 1024)
+            laterReplyWatch = try mailbox.attach(to: loop) { [unowned self] in $0.forEach(answer) }
+            laterReplies = (worker, mailbox)
+            return laterReplies
+        } catch {
+            logger.error("cannot start the syncups-reply thread: \(error); making replies on the event loop")
+            return nil
+        }
+    }
+
+    /// Queues a reply made off the loop and lets its connection go on with the lines it sent meanwhile (on
+    /// the loop's next turn, as a reader resumes). A connection closed meanwhile gets nothing.
+    private func answer(_ later: LaterReply) {
+        guard let connection = connections[later.connection],
+            case .queue(let id) = connection.state.replyMade()
+        else { return }
+        queueReply(id: id, outcome: later.outcome, to: connection)
+        flush(connection)
+        if !connection.isClosed { resumeReading(connection) }
+    }
+
+    private func queueReply(id: JSONValue, outcome: Result<ReplyBody, ProtocolError>, to connection: Connection) {
+        if connection.output.isEmpty { connection.lastProgress = loop.now() }
+        var reply: [UInt8] = []
+        appendReply(id: id, outcome: outcome, to: &reply)
+        connection.output.append(reply)
+        closeIfOverOutputLimit(connection)
+    }
+}

@@ -1,0 +1,197 @@
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// Reading: the socket's events, framing lines, and the turn budget that lets other clients in.
+extension Server {
+    func handleEvents(_ events: IOEvents, on connection: Connection) {
+        // `.hangup` is several bits; any of them means it.
+        let hungUp = !events.isDisjoint(with: .hangup)
+        if events.contains(.writable) || hungUp { flush(connection) }
+        if connection.isClosed { return }
+        if hungUp, connection.state.hungUp() == .close {
+            close(connection, reason: nil)
+            return
+        }
+        if events.contains(.readable) || hungUp { read(connection) }
+    }
+
+    private func read(_ connection: Connection) {
+        guard connection.state.isReading else { return }
+        let read = readBuffer.withUnsafeMutableBytes { buffer in
+            Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
+        }
+        let count: Int
+        switch read {
+        case .success(let available?): count = available
+        case .success(nil): return
+        case .failure(let error):
+            close(connection, reason: "read failed: \(error.errno)")
+            return
+        }
+        if count == 0 {
+            // End of input: answer what was sent (even a last line without "\n"), then close (`afterSend`).
+            if connection.hasPendingInput { connection.input.append(0x0A) }
+            connection.state.endOfInput()
+        } else {
+            connection.input.append(contentsOf: readBuffer[0..<count])
+        }
+        processInputAndFlush(connection)
+    }
+
+    /// Handles what the input holds, watches what is left of a line, and sends the replies.
+    func processInputAndFlush(_ connection: Connection) {
+        processInput(connection)
+        watchPartialLine(connection)
+        flush(connection)
+    }
+
+    /// How many replayed lines may pass between two clock reads: a run of them costs about 25 µs (a compare
+    /// and a copy each). Each read also re-checks the replay's generation (`replayGeneration`); at 32 lines
+    /// a run, that check and the run's set-up were a third of the daemon's instructions per `status` at B=512.
+    private static let replaysPerClockRead = 256
+
+    /// How long one client's pipelined lines may run before everyone else's input gets a turn.
+    private static let turnBudgetNanoseconds: Int64 = 1_000_000
+
+    /// Handles the complete lines in the input while the client keeps up with its output, for `turnBudgetNanoseconds`
+    /// at most: a backlog of expensive requests (thousands of deletes) continues after the loop has polled
+    /// again, so another client's `ping` waits for one slice, not for the whole backlog.
+    ///
+    /// The clock is read after every line that did work, and between replayed `status` lines (tens of
+    /// nanoseconds each, where reading it each time was most of the work) at every 256th; the replays
+    /// between two reads are one compare-and-copy run (`replayRepeats`).
+    /// So a slice overruns by at most one line that did work plus 255 replays: a run of cheap replays cannot
+    /// be followed by a run of expensive lines that no clock read sees (the attack on issue 18 found one of
+    /// 31 creates).
+    ///
+    /// Output is sent whenever `sendChunk` is queued, while the batch goes on, unless the socket was full
+    /// (then reading pauses at `readPauseThreshold`, and the batch goes on once the client has read).
+    private func processInput(_ connection: Connection) {
+        let start = loop.now()
+        lineTime = start
+        if connection.input.count - connection.inputStart >= Self.deepBatchInputBytes {
+            connection.output.adopt(&spareOutput)
+        }
+        var handled = 0
+        var nextClockRead = 1
+        var isSocketFull = false
+        while connection.state.handlesInput {
+            if connection.output.count >= Self.sendChunk && !isSocketFull {
+                isSocketFull = !sendQueued(connection)
+                if connection.isClosed { return }
+                // The client has this much to read before it sends again: longer than a busy poll lasts.
+                loop.skipBusyPoll()
+            }
+            if connection.output.count >= readPauseThreshold {
+                pauseReading(connection)
+                return
+            }
+            var isOverBudget = false
+            if handled == nextClockRead {
+                lineTime = loop.now()
+                // In nanoseconds: Duration's arithmetic is 128-bit.
+                let elapsed = lineTime.nanoseconds - start.nanoseconds
+                isOverBudget = elapsed >= Self.turnBudgetNanoseconds
+                nextClockRead = handled + Self.replaysPerClockRead
+            }
+            if isOverBudget && connection.hasPendingLine {
+                yieldTurn(connection)
+                return
+            }
+            handled += 1
+            let searchStart = connection.inputStart
+            let found = connection.input.withUnsafeBytes { bytes -> Int? in
+                guard let base = bytes.baseAddress, searchStart < bytes.count else { return nil }
+                return memchr(base + searchStart, 0x0A, bytes.count - searchStart).map { UnsafeRawPointer($0) - base }
+            }
+            guard let newline = found else { break }
+            var end = newline
+            if end > searchStart && connection.input[end - 1] == 0x0D { end -= 1 }
+            let length = end - searchStart
+            connection.inputStart = newline + 1
+            if length > limits.maxLineBytes {
+                rejectLongLine(connection, length: length)
+                return
+            }
+            if length > 0 {
+                let wasReplayed = connection.input.withUnsafeBytes { bytes in
+                    handleLine(UnsafeRawBufferPointer(rebasing: bytes[searchStart..<end]), from: connection)
+                }
+                if wasReplayed {
+                    // The same line again up to the next clock read: nothing has run since the replay was
+                    // vouched for and the clock has not moved, so its generation still holds.
+                    handled += replayRepeats(connection, upTo: nextClockRead - handled)
+                } else {
+                    nextClockRead = handled
+                }
+            }
+        }
+        if connection.isClosed { return }
+        let pending = connection.input.count - connection.inputStart
+        if pending > limits.maxLineBytes {
+            rejectLongLine(connection, length: pending)
+            return
+        }
+        if connection.inputStart > 0 {
+            connection.input.removeFirst(connection.inputStart)
+            connection.inputStart = 0
+            // A long line read once must not hold its megabyte for the connection's life: an idle
+            // connection keeps at most 64 KiB (1,000 connections that each sent a 900 KiB line held 1.2 GB).
+            // A new array of just the rest: `Array(input[...])` was the same storage, capacity and all (a
+            // slice of a whole array converts without a copy), so 300 such connections still held 285 MB.
+            if connection.input.capacity > 64 * 1024 && connection.input.count < 16 * 1024 {
+                noteReleased(connection.input.capacity)
+                connection.input = connection.input.withUnsafeBufferPointer { Array($0) }
+            }
+        }
+    }
+
+    /// Gives way to other clients for a turn: the rest of the backlog goes on once the loop has polled.
+    private func yieldTurn(_ connection: Connection) {
+        if connection.state.yield() == .updateInterest { updateInterest(connection) }
+        loop.executeAfterPolling { [weak self, weak connection] in
+            guard let self, let connection, connection.state.resumeAfterYield() else { return }
+            processInputAndFlush(connection)
+        }
+    }
+
+    private func rejectLongLine(_ connection: Connection, length: Int) {
+        logger.throttled(
+            .notice, "client.long-line", "\(connection.label) sent a line over \(limits.maxLineBytes) bytes; closing it"
+        )
+        drop(
+            connection,
+            ProtocolError(.lineTooLong, "request line longer than \(limits.maxLineBytes) bytes; closing the connection")
+        )
+    }
+
+    /// Sends one error line (id null) and closes the connection once it is sent; what it sent is dropped.
+    func drop(_ connection: Connection, _ error: ProtocolError) {
+        enqueue(Wire.failure(id: .null, error: error), to: connection)
+        connection.input = []
+        connection.inputStart = 0
+        _ = connection.state.drop()
+        flush(connection)
+    }
+
+    /// After a replayed line: answers the lines right after it that are the same bytes again (each with its
+    /// newline, at most `limit`) with the same reply, all appended at once; returns how many. What a status
+    /// bar or a script sending `status` in a batch costs per line is then a compare and a copy.
+    ///
+    /// No more than fit under `readPauseThreshold`: a run is appended before the loop looks at the output
+    /// again, and 256 replies of a 4.5 KB `status` (a data directory with a long path) were 1.15 MB at once,
+    /// over `maxOutputBytes`, so a client that read every reply was cut off.
+    private func replayRepeats(_ connection: Connection, upTo limit: Int) -> Int {
+        guard let entry = replay.entry, !entry.reply.isEmpty else { return 0 }
+        let limit = min(limit, (readPauseThreshold - connection.output.count) / entry.reply.count)
+        guard limit > 0 else { return 0 }
+        let count = entry.countRepeats(in: connection.input, from: connection.inputStart, upTo: limit)
+        guard count > 0 else { return 0 }
+        connection.inputStart += count * (entry.line.count + 1)
+        connection.output.append(entry.reply, times: count)
+        closeIfOverOutputLimit(connection)
+        return count
+    }
+}

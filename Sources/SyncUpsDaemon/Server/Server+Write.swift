@@ -1,0 +1,112 @@
+import Glibc
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// Writing: queuing output, sending it without blocking, pausing and resuming a reader for its unsent
+/// output, the output limit, and the socket's interest.
+extension Server {
+    /// Queues bytes for a client; one whose unsent output would pass the limit is cut off.
+    func enqueue(_ bytes: [UInt8], to connection: Connection) {
+        guard !connection.isClosed, !closeIfOverOutputLimit(connection, adding: bytes.count) else { return }
+        if connection.output.isEmpty { connection.lastProgress = loop.now() }
+        connection.output.append(bytes)
+    }
+
+    /// The output limit, the one place it is checked: a client with more than `maxOutputBytes` unread (with
+    /// `adding` more about to be queued) is closed. Returns whether it was.
+    @discardableResult
+    func closeIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
+        let unread = connection.output.count + adding
+        guard unread > limits.maxOutputBytes else { return false }
+        close(
+            connection, reason: "it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit")
+        return true
+    }
+
+    /// Sends what the socket takes now; arranges to be called again when it takes more. Never handles input:
+    /// a paused reader that has caught up resumes on the loop's next turn.
+    func flush(_ connection: Connection) {
+        guard !connection.isClosed else { return }
+        sendQueued(connection)
+        if connection.isClosed { return }
+        if connection.output.isEmpty {
+            cancelStallCheck(connection)
+        } else if connection.stallTimer == nil {
+            scheduleStallCheck(connection)
+        }
+        let next = connection.state.afterSend(
+            unsent: connection.output.count, resumeBelow: readPauseThreshold / 2,
+            hasPendingInput: connection.hasPendingInput, isSubscriber: connection.isSubscriber)
+        switch next {
+        case .wait, .idle(releasesBuffer: false):
+            break
+        case .idle(releasesBuffer: true):
+            // Not in `sendQueued`: a batch that sends as it goes keeps its buffer until it is done.
+            noteReleased(connection.output.releaseCapacity(into: &spareOutput))
+        case .close(let releasesBuffer):
+            if releasesBuffer { noteReleased(connection.output.releaseCapacity(into: &spareOutput)) }
+            close(connection, reason: nil)
+            return
+        case .resumeReading:
+            resumeReading(connection)
+        }
+        updateInterest(connection)
+    }
+
+    /// Sends what the socket takes now, nothing else: no timers, no interest. Returns false when the socket
+    /// is full (output remains) or the connection was closed on an error.
+    @discardableResult
+    func sendQueued(_ connection: Connection) -> Bool {
+        while !connection.output.isEmpty {
+            let sent: Int
+            do {
+                sendCalls += 1
+                sent = try connection.output.send(to: connection.fd)
+            } catch {
+                close(
+                    connection,
+                    reason: error.errno == .brokenPipe || error.errno == .connectionReset
+                        ? nil : "send failed: \(error)")
+                return false
+            }
+            if sent == 0 { return false }
+            connection.lastProgress = loop.now()
+        }
+        return true
+    }
+
+    /// Stops reading from a client with `readPauseThreshold` unsent.
+    func pauseReading(_ connection: Connection) {
+        guard connection.state.pauseForOutput() == .updateInterest else { return }
+        readPauses += 1
+        updateInterest(connection)
+    }
+
+    /// Lets a paused connection read again, and handles the lines it already sent on the loop's next turn
+    /// (the socket may never become readable again: they are in our buffer, not the kernel's).
+    func resumeReading(_ connection: Connection) {
+        if connection.state.resumeAfterPause() == .updateInterest { updateInterest(connection) }
+        loop.execute { [weak self, weak connection] in
+            guard let self, let connection, connection.state.handlesInput else { return }
+            processInputAndFlush(connection)
+        }
+    }
+
+    /// Sends every subscriber the events queued for it during this turn.
+    func flushPending() {
+        let connections = pendingFlush
+        pendingFlush.removeAll(keepingCapacity: true)
+        for connection in connections.values { flush(connection) }
+    }
+
+    func updateInterest(_ connection: Connection) {
+        guard let watch = connection.watch, !connection.isClosed else { return }
+        var events: IOEvents = []
+        if connection.state.isReading { events.insert(.readable) }
+        if !connection.output.isEmpty {
+            events.insert(.writable)
+            loop.skipBusyPoll()
+        }
+        loop.modify(watch, for: events)
+    }
+}
