@@ -25,6 +25,7 @@ final class Services {
         logger: Logger,
         uuid: UUIDGenerator = .random,
         wallClock: WallClock = .system,
+        fileSystem: FileSystem = .live,
         onPublish: @escaping () -> Void = {}
     ) throws(StartupError) {
         let publish: PublishEvent = { topic, name, data in
@@ -34,7 +35,9 @@ final class Services {
         var state: DaemonState?
         let loaded: SyncUpStore.LoadResult
         do {
-            store = try SyncUpStore(directory: directory, loop: loop, wallClock: wallClock) { event in
+            store = try SyncUpStore(
+                directory: directory, loop: loop, fileSystem: fileSystem, wallClock: wallClock
+            ) { event in
                 Self.handle(event, state: state, server: server, logger: logger)
             }
             loaded = try store.open()
