@@ -124,7 +124,6 @@ public final class Daemon {
         server.shutDown(reason: stopReason ?? "stopping")
         let failure = services.store.close()
         services.session.close()
-        services.state.formerFile?.finish()
         logger.flushThrottled()
         if let failure {
             logger.error(failure)

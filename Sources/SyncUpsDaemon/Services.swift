@@ -45,8 +45,10 @@ final class Services {
             throw StartupError("cannot open the data directory \(directory.path): \(error)")
         }
         for warning in loaded.warnings { logger.error(warning) }
+        for problem in loaded.formerProblems { logger.warning(problem) }
         let owner = DaemonState(
             syncUps: loaded.syncUps,
+            former: loaded.former,
             store: store,
             uuid: uuid,
             now: wallClock,
@@ -56,17 +58,6 @@ final class Services {
         )
         state = owner
         self.state = owner
-        var formerProblems: [String] = []
-        do {
-            let file = try FormerAttendeesFile(directory: directory)
-            let (former, problems) = file.load()
-            owner.former = former
-            owner.formerFile = file
-            for problem in problems { logger.warning(problem) }
-            formerProblems = problems
-        } catch {
-            logger.error("cannot remember removed attendees (\(error)): someone added back gets a new id")
-        }
         let shared = owner.sharedMeetingsWarning().map { [$0] } ?? []
         for warning in shared { logger.warning(warning) }
         let recovered = MeetingRecovery.run(state: owner, logger: logger)
@@ -87,7 +78,7 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: wallClock(),
-                loadWarnings: loaded.warnings + shared + recovered + formerProblems
+                loadWarnings: loaded.warnings + shared + recovered + loaded.formerProblems
             )
         )
         server.handler = handler.handle

@@ -18,7 +18,9 @@ import Testing
         return (daemon, LoopClient(try daemon.connect(), daemon))
     }
 
-    var syncUpsOnDisk: String { String(decoding: Files.read(directory.appending("sync-ups.json")) ?? [], as: UTF8.self) }
+    var syncUpsOnDisk: String {
+        String(decoding: Files.read(directory.appending("sync-ups.json")) ?? [], as: UTF8.self)
+    }
     var formerOnDisk: String {
         String(decoding: Files.read(directory.appending("former-attendees.json")) ?? [], as: UTF8.self)
     }
@@ -59,7 +61,9 @@ import Testing
         #expect(failing["persistence"]?["unsavedChanges"] == true)
         #expect(syncUpsOnDisk.contains("Xena"), "sync-ups.json dropped Xena before her id was remembered")
         faults.heal()
-        try waitForStatus(client) { $0["persistence"]?["lastError"] == .null && $0["persistence"]?["unsavedChanges"] == false }
+        try waitForStatus(client) {
+            $0["persistence"]?["lastError"] == .null && $0["persistence"]?["unsavedChanges"] == false
+        }
         #expect(formerOnDisk.contains("Xena"))
         #expect(!syncUpsOnDisk.contains("Xena"))
     }

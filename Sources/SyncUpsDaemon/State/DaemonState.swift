@@ -26,14 +26,14 @@ final class DaemonState {
     let limits: Limits
     /// Told when the sync-up of a running meeting changes or goes away.
     weak var session: SessionController?
-    /// The people removed from each sync-up, and the file that keeps them (nil in tests without one).
-    var former = FormerAttendees()
-    var formerFile: FormerAttendeesFile?
+    /// The people removed from each sync-up (`former-attendees.json`, which the store writes with the state).
+    private(set) var former: FormerAttendees
     /// Details of saved meetings that the clean-up thread is still writing, so `meetings.get` has them at once.
     var detailsBeingWritten: [Meeting.ID: MeetingDetails] = [:]
 
     init(
         syncUps: [SyncUp],
+        former: FormerAttendees = FormerAttendees(),
         store: SyncUpStore,
         uuid: UUIDGenerator,
         now: WallClock,
@@ -43,6 +43,7 @@ final class DaemonState {
     ) {
         self.limits = limits
         self.syncUps = syncUps
+        self.former = former
         self.meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count }
         self.ids = IDIndex(syncUps.map(\.id.description))
         self.store = store
@@ -108,29 +109,21 @@ final class DaemonState {
             throw .invalidArgument(error.description)
         }
         guard syncUp != syncUps[index] else { return syncUp }
-        if former.follow(syncUps[index], to: syncUp) { saveFormer() }
+        let formerChanged = former.follow(syncUps[index], to: syncUp)
         syncUps[index] = syncUp
-        store.save(syncUps)
+        if formerChanged { store.save(syncUps, former: former) } else { store.save(syncUps) }
         publishUpdate(syncUp, change: "edited")
         session?.syncUpChanged(syncUp)
         return syncUp
     }
 
-    /// Writes the former attendees, off the loop.
-    private func saveFormer() {
-        formerFile?.save(former) { [logger] error in
-            logger.error(
-                "cannot write \(FormerAttendeesFile.fileName): \(error); removed attendees added back get new ids")
-        }
-    }
-
     func delete(_ index: Int) -> SyncUp {
         let syncUp = syncUps.remove(at: index)
-        if former.forget(syncUp.id) { saveFormer() }
+        let formerChanged = former.forget(syncUp.id)
         ids.remove(at: index)
         meetingCount -= syncUp.meetings.count
         session?.syncUpDeleted(syncUp.id)
-        store.save(syncUps)
+        if formerChanged { store.save(syncUps, former: former) } else { store.save(syncUps) }
         let orphaned = unheld(syncUp.meetings.map(\.id))
         session?.meetingsDeleted(orphaned)
         dataDirectory.removeSidecars(of: orphaned)
