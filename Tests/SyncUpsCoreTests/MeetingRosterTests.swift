@@ -233,6 +233,13 @@ import Testing
             #expect(edited.attendees.contains { $0.id == speaker.id })
             #expect(!machine.roster.absent.contains(speaker))
         }
+        // Its last speaker gone, a meeting at its end cannot resume: nobody would hold the floor.
+        if machine.phase == .ending && machine.roster.speakerIsGone {
+            let waiting = machine
+            #expect(throws: SessionRejection.self) { try machine.request(.resume) }
+            #expect(machine == waiting)
+            return
+        }
         // The rest of the meeting runs to its end, the elapsed time only growing.
         if machine.phase != .running { _ = try machine.request(.resume) }
         var last = machine.secondsElapsed

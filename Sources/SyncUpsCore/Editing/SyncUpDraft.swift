@@ -158,7 +158,8 @@ enum SyncUpFields {
         return theme
     }
 
-    /// The new attendee list: names trimmed, blank ones dropped, existing ids kept, new ids made. If nobody is
+    /// The new attendee list: names trimmed, blank ones dropped, existing ids kept (for a name alone too, when
+    /// it is the name of someone present whom the list does not name by id), new ids made. If nobody is
     /// left, the first listed attendee stays with a blank name (the app's rule), or a new blank one if the list
     /// was empty. An edit (`refusesBlanks`) refuses a blank name where it would be lost silently: a new
     /// attendee without a name, or someone renamed to nothing (the app's Add form drops blank rows instead).
@@ -215,6 +216,13 @@ enum SyncUpFields {
                         field: "attendees[\(index)].id", message: "attendee \(existingID) listed twice")
                 }
                 id = existingID
+            } else if let present = existing.first(where: { attendee in
+                !name.isEmpty && NameKey.of(attendee.name) == NameKey.of(name) && !seen.contains(attendee.id)
+                    && !changes.contains(where: { $0.id == attendee.id })
+            }) {
+                // Someone already here, listed by name alone: the same person, not a new one of the same name.
+                seen.insert(present.id)
+                id = present.id
             } else if let returning = former.last(where: { NameKey.of($0.name) == NameKey.of(name) }),
                 !name.isEmpty, !existing.contains(where: { $0.id == returning.id }),
                 !changes.contains(where: { $0.id == returning.id }), seen.insert(returning.id).inserted

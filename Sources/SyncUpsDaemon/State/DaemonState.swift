@@ -109,6 +109,13 @@ final class DaemonState {
             throw .invalidArgument(error.description)
         }
         guard syncUp != syncUps[index] else { return syncUp }
+        // The app's rule (a blank attendee when the list is emptied) is for a sync-up at rest: a running
+        // meeting would hand the floor to nobody.
+        if session?.syncUpID == syncUp.id, !syncUp.attendees.contains(where: { !NameKey.of($0.name).isEmpty }) {
+            throw .invalidArgument(
+                "attendees: the sync-up's meeting is running and this leaves it nobody with a name; "
+                    + "nothing changed (end the meeting first, or keep someone)")
+        }
         let formerChanged = former.follow(syncUps[index], to: syncUp)
         syncUps[index] = syncUp
         if formerChanged { store.save(syncUps, former: former) } else { store.save(syncUps) }
