@@ -2,6 +2,7 @@ import Glibc
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
+import Synchronization
 import Testing
 
 @testable import SyncUpsDaemon
@@ -103,5 +104,39 @@ import Testing
         let aside = Files.list(directory.path).filter { $0.hasPrefix("former-attendees.json.corrupt-") }
         #expect(aside.count == 1)
         #expect(aside.first.flatMap { Files.read(directory.appending($0)) } == Array("{\"syncups\": {hand-edited".utf8))
+    }
+}
+
+/// The log says what was kept where: when the meeting's details cannot be written and its journal could
+/// not be either, it does not claim the journal keeps them (before: "keeping them in memory and in the
+/// journal", printed whatever the journal's fate).
+@Suite struct DetailsFailureLogTests {
+    @Test func aFailedDetailsWriteDoesNotClaimTheJournalWhenItFailedToo() throws {
+        let directory = TemporaryDirectory("details-log")
+        let lines = Mutex<[String]>([])
+        let logger = Logger(minimumLevel: .info) { _, message, _ in lines.withLock { $0.append(message) } }
+        let daemon = try InProcessDaemon(dataDirectory: directory.path, logger: logger)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result("syncups.create", ["title": "RO", "duration": 60, "attendees": ["A", "B"]])
+        _ = try client.result("session.start", ["syncup": created["id"]!, "audio": false])
+        // `meetings/` becomes a file: every journal and details write fails (ENOTDIR), even as root.
+        let meetings = directory.appending("meetings")
+        _ = Files.list(meetings).map { unlink(meetings + "/" + $0) }
+        rmdir(meetings)
+        Files.write(meetings, "not a directory")
+        _ = try client.result("session.absent", ["attendee": "B"])
+        func turn(untilLogged text: String) throws {
+            let deadline = MonotonicInstant.now() + .seconds(20)
+            while !lines.withLock({ $0.contains { $0.contains(text) } }) {
+                guard MonotonicInstant.now() < deadline else { throw TestFailure("never logged: \(text)") }
+                daemon.turn(waitingUpTo: 10)
+            }
+        }
+        try turn(untilLogged: "cannot write the meeting journal")
+        _ = try client.result("session.end", ["action": "save"])
+        try turn(untilLogged: "cannot write the meeting's details")
+        let failure = lines.withLock { $0.first { $0.contains("cannot write the meeting's details") } } ?? ""
+        #expect(!failure.contains("in the journal"), "\(failure)")
+        #expect(failure.contains("journal could not be written either"), "\(failure)")
     }
 }
