@@ -62,4 +62,20 @@ import Testing
         _ = try client.result("syncups.update", ["id": .string(one), "attendees": []])
         #expect(R.names(.array(try R.attendees(client, one))) == [""])
     }
+
+    /// An attendee id prefix (4+ characters) works for `absent` at the start and for `session.absent`, as
+    /// the protocol says it does wherever an id does (before: "no attendee" for both).
+    @Test func attendeeIdPrefixesWorkForAbsence() throws {
+        let daemon = try R.daemon()
+        let client = try daemon.client()
+        let id = try R.create(client, seconds: 60, ["Ann", "Bob", "Cat"])
+        let ids = try R.attendees(client, id).compactMap { $0["id"]?.stringValue }
+        let started = try client.request(
+            "session.start", ["syncup": .string(id), "audio": false, "absent": [.string(String(ids[1].prefix(8)))]])
+        #expect(started["ok"] == true, "\(started)")
+        #expect(R.names(started["result"]?["absent"]) == ["Bob"])
+        let absent = try client.request("session.absent", ["attendee": .string(String(ids[2].prefix(6).lowercased()))])
+        #expect(absent["ok"] == true, "\(absent)")
+        #expect(R.names(absent["result"]?["absent"]) == ["Bob", "Cat"])
+    }
 }

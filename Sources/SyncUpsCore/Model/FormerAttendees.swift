@@ -25,14 +25,19 @@ public struct FormerAttendees: Sendable, Equatable {
     @discardableResult
     public mutating func follow(_ old: SyncUp, to new: SyncUp) -> Bool {
         let kept = Set(new.attendees.map(\.id))
-        var former = bySyncUp[new.id] ?? []
-        let before = former
-        former.removeAll { kept.contains($0.id) }
-        for removed in old.attendees where !kept.contains(removed.id) && !NameKey.of(removed.name).isEmpty {
-            let key = NameKey.of(removed.name)
-            former.removeAll { NameKey.of($0.name) == key }
-            former.append(removed)
+        let before = bySyncUp[new.id] ?? []
+        var former = before.filter { !kept.contains($0.id) }
+        // One per name, the latest removal last: by key, so a thousand removed fold a thousand names.
+        var removedKeys = Set<String>()
+        var removed: [Attendee] = []
+        for attendee in old.attendees where !kept.contains(attendee.id) {
+            let key = NameKey.of(attendee.name)
+            guard !key.isEmpty else { continue }
+            if !removedKeys.insert(key).inserted { removed.removeAll { NameKey.of($0.name) == key } }
+            removed.append(attendee)
         }
+        if !removedKeys.isEmpty { former.removeAll { removedKeys.contains(NameKey.of($0.name)) } }
+        former += removed
         guard former != before else { return false }
         bySyncUp[new.id] = former.isEmpty ? nil : former
         return true
