@@ -104,7 +104,9 @@ public final class SyncUpStore {
         let result = loader.load()
         file.syncFileInPlace()
         latest = result.syncUps
-        let (former, formerProblems) = formerFile.load(at: wallClock())
+        let (former, loadProblems) = formerFile.load(at: wallClock())
+        let formerProblems =
+            loadProblems + former.problems(against: result.syncUps).map { "\(FormerAttendeesFile.fileName): \($0)" }
         latestFormer = former
         let writer = try StoreWriter(
             file: file,

@@ -78,4 +78,27 @@ import Testing
         #expect(absent["ok"] == true, "\(absent)")
         #expect(R.names(absent["result"]?["absent"]) == ["Bob", "Cat"])
     }
+
+    /// A hand-edited memory with an extra field, a blank name and a sync-up that does not exist says so in
+    /// `status` (before: all three silently).
+    @Test func aHandEditedFormerFileSaysWhatElseItCouldNotUse() throws {
+        let directory = TemporaryDirectory("roster")
+        var daemon = try R.daemon(directory)
+        let id = try R.create(try daemon.client(), seconds: 60, ["Ann"])
+        #expect(daemon.stop() == .exited(0))
+        let stranger = "00000000-0000-0000-0000-0000000000AA"
+        Files.write(
+            directory.appending("data/former-attendees.json"),
+            #"{"syncups":{"\#(id)":[{"id":"00000000-0000-0000-0000-000000000001","name":"Bob","voice":"x"},"#
+                + #"{"id":"00000000-0000-0000-0000-000000000002","name":"  "}],"#
+                + #""\#(stranger)":[{"id":"00000000-0000-0000-0000-000000000003","name":"Cy"}]}}"#
+        )
+        daemon = try R.daemon(directory)
+        let warnings =
+            try daemon.client().result("status")["persistence"]?["warnings"]?.arrayValue?.compactMap(\.stringValue)
+            ?? []
+        #expect(warnings.contains { $0.contains("(Bob) has fields other than id and name (voice)") }, "\(warnings)")
+        #expect(warnings.contains { $0.contains("[1] has a blank name") }, "\(warnings)")
+        #expect(warnings.contains { $0.contains("\(stranger) is not a sync-up of sync-ups.json") }, "\(warnings)")
+    }
 }

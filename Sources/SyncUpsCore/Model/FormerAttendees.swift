@@ -43,6 +43,15 @@ public struct FormerAttendees: Sendable, Equatable {
         return true
     }
 
+    /// What is remembered for sync-ups that `syncUps` does not have (a hand edit, or a file from elsewhere),
+    /// said so; kept, in case that sync-up comes back (another program's edit of sync-ups.json).
+    public func problems(against syncUps: [SyncUp]) -> [String] {
+        let known = Set(syncUps.map(\.id))
+        return bySyncUp.keys.filter { !known.contains($0) }.map(\.description).sorted().map {
+            "syncups.\($0) is not a sync-up of sync-ups.json; its entries are kept but used by none"
+        }
+    }
+
     /// A sync-up was deleted: its former attendees go with it.
     @discardableResult
     public mutating func forget(_ syncUp: SyncUp.ID) -> Bool { bySyncUp.removeValue(forKey: syncUp) != nil }
@@ -80,6 +89,16 @@ public struct FormerAttendees: Sendable, Equatable {
                     continue
                 }
                 let key = NameKey.of(attendee.name)
+                guard !key.isEmpty else {
+                    problems.append(
+                        "syncups.\(member.key)[\(index)] has a blank name: nobody can be added back by it; ignored")
+                    continue
+                }
+                if let extra = entry.objectValue?.keys.filter({ $0 != "id" && $0 != "name" }), !extra.isEmpty {
+                    problems.append(
+                        "syncups.\(member.key)[\(index)] (\(attendee.name)) has fields other than id and name ("
+                            + extra.joined(separator: ", ") + "); they are not kept")
+                }
                 if list.contains(where: { $0.id == attendee.id || NameKey.of($0.name) == key }) {
                     problems.append(
                         "syncups.\(member.key)[\(index)] (\(attendee.name)) repeats an attendee or a name; the later one is kept"
