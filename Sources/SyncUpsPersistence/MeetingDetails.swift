@@ -64,16 +64,36 @@ public struct MeetingDetails: Sendable, Equatable {
         self.meeting = meeting
         self.syncUp = syncUp
         isInterrupted = json["interrupted"]?.boolValue ?? false
-        attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
+        // A hand edit's entries that cannot be used are dropped and said so: the reply lists each person once.
         var listed = Set<Attendee.ID>()
-        var duplicates: [String] = []
-        for (index, attendee) in attendees.enumerated() where !listed.insert(attendee.id).inserted {
-            duplicates.append("attendees[\(index)] (\(attendee.name)) is listed already; the first is used")
+        var present: [Attendee] = []
+        var unusable: [String] = []
+        for (index, entry) in (json["attendees"]?.arrayValue ?? []).enumerated() {
+            guard let attendee = Attendee(json: entry) else {
+                unusable.append("attendees[\(index)] is not an attendee ({\"id\",\"name\"} with a valid id); ignored")
+                continue
+            }
+            guard listed.insert(attendee.id).inserted else {
+                unusable.append("attendees[\(index)] (\(attendee.name)) is listed already; the first is used")
+                continue
+            }
+            present.append(attendee)
         }
+        attendees = present
         (absent, problems) = Self.absent(json["absent"], besides: attendees)
-        problems = duplicates + problems
+        problems = unusable + problems
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
         timeline = json["timeline"].flatMap(MeetingTimeline.init(json:))
+        // Times that go back are clamped by the insights (never a negative floor): said, not hidden.
+        var previous = -Double.infinity
+        for (index, turn) in (timeline?.turns ?? []).enumerated() {
+            if turn.start < previous || (turn.end.map { $0 < turn.start } ?? false) {
+                problems.append(
+                    "timeline.turns[\(index)] (\(turn.speaker.name)) goes back in time; its times are clamped in the insights"
+                )
+            }
+            previous = max(previous, turn.end ?? turn.start, turn.start)
+        }
         // A turn of someone not listed (a hand edit removed them) has no row in the insights: said, not hidden.
         let missing = Set((timeline?.turns ?? []).map(\.speaker).filter { !listed.contains($0.id) })
         for speaker in missing.sorted(by: { $0.name < $1.name }) {
