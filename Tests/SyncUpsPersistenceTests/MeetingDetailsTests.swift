@@ -34,9 +34,9 @@ import Testing
         #expect(
             details.problems == [
                 "attendees[1] (Ann) is listed already; the first is used",
-                "absent[0] (00000000-0000-0000-0000-00000000000A) is listed already; ignored",
-                "absent[1] is not an attendee ({\"id\",\"name\"}); ignored",
-                "absent[3] (00000000-0000-0000-0000-00000000000B) is listed already; ignored",
+                "absent[0] (Ann) is listed already; ignored",
+                "absent[1] is not an attendee ({\"id\",\"name\"} with a valid id); ignored",
+                "absent[3] (Bob) is listed already; ignored",
                 "Cy (00000000-0000-0000-0000-00000000000C) had the floor but is not among the attendees; their turns are not in the insights",
             ])
         #expect(details.insights?.attendees.map(\.attendee.name) == ["Ann", "Bob"])
