@@ -144,7 +144,6 @@ public final class Daemon {
         services.scheduler.close()
         let failure = services.store.close()
         services.session.close()
-        services.state.formerFile?.finish()
         logger.flushThrottled()
         if let failure {
             logger.error(failure)

@@ -19,11 +19,12 @@ public final class InProcessDaemon {
     /// A daemon on `dataDirectory` with no audio, no cue and no speech engine. `readPauseThreshold` is the
     /// unsent output at which a client's reading pauses, and `limits` the server's (smaller in tests, to reach
     /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests); `clock` is the
-    /// loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds).
+    /// loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds);
+    /// `fileSystem` the data files' (a `FaultyFileSystem` in tests, to fill the disk at a chosen moment).
     public init(
         dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 192 * 1024,
         limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system,
-        clock: EventLoop.Clock = .monotonic
+        clock: EventLoop.Clock = .monotonic, fileSystem: FileSystem = .live
     ) throws {
         loop = try EventLoop(clock: clock)
         server = Server(
@@ -41,7 +42,8 @@ public final class InProcessDaemon {
             startedAt: loop.now(),
             logger: logger,
             uuid: uuid,
-            wallClock: wallClock
+            wallClock: wallClock,
+            fileSystem: fileSystem
         )
     }
 

@@ -30,6 +30,7 @@ final class Services {
         wallClock: WallClock = .system,
         desktop: DesktopStatus = DesktopStatus(),
         environment: [String: String] = [:],
+        fileSystem: FileSystem = .live,
         onPublish: @escaping PublishEvent = { _, _, _ in }
     ) throws(StartupError) {
         let publish: PublishEvent = { topic, name, data in
@@ -39,7 +40,9 @@ final class Services {
         var state: DaemonState?
         let loaded: SyncUpStore.LoadResult
         do {
-            store = try SyncUpStore(directory: directory, loop: loop, wallClock: wallClock) { event in
+            store = try SyncUpStore(
+                directory: directory, loop: loop, fileSystem: fileSystem, wallClock: wallClock
+            ) { event in
                 Self.handle(event, state: state, publish: publish, logger: logger)
             }
             loaded = try store.open()
@@ -47,8 +50,10 @@ final class Services {
             throw StartupError("cannot open the data directory \(directory.path): \(error)")
         }
         for warning in loaded.warnings { logger.error(warning) }
+        for problem in loaded.formerProblems { logger.warning(problem) }
         let owner = DaemonState(
             syncUps: loaded.syncUps,
+            former: loaded.former,
             store: store,
             uuid: uuid,
             now: wallClock,
@@ -58,17 +63,6 @@ final class Services {
         )
         state = owner
         self.state = owner
-        var formerProblems: [String] = []
-        do {
-            let file = try FormerAttendeesFile(directory: directory)
-            let (former, problems) = file.load()
-            owner.former = former
-            owner.formerFile = file
-            for problem in problems { logger.warning(problem) }
-            formerProblems = problems
-        } catch {
-            logger.error("cannot remember removed attendees (\(error)): someone added back gets a new id")
-        }
         let shared = owner.sharedMeetingsWarning().map { [$0] } ?? []
         for warning in shared { logger.warning(warning) }
         let recovered = MeetingRecovery.run(state: owner, logger: logger)
@@ -107,7 +101,7 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: wallClock(),
-                loadWarnings: loaded.warnings + shared + recovered + formerProblems + scheduleWarnings,
+                loadWarnings: loaded.warnings + shared + recovered + loaded.formerProblems + scheduleWarnings,
                 desktop: desktop,
                 scheduler: scheduler
             )

@@ -64,17 +64,25 @@ public struct MeetingDetails: Sendable, Equatable {
         self.meeting = meeting
         self.syncUp = syncUp
         isInterrupted = json["interrupted"]?.boolValue ?? false
-        attendees = (json["attendees"]?.arrayValue ?? []).compactMap(Attendee.init(json:))
-        var listed = Set<Attendee.ID>()
-        var duplicates: [String] = []
-        for (index, attendee) in attendees.enumerated() where !listed.insert(attendee.id).inserted {
-            duplicates.append("attendees[\(index)] (\(attendee.name)) is listed already; the first is used")
-        }
+        // A hand edit's entries that cannot be used are dropped and said so: the reply lists each person once.
+        let unusable: [String]
+        (attendees, unusable) = Self.people(json["attendees"], field: "attendees", repeated: "the first is used")
         (absent, problems) = Self.absent(json["absent"], besides: attendees)
-        problems = duplicates + problems
+        problems = unusable + problems
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
         timeline = json["timeline"].flatMap(MeetingTimeline.init(json:))
+        // Times that go back are clamped by the insights (never a negative floor): said, not hidden.
+        var previous = -Double.infinity
+        for (index, turn) in (timeline?.turns ?? []).enumerated() {
+            if turn.start < previous || (turn.end.map { $0 < turn.start } ?? false) {
+                problems.append(
+                    "timeline.turns[\(index)] (\(turn.speaker.name)) goes back in time; its times are clamped in the insights"
+                )
+            }
+            previous = max(previous, turn.end ?? turn.start, turn.start)
+        }
         // A turn of someone not listed (a hand edit removed them) has no row in the insights: said, not hidden.
+        let listed = Set(attendees.map(\.id))
         let missing = Set((timeline?.turns ?? []).map(\.speaker).filter { !listed.contains($0.id) })
         for speaker in missing.sorted(by: { $0.name < $1.name }) {
             problems.append(
@@ -86,21 +94,28 @@ public struct MeetingDetails: Sendable, Equatable {
     /// The absent attendees of a file, and what of them could not be used: entries that are not attendees, or
     /// list someone twice or as present too (a hand edit).
     static func absent(_ json: JSONValue?, besides attendees: [Attendee]) -> ([Attendee], [String]) {
-        var seen = Set(attendees.map(\.id))
-        var absent: [Attendee] = []
+        people(json, field: "absent", besides: Set(attendees.map(\.id)), repeated: "ignored")
+    }
+
+    /// The attendees of the list `field`, each once and none of `besides`, and what of it could not be used.
+    private static func people(
+        _ json: JSONValue?, field: String, besides listed: Set<Attendee.ID> = [], repeated: String
+    ) -> ([Attendee], [String]) {
+        var seen = listed
+        var people: [Attendee] = []
         var problems: [String] = []
         for (index, entry) in (json?.arrayValue ?? []).enumerated() {
             guard let attendee = Attendee(json: entry) else {
-                problems.append("absent[\(index)] is not an attendee ({\"id\",\"name\"}); ignored")
+                problems.append("\(field)[\(index)] is not an attendee ({\"id\",\"name\"} with a valid id); ignored")
                 continue
             }
             guard seen.insert(attendee.id).inserted else {
-                problems.append("absent[\(index)] (\(attendee.id)) is listed already; ignored")
+                problems.append("\(field)[\(index)] (\(attendee.name)) is listed already; \(repeated)")
                 continue
             }
-            absent.append(attendee)
+            people.append(attendee)
         }
-        return (absent, problems)
+        return (people, problems)
     }
 
     /// Writes `meetings/<meeting-id>.json` atomically.

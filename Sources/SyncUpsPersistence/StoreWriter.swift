@@ -17,6 +17,9 @@ final class StoreWriter: Sendable {
     struct Job: Sendable {
         var generation: Int
         var syncUps: [SyncUp]
+        /// The people removed from each sync-up: written first, when changed, so that no `sync-ups.json`
+        /// that drops someone is on disk before their id is remembered.
+        var former: FormerAttendees
     }
 
     enum Result: Sendable {
@@ -63,9 +66,17 @@ final class StoreWriter: Sendable {
     /// Kept from one write to the next, so only changed sync-ups are encoded again. Used by the writer
     /// thread, and after it has stopped by the final flush.
     private let encoder = Mutex(SyncUpsFileEncoder())
+    private let formerFile: FormerAttendeesFile
+    /// What `former-attendees.json` holds (as loaded, then as last written).
+    private let writtenFormer: Mutex<FormerAttendees>
 
-    init(file: VersionedFile, results: Mailbox<Result>, disk: DiskState) throws(SystemError) {
+    init(
+        file: VersionedFile, formerFile: FormerAttendeesFile, former: FormerAttendees, results: Mailbox<Result>,
+        disk: DiskState
+    ) throws(SystemError) {
         self.file = file
+        self.formerFile = formerFile
+        self.writtenFormer = Mutex(former)
         self.results = results
         self.disk = Mutex(disk)
         self.wake = try WakeSignal()
@@ -156,8 +167,16 @@ final class StoreWriter: Sendable {
         return makeDurable(Placed(generation: job.generation, version: version))
     }
 
-    /// Step one: encode, write and put in place.
+    /// Step one: the former attendees if they changed (durably), then encode, write and put in place.
     private func place(_ job: Job) -> (Result, VersionedFile.Version?) {
+        if writtenFormer.withLock({ $0 != job.former }) {
+            do {
+                try formerFile.write(job.former)
+                writtenFormer.withLock { $0 = job.former }
+            } catch {
+                return (.failed(generation: job.generation, error: error), nil)
+            }
+        }
         let pieces = encoder.withLock { $0.encode(job.syncUps) }
         let generation = job.generation
         var fingerprint = ContentFingerprint.Hasher()

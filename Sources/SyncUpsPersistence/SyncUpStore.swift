@@ -25,6 +25,9 @@ public final class SyncUpStore {
     /// What loading found.
     public struct LoadResult: Sendable, Equatable {
         public var syncUps: [SyncUp]
+        /// The people removed from each sync-up, from `former-attendees.json`, and what of it could not be used.
+        public var former: FormerAttendees
+        public var formerProblems: [String]
         /// Problems found and dealt with (a corrupt file moved aside, a fallback used), for the log and `status`.
         public var warnings: [String]
     }
@@ -35,6 +38,7 @@ public final class SyncUpStore {
     /// Stamps the names of files moved aside.
     private let wallClock: WallClock
     private let file: VersionedFile
+    private let formerFile: FormerAttendeesFile
     private let onEvent: (Event) -> Void
     private let results: Mailbox<StoreWriter.Result>
     private var writer: StoreWriter?
@@ -42,6 +46,8 @@ public final class SyncUpStore {
     private var watches: [EventLoop.Watch] = []
 
     private var latest: [SyncUp] = []
+    /// The people removed from each sync-up, as of `latest`: written with it, first (see `StoreWriter`).
+    private var latestFormer = FormerAttendees()
     private var generation = 0
     /// The newest state in place (a killed daemon keeps it) and the newest synced (a power cut keeps it).
     private var writtenGeneration = 0
@@ -81,6 +87,7 @@ public final class SyncUpStore {
         self.fileSystem = fileSystem
         self.file = VersionedFile(
             path: directory.syncUpsFile, previousPath: directory.previousFile, fileSystem: fileSystem)
+        self.formerFile = FormerAttendeesFile(directory: directory, fileSystem: fileSystem)
         self.onEvent = onEvent
         self.throttle = WriteThrottle(window: throttleWindow)
         self.results = try Mailbox()
@@ -97,8 +104,14 @@ public final class SyncUpStore {
         let result = loader.load()
         file.syncFileInPlace()
         latest = result.syncUps
+        let (former, loadProblems) = formerFile.load(at: wallClock())
+        let formerProblems =
+            loadProblems + former.problems(against: result.syncUps).map { "\(FormerAttendeesFile.fileName): \($0)" }
+        latestFormer = former
         let writer = try StoreWriter(
             file: file,
+            formerFile: formerFile,
+            former: former,
             results: results,
             disk: DiskState(identity: fileSystem.identity(directory.syncUpsFile))
         )
@@ -107,13 +120,17 @@ public final class SyncUpStore {
         try startWatching()
         try writer.start()
         if loader.needsRewrite { save(latest, urgent: true) }
-        return LoadResult(syncUps: result.syncUps, warnings: result.warnings)
+        return LoadResult(
+            syncUps: result.syncUps, former: former, formerProblems: formerProblems, warnings: result.warnings)
     }
 
     private func removeStaleTemporaryFiles() {
         let prefix = file.temporaryPrefix
         guard let entries = try? DirectoryListing.names(in: directory.path) else { return }
         for name in entries where name.hasPrefix(prefix) {
+            fileSystem.unlink(FilePath.join(directory.path, name))
+        }
+        for name in entries where name.hasPrefix(formerFile.temporaryPrefix) {
             fileSystem.unlink(FilePath.join(directory.path, name))
         }
         fileSystem.unlink(directory.previousFile + ".tmp")
@@ -143,6 +160,14 @@ public final class SyncUpStore {
         if retryTimer != nil { return }  // failing: the retry will write the latest state
         let now = loop.now()
         act(on: urgent ? throttle.urgent(at: now) : throttle.changed(at: now))
+    }
+
+    /// Records a new state whose former attendees changed too (someone removed, or added back): both are
+    /// written together, the former attendees first, so no `sync-ups.json` that drops someone reaches the disk
+    /// before their id is remembered.
+    public func save(_ syncUps: [SyncUp], former: FormerAttendees) {
+        latestFormer = former
+        save(syncUps)
     }
 
     /// Runs `action` on the loop once the state as it is now is durably in the file: at once if it already
@@ -181,7 +206,7 @@ public final class SyncUpStore {
 
     private func submit() {
         guard generation > writtenGeneration else { return }
-        writer?.submit(StoreWriter.Job(generation: generation, syncUps: latest))
+        writer?.submit(StoreWriter.Job(generation: generation, syncUps: latest, former: latestFormer))
     }
 
     private func handle(_ result: StoreWriter.Result) {
@@ -331,13 +356,13 @@ public final class SyncUpStore {
         if let retryTimer { loop.cancel(retryTimer) }
         for result in results.takeAll() { handle(result) }
         guard durableGeneration < generation, let writer else { return nil }
-        var result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
+        var result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest, former: latestFormer))
         if case .conflict = result {
             // Decide whose the file is, as the running store would: ours after all (write again), another
             // program's valid edit (it wins: nothing to write), or an invalid one (moved aside: write again).
             apply(FileExamination.run(directory.syncUpsFile, disk: writer.disk))
             guard durableGeneration < generation else { return nil }
-            result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest))
+            result = writer.perform(StoreWriter.Job(generation: generation, syncUps: latest, former: latestFormer))
         }
         switch result {
         case .durable, .written:  // `perform` does both steps: never just `.written`

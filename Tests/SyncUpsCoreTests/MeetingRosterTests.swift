@@ -233,6 +233,13 @@ import Testing
             #expect(edited.attendees.contains { $0.id == speaker.id })
             #expect(!machine.roster.absent.contains(speaker))
         }
+        // Its last speaker gone, a meeting at its end cannot resume: nobody would hold the floor.
+        if machine.phase == .ending && machine.roster.speakerIsGone {
+            let waiting = machine
+            #expect(throws: SessionRejection.self) { try machine.request(.resume) }
+            #expect(machine == waiting)
+            return
+        }
         // The rest of the meeting runs to its end, the elapsed time only growing.
         if machine.phase != .running { _ = try machine.request(.resume) }
         var last = machine.secondsElapsed
@@ -245,6 +252,19 @@ import Testing
     }
 
     // MARK: - Endings
+
+    /// Ended at 3.835 and saved when the recorder stopped 5 ms later: the last turn ends at the meeting's end,
+    /// not at the save (before: 3.84 against an end of 3.835).
+    @Test func theLastTurnEndsExactlyWhereTheMeetingEnded() throws {
+        var machine = try start(.fixture(attendees: 2, seconds: 60), transcribes: true)
+        _ = try machine.request(.next, at: 1.5)
+        _ = try machine.request(.end(.save), at: 3.835)
+        _ = machine.handle(.recorderStopped, at: 3.84)
+        _ = machine.handle(.recognizerFinished, at: 3.84)
+        let timeline = machine.record.timeline(durationSeconds: 60)
+        #expect(timeline.end == 3.835)
+        #expect(timeline.turns.last?.end == 3.835)
+    }
 
     /// A pause that lasts to `session.end` is part of the meeting's time, not the save's wait.
     @Test func aPauseThatLastsToTheEndCountsAsPaused() throws {

@@ -34,11 +34,26 @@ import Testing
         #expect(
             details.problems == [
                 "attendees[1] (Ann) is listed already; the first is used",
-                "absent[0] (00000000-0000-0000-0000-00000000000A) is listed already; ignored",
-                "absent[1] is not an attendee ({\"id\",\"name\"}); ignored",
-                "absent[3] (00000000-0000-0000-0000-00000000000B) is listed already; ignored",
+                "absent[0] (Ann) is listed already; ignored",
+                "absent[1] is not an attendee ({\"id\",\"name\"} with a valid id); ignored",
+                "absent[3] (Bob) is listed already; ignored",
                 "Cy (00000000-0000-0000-0000-00000000000C) had the floor but is not among the attendees; their turns are not in the insights",
             ])
         #expect(details.insights?.attendees.map(\.attendee.name) == ["Ann", "Bob"])
+    }
+
+    /// Entries without an id or with a bad one, Ann twice, and a turn that goes back: each said, and the
+    /// attendees listed once each (before: dropped silently, Ann listed twice, times clamped silently).
+    @Test func saysWhatElseOfAHandEditItCouldNotUse() throws {
+        let details = try Self.details(
+            #""attendees":[\#(Self.ann),{"name":"No id"},{"id":"nope","name":"Bad id"},\#(Self.ann),\#(Self.bob)],"#
+                + #""timeline":{"duration":60,"turns":[{"speaker":\#(Self.ann),"start":0,"end":30},"#
+                + #"{"speaker":\#(Self.bob),"start":20,"end":10}],"pauses":[],"end":60}"#
+        )
+        #expect(details.attendees.map(\.name) == ["Ann", "Bob"])
+        #expect(details.problems.contains { $0.hasPrefix("attendees[1] is not an attendee") }, "\(details.problems)")
+        #expect(details.problems.contains { $0.hasPrefix("attendees[2] is not an attendee") }, "\(details.problems)")
+        #expect(details.problems.contains { $0.hasPrefix("attendees[3] (Ann) is listed already") })
+        #expect(details.problems.contains { $0.hasPrefix("timeline.turns[1] (Bob) goes back in time") })
     }
 }

@@ -246,6 +246,13 @@ extension Syncupsctl {
             attendees.remove(at: try attendeeIndex(name, in: attendees))
         }
         for name in arguments.all("add-attendee") { attendees.append((nil, name)) }
+        guard attendees.contains(where: { !NameKey.of($0.name).isEmpty }) || arguments.all("remove-attendee").isEmpty
+        else {
+            throw CLIError(
+                .rejected,
+                "a sync-up keeps at least one attendee: add someone (--add-attendee NAME) before removing the last",
+                code: "invalid_argument")
+        }
         return attendees
     }
 }

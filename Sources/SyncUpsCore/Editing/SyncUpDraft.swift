@@ -158,7 +158,8 @@ enum SyncUpFields {
         return theme
     }
 
-    /// The new attendee list: names trimmed, blank ones dropped, existing ids kept, new ids made. If nobody is
+    /// The new attendee list: names trimmed, blank ones dropped, existing ids kept (for a name alone too, when
+    /// it is the name of someone present whom the list does not name by id), new ids made. If nobody is
     /// left, the first listed attendee stays with a blank name (the app's rule), or a new blank one if the list
     /// was empty. An edit (`refusesBlanks`) refuses a blank name where it would be lost silently: a new
     /// attendee without a name, or someone renamed to nothing (the app's Add form drops blank rows instead).
@@ -175,6 +176,15 @@ enum SyncUpFields {
         var seen = Set<Attendee.ID>()
         var all: [Attendee] = []
         var namesBytes = 0
+        // Looked up by dictionary: a list of a thousand is checked in a thousand steps, not a million.
+        let existingIDs = Set(existing.map(\.id))
+        let namedByID = Set(changes.compactMap(\.id))
+        var presentByKey: [String: [Attendee]] = [:]
+        for attendee in existing where !namedByID.contains(attendee.id) {
+            presentByKey[NameKey.of(attendee.name), default: []].append(attendee)
+        }
+        var formerByKey: [String: Attendee] = [:]
+        for attendee in former { formerByKey[NameKey.of(attendee.name)] = attendee }
         for (index, change) in changes.enumerated() {
             try checkPrintable(change.name, field: "attendees[\(index)].name")
             let name = change.name.trimmingWhitespace()
@@ -203,8 +213,9 @@ enum SyncUpFields {
                     message: "the names add up to over \(SyncUpLimits.maxNamesBytes) bytes of UTF-8")
             }
             let id: Attendee.ID
+            let key = name.isEmpty ? "" : NameKey.of(name)
             if let existingID = change.id {
-                guard existing.contains(where: { $0.id == existingID }) else {
+                guard existingIDs.contains(existingID) else {
                     throw ValidationError(
                         field: "attendees[\(index)].id",
                         message: "no attendee \(existingID) in this sync-up"
@@ -215,9 +226,12 @@ enum SyncUpFields {
                         field: "attendees[\(index)].id", message: "attendee \(existingID) listed twice")
                 }
                 id = existingID
-            } else if let returning = former.last(where: { NameKey.of($0.name) == NameKey.of(name) }),
-                !name.isEmpty, !existing.contains(where: { $0.id == returning.id }),
-                !changes.contains(where: { $0.id == returning.id }), seen.insert(returning.id).inserted
+            } else if !key.isEmpty, let present = presentByKey[key]?.first(where: { !seen.contains($0.id) }) {
+                // Someone already here, listed by name alone: the same person, not a new one of the same name.
+                seen.insert(present.id)
+                id = present.id
+            } else if !key.isEmpty, let returning = formerByKey[key], !existingIDs.contains(returning.id),
+                !namedByID.contains(returning.id), seen.insert(returning.id).inserted
             {
                 id = returning.id  // the same person as before their removal
             } else {

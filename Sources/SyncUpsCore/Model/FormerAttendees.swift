@@ -25,17 +25,31 @@ public struct FormerAttendees: Sendable, Equatable {
     @discardableResult
     public mutating func follow(_ old: SyncUp, to new: SyncUp) -> Bool {
         let kept = Set(new.attendees.map(\.id))
-        var former = bySyncUp[new.id] ?? []
-        let before = former
-        former.removeAll { kept.contains($0.id) }
-        for removed in old.attendees where !kept.contains(removed.id) && !NameKey.of(removed.name).isEmpty {
-            let key = NameKey.of(removed.name)
-            former.removeAll { NameKey.of($0.name) == key }
-            former.append(removed)
+        let before = bySyncUp[new.id] ?? []
+        var former = before.filter { !kept.contains($0.id) }
+        // One per name, the latest removal last: by key, so a thousand removed fold a thousand names.
+        var removedKeys = Set<String>()
+        var removed: [Attendee] = []
+        for attendee in old.attendees where !kept.contains(attendee.id) {
+            let key = NameKey.of(attendee.name)
+            guard !key.isEmpty else { continue }
+            if !removedKeys.insert(key).inserted { removed.removeAll { NameKey.of($0.name) == key } }
+            removed.append(attendee)
         }
+        if !removedKeys.isEmpty { former.removeAll { removedKeys.contains(NameKey.of($0.name)) } }
+        former += removed
         guard former != before else { return false }
         bySyncUp[new.id] = former.isEmpty ? nil : former
         return true
+    }
+
+    /// What is remembered for sync-ups that `syncUps` does not have (a hand edit, or a file from elsewhere),
+    /// said so; kept, in case that sync-up comes back (another program's edit of sync-ups.json).
+    public func problems(against syncUps: [SyncUp]) -> [String] {
+        let known = Set(syncUps.map(\.id))
+        return bySyncUp.keys.filter { !known.contains($0) }.map(\.description).sorted().map {
+            "syncups.\($0) is not a sync-up of sync-ups.json; its entries are kept but used by none"
+        }
     }
 
     /// A sync-up was deleted: its former attendees go with it.
@@ -75,6 +89,16 @@ public struct FormerAttendees: Sendable, Equatable {
                     continue
                 }
                 let key = NameKey.of(attendee.name)
+                guard !key.isEmpty else {
+                    problems.append(
+                        "syncups.\(member.key)[\(index)] has a blank name: nobody can be added back by it; ignored")
+                    continue
+                }
+                if let extra = entry.objectValue?.keys.filter({ $0 != "id" && $0 != "name" }), !extra.isEmpty {
+                    problems.append(
+                        "syncups.\(member.key)[\(index)] (\(attendee.name)) has fields other than id and name ("
+                            + extra.joined(separator: ", ") + "); they are not kept")
+                }
                 if list.contains(where: { $0.id == attendee.id || NameKey.of($0.name) == key }) {
                     problems.append(
                         "syncups.\(member.key)[\(index)] (\(attendee.name)) repeats an attendee or a name; the later one is kept"

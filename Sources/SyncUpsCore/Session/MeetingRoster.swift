@@ -9,7 +9,12 @@
 public struct MeetingRoster: Sendable, Equatable {
     /// One person of the meeting.
     public struct Member: Sendable, Equatable {
-        public var attendee: Attendee
+        public var attendee: Attendee {
+            didSet { if attendee.name != oldValue.name { nameKey = NameKey.of(attendee.name) } }
+        }
+        /// `NameKey.of(attendee.name)`, kept: looking a name up in a roster of a thousand folds one name, not
+        /// a thousand.
+        public private(set) var nameKey: String
         /// Marked absent for today (`session.start {absent}`, `session.absent`): not in the rotation.
         public var isAbsent = false
         /// Removed from the sync-up during the meeting: not in the rotation from then on.
@@ -19,6 +24,7 @@ public struct MeetingRoster: Sendable, Equatable {
 
         public init(attendee: Attendee, isAbsent: Bool = false) {
             self.attendee = attendee
+            self.nameKey = NameKey.of(attendee.name)
             self.isAbsent = isAbsent
         }
 
@@ -40,8 +46,9 @@ public struct MeetingRoster: Sendable, Equatable {
     /// list that leaves nobody.
     public init(_ attendees: [Attendee], absent: [String]) throws(RosterError) {
         self.init(attendees)
+        let lookup = absent.isEmpty ? nil : Lookup(members)
         for text in absent {
-            let index = try index(named: text)
+            let index = try index(named: text, lookup: lookup)
             guard !members[index].isAbsent else {
                 throw RosterError("\"\(members[index].attendee.name)\" is already absent (listed twice)")
             }
@@ -91,7 +98,7 @@ public struct MeetingRoster: Sendable, Equatable {
 
     /// The app's share: the duration divided by the people in the rotation, in whole seconds.
     public func share(of durationSeconds: Int) -> Int {
-        let count = rotation.count
+        let count = rotationCount
         return count == 0 ? durationSeconds : durationSeconds / count
     }
 
@@ -108,18 +115,31 @@ public struct MeetingRoster: Sendable, Equatable {
     /// the rotation (staying in the meeting if they had the floor); someone new joins it at their place in the
     /// sync-up's order among those still waiting. Someone who left and comes back (the same id) is back.
     mutating func follow(_ attendees: [Attendee]) {
-        let listed = Set(attendees.map(\.id))
+        // Linear, by dictionaries: a roster of a thousand is edited in a thousand steps, not a million.
+        let listed = Dictionary(attendees.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var positions: [Attendee.ID: Int] = [:]
         for index in members.indices {
-            members[index].hasLeft = !listed.contains(members[index].id)
-            if let current = attendees.first(where: { $0.id == members[index].id }) {
+            positions[members[index].id] = index
+            members[index].hasLeft = listed[members[index].id] == nil
+            if let current = listed[members[index].id], current != members[index].attendee {
                 members[index].attendee = current
             }
         }
-        for (position, attendee) in attendees.enumerated() where !members.contains(where: { $0.id == attendee.id }) {
-            // After whoever comes before them in the sync-up, so the waiting keep the sync-up's order.
-            let before = attendees[..<position].compactMap { earlier in members.firstIndex { $0.id == earlier.id } }
-            members.insert(Member(attendee: attendee), at: (before.max() ?? -1) + 1)
+        // Someone new goes after whoever comes before them in the sync-up (the furthest of them in the
+        // roster), so the waiting keep the sync-up's order; several after the same one, in the sync-up's order.
+        var joining: [Int: [Member]] = [:]
+        var furthest = -1
+        for attendee in attendees {
+            if let position = positions[attendee.id] {
+                furthest = max(furthest, position)
+            } else if positions.updateValue(-2, forKey: attendee.id) == nil {
+                joining[furthest, default: []].append(Member(attendee: attendee))
+            }
         }
+        guard !joining.isEmpty else { return }
+        var merged = joining[-1] ?? []
+        for index in members.indices { merged += [members[index]] + (joining[index] ?? []) }
+        members = merged
     }
 
     /// Marks `text` (a name or an id) absent for today, or back. Throws, changing nothing, for a stranger,
@@ -144,20 +164,48 @@ public struct MeetingRoster: Sendable, Equatable {
 
     /// The index of the member named `text`: an attendee id (or a prefix of at least 4 characters), or a name
     /// compared as `NameKey` compares (ignoring case, accents and surrounding or repeated spaces).
-    func index(named text: String) throws(RosterError) -> Int {
-        if let id = Attendee.ID(uuidString: text), let index = members.firstIndex(where: { $0.id == id }) {
+    func index(named text: String, lookup: Lookup? = nil) throws(RosterError) -> Int {
+        if let id = Attendee.ID(uuidString: text),
+            let index = lookup.map({ $0.byID[id] }) ?? members.firstIndex(where: { $0.id == id })
+        {
             return index
         }
         let key = NameKey.of(text)
-        let named = members.indices.filter { NameKey.of(members[$0].attendee.name) == key }
+        let named = lookup.map { $0.byKey[key] ?? [] } ?? members.indices.filter { members[$0].nameKey == key }
         switch named.count {
         case 1: return named[0]
         case 0:
+            // An id prefix (4+ characters) works here as wherever an id does.
+            switch lookup?.ids.resolve(text) ?? IDPrefix.resolve(text, in: members.map(\.id.description)) {
+            case .found(let index): return index
+            case .ambiguous(let indices):
+                let ids = indices.map { members[$0].id.description }.joined(separator: ", ")
+                throw RosterError("id prefix \"\(text)\" matches \(indices.count) attendees: \(ids)")
+            case .notFound, .tooShort: break
+            }
             let names = members.filter { !$0.hasLeft }.map { "\"\($0.attendee.name)\"" }.joined(separator: ", ")
             throw RosterError("no attendee \"\(text)\" in this meeting (attendees: \(names))")
         default:
             let ids = named.map { members[$0].id.description }.joined(separator: ", ")
             throw RosterError("\(named.count) attendees are named \"\(text)\": give one of their ids (\(ids))")
+        }
+    }
+}
+
+extension MeetingRoster {
+    /// The members' indices by id, name key and id prefix, for many lookups at once (a start with a thousand
+    /// absent): valid while the members do not move.
+    struct Lookup {
+        var byID: [Attendee.ID: Int] = [:]
+        var byKey: [String: [Int]] = [:]
+        var ids: IDIndex
+
+        init(_ members: [Member]) {
+            for (index, member) in members.enumerated() {
+                byID[member.id] = byID[member.id] ?? index
+                byKey[member.nameKey, default: []].append(index)
+            }
+            ids = IDIndex(members.map(\.id.description))
         }
     }
 }

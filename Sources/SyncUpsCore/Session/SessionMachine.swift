@@ -320,10 +320,18 @@ public struct SessionMachine: Sendable, Equatable {
             }
         case .resume:
             guard phase != .running else { throw SessionRejection("the meeting is not paused") }
+            // The speaker was removed from the sync-up while the meeting waited at its end: the clock runs
+            // again only with someone to hold the floor.
+            guard !roster.speakerIsGone || speakerIndex < lastSpeakerIndex else {
+                throw SessionRejection(
+                    "the last speaker was removed from the sync-up and nobody comes after them: "
+                        + "end the meeting (session.end save or discard), or add someone first")
+            }
             phase = .running
             record.startTimer(at: time)
             record.markEnded(at: nil)
-            return [.startTimer, .publish(.resumed)]
+            guard roster.speakerIsGone else { return [.startTimer, .publish(.resumed)] }
+            return [.startTimer, .publish(.resumed)] + handOver(at: time)
         case .end(.save):
             return end(.saved(meeting), at: time)
         case .end(.discard):

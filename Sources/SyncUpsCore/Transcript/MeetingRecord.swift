@@ -183,8 +183,12 @@ public struct MeetingRecord: Sendable, Equatable {
         if endedAt == nil { endedAt = moment(time) }
     }
 
-    /// The meeting is over at `time`: the last turn and any pause end there.
+    /// The meeting is over at `time`: any pause ends there, and the last turn where the meeting ended (`endedAt`,
+    /// before the save's wait), else there too: no turn runs past the meeting's end.
     public mutating func finish(at time: Double) {
+        if let endedAt, let last = turns.last, last.end == nil, last.start <= endedAt {
+            turns[turns.count - 1].end = endedAt
+        }
         endTurn(at: time)
         startTimer(at: time)
     }

@@ -347,8 +347,10 @@ final class CommandHandler {
         let index = try state.index(of: id)
         if let elements {
             let current = state.syncUps[index].attendees
+            // Indexed once: a list of a thousand ids is resolved in a thousand lookups, not a million.
+            let ids = IDIndex(current.map(\.id.description))
             update.attendees = try elements.enumerated().map { (position, element) throws(ProtocolError) in
-                try Self.attendeeChange(element, at: position, in: current)
+                try Self.attendeeChange(element, at: position, in: (current, ids))
             }
         }
         guard !update.isEmpty else {
@@ -376,9 +378,9 @@ final class CommandHandler {
 
     /// `{"id"?: "<id or prefix>", "name": "…"}` or a bare name string (a new attendee). With `current` nil
     /// only the shape is checked.
-    private static func attendeeChange(_ element: JSONValue, at position: Int, in current: [Attendee]?)
-        throws(ProtocolError) -> AttendeeChange
-    {
+    private static func attendeeChange(
+        _ element: JSONValue, at position: Int, in current: (attendees: [Attendee], ids: IDIndex)?
+    ) throws(ProtocolError) -> AttendeeChange {
         if case .string(let name) = element { return AttendeeChange(id: nil, name: name) }
         guard case .object(let object) = element else {
             throw .invalidArgument(
@@ -395,8 +397,8 @@ final class CommandHandler {
             return AttendeeChange(id: nil, name: name)
         case .string(let text)?:
             guard let current else { return AttendeeChange(id: nil, name: name) }
-            switch IDPrefix.resolve(text, in: current.map(\.id.description)) {
-            case .found(let index): return AttendeeChange(id: current[index].id, name: name)
+            switch current.ids.resolve(text) {
+            case .found(let index): return AttendeeChange(id: current.attendees[index].id, name: name)
             case .notFound: throw .invalidArgument("\"attendees[\(position)].id\": no attendee \(text) in this sync-up")
             case .tooShort: throw .invalidArgument("\"attendees[\(position)].id\": \"\(text)\" is too short")
             case .ambiguous:

@@ -123,11 +123,20 @@ extension SessionController {
                 logger.notice("writing meetings' details works again")
                 publishEvent(.daemon, EventName.persistenceRecovered) { [:] }
             }
+            journalErrors[meeting] = nil
             state.whenSaved { [journals] in journals.remove(meeting) }
             return
         }
         let message = "cannot write the meeting's details: \(error)"
-        logger.error("\(message); keeping them in memory and in the journal, and retrying", .meeting(meeting))
+        if let journalError = journalErrors[meeting] {
+            logger.error(
+                "\(message); keeping them in memory and retrying (the meeting's journal could not be written either: "
+                    + "\(journalError); a crash before a retry works loses them)", .meeting(meeting))
+        } else {
+            logger.error(
+                "\(message); keeping them in memory, writing the journal's final version for a restart, and retrying",
+                .meeting(meeting))
+        }
         if !pending.hasFailed {
             // The journal in its final version: what a restart completes the meeting from if this never works.
             pending.hasFailed = true
@@ -146,6 +155,7 @@ extension SessionController {
 
     /// Saved meetings were deleted: their details are no longer to be written, nor their journals kept.
     func meetingsDeleted(_ meetings: [Meeting.ID]) {
+        for meeting in meetings { journalErrors[meeting] = nil }
         for meeting in meetings where pendingDetails.removeValue(forKey: meeting) != nil {
             state.detailsBeingWritten[meeting] = nil
             journals.remove(meeting)

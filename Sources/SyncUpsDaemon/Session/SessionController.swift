@@ -76,6 +76,9 @@ final class SessionController {
     var detailsError: String?
     /// The speaker encoder and the voice profiles (nil in the fuzzer's daemon).
     var voices: VoiceService?
+    /// The last journal write that failed, per meeting (until it is saved or deleted): the log must not say a
+    /// meeting is kept in a journal that cannot be written.
+    var journalErrors: [Meeting.ID: String] = [:]
     /// While a mailbox batch is handled, `session.transcript` waits for its end (`publish`).
     var transcriptCoalescing = TranscriptCoalescing.off
 
@@ -547,6 +550,7 @@ final class SessionController {
             detailsWritten(meeting, error: error)
         case .journalFailed(let meeting, let error):
             logger.throttled(.warning, "journal", "cannot write the meeting journal: \(error)", .meeting(meeting))
+            journalErrors[meeting] = error.description
             guard let session = active, session.meetingID == meeting else { return }
             handle(.journalFailed(error.description), in: session)
         }

@@ -26,14 +26,14 @@ final class DaemonState {
     let limits: Limits
     /// Told when the sync-up of a running meeting changes or goes away.
     weak var session: SessionController?
-    /// The people removed from each sync-up, and the file that keeps them (nil in tests without one).
-    var former = FormerAttendees()
-    var formerFile: FormerAttendeesFile?
+    /// The people removed from each sync-up (`former-attendees.json`, which the store writes with the state).
+    private(set) var former: FormerAttendees
     /// Details of saved meetings that the clean-up thread is still writing, so `meetings.get` has them at once.
     var detailsBeingWritten: [Meeting.ID: MeetingDetails] = [:]
 
     init(
         syncUps: [SyncUp],
+        former: FormerAttendees = FormerAttendees(),
         store: SyncUpStore,
         uuid: UUIDGenerator,
         now: WallClock,
@@ -43,6 +43,7 @@ final class DaemonState {
     ) {
         self.limits = limits
         self.syncUps = syncUps
+        self.former = former
         self.meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count }
         self.ids = IDIndex(syncUps.map(\.id.description))
         self.store = store
@@ -108,31 +109,30 @@ final class DaemonState {
             throw .invalidArgument(error.description)
         }
         guard syncUp != syncUps[index] else { return syncUp }
-        if former.follow(syncUps[index], to: syncUp) { saveFormer() }
+        // The app's rule (a blank attendee when the list is emptied) is for a sync-up at rest: a running
+        // meeting would hand the floor to nobody.
+        if session?.syncUpID == syncUp.id, !syncUp.attendees.contains(where: { !NameKey.of($0.name).isEmpty }) {
+            throw .invalidArgument(
+                "attendees: the sync-up's meeting is running and this leaves it nobody with a name; "
+                    + "nothing changed (end the meeting first, or keep someone)")
+        }
+        let formerChanged = former.follow(syncUps[index], to: syncUp)
         syncUps[index] = syncUp
-        store.save(syncUps)
+        if formerChanged { store.save(syncUps, former: former) } else { store.save(syncUps) }
         publishUpdate(syncUp, change: "edited")
         session?.syncUpChanged(syncUp)
         return syncUp
-    }
-
-    /// Writes the former attendees, off the loop.
-    private func saveFormer() {
-        formerFile?.save(former) { [logger] error in
-            logger.error(
-                "cannot write \(FormerAttendeesFile.fileName): \(error); removed attendees added back get new ids")
-        }
     }
 
     /// Removes the sync-up; returns it and its meetings that nothing holds any more, whose files the caller
     /// removes off the loop (`DataDirectory.removeSidecars`: unlinks and a directory listing).
     func delete(_ index: Int) -> (syncUp: SyncUp, orphaned: [Meeting.ID]) {
         let syncUp = syncUps.remove(at: index)
-        if former.forget(syncUp.id) { saveFormer() }
+        let formerChanged = former.forget(syncUp.id)
         ids.remove(at: index)
         meetingCount -= syncUp.meetings.count
         session?.syncUpDeleted(syncUp.id)
-        store.save(syncUps)
+        if formerChanged { store.save(syncUps, former: former) } else { store.save(syncUps) }
         let orphaned = unheld(syncUp.meetings.map(\.id))
         session?.meetingsDeleted(orphaned)
         publish(
