@@ -7,7 +7,8 @@ import Testing
 
 /// Stand-up insights from real meetings: the daemon's timer, the `file`-plugin microphone and a scripted
 /// speech engine, driven so that every number is known in advance (to the timer's and the test's latency:
-/// a few milliseconds; the checks allow a tenth of a second).
+/// a few milliseconds on a quiet machine; the checks allow a tenth of a second, and a floor, which ends at a
+/// real tick that a loaded machine can make late, three tenths: a late tick showed Ann's 2.0 s as 2.1).
 @Suite struct InsightsTests {
     /// Once the audio ends: Ann speaks 0.8 s (0.2–0.7 and 1.0–1.3), Bob 0.4 s (2.5–2.9), Cy not at all.
     static let engine = """
@@ -16,6 +17,15 @@ import Testing
         echo '{"type":"final","text":"yesterday done","start":0.2,"end":1.3,"words":[{"word":"yesterday","start":0.2,"end":0.7},{"word":"done","start":1.0,"end":1.3}]}'
         echo '{"type":"final","text":"blocked","start":2.5,"end":2.9,"words":[{"word":"blocked","start":2.5,"end":2.9}]}'
         """
+
+    /// How late a real tick may be on a loaded machine: what a floor time (ended by a tick) may be off by.
+    static let tickLateness = 0.3
+
+    /// The line of a table with one column given as a pattern: `00:02.[0-3]` for a floor a late tick ended.
+    static func containsLine(_ text: String, _ pattern: String) -> Bool {
+        guard let regex = try? Regex(pattern) else { return false }
+        return text.contains(regex)
+    }
 
     static func within(_ value: JSONValue?, _ expected: Double, _ tolerance: Double = 0.1) -> Bool {
         guard let value = value?.numberValue?.double else { return false }
@@ -71,7 +81,7 @@ import Testing
         #expect(rows.map { $0["attendee"]?["name"] } == ["Ann", "Bob", "Cy"])
         for (row, expected) in zip(rows, [(2.0, 0.8, 0.0), (2.0, 0.4, 0.0), (1.0, 0.0, -1.0)]) {
             #expect(row["share"] == 2)
-            #expect(Self.within(row["floor"], expected.0), "\(row)")
+            #expect(Self.within(row["floor"], expected.0, Self.tickLateness), "\(row)")
             #expect(Self.within(row["speaking"], expected.1), "\(row)")
             #expect(Self.within(row["overtime"], expected.2), "\(row)")
             #expect(row["ranOver"] == false)
@@ -79,7 +89,9 @@ import Testing
 
         let second = try daemon.ctl(["meeting", syncUp, "latest"]).standardOutput
         #expect(second.contains("insights: planned 00:03.0, took 00:03."), "\(second)")
-        #expect(second.contains("Ann       00:01.0  00:02.0  00:00.8  +00:01.0 ran over\n"), "\(second)")
+        #expect(
+            Self.containsLine(second, #"Ann       00:01\.0  00:02\.[0-3]  00:00\.8  \+00:01\.[0-3] ran over\n"#),
+            "\(second)")
         #expect(second.contains("Cy        00:01.0  00:00.0  00:00.0  no turn\n"), "\(second)")
 
         let stats = try JSONParser().parse(try daemon.ctl(["--json", "stats", "Solo"]).standardOutput)
@@ -89,18 +101,20 @@ import Testing
         #expect(people.map { $0["meetings"] } == [2, 2, 1])
         #expect(people.map { $0["ranOver"] } == [1, 0, 0])
         for (person, expected) in zip(people, [(2.0, 0.8), (1.5, 0.4), (1.0, 0.0)]) {
-            #expect(Self.within(person["averageFloor"], expected.0), "\(person)")
+            #expect(Self.within(person["averageFloor"], expected.0, Self.tickLateness), "\(person)")
             #expect(Self.within(person["averageSpeaking"], expected.1), "\(person)")
         }
         let last = try daemon.ctl(["stats", "Solo", "--last", "1"]).standardOutput
         #expect(last.hasPrefix("\"Solo\": 1 meeting\n"), "\(last)")
-        #expect(last.contains("Ann       1         00:02.0    00:00.8    1 of 1\n"), "\(last)")
+        #expect(Self.containsLine(last, #"Ann       1         00:02\.[0-3]    00:00\.8    1 of 1\n"#), "\(last)")
         #expect(!last.contains("Cy"), "\(last)")
         #expect(try daemon.ctl(["stats", "Solo", "--last", "0"]).exitCode == 64)
 
         let markdown = try daemon.ctl(["export", syncUp, "latest", "--format", "md"]).standardOutput
         #expect(markdown.contains("\n## Insights\n\nPlanned 00:03.0, took 00:03."), "\(markdown)")
-        #expect(markdown.contains("| Ann | 00:01.0 | 00:02.0 | 00:00.8 | +00:01.0 (ran over) |\n"), "\(markdown)")
+        #expect(
+            Self.containsLine(markdown, #"\| Ann \| 00:01\.0 \| 00:02\.[0-3] \| 00:00\.8 \| \+00:01\.[0-3] \(ran over\) \|\n"#),
+            "\(markdown)")
         let json = try JSONParser().parse(
             try daemon.ctl(["export", syncUp, "latest", "--format", "json"]).standardOutput)
         #expect(json["insights"]?["attendees"]?[0]?["ranOver"] == true)
