@@ -634,6 +634,14 @@ class CacheTests(unittest.TestCase):
                     self.assertNotEqual(run.returncode, 0, run.stdout + run.stderr)
                     self.assertIn("cannot make the int8 copy", run.stderr)
                     self.assertNotIn("model:", run.stdout)
+            # install.sh, run again over this venv, said "Installed" after it.
+            env = dict(os.environ, SYNCUPS_WHISPER_VENV=sys.prefix, SYNCUPS_WHISPER_CACHE=a_file)
+            run = subprocess.run([os.path.join(HERE, "install.sh")], capture_output=True, text=True, env=env,
+                                 timeout=120)
+            if "is already installed" not in run.stdout:
+                self.skipTest("this Python's venv is not install.sh's: " + run.stdout + run.stderr)
+            self.assertNotEqual(run.returncode, 0, run.stdout + run.stderr)
+            self.assertIn("error: cannot make the model's int8 copy", run.stderr)
 
 
 class EngineTests(unittest.TestCase):
