@@ -39,7 +39,10 @@ here=$(dirname "$(readlink -f "$0")")
 # The default model's int8 copy, which the engine would otherwise make at the start of the first meeting
 # (in $SYNCUPS_WHISPER_CACHE, else the user's cache directory); a no-op once made.
 prepare() {
-    "$venv/bin/python3" "$here/syncups_whisper.py" --prepare
+    if ! "$venv/bin/python3" "$here/syncups_whisper.py" --prepare; then
+        echo "error: cannot make the model's int8 copy (see above): fix the cache directory and run install.sh again" >&2
+        exit 1
+    fi
 }
 
 if installed; then

