@@ -122,12 +122,17 @@ import Testing
         #expect(harness.finish())
     }
 
+    /// The engine writes 100 partials in about a second (one every 10 ms); at most ten a second of them go on,
+    /// however long a loaded machine takes to read them: the bound is ten for each second the run took.
     @Test func passesOnAtMostTenPartialsASecondAndEveryFinal() throws {
+        let started = MonotonicInstant.now()
         let harness = try RecognizerHarness(Self.recognizer("partials"))
         harness.feed(SpeechFixture.silence(seconds: 1))
         #expect(harness.finish())
+        let seconds = (MonotonicInstant.now() - started).seconds
         let partials = harness.results.filter { $0.kind == .partial }
-        #expect(!partials.isEmpty && partials.count <= 15)
+        #expect(!partials.isEmpty && partials.count <= Int(seconds * 10) + 2, "\(partials.count) in \(seconds) s")
+        #expect(partials.count < 100)
         #expect(harness.finals.map(\.text) == ["after partials"])
     }
 
