@@ -77,7 +77,8 @@ import Testing
 
     static func encoded(_ fields: StatusFields) -> [UInt8] {
         var bytes: [UInt8] = []
-        StatusEncoder(prefix: Array(#"{"version":"test""#.utf8), voices: "off", warnings: ["w"]).encode(fields, into: &bytes)
+        let encoder = StatusEncoder(prefix: Array(#"{"version":"test""#.utf8), voices: "off", warnings: ["w"])
+        encoder.encode(fields, into: &bytes)
         return bytes
     }
 
