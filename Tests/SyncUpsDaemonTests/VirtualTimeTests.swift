@@ -90,6 +90,34 @@ import Testing
             #expect(try !DirectoryListing.names(in: meetings).contains { $0.hasPrefix(meeting) })
             #expect(BlockingWork.callsOnLoopOnThisThread == before)
         }
+
+        /// A discarded meeting's files (its journal, written at the start) are removed by the clean-up worker:
+        /// the loop listed `meetings/` for their temporary files in `.discardMeeting` before.
+        @Test func aDiscardedMeetingDoesNoBlockingWorkOnTheLoop() throws {
+            let directory = TemporaryDirectory("virtual")
+            let daemon = try Self.daemon(directory)
+            let client = LoopClient(try daemon.connect(), daemon)
+            let created = try client.result("syncups.create", ["title": "Solo", "duration": 60, "attendees": ["Ann"]])
+            let id = try #require(created["id"]?.stringValue)
+            let watcher = LoopClient(try daemon.connect(), daemon)
+            _ = try watcher.result("subscribe", ["topics": ["session"], "snapshot": false])
+            _ = try client.result("session.start", ["syncup": .string(id), "audio": false])
+            let meetings = directory.path + "/meetings"
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while (try? DirectoryListing.names(in: meetings))?.isEmpty ?? true, MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+            #expect(try !DirectoryListing.names(in: meetings).isEmpty, "the journal is written at the start")
+            let before = BlockingWork.callsOnLoopOnThisThread
+            _ = try client.result("session.end", ["action": "discard"])
+            let ended = try watcher.events(until: "session.ended").last?["data"]
+            #expect(ended?["outcome"] == "discarded")
+            while try !DirectoryListing.names(in: meetings).isEmpty, MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+            #expect(try DirectoryListing.names(in: meetings) == [])
+            #expect(BlockingWork.callsOnLoopOnThisThread == before)
+        }
     #endif
 
     /// A pause holds the timer for exactly as long as virtual time says, and the seconds after it count on.

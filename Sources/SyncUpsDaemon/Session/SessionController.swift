@@ -359,8 +359,11 @@ final class SessionController {
                     "discarded a meeting of \"\(session.machine.syncUp.title)\"", .syncUp(session.machine.syncUp.id),
                     .meeting(session.meetingID))
                 session.discardsAudio = true
-                state.dataDirectory.removeSidecars(of: session.meetingID)
-                journals.remove(session.meetingID)  // after a write that may still be in progress
+                // Lists `meetings/` for temporary files: on the clean-up worker, before `finish` queues the
+                // recorders' stop there, the order it had on the loop.
+                let (directory, meetingID) = (state.dataDirectory, session.meetingID)
+                cleanup.run { directory.removeSidecars(of: meetingID) }
+                journals.remove(meetingID)  // after a write that may still be in progress
             case .finish:
                 finish(session)
             }
