@@ -8,9 +8,9 @@ import SyncUpsPersistence
 import SyncUpsProtocol
 
 /// Turns each request into a call on the daemon's state and a result. `commands` has one row per command:
-/// 14 call a method of this type named after the command; the other 13 (`ping`, `status`, `themes.list`,
-/// most `session.*`, `schedule.list`/`clear`, `devices`, `voices`) answer in the row's closure or call their
-/// owner (`SessionController`, `Scheduler`, `VoiceService`) there. protocol.md
+/// 15 call a method of this type, most named after the command; the other 12 (`ping`, `themes.list`,
+/// `session.get`/`next`/`pause`/`resume`/`absent`/`back`, `schedule.list`/`clear`, `devices`, `voices`) answer
+/// in the row's closure or call their owner there (`SessionController`, `Scheduler`, `VoiceService`). protocol.md
 /// documents every command here, and the two change together.
 final class CommandHandler {
     let state: DaemonState
