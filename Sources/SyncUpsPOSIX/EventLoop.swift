@@ -11,7 +11,9 @@ public struct IOEvents: OptionSet, Sendable {
 
     public static let readable = IOEvents(rawValue: EPOLLIN.rawValue)
     public static let writable = IOEvents(rawValue: EPOLLOUT.rawValue)
-    /// The peer hung up or the descriptor failed; always reported, never needs asking for.
+    /// The peer hung up or the descriptor failed. epoll reports `EPOLLHUP` and `EPOLLERR` without being asked;
+    /// `EPOLLRDHUP` (the peer shut only its sending side) only when asked, and nothing here asks for it: such a
+    /// peer shows as readable, and the read that returns 0 is how the server learns it. Asking passes the bit.
     public static let hangup = IOEvents(rawValue: EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue)
 }
 

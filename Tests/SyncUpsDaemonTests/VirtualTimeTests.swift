@@ -15,6 +15,17 @@ import Testing
         try InProcessDaemon(dataDirectory: directory.path, clock: .manual(startingAt: start))
     }
 
+    /// A minute-long sync-up of one attendee, the client that created it, and a second client following `topic`.
+    static func soloSyncUp(_ daemon: InProcessDaemon, watching topic: String) throws -> (LoopClient, LoopClient, String)
+    {
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result("syncups.create", ["title": "Solo", "duration": 60, "attendees": ["Ann"]])
+        let id = try #require(created["id"]?.stringValue)
+        let watcher = LoopClient(try daemon.connect(), daemon)
+        _ = try watcher.result("subscribe", ["topics": [.string(topic)], "snapshot": false])
+        return (client, watcher, id)
+    }
+
     /// The app's own `timer` test through the whole daemon: 3 attendees, 6 seconds, speakers 0, 1, 1, 2, 2,
     /// then saved because time is up, with each turn exactly its share.
     @Test func runsTheAppsSixSecondMeetingInVirtualTime() throws {
@@ -90,7 +101,52 @@ import Testing
             #expect(try !DirectoryListing.names(in: meetings).contains { $0.hasPrefix(meeting) })
             #expect(BlockingWork.callsOnLoopOnThisThread == before)
         }
+
+        /// A discarded meeting's files (its journal, written at the start) are removed by the clean-up worker:
+        /// the loop listed `meetings/` for their temporary files in `.discardMeeting` before.
+        @Test func aDiscardedMeetingDoesNoBlockingWorkOnTheLoop() throws {
+            let directory = TemporaryDirectory("virtual")
+            let daemon = try Self.daemon(directory)
+            let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "session")
+            _ = try client.result("session.start", ["syncup": .string(id), "audio": false])
+            let meetings = directory.path + "/meetings"
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while (try? DirectoryListing.names(in: meetings))?.isEmpty ?? true, MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+            #expect(try !DirectoryListing.names(in: meetings).isEmpty, "the journal is written at the start")
+            let before = BlockingWork.callsOnLoopOnThisThread
+            _ = try client.result("session.end", ["action": "discard"])
+            let ended = try watcher.events(until: "session.ended").last?["data"]
+            #expect(ended?["outcome"] == "discarded")
+            while try !DirectoryListing.names(in: meetings).isEmpty, MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+            #expect(try DirectoryListing.names(in: meetings) == [])
+            #expect(BlockingWork.callsOnLoopOnThisThread == before)
+        }
     #endif
+
+    /// A meeting whose details cannot be written, then deleted: `status` stops reporting the error, and the
+    /// `persistence.recovered` event says so too (the deletion cleared the error silently before, so a client
+    /// that followed `persistence.failed` kept showing it).
+    @Test func deletingAMeetingWhoseDetailsFailedToWritePublishesTheRecovery() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "daemon")
+        let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
+        let meeting = try #require(started["meeting"]?.stringValue)
+        // A directory where the details file goes: its write fails, for root too.
+        #expect(mkdir(directory.path + "/meetings/" + meeting + ".json", 0o700) == 0)
+        #expect(mkdir(directory.path + "/meetings/" + meeting + ".json/in-the-way", 0o700) == 0)
+        _ = try client.result("session.end", ["action": "save"])
+        _ = try watcher.events(until: "persistence.failed")
+        #expect(try client.result("status")["persistence"]?["lastError"] != .null)
+        _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
+        #expect(try client.result("status")["persistence"]?["lastError"] == .null)
+        let recovered = try watcher.take(timeout: .seconds(5)) { $0["event"] == "persistence.recovered" }
+        #expect(recovered.last?["event"] == "persistence.recovered")
+    }
 
     /// A pause holds the timer for exactly as long as virtual time says, and the seconds after it count on.
     @Test func aPauseHoldsTheTimerForAsLongAsItLasts() throws {

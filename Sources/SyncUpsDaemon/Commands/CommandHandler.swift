@@ -7,8 +7,11 @@ import SyncUpsPOSIX
 import SyncUpsPersistence
 import SyncUpsProtocol
 
-/// Turns each request into a call on the daemon's state and a result; one method per command, named after
-/// it. protocol.md documents every command here, and the two change together.
+/// Turns each request into a call on the daemon's state and a result. `commands` has one row per command:
+/// 15 call a method of this type, most named after the command; the other 12 (`ping`, `themes.list`,
+/// `session.get`/`next`/`pause`/`resume`/`absent`/`back`, `schedule.list`/`clear`, `devices`, `voices`) answer
+/// in the row's closure or call their owner there (`SessionController`, `Scheduler`, `VoiceService`). protocol.md
+/// documents every command here, and the two change together.
 final class CommandHandler {
     let state: DaemonState
     let server: Server

@@ -27,7 +27,8 @@ final class Connection {
     /// Whether it reads, waits, drains or is closed, and what each fact about it calls for.
     var state = ConnectionState()
     var isClosed: Bool { state.isClosed }
-    /// Bytes received and not yet handled (complete lines, after EOF).
+    /// Bytes received and not yet handled: complete lines, part of a line still arriving, or (after EOF) the
+    /// last line, given its newline.
     var hasPendingInput: Bool { inputStart < input.count }
     /// A complete line is waiting to be handled.
     var hasPendingLine: Bool { input[inputStart...].contains(0x0A) }

@@ -3,8 +3,12 @@ import SyncUpsJSON
 /// Where one connection is in its life, as one value: what used to be six booleans (`isReadingPaused`,
 /// `isYielding`, `closesWhenFlushed`, `isInputClosed`, `isClosed`, and an awaited reply's id) whose
 /// conjunctions the server rebuilt in four places. Each method takes a fact (the socket hung up, the output
-/// was sent, a reply made off the loop came back) and returns what the server is to do; the server performs
-/// it and decides nothing about the state itself. In the manner of SwiftNIO's
+/// was sent, a reply made off the loop came back) and moves the phase. The server still decides when a fact
+/// happens: it pauses reading and yields a turn by its own budgets (`Server+Read`'s `processInput`). Where the
+/// phase alone settles what follows, the method returns it (`hungUp`, `afterSend`, `replyMade`); `Change` says
+/// whether the socket's interest must be updated, and `drop`'s and `awaitReply`'s are ignored because the
+/// server flushes or re-reads the interest right after; `endOfInput` and `replyNotAwaited` return nothing,
+/// the server going on to handle the input either way. In the manner of SwiftNIO's
 /// `NIOTypedHTTPServerUpgraderStateMachine`; MPD keeps the same facts in `src/client/` by concern.
 ///
 /// ```

@@ -118,11 +118,7 @@ extension SessionController {
         guard let error else {
             state.detailsBeingWritten[meeting] = nil
             pendingDetails[meeting] = nil
-            if detailsError != nil && pendingDetails.isEmpty {
-                detailsError = nil
-                logger.notice("writing meetings' details works again")
-                publishEvent(.daemon, EventName.persistenceRecovered) { [:] }
-            }
+            clearDetailsErrorIfNonePending()
             journalErrors[meeting] = nil
             state.whenSaved { [journals] in journals.remove(meeting) }
             return
@@ -160,7 +156,16 @@ extension SessionController {
             state.detailsBeingWritten[meeting] = nil
             journals.remove(meeting)
         }
-        if detailsError != nil && pendingDetails.isEmpty { detailsError = nil }
+        clearDetailsErrorIfNonePending()
+    }
+
+    /// Once no meeting's details wait to be written (written, or deleted), the error `status` reported ends,
+    /// and `persistence.recovered` says so to the clients that saw `persistence.failed`.
+    private func clearDetailsErrorIfNonePending() {
+        guard detailsError != nil && pendingDetails.isEmpty else { return }
+        detailsError = nil
+        logger.notice("writing meetings' details works again")
+        publishEvent(.daemon, EventName.persistenceRecovered) { [:] }
     }
 
     /// Finishes the journal writes still queued (the last removals come from the store's final write); call

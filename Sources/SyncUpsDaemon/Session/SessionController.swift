@@ -136,56 +136,37 @@ final class SessionController {
     func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil, absent: [String] = [])
         throws(ProtocolError) -> JSONValue
     {
-        if let active {
-            // Not waiting for a save in progress: see protocol.md, session.start.
-            let title = active.machine.syncUp.title
-            throw ProtocolError(
-                .sessionActive,
-                active.machine.pendingEnding != nil
-                    ? "the last meeting of \"\(title)\" is still being saved; start again once session.ended says it is saved"
-                    : "a meeting of \"\(title)\" is being recorded; end it first (session.end)")
-        }
+        if let active { throw ProtocolError(.sessionActive, StartRequest.refusal(whileRunning: active.machine)) }
         let syncUp = state.syncUps[try state.index(of: text)]
         let roster: MeetingRoster
         do { roster = try MeetingRoster(syncUp.attendees, absent: absent) } catch {
             throw .invalidArgument(error.reason)
         }
-        let recordsAudio = audio ?? true
-        var wantsTranscript = transcribe ?? recordsAudio
-        var warnings: [String] = []
-        if wantsTranscript && transcribe == nil && settings.recognizer == nil && settings.isTranscriptionOff {
-            wantsTranscript = false
-            // Said at the first such start, not at every one: it is what the user configured.
-            if !hasSaidTranscriptionIsOff {
-                warnings.append("recording without a transcript: speech recognition is off (--speech-engine none)")
-                hasSaidTranscriptionIsOff = true
+        let speech = StartRequest.Speech(
+            hasRecognizer: settings.recognizer != nil, isOff: settings.isTranscriptionOff,
+            hasSaidItIsOff: hasSaidTranscriptionIsOff)
+        let request: StartRequest
+        do { request = try StartRequest.settle(audio: audio, transcribe: transcribe, call: call, speech: speech) } catch
+        {
+            switch error {
+            case .invalidArgument(let text): throw .invalidArgument(text)
+            case .speechUnavailable(let text): throw ProtocolError(.speechUnavailable, text)
             }
         }
-        if wantsTranscript && !recordsAudio {
-            throw .invalidArgument("transcribing needs audio: pass \"transcribe\": false with \"audio\": false")
-        }
-        if call == true && !recordsAudio {
-            throw .invalidArgument("recording the call needs audio: pass \"call\": false with \"audio\": false")
-        }
-        if wantsTranscript && settings.recognizer == nil {
-            throw ProtocolError(
-                .speechUnavailable,
-                "no speech engine is available (install pocketsphinx-en-us or set --speech-command); start with \"transcribe\": false to record without a transcript"
-            )
-        }
+        hasSaidTranscriptionIsOff = request.hasSaidTranscriptionIsOff
 
         let meetingID = Meeting.ID(state.uuid())
         let session = ActiveSession(machine: nil, meetingID: meetingID, start: loop.now())
-        if !recordsAudio { session.callAudio = .off("the meeting records no audio") }
+        if !request.records { session.callAudio = .off("the meeting records no audio") }
         let (machine, effects) = SessionMachine.start(
             syncUp: syncUp,
             meetingID: meetingID,
             startDate: state.now(),
-            records: recordsAudio,
-            recordsCall: call ?? true,
-            transcribes: wantsTranscript,
+            records: request.records,
+            recordsCall: request.recordsCall,
+            transcribes: request.transcribes,
             playsCue: settings.cueDeviceName != nil,
-            warnings: warnings,
+            warnings: request.warnings,
             roster: roster
         )
         session.machine = machine
@@ -362,8 +343,11 @@ final class SessionController {
                     "discarded a meeting of \"\(session.machine.syncUp.title)\"", .syncUp(session.machine.syncUp.id),
                     .meeting(session.meetingID))
                 session.discardsAudio = true
-                state.dataDirectory.removeSidecars(of: session.meetingID)
-                journals.remove(session.meetingID)  // after a write that may still be in progress
+                // Lists `meetings/` for temporary files: on the clean-up worker, before `finish` queues the
+                // recorders' stop there, the order it had on the loop.
+                let (directory, meetingID) = (state.dataDirectory, session.meetingID)
+                cleanup.run { directory.removeSidecars(of: meetingID) }
+                journals.remove(meetingID)  // after a write that may still be in progress
             case .finish:
                 finish(session)
             }

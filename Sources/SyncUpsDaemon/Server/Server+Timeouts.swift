@@ -1,7 +1,7 @@
 import SyncUpsPOSIX
 import SyncUpsProtocol
 
-/// Expiry: a client that stops reading its output (`stallTimeoutSeconds`) or leaves a request line
+/// Timeouts: a client that stops reading its output (`stallTimeoutSeconds`) or leaves a request line
 /// incomplete (`partialLineTimeoutSeconds`) is cut off. Both run on the loop's clock, so a test's manual
 /// clock drives them (`VirtualTimeTests`).
 extension Server {
