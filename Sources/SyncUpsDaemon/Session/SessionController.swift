@@ -175,7 +175,7 @@ final class SessionController {
         state.flush()
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
         // The machine starts the recording, the recognizer and the cue, then the timer and the first turn.
-        perform(effects, in: session)
+        perform(session.machine.timing(effects, at: elapsed(session)), in: session)
         guard case .object(var reply) = sessionJSON(session) else { return .null }
         reply["warnings"] = .array(session.machine.startWarnings.map(JSONValue.string))
         return .object(reply)
@@ -187,7 +187,7 @@ final class SessionController {
             throw ProtocolError(.noSession, "no meeting is being recorded; start one with session.start")
         }
         do {
-            perform(try session.machine.request(request, at: now(session)), in: session)
+            perform(try session.machine.request(request, atNanoseconds: elapsed(session)), in: session)
         } catch {
             throw ProtocolError(error.isInvalidArgument ? .invalidArgument : .invalidState, error.reason)
         }
@@ -196,7 +196,7 @@ final class SessionController {
 
     /// Hands a fact to the running session's machine and performs what it says.
     private func handle(_ event: SessionMachine.Event, in session: ActiveSession) {
-        perform(session.machine.handle(event, at: now(session)), in: session)
+        perform(session.machine.handle(event, atNanoseconds: elapsed(session)), in: session)
     }
 
     /// A voice matched by the speaker encoder (`VoiceService`), for the running meeting.
@@ -207,6 +207,9 @@ final class SessionController {
 
     /// The meeting's time: seconds (of audio) since it started.
     private func now(_ session: ActiveSession) -> Double { session.elapsedSeconds(now: loop.now()) }
+
+    /// The meeting's time in nanoseconds, the machine's clock.
+    private func elapsed(_ session: ActiveSession) -> Int64 { (loop.now() - session.start).nanoseconds }
 
     // MARK: - Sync-up changes
 
@@ -299,11 +302,11 @@ final class SessionController {
                 session.recognition?.turn(Int64(start * Double(AudioFormat.sampleRate)), speaker)
             case .playCue:
                 session.cue?.play()
-            case .startTimer:
-                session.schedule.resume(at: loop.now().nanoseconds)
-                armTimer(session)
-            case .stopTimer:
-                session.schedule.pause(at: loop.now().nanoseconds)
+            case .startTimer, .stopTimer:
+                break  // the machine's own: `handle(_:atNanoseconds:)` gives `armTimer`/`disarmTimer` instead
+            case .armTimer(let deadline):
+                armTimer(session, at: deadline)
+            case .disarmTimer:
                 session.timer.map(loop.cancel)
                 session.timer = nil
             case .writeJournal:
@@ -423,21 +426,14 @@ final class SessionController {
         return .recognizerStarted
     }
 
-    private func armTimer(_ session: ActiveSession) {
+    /// The one timer: `timerTicked` at `deadline` (the machine's nanoseconds); the machine says what is due.
+    private func armTimer(_ session: ActiveSession, at deadline: Int64) {
         session.timer.map(loop.cancel)
-        guard let deadline = session.schedule.nextDeadline else { return }
-        session.timer = loop.schedule(at: MonotonicInstant(nanoseconds: deadline)) { [unowned self, session] in
+        session.timer = loop.schedule(at: MonotonicInstant(nanoseconds: session.start.nanoseconds + deadline)) {
+            [unowned self, session] in
             session.timer = nil
-            let first = session.schedule.nextDeadline ?? loop.now().nanoseconds
-            let due = session.schedule.ticksDue(at: loop.now().nanoseconds)
-            // Each tick at its own deadline, not when a busy loop got to it: a turn the timer ends lasts
-            // exactly its share in the record (and in the insights), however late the wake-up.
-            for index in 0..<due where active === session {
-                let deadline = MonotonicInstant(nanoseconds: first + Int64(index) * 1_000_000_000)
-                perform(session.machine.handle(.timerTicked, at: session.elapsedSeconds(now: deadline)), in: session)
-            }
-            // Unless a tick stopped the timer (`stopTimer` pauses the schedule), the next second.
-            if active === session { armTimer(session) }
+            guard active === session else { return }
+            handle(.timerTicked, in: session)
         }
     }
 
