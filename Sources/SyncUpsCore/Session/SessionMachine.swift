@@ -102,8 +102,15 @@ public struct SessionMachine: Sendable, Equatable {
         case beginTurn(speakerIndex: Int, speaker: Attendee?, at: Double)
         /// Play the speaker-change cue (never at the meeting's end).
         case playCue
+        /// The machine's own request to stop and start its timer: `handle(_:atNanoseconds:)` and
+        /// `request(_:atNanoseconds:)` turn them into `disarmTimer` and `armTimer(at:)`.
         case stopTimer
         case startTimer
+        /// Wake the machine with `timerTicked` at `at` (nanoseconds since the session started) and not before:
+        /// the one timer, replacing any armed one.
+        case armTimer(at: Int64)
+        /// Cancel the armed timer.
+        case disarmTimer
         /// Write the meeting's journal (what a crash recovers the meeting from) as the machine is now.
         case writeJournal
         /// Write the journal now, not within the second `writeJournal` allows: the last turn has ended, and a
@@ -222,6 +229,13 @@ public struct SessionMachine: Sendable, Equatable {
     /// The end of the latest word the recognizer gave within the meeting's audio: a result that does not go
     /// past it (or goes past the audio) does not extend a save's wait.
     private var recognizedUntil = 0.0
+    /// When the one-second ticks fall due, in nanoseconds since the session started (handed in with the
+    /// events): paused until the first `startTimer`, which resumes it one second ahead.
+    public internal(set) var schedule: TickSchedule = {
+        var schedule = TickSchedule(startingAt: 0)
+        schedule.pause(at: 0)
+        return schedule
+    }()
 
     /// A new session. It starts what it records with first (`records`: the microphone, and the call if
     /// `recordsCall`; then the recognizer if `transcribes`; then the cue if `playsCue`), each reporting back

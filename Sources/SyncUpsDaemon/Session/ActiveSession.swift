@@ -10,7 +10,6 @@ final class ActiveSession {
     var machine: SessionMachine!
     let meetingID: Meeting.ID
     let start: MonotonicInstant
-    var schedule: TickSchedule
     var timer: EventLoop.Timer?
     var settleTimer: EventLoop.Timer?
     /// When the armed settle timeout passes, and how long it was: what shutdown waits for, with the loop stopped.
@@ -48,10 +47,6 @@ final class ActiveSession {
         self.machine = machine
         self.meetingID = meetingID
         self.start = start
-        // Paused until the machine's first `startTimer`, which resumes it one second ahead.
-        var schedule = TickSchedule(startingAt: start.nanoseconds)
-        schedule.pause(at: start.nanoseconds)
-        self.schedule = schedule
     }
 
     /// Seconds of meeting (and audio) time since the session started.

@@ -175,7 +175,7 @@ final class SessionController {
         state.flush()
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
         // The machine starts the recording, the recognizer and the cue, then the timer and the first turn.
-        perform(effects, in: session)
+        perform(session.machine.timing(effects, at: elapsed(session)), in: session)
         guard case .object(var reply) = sessionJSON(session) else { return .null }
         reply["warnings"] = .array(session.machine.startWarnings.map(JSONValue.string))
         return .object(reply)
@@ -187,7 +187,7 @@ final class SessionController {
             throw ProtocolError(.noSession, "no meeting is being recorded; start one with session.start")
         }
         do {
-            perform(try session.machine.request(request, at: now(session)), in: session)
+            perform(try session.machine.request(request, atNanoseconds: elapsed(session)), in: session)
         } catch {
             throw ProtocolError(error.isInvalidArgument ? .invalidArgument : .invalidState, error.reason)
         }
@@ -195,8 +195,8 @@ final class SessionController {
     }
 
     /// Hands a fact to the running session's machine and performs what it says.
-    private func handle(_ event: SessionMachine.Event, in session: ActiveSession) {
-        perform(session.machine.handle(event, at: now(session)), in: session)
+    func handle(_ event: SessionMachine.Event, in session: ActiveSession) {
+        perform(session.machine.handle(event, atNanoseconds: elapsed(session)), in: session)
     }
 
     /// A voice matched by the speaker encoder (`VoiceService`), for the running meeting.
@@ -206,34 +206,10 @@ final class SessionController {
     }
 
     /// The meeting's time: seconds (of audio) since it started.
-    private func now(_ session: ActiveSession) -> Double { session.elapsedSeconds(now: loop.now()) }
+    func now(_ session: ActiveSession) -> Double { session.elapsedSeconds(now: loop.now()) }
 
-    // MARK: - Sync-up changes
-
-    /// The session's sync-up was edited (or replaced by an outside edit): attendees and duration apply from the next tick.
-    func syncUpChanged(_ syncUp: SyncUp) {
-        guard let session = active, session.machine.syncUp.id == syncUp.id, session.machine.syncUp != syncUp else {
-            return
-        }
-        handle(.syncUpEdited(syncUp), in: session)
-    }
-
-    /// Another program's edit of sync-ups.json no longer has the running meeting's sync-up. The meeting goes
-    /// on (the machine keeps its copy of the sync-up) and is saved with the sync-up restored.
-    func syncUpRemovedByOutsideEdit() {
-        guard let session = active else { return }
-        state.warn(
-            "another program's edit of sync-ups.json removed \"\(session.machine.syncUp.title)\" while its meeting is being recorded; the meeting goes on, and is saved with the sync-up restored"
-        )
-    }
-
-    func syncUpDeleted(_ id: SyncUp.ID) {
-        guard let session = active, session.machine.syncUp.id == id else { return }
-        logger.notice(
-            "the sync-up of the running meeting was deleted; discarding the meeting", .syncUp(id),
-            .meeting(session.meetingID))
-        handle(.syncUpDeleted, in: session)
-    }
+    /// The meeting's time in nanoseconds, the machine's clock.
+    func elapsed(_ session: ActiveSession) -> Int64 { (loop.now() - session.start).nanoseconds }
 
     /// What ends the wait at shutdown early: a descriptor that becomes readable when it may have happened
     /// (the daemon's signalfd), and the check (a second SIGTERM or SIGINT, as swift-service-lifecycle does).
@@ -273,195 +249,7 @@ final class SessionController {
         }
     }
 
-    // MARK: - Effects
-
-    private func perform(_ effects: [SessionMachine.Effect], in session: ActiveSession) {
-        for effect in effects {
-            switch effect {
-            case .publish(let notification):
-                publish(notification, session)
-            case .warn(let text):
-                logger.warning(text, .syncUp(session.machine.syncUp.id), .meeting(session.meetingID))
-                publish(.error(text), session)
-            case .startRecorder(let call):
-                handle(startRecorder(session, call: call), in: session)
-            case .startRecognizer:
-                handle(startRecognizer(session), in: session)
-            case .startCue:
-                guard let cueDevice = settings.cueDeviceName else { continue }
-                let meetingID = session.meetingID
-                session.cue = try? CuePlayer(deviceName: cueDevice) { [mailbox] error in
-                    mailbox.post(.cueFailed(error, meetingID))
-                }
-            case .beginTurn(_, let speaker, let start):
-                // The recognizer ends its utterance where the turn starts.
-                guard let speaker else { continue }  // a sync-up without attendees (an outside edit) has no turns
-                session.recognition?.turn(Int64(start * Double(AudioFormat.sampleRate)), speaker)
-            case .playCue:
-                session.cue?.play()
-            case .startTimer:
-                session.schedule.resume(at: loop.now().nanoseconds)
-                armTimer(session)
-            case .stopTimer:
-                session.schedule.pause(at: loop.now().nanoseconds)
-                session.timer.map(loop.cancel)
-                session.timer = nil
-            case .writeJournal:
-                writeJournal(session)
-            case .flushJournal:
-                flushJournal(session)
-            case .stopRecorder:
-                let recorder = session.recorder
-                let callRecorder = session.callRecorder
-                let mixer = session.mixer
-                let meetingID = session.meetingID
-                cleanup.run { [mailbox] in
-                    recorder?.stop(keepsFile: true)
-                    callRecorder?.stop(keepsFile: true)
-                    // The recognizer hears the last of both before it is told to finish.
-                    mixer?.flush()
-                    mailbox.post(.recorderStopped(meetingID))
-                }
-            case .finishRecognizer:
-                session.recognition?.finish()
-            case .cancelRecognizer:
-                // Not left running (an external engine in its own process group would outlive the daemon).
-                session.recognition?.cancel()
-                session.recognition = nil
-            case .armSettleTimeout(let deadline):
-                let timeout = deadline == .saving ? settings.settleTimeout : settings.shutdownSettleTimeout
-                armSettleTimeout(session, after: timeout)
-            case .cancelSettleTimeout:
-                session.settleTimer.map(loop.cancel)
-                session.settleTimer = nil
-                session.settleDeadline = nil
-            case .saveMeeting(let meeting, let record, let syncUp):
-                saveMeeting(meeting, record, of: syncUp, in: session)
-            case .discardMeeting:
-                // Logged as a start and a save are: the log then says where every meeting went.
-                logger.info(
-                    "discarded a meeting of \"\(session.machine.syncUp.title)\"", .syncUp(session.machine.syncUp.id),
-                    .meeting(session.meetingID))
-                session.discardsAudio = true
-                // Lists `meetings/` for temporary files: on the clean-up worker, before `finish` queues the
-                // recorders' stop there, the order it had on the loop.
-                let (directory, meetingID) = (state.dataDirectory, session.meetingID)
-                cleanup.run { directory.removeSidecars(of: meetingID) }
-                journals.remove(meetingID)  // after a write that may still be in progress
-            case .finish:
-                finish(session)
-            }
-        }
-    }
-
-    /// `startRecorder`: the microphone (through the sound server when it follows the default there), the call
-    /// if asked for and there is one, and the mixer that gives the recognizer both.
-    private func startRecorder(_ session: ActiveSession, call: Bool) -> SessionMachine.Event {
-        var warnings: [String] = []
-        // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
-        // the journal go there, so it comes back as the store brings back the directory itself.
-        try? state.dataDirectory.create()
-        startCallRecorder(session, wanted: call, warnings: &warnings)
-        let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
-        session.microphoneThroughServer =
-            settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
-        let relay = session.relay
-        let mixer = session.mixer
-        let meetingID = session.meetingID
-        do {
-            session.recorder = try MeetingRecorder(
-                device: session.microphoneThroughServer ? server! : settings.captureDevice,
-                deviceName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
-                wavPath: state.dataDirectory.sidecar(meetingID, MeetingFiles.audio),
-                start: session.start,
-                onTrouble: { [mailbox] trouble in mailbox.post(.recorder(trouble, meetingID)) },
-                onAudio: { chunk in
-                    if let mixer {
-                        mixer.feed(0, chunk.bytes, startFrame: chunk.startFrame)
-                    } else {
-                        relay.feed(chunk.bytes, chunk.startFrame)
-                    }
-                }
-            )
-        } catch {
-            session.audioError = error.description
-            // The call alone is not a meeting's recording.
-            session.callRecorder?.stop(keepsFile: false)
-            session.callRecorder = nil
-            session.mixer = nil
-            return .recorderFailedToStart(error.description, warnings: warnings)
-        }
-        let listener = voices?.begin(meetingID, attendees: session.machine.syncUp.attendees) { [session] in
-            session.machine.record.turns
-        }
-        session.relay.voice.withLock { $0 = listener }
-        if let source = session.callRecorder?.statistics.capture.device,
-            source == session.recorder?.statistics.capture.device
-        {
-            // `--call-audio` naming the default microphone: recorded twice, and the call not at all.
-            warnings.append(
-                "the call's source \(source) is the microphone itself: the call is not recorded (syncupsctl devices lists the monitors)"
-            )
-        }
-        return .recorderStarted(warnings: warnings)
-    }
-
-    /// `startRecognizer`: the configured engine (the one the request was checked against).
-    private func startRecognizer(_ session: ActiveSession) -> SessionMachine.Event {
-        guard let recognizer = settings.recognizer else {
-            return .recognizerFailedToStart("no speech engine is available")
-        }
-        let meetingID = session.meetingID
-        do {
-            session.recognition = try recognizer.start { [mailbox] event in
-                mailbox.post(.recognizer(event, meetingID))
-            }
-        } catch {
-            return .recognizerFailedToStart("\(recognizer.name) did not start: \(error)")
-        }
-        session.engineName = recognizer.name
-        return .recognizerStarted
-    }
-
-    private func armTimer(_ session: ActiveSession) {
-        session.timer.map(loop.cancel)
-        guard let deadline = session.schedule.nextDeadline else { return }
-        session.timer = loop.schedule(at: MonotonicInstant(nanoseconds: deadline)) { [unowned self, session] in
-            session.timer = nil
-            let first = session.schedule.nextDeadline ?? loop.now().nanoseconds
-            let due = session.schedule.ticksDue(at: loop.now().nanoseconds)
-            // Each tick at its own deadline, not when a busy loop got to it: a turn the timer ends lasts
-            // exactly its share in the record (and in the insights), however late the wake-up.
-            for index in 0..<due where active === session {
-                let deadline = MonotonicInstant(nanoseconds: first + Int64(index) * 1_000_000_000)
-                perform(session.machine.handle(.timerTicked, at: session.elapsedSeconds(now: deadline)), in: session)
-            }
-            // Unless a tick stopped the timer (`stopTimer` pauses the schedule), the next second.
-            if active === session { armTimer(session) }
-        }
-    }
-
-    private func armSettleTimeout(_ session: ActiveSession, after timeout: Duration) {
-        session.settleTimer.map(loop.cancel)
-        let deadline = loop.now() + timeout
-        session.settleDeadline = (deadline, timeout)
-        session.settleTimer = loop.schedule(at: deadline) { [unowned self, session] in
-            session.settleTimer = nil
-            guard active === session else { return }
-            settleTimedOut(session)
-        }
-    }
-
-    /// The wait armed by `armSettleTimeout` is over (on the loop, or in the wait at shutdown).
-    private func settleTimedOut(_ session: ActiveSession) {
-        let timeout = session.settleDeadline?.timeout ?? .zero
-        logger.warning(
-            "the recognizer did not finish within \(timeout); saving without its last words",
-            .meeting(session.meetingID))
-        handle(.settleTimedOut, in: session)
-    }
-
-    private func finish(_ session: ActiveSession) {
+    func finish(_ session: ActiveSession) {
         session.timer.map(loop.cancel)
         session.settleTimer.map(loop.cancel)
         session.journalTimer.map(loop.cancel)
@@ -484,99 +272,4 @@ final class SessionController {
         voices?.end(session.meetingID, cleanup: cleanup)
         if active === session { active = nil }
     }
-
-    // MARK: - Messages from the helper threads
-
-    private func receive(_ message: Message) {
-        switch message {
-        case .recorder(let trouble, let meeting):
-            guard let session = active, session.meetingID == meeting else { return }
-            let text: String
-            switch trouble {
-            case .capture(.overrun(let count)): text = "audio overrun (\(count) so far): some audio was lost"
-            case .capture(.disconnected(let error)): text = "the microphone went away (\(error)); retrying every second"
-            case .capture(.reconnected): text = "the microphone is back"
-            case .capture(.switched(let device)): text = "the microphone is now \(device), the new default"
-            case .capture(.dropped(let frames)): text = "the audio writer fell behind: \(frames) frames dropped"
-            case .writeFailed(let error): text = "writing the meeting's audio failed: \(error); recording goes on"
-            case .writeRecovered: text = "writing the meeting's audio works again"
-            }
-            logger.throttled(.warning, "audio.microphone", text, .meeting(meeting))
-            handle(.audioTrouble(text), in: session)
-        case .callRecorder(let trouble, let meeting):
-            guard let session = active, session.meetingID == meeting else { return }
-            let text =
-                switch trouble {
-                case .capture(.overrun(let count)): "call audio overrun (\(count) so far): some audio was lost"
-                case .capture(.disconnected(let error)):
-                    "the call audio went away (\(error)); retrying every second, silence meanwhile"
-                case .capture(.reconnected): "the call audio is back"
-                case .capture(.switched(let device)): "the call audio follows the new default output: \(device)"
-                case .capture(.dropped(let frames)): "the call audio writer fell behind: \(frames) frames dropped"
-                case .writeFailed(let error): "writing the call audio failed: \(error); recording goes on"
-                case .writeRecovered: "writing the call audio works again"
-                }
-            logger.throttled(.warning, "audio.call", text, .meeting(meeting))
-            handle(.audioTrouble(text), in: session)
-        case .recorderStopped(let meeting):
-            guard let session = active, session.meetingID == meeting else { return }
-            handle(.recorderStopped, in: session)
-        case .recognizer(let event, let meeting):
-            guard let session = active, session.meetingID == meeting else { return }
-            receive(event, in: session)
-        case .cueFailed(let error, let meeting):
-            guard let session = active, session.meetingID == meeting, !session.hasReportedCueFailure else { return }
-            session.hasReportedCueFailure = true
-            let text = "the speaker-change cue did not play: \(error)"
-            logger.warning(text, .meeting(meeting))
-            handle(.audioTrouble(text), in: session)
-        case .detailsWritten(let meeting, let error):
-            detailsWritten(meeting, error: error)
-        case .journalFailed(let meeting, let error):
-            logger.throttled(.warning, "journal", "cannot write the meeting journal: \(error)", .meeting(meeting))
-            journalErrors[meeting] = error.description
-            guard let session = active, session.meetingID == meeting else { return }
-            handle(.journalFailed(error.description), in: session)
-        }
-    }
-
-    private func receive(_ event: RecognizerEvent, in session: ActiveSession) {
-        switch event {
-        case .result(let result):
-            let speech = RecognizedSpeech(
-                isFinal: result.kind == .final, text: result.text, words: result.words, start: result.start,
-                end: result.end)
-            handle(.speechRecognized(speech), in: session)
-        case .ready:
-            guard !session.isSpeechReady else { return }
-            session.isSpeechReady = true
-            publish(.updated, session)  // `session start` waits for this (or an error) before it returns
-        case .failed(let message):
-            logger.warning(
-                "speech recognition failed: \(message); the meeting goes on without a transcript",
-                .meeting(session.meetingID))
-            session.recognition = nil  // gone already: nothing to cancel
-            session.speechError = "speech recognition failed: \(message)"
-            handle(.speechFailed("speech recognition failed: \(message)"), in: session)
-        case .finished:
-            handle(.recognizerFinished, in: session)
-        case .log(let line):
-            logger.info("speech: \(line)", .meeting(session.meetingID))
-        case .fallingBehind(let seconds):
-            let text = "speech recognition is \(Int(seconds)) s behind the meeting"
-            logger.throttled(.warning, "speech.behind", text, .meeting(session.meetingID))
-            handle(.audioTrouble(text), in: session)
-        case .dropped(let seconds):
-            let text =
-                "speech recognition could not keep up: \(String(format1: seconds)) s of audio were not transcribed"
-            logger.throttled(.warning, "speech.dropped", text, .meeting(session.meetingID))
-            handle(.audioTrouble(text), in: session)
-        }
-    }
-
-    /// Handles what is already in the mailbox now, without the loop (at shutdown).
-    private func drainMailboxNow() {
-        for message in mailbox.takeAll() { receive(message) }
-    }
-
 }

@@ -1,0 +1,92 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsAudio
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsProtocol
+import SyncUpsSpeech
+import Synchronization
+
+/// What the machine says to do, done: each effect of `SessionMachine`, and the facts it produces handed back.
+extension SessionController {
+    func perform(_ effects: [SessionMachine.Effect], in session: ActiveSession) {
+        for effect in effects {
+            switch effect {
+            case .publish(let notification):
+                publish(notification, session)
+            case .warn(let text):
+                logger.warning(text, .syncUp(session.machine.syncUp.id), .meeting(session.meetingID))
+                publish(.error(text), session)
+            case .startRecorder(let call):
+                handle(startRecorder(session, call: call), in: session)
+            case .startRecognizer:
+                handle(startRecognizer(session), in: session)
+            case .startCue:
+                guard let cueDevice = settings.cueDeviceName else { continue }
+                let meetingID = session.meetingID
+                session.cue = try? CuePlayer(deviceName: cueDevice) { [mailbox] error in
+                    mailbox.post(.cueFailed(error, meetingID))
+                }
+            case .beginTurn(_, let speaker, let start):
+                // The recognizer ends its utterance where the turn starts.
+                guard let speaker else { continue }  // a sync-up without attendees (an outside edit) has no turns
+                session.recognition?.turn(Int64(start * Double(AudioFormat.sampleRate)), speaker)
+            case .playCue:
+                session.cue?.play()
+            case .startTimer, .stopTimer:
+                break  // the machine's own: `handle(_:atNanoseconds:)` gives `armTimer`/`disarmTimer` instead
+            case .armTimer(let deadline):
+                armTimer(session, at: deadline)
+            case .disarmTimer:
+                session.timer.map(loop.cancel)
+                session.timer = nil
+            case .writeJournal:
+                writeJournal(session)
+            case .flushJournal:
+                flushJournal(session)
+            case .stopRecorder:
+                let recorder = session.recorder
+                let callRecorder = session.callRecorder
+                let mixer = session.mixer
+                let meetingID = session.meetingID
+                cleanup.run { [mailbox] in
+                    recorder?.stop(keepsFile: true)
+                    callRecorder?.stop(keepsFile: true)
+                    // The recognizer hears the last of both before it is told to finish.
+                    mixer?.flush()
+                    mailbox.post(.recorderStopped(meetingID))
+                }
+            case .finishRecognizer:
+                session.recognition?.finish()
+            case .cancelRecognizer:
+                // Not left running (an external engine in its own process group would outlive the daemon).
+                session.recognition?.cancel()
+                session.recognition = nil
+            case .armSettleTimeout(let deadline):
+                let timeout = deadline == .saving ? settings.settleTimeout : settings.shutdownSettleTimeout
+                armSettleTimeout(session, after: timeout)
+            case .cancelSettleTimeout:
+                session.settleTimer.map(loop.cancel)
+                session.settleTimer = nil
+                session.settleDeadline = nil
+            case .saveMeeting(let meeting, let record, let syncUp):
+                saveMeeting(meeting, record, of: syncUp, in: session)
+            case .discardMeeting:
+                // Logged as a start and a save are: the log then says where every meeting went.
+                logger.info(
+                    "discarded a meeting of \"\(session.machine.syncUp.title)\"", .syncUp(session.machine.syncUp.id),
+                    .meeting(session.meetingID))
+                session.discardsAudio = true
+                // Lists `meetings/` for temporary files: on the clean-up worker, before `finish` queues the
+                // recorders' stop there, the order it had on the loop.
+                let (directory, meetingID) = (state.dataDirectory, session.meetingID)
+                cleanup.run { directory.removeSidecars(of: meetingID) }
+                journals.remove(meetingID)  // after a write that may still be in progress
+            case .finish:
+                finish(session)
+            }
+        }
+    }
+}

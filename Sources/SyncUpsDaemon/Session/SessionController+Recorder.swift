@@ -1,0 +1,65 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsAudio
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsProtocol
+import SyncUpsSpeech
+import Synchronization
+
+/// The meeting's recording: the microphone, the call and their mixer.
+extension SessionController {
+    /// `startRecorder`: the microphone (through the sound server when it follows the default there), the call
+    /// if asked for and there is one, and the mixer that gives the recognizer both.
+    func startRecorder(_ session: ActiveSession, call: Bool) -> SessionMachine.Event {
+        var warnings: [String] = []
+        // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
+        // the journal go there, so it comes back as the store brings back the directory itself.
+        try? state.dataDirectory.create()
+        startCallRecorder(session, wanted: call, warnings: &warnings)
+        let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
+        session.microphoneThroughServer =
+            settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
+        let relay = session.relay
+        let mixer = session.mixer
+        let meetingID = session.meetingID
+        do {
+            session.recorder = try MeetingRecorder(
+                device: session.microphoneThroughServer ? server! : settings.captureDevice,
+                deviceName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
+                wavPath: state.dataDirectory.sidecar(meetingID, MeetingFiles.audio),
+                start: session.start,
+                onTrouble: { [mailbox] trouble in mailbox.post(.recorder(trouble, meetingID)) },
+                onAudio: { chunk in
+                    if let mixer {
+                        mixer.feed(0, chunk.bytes, startFrame: chunk.startFrame)
+                    } else {
+                        relay.feed(chunk.bytes, chunk.startFrame)
+                    }
+                }
+            )
+        } catch {
+            session.audioError = error.description
+            // The call alone is not a meeting's recording.
+            session.callRecorder?.stop(keepsFile: false)
+            session.callRecorder = nil
+            session.mixer = nil
+            return .recorderFailedToStart(error.description, warnings: warnings)
+        }
+        let listener = voices?.begin(meetingID, attendees: session.machine.syncUp.attendees) { [session] in
+            session.machine.record.turns
+        }
+        session.relay.voice.withLock { $0 = listener }
+        if let source = session.callRecorder?.statistics.capture.device,
+            source == session.recorder?.statistics.capture.device
+        {
+            // `--call-audio` naming the default microphone: recorded twice, and the call not at all.
+            warnings.append(
+                "the call's source \(source) is the microphone itself: the call is not recorded (syncupsctl devices lists the monitors)"
+            )
+        }
+        return .recorderStarted(warnings: warnings)
+    }
+}
