@@ -113,7 +113,8 @@ import Testing
         let markdown = try daemon.ctl(["export", syncUp, "latest", "--format", "md"]).standardOutput
         #expect(markdown.contains("\n## Insights\n\nPlanned 00:03.0, took 00:03."), "\(markdown)")
         #expect(
-            Self.containsLine(markdown, #"\| Ann \| 00:01\.0 \| 00:02\.[0-3] \| 00:00\.8 \| \+00:01\.[0-3] \(ran over\) \|\n"#),
+            Self.containsLine(
+                markdown, #"\| Ann \| 00:01\.0 \| 00:02\.[0-3] \| 00:00\.8 \| \+00:01\.[0-3] \(ran over\) \|\n"#),
             "\(markdown)")
         let json = try JSONParser().parse(
             try daemon.ctl(["export", syncUp, "latest", "--format", "json"]).standardOutput)
