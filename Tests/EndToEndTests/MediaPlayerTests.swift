@@ -249,6 +249,33 @@ struct NotificationTests {
         _ = try watcher.nextEvent("session.resumed")
     }
 
+    /// Any client may send an `ActionInvoked` or `NotificationClosed` signal; only the server that answered the
+    /// daemon's `Notify` is heard. Forged ones (another sender, on any path) neither pass the floor nor make the
+    /// next notification stack instead of replacing ours (break 9 of issue 29).
+    @Test func ignoresActionsAndClosesForgedByAnotherClient() throws {
+        let bus = try SessionBusFixture()
+        let server = try NotificationServerFixture(bus: bus)
+        let daemon = try MediaPlayerTests.daemon(on: bus)
+        let (_, watcher) = try MediaPlayerTests.startMeeting(daemon)
+        let first = try #require(server.wait { $0["summary"] == "Blob's turn · 02:00" })
+        let id = "\(try #require(first["id"]?.numberValue?.int64))"
+        for path in ["/evil/path", "/org/freedesktop/Notifications"] {
+            let forged = try bus.busctl([
+                "emit", path, "org.freedesktop.Notifications", "ActionInvoked", "us", id, "next",
+            ])
+            #expect(forged.exitCode == 0, "\(forged.standardError)")
+            let closed = try bus.busctl(
+                ["emit", path, "org.freedesktop.Notifications", "NotificationClosed", "uu", id, "2"])
+            #expect(closed.exitCode == 0, "\(closed.standardError)")
+        }
+        // The real server's button, after the forgeries: the first change the meeting sees.
+        try server.invoke(try #require(first["id"]), "pause")
+        let paused = try watcher.nextEvent("session.paused")
+        #expect(paused["data"]?["session"]?["speaker"]?["name"] == "Blob")
+        let shown = try #require(server.wait { $0["summary"] == "Design paused" })
+        #expect(shown["replaces"] == first["id"])
+    }
+
     /// `notify = important` leaves out the floor, keeps the meeting saved; SIGHUP to `none` silences it all.
     @Test func notifyOptionChoosesWhatShowsAndSIGHUPReloadsIt() throws {
         let bus = try SessionBusFixture()
