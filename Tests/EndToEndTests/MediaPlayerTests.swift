@@ -259,13 +259,17 @@ struct NotificationTests {
         let (_, watcher) = try MediaPlayerTests.startMeeting(daemon)
         let first = try #require(server.wait { $0["summary"] == "Blob's turn · 02:00" })
         let id = "\(try #require(first["id"]?.numberValue?.int64))"
-        for path in ["/evil/path", "/org/freedesktop/Notifications"] {
-            let forged = try bus.busctl([
-                "emit", path, "org.freedesktop.Notifications", "ActionInvoked", "us", id, "next",
-            ])
+        // Broadcast on any path, and sent straight to the daemon (which no match rule filters).
+        let ways = [
+            ["/evil/path"], ["/org/freedesktop/Notifications"],
+            ["--destination=org.mpris.MediaPlayer2.syncupsd", "/org/freedesktop/Notifications"],
+        ]
+        for way in ways {
+            let forged = try bus.busctl(
+                ["emit"] + way + ["org.freedesktop.Notifications", "ActionInvoked", "us", id, "next"])
             #expect(forged.exitCode == 0, "\(forged.standardError)")
             let closed = try bus.busctl(
-                ["emit", path, "org.freedesktop.Notifications", "NotificationClosed", "uu", id, "2"])
+                ["emit"] + way + ["org.freedesktop.Notifications", "NotificationClosed", "uu", id, "2"])
             #expect(closed.exitCode == 0, "\(closed.standardError)")
         }
         // The real server's button, after the forgeries: the first change the meeting sees.
