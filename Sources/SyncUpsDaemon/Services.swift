@@ -124,7 +124,9 @@ final class Services {
         switch action {
         case .remind(let id, let start, let isLate):
             guard let syncUp = state.syncUps.first(where: { $0.id == id }) else { return }
-            logger.info("reminder: \(syncUp.title) at \(start)\(isLate ? " (late: the machine was asleep)" : "")")
+            logger.info(
+                "reminder: \(syncUp.title) at \(start)\(isLate ? " (late: missed while the machine slept or the daemon was not running)" : "")"
+            )
             publish(.daemon, EventName.scheduleReminder) {
                 [
                     "syncup": .string(id.description), "title": .string(syncUp.title),

@@ -16,6 +16,7 @@ import Testing
     }
 
     static let design = SyncUp.ID(uuidString: "00000000-0000-0000-0000-00000000D351")!
+    static let ops = SyncUp.ID(uuidString: "00000000-0000-0000-0000-0000000000B5")!
 
     @Test(arguments: [
         ("09:30", "the schedule \"09:30\" names no day: give days before the time, as in \"mon-fri 09:30\""),
@@ -114,14 +115,40 @@ import Testing
         #expect(other.evaluate(now: Self.utc(2027, 3, 30, 12), entries: all).actions.isEmpty)
     }
 
-    /// A schedule set inside its lead reminds at once, and not as "late": nothing was missed.
+    /// A schedule set inside its lead (the daemon running) reminds at once, and not as "late": nothing was missed.
     @Test func aScheduleSetInsideItsLeadRemindsAtOnceNotLate() throws {
         let all = entries(try StandupSchedule.parse("daily 09:30", timeZone: "UTC"), TimeZoneRules.utc())
         var planner = ReminderPlanner()
+        _ = planner.evaluate(now: Self.utc(2027, 5, 3, 9), entries: [:])
         #expect(
             planner.evaluate(now: Self.utc(2027, 5, 3, 9, 28), entries: all).actions == [
                 .remind(Self.design, start: Self.utc(2027, 5, 3, 9, 30), isLate: false)
             ])
+    }
+
+    /// The daemon starts (at login) 7½ min after Design's 03:10 and 5½ after Ops' 03:12, both automatic with a
+    /// 1-min reminder: neither starts late; each is reminded of once, marked late. Within the grace it starts.
+    @Test func neverStartsAMissedMeetingLateWhenTheDaemonStarts() throws {
+        let utc = TimeZoneRules.utc()
+        let design = try StandupSchedule.parse("daily 03:10", timeZone: "UTC", reminderMinutes: 1, autoStart: true)
+        let ops = try StandupSchedule.parse("daily 03:12", timeZone: "UTC", reminderMinutes: 1, autoStart: true)
+        let all: [SyncUp.ID: ReminderPlanner.Entry] = [
+            Self.design: .init(schedule: design, rules: utc, meetingSeconds: 900),
+            Self.ops: .init(schedule: ops, rules: utc, meetingSeconds: 900),
+        ]
+        var planner = ReminderPlanner()
+        let (actions, _) = planner.evaluate(now: Self.utc(2027, 5, 3, 3, 17) + 31, entries: all)
+        #expect(
+            Set(actions.map { "\($0)" }) == [
+                "\(ReminderPlanner.Action.remind(Self.design, start: Self.utc(2027, 5, 3, 3, 10), isLate: true))",
+                "\(ReminderPlanner.Action.remind(Self.ops, start: Self.utc(2027, 5, 3, 3, 12), isLate: true))",
+            ])
+        #expect(planner.evaluate(now: Self.utc(2027, 5, 3, 3, 18), entries: all).actions.isEmpty)
+        // Started 30 s after Design's time: inside the grace, it starts.
+        var onTime = ReminderPlanner()
+        #expect(
+            onTime.evaluate(now: Self.utc(2027, 5, 3, 3, 10) + 30, entries: all).actions.contains(
+                .start(Self.design, start: Self.utc(2027, 5, 3, 3, 10))))
     }
 
     @Test func snoozesAndSkipsAndStartsByItself() throws {
