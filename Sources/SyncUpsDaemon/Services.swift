@@ -84,7 +84,7 @@ final class Services {
         voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
         scheduler = Scheduler(
             loop: loop, directory: directory, state: owner, logger: logger, wallClock: wallClock,
-            environment: environment)
+            environment: environment, fileSystem: fileSystem)
         let scheduleWarnings = scheduler.load()
         for warning in scheduleWarnings { logger.warning(warning) }
         scheduler.onAction = { [unowned owner, unowned session, unowned scheduler] action in
