@@ -22,7 +22,25 @@ import Testing
         ("09:30", "the schedule \"09:30\" names no day: give days before the time, as in \"mon-fri 09:30\""),
         ("mon-fri 25:00", "25:00 is not a time of day: 00:00 to 23:59"),
         ("mon-fri 09:60", "09:60 is not a time of day: 00:00 to 23:59"),
-        ("mun 09:30", "\"mun\" is not a day: use mon, tue, wed, thu, fri, sat, sun (or mon-fri)"),
+        (
+            "mun 09:30",
+            "\"mun\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+        ),
+        // Words that merely begin with a day, or days joined by something that is not a list or a range.
+        (
+            "monkey 09:30",
+            "\"monkey\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+        ),
+        (
+            "mon/fri 09:30",
+            "\"mon/fri\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+        ),
+        (
+            "sunny,fries 10:00",
+            "\"sunny\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+        ),
+        ("mon-fri +9:30", "\"+9:30\" is not a time: give HH:MM, as in 09:30"),
+        ("mon-fri -0:30", "\"-0:30\" is not a time: give HH:MM, as in 09:30"),
         ("mon-fri", "the schedule \"mon-fri\" has no time: end it with one, as in \"mon-fri 09:30\""),
         ("mon-fri 9h30", "the schedule \"mon-fri 9h30\" has no time: end it with one, as in \"mon-fri 09:30\""),
     ])
@@ -41,6 +59,9 @@ import Testing
         #expect(try StandupSchedule.parse("fri-mon 08:05", timeZone: "UTC").days == [4, 5, 6, 0])
         #expect(try StandupSchedule.parse("daily 00:00", timeZone: "UTC").days.count == 7)
         #expect(try StandupSchedule.parse("mon-sun 00:00", timeZone: "UTC").text == "daily 00:00")
+        // An en dash (what a word processor makes of "-") is a range; full names are days.
+        #expect(try StandupSchedule.parse("Mon\u{2013}Fri 09:30", timeZone: "UTC").text == "mon-fri 09:30")
+        #expect(try StandupSchedule.parse("Monday,Friday 09:30", timeZone: "UTC").text == "mon,fri 09:30")
     }
 
     /// 02:30 does not exist in Berlin on the night clocks go forward (Sunday 2027-03-28): refused with the date.
