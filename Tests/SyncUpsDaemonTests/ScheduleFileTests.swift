@@ -49,4 +49,46 @@ import Testing
         #expect(!scheduleOnDisk.contains("mon-fri 09:30"), "\(scheduleOnDisk)")
         #expect(scheduleOnDisk.contains("daily 10:00"), "\(scheduleOnDisk)")
     }
+
+    /// A hand-edited file: an entry that does not parse is kept verbatim when another schedule is set (it was
+    /// deleted at the next save), and a schedule of a sync-up that does not exist is dropped with one warning.
+    @Test func keepsAnEntryThatDoesNotParseAndDropsUnknownSyncUps() throws {
+        let (design, ops): (String, String)
+        do {
+            let daemon = try InProcessDaemon(dataDirectory: directory.path)
+            let client = LoopClient(try daemon.connect(), daemon)
+            let created = try client.result("syncups.create", ["title": "Design", "duration": 60, "attendees": ["A"]])
+            design = try #require(created["id"]?.stringValue)
+            let other = try client.result("syncups.create", ["title": "Ops", "duration": 60, "attendees": ["B"]])
+            ops = try #require(other["id"]?.stringValue)
+            try client.waitForStatus { $0["persistence"]?["unsavedChanges"] == false }
+        }
+        let bad = #"{"syncup":"\#(design)","schedule":"mon-fry 25:00","timeZone":"UTC","note":"mine"}"#
+        let unknown = #"{"syncup":"00000000-0000-0000-0000-0000000000AA","schedule":"daily 10:00","timeZone":"UTC"}"#
+        let file = #"{"version":1,"schedules":[\#(bad),\#(unknown)]}"#
+        Files.write(directory.appending("syncups.schedule"), Array(file.utf8))
+
+        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let warnings = try client.result("status")["persistence"]?["warnings"]?.arrayValue ?? []
+        #expect(warnings.contains { $0.stringValue?.contains("1 schedules of sync-ups that do not exist") == true })
+        #expect(warnings.contains { $0.stringValue?.contains("kept in the file") == true }, "\(warnings)")
+        _ = try client.result("schedule.set", ["syncup": .string(ops), "schedule": "daily 10:00", "timeZone": "UTC"])
+        try client.waitForStatus { _ in scheduleOnDisk.contains(ops) }
+        #expect(scheduleOnDisk.contains("mon-fry 25:00") && scheduleOnDisk.contains("mine"), "\(scheduleOnDisk)")
+        #expect(!scheduleOnDisk.contains("0000000000AA"), "\(scheduleOnDisk)")
+    }
+
+    /// A file over 1 MiB (the attack's 45 MB took 108 s to start) is not read: moved aside with a warning.
+    @Test func movesAsideAFileOverOneMebibyte() throws {
+        let huge = #"{"version":1,"schedules":[],"pad":""# + String(repeating: "x", count: 1 << 20) + #""}"#
+        Files.write(directory.appending("syncups.schedule"), huge)
+        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let warnings = try client.result("status")["persistence"]?["warnings"]?.arrayValue ?? []
+        #expect(warnings.contains { $0.stringValue?.contains("is over 1 MiB") == true }, "\(warnings)")
+        #expect(Files.read(directory.appending("syncups.schedule")) == nil)
+        let names = (try? DirectoryListing.names(in: directory.path)) ?? []
+        #expect(names.contains { $0.hasPrefix("syncups.schedule.corrupt-") }, "\(names)")
+    }
 }

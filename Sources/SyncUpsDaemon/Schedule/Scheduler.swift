@@ -58,6 +58,10 @@ final class Scheduler {
     private let state: DaemonState
     private let logger: Logger
     private let now: () -> Int64
+    private let wallClock: WallClock
+    /// Entries of the file that could not be read (a hand edit), kept verbatim: written back at every save
+    /// until that sync-up's schedule is set again, never dropped silently.
+    private var unreadEntries: [(syncUp: String?, entry: JSONValue)] = []
     private let systemZone: String
     private var timer: WallClockTimer?
     /// The thread that writes `syncups.schedule`, started by the first change.
@@ -82,6 +86,8 @@ final class Scheduler {
     var onAction: (ReminderPlanner.Action) -> Void = { _ in }
 
     static let fileName = "syncups.schedule"
+    /// The largest file read (as the configuration file's): a larger one is moved aside, not read.
+    static let maximumFileSize: Int64 = 1 << 20
 
     init(
         loop: EventLoop, directory: DataDirectory, state: DaemonState, logger: Logger, wallClock: WallClock,
@@ -94,6 +100,7 @@ final class Scheduler {
         self.logger = logger
         self.path = FilePath.join(directory.path, Self.fileName)
         self.now = { Int64(wallClock().timeIntervalSince1970.rounded(.down)) }
+        self.wallClock = wallClock
         self.systemZone = TimeZones.systemName(environment: environment)
         timer = try? WallClockTimer(loop: loop) { [unowned self] clockWasSet in
             if clockWasSet { logger.info("the wall clock was set: planning the stand-ups' reminders again") }
@@ -104,18 +111,35 @@ final class Scheduler {
         }
     }
 
-    /// Reads `syncups.schedule`; returns what could not be read (a warning each).
+    /// Reads `syncups.schedule`; returns what could not be read (a warning each). A file over 1 MiB or not a
+    /// schedule file is moved aside (`.corrupt-*`, as `sync-ups.json`); an entry that does not parse is kept
+    /// verbatim in the file; the schedules of sync-ups that do not exist are dropped, with one warning.
     func load() -> [String] {
+        var info = stat()
+        if stat(path, &info) == 0, Int64(info.st_size) > Self.maximumFileSize {
+            let aside = StoreLoader.moveAside(path, fileSystem: fileSystem, at: wallClock())
+            return [
+                "\(path) is over 1 MiB, more than a schedule file may hold: not read, moved to \(aside ?? "(cannot move it)")"
+            ]
+        }
         guard let bytes = TimeZones.readFile(path) else { return [] }
         guard let file = try? JSONParser().parse(bytes), let list = file["schedules"]?.arrayValue else {
-            return ["\(path) is not a schedule file; its schedules are ignored until one is set again"]
+            let aside = StoreLoader.moveAside(path, fileSystem: fileSystem, at: wallClock())
+            return ["\(path) is not a schedule file: not read, moved to \(aside ?? "(cannot move it)")"]
         }
         var warnings: [String] = []
+        var unknown = 0
+        let known = Set(state.syncUps.map(\.id))
         for entry in list {
             guard let id = entry["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
                 let text = entry["schedule"]?.stringValue, let zone = entry["timeZone"]?.stringValue
             else {
-                warnings.append("\(path): an entry without syncup, schedule or timeZone is ignored")
+                unreadEntries.append((entry["syncup"]?.stringValue, entry))
+                warnings.append("\(path): an entry without syncup, schedule or timeZone is not used (kept in the file)")
+                continue
+            }
+            guard known.contains(id) else {
+                unknown += 1
                 continue
             }
             do {
@@ -125,8 +149,12 @@ final class Scheduler {
                 rules[zone] = try TimeZones.load(zone)
                 schedules[id] = schedule
             } catch {
-                warnings.append("\(path): the schedule of \(id) is ignored: \(error)")
+                unreadEntries.append((id.description, entry))
+                warnings.append("\(path): the schedule of \(id) is not used (kept in the file): \(error)")
             }
+        }
+        if unknown > 0 {
+            warnings.append("\(path): \(unknown) schedules of sync-ups that do not exist are dropped")
         }
         return warnings
     }
@@ -156,6 +184,7 @@ final class Scheduler {
         }
         rules[zone] = zoneRules
         schedules[syncUp.id] = parsed
+        unreadEntries.removeAll { $0.syncUp?.uppercased() == syncUp.id.description }
         save()
         evaluate()
         return json(syncUp.id, parsed)
@@ -254,6 +283,7 @@ final class Scheduler {
                 "autoStart": .bool(schedule.autoStart),
             ])
         }
+        list += unreadEntries.map(\.entry)
         let bytes =
             JSONWriter(options: JSONWriter.Options(isPretty: true)).encode(
                 ["version": 1, "schedules": .array(list)]) + [0x0A]
