@@ -280,6 +280,31 @@ struct NotificationTests {
         #expect(shown["replaces"] == first["id"])
     }
 
+    /// After the last speaker's `next` the meeting waits at its end: MPRIS shows it Paused with its track (it
+    /// showed Stopped and no track, so `playerctl stop` found no player and the meeting could not be saved from
+    /// the media keys), Next is off, and the floor notification offers Save and Resume, not a dead Next.
+    @Test func theMeetingWaitingAtItsEndIsPausedAndStopSavesIt() throws {
+        let bus = try SessionBusFixture()
+        let server = try NotificationServerFixture(bus: bus)
+        let daemon = try MediaPlayerTests.daemon(on: bus)
+        let (_, watcher) = try MediaPlayerTests.startMeeting(daemon)
+        for _ in 0..<3 { #expect(try bus.playerctl(["next"]).exitCode == 0) }
+        _ = try watcher.nextEvent("session.ending")
+        let ending = try #require(server.wait { $0["summary"] == "Design: everyone has spoken" })
+        #expect(ending["actions"] == ["save", "Save", "resume", "Resume"])
+        #expect(try bus.playerctl(["status"]).standardOutput == "Paused\n")
+        #expect(try bus.playerctl(["metadata", "xesam:album"]).standardOutput == "Design\n")
+        let canGoNext = try bus.busctl([
+            "get-property", "org.mpris.MediaPlayer2.syncupsd", "/org/mpris/MediaPlayer2",
+            "org.mpris.MediaPlayer2.Player", "CanGoNext",
+        ])
+        #expect(canGoNext.standardOutput == "b false\n")
+        let stop = try bus.playerctl(["stop"])
+        #expect(stop.exitCode == 0, "\(stop.standardError)")
+        let ended = try watcher.nextEvent("session.ended")
+        #expect(ended["data"]?["outcome"] == "saved")
+    }
+
     /// `notify = important` leaves out the floor, keeps the meeting saved; SIGHUP to `none` silences it all.
     @Test func notifyOptionChoosesWhatShowsAndSIGHUPReloadsIt() throws {
         let bus = try SessionBusFixture()

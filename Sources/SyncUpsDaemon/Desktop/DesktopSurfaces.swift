@@ -146,6 +146,13 @@ final class DesktopSurfaces {
                 body:
                     "\(machine.speaker?.name ?? "nobody") has the floor, \(DurationText.clock(machine.durationRemaining)) left",
                 actions: [.init("resume", "Resume"), .init("next", "Next")], urgency: .low)
+        case "session.ending":
+            // Everyone spoke: the floor's Next would do nothing; save or go on.
+            guard let machine, machine.phase == .ending, machine.pendingEnding == nil else { return nil }
+            return DesktopNotification(
+                slot: "floor", summary: "\(machine.syncUp.title): everyone has spoken",
+                body: "Save the meeting, or resume it", actions: [.init("save", "Save"), .init("resume", "Resume")],
+                urgency: .low)
         case "session.ended":
             let event = data()
             guard event["outcome"] == "saved", let meeting = event["meeting"] else { return nil }
@@ -215,6 +222,7 @@ final class DesktopSurfaces {
         case "next": command = .next
         case "pause": command = .pause
         case "resume": command = .play
+        case "save": command = .stop
         default: return
         }
         if let refusal = Self.perform(command, session: session) {
@@ -224,7 +232,9 @@ final class DesktopSurfaces {
 
     static func playerState(_ machine: SessionMachine?) -> MediaPlayerState {
         var state = MediaPlayerState()
-        guard let machine, !machine.isStarting, machine.phase != .ending, !machine.isOver else { return state }
+        // Waiting at the end (everyone spoke) is Paused with the meeting's track: Stop saves it, Play goes on.
+        // Only a meeting being saved (or over) has nothing left to control.
+        guard let machine, !machine.isStarting, machine.pendingEnding == nil, !machine.isOver else { return state }
         state.status = machine.phase == .running ? .playing : .paused
         let meeting = String("\(machine.meetingID)".map { $0.isLetter || $0.isNumber ? $0 : "_" })
         state.trackID = "/org/syncupsd/Meeting/_\(meeting)/\(machine.speakerIndex)"
@@ -235,7 +245,7 @@ final class DesktopSurfaces {
         state.lengthSeconds = machine.secondsPerAttendee
         state.theme = machine.syncUp.theme.name
         state.themeColor = machine.syncUp.theme.mainColor.hex
-        state.canGoNext = true
+        state.canGoNext = machine.phase != .ending
         state.canPause = machine.phase == .running
         // playerctl reads no metadata from a player that cannot play: a meeting can always go on.
         state.canPlay = true
