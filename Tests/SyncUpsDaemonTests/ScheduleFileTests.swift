@@ -1,4 +1,6 @@
+import FoundationEssentials
 import Glibc
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
@@ -90,5 +92,23 @@ import Testing
         #expect(Files.read(directory.appending("syncups.schedule")) == nil)
         let names = (try? DirectoryListing.names(in: directory.path)) ?? []
         #expect(names.contains { $0.hasPrefix("syncups.schedule.corrupt-") }, "\(names)")
+    }
+
+    /// "Skip today" on a reminder: `status.next` counts down to the following start, not the skipped one (it
+    /// said "Ops in 1 min" after Snooze then Skip today).
+    @Test func statusNextPassesOverASkippedStart() throws {
+        let start = Date(timeIntervalSince1970: 1_809_336_600)  // 2027-05-03 09:30 UTC, a Monday
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.path, wallClock: WallClock { start.addingTimeInterval(-60) })
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result("syncups.create", ["title": "Ops", "duration": 60, "attendees": ["A"]])
+        let id = try #require(created["id"]?.stringValue)
+        _ = try client.result("schedule.set", ["syncup": .string(id), "schedule": "daily 09:30", "timeZone": "UTC"])
+        #expect(try client.result("status")["next"]?["inSeconds"] == 60)
+        daemon.scheduler.snooze(try #require(SyncUp.ID(uuidString: id)), start: 1_809_336_600)
+        daemon.scheduler.skip(try #require(SyncUp.ID(uuidString: id)), start: 1_809_336_600)
+        let next = try client.result("status")["next"]
+        #expect(next?["inSeconds"] == 86_460, "\(String(describing: next))")
+        #expect(next?["next"] == "2027-05-04T09:30:00Z")
     }
 }

@@ -97,6 +97,11 @@ public struct ReminderPlanner: Sendable {
         states[id, default: State()].snooze = (start, until)
     }
 
+    /// The start skipped with "Skip today", if any: the next start shown is the one after it.
+    public func skipped(_ id: SyncUp.ID) -> Int64? {
+        states[id].map(\.skipped).flatMap { $0 == .min ? nil : $0 }
+    }
+
     /// "Skip today": no more reminder and no automatic start for `start`.
     public mutating func skip(_ id: SyncUp.ID, start: Int64) {
         states[id, default: State()].skipped = start

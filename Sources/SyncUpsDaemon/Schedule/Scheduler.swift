@@ -212,7 +212,9 @@ final class Scheduler {
 
     private func nextStart(_ id: SyncUp.ID) -> Int64? {
         guard let schedule = schedules[id], let zone = rules[schedule.timeZone] else { return nil }
-        return schedule.next(after: now(), rules: zone)
+        guard let next = schedule.next(after: now(), rules: zone) else { return nil }
+        // A start skipped ("Skip today") is not the next one.
+        return next == planner.skipped(id) ? schedule.next(after: next, rules: zone) : next
     }
 
     private func json(_ id: SyncUp.ID, _ schedule: StandupSchedule) -> JSONValue {
