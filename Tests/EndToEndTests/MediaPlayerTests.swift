@@ -122,6 +122,10 @@ struct MediaPlayerTests {
         let readOnly = try bus.busctl(["set-property"] + target + ["org.mpris.MediaPlayer2.Player", "Rate", "d", "2"])
         #expect(readOnly.exitCode != 0)
         #expect(readOnly.standardError.contains("Rate is read-only"))
+        // OpenUri is refused for what it is: no URI scheme is supported (not a turn's time, as for seeking).
+        let open = try bus.busctl(["call"] + target + ["org.mpris.MediaPlayer2.Player", "OpenUri", "s", "file:///x"])
+        #expect(open.exitCode != 0)
+        #expect(open.standardError.contains("SupportedUriSchemes is empty"), "\(open.standardError)")
         // Nothing changed, and both sides still answer.
         #expect(try client.result("session.get")["speaker"]?["name"] == "Blob")
         #expect(output(try bus.playerctl(["metadata", "xesam:title"])) == "Blob · 1/3")

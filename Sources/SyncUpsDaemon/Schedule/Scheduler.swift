@@ -12,6 +12,11 @@ enum TimeZones {
 
     /// The rules of zone `name`, or an `invalid_argument` that says why there are none.
     static func load(_ name: String) throws(ProtocolError) -> TimeZoneRules {
+        // tzdata's links to the machine's zone: a schedule in one would move when the machine's zone does.
+        guard name != "localtime", name != "posixrules" else {
+            throw ProtocolError(
+                .invalidArgument, "\"\(name)\" is not a zone's name: give a tzdata name such as Europe/Berlin or UTC")
+        }
         let isWellFormed =
             !name.isEmpty && !name.hasPrefix("/") && !name.split(separator: "/").contains("..")
             && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/_-+".contains($0)) }
