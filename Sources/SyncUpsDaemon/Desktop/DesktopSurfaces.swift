@@ -49,8 +49,8 @@ final class DesktopSurfaces {
     }
     private unowned let session: SessionController
     private unowned let scheduler: Scheduler
-    /// The sync-up and start of the reminder on screen, for its buttons.
-    private var reminder: (id: SyncUp.ID, start: Int64)?
+    /// The sync-up and start of each reminder on screen (by its slot, one a sync-up), for its buttons.
+    private var reminders: [String: (id: SyncUp.ID, start: Int64)] = [:]
     private let status: DesktopStatus
 
     init(
@@ -108,12 +108,12 @@ final class DesktopSurfaces {
             if let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
                 let start = event["startSeconds"]?.numberValue?.int64
             {
-                reminder = (id, start)
+                reminders[Self.reminderSlot(id)] = (id, start)
             }
         }
         if let notification = Self.notification(for: name, data, machine: session.active?.machine),
             notificationLevel == .all || notification.urgency == .critical
-                || ["saved", "reminder"].contains(notification.slot)
+                || notification.slot == "saved" || notification.slot.hasPrefix("reminder:")
         {
             notifier.show(notification)
         }
@@ -182,10 +182,11 @@ final class DesktopSurfaces {
             let minutes = max(0, (start - now + 59) / 60)
             let summary =
                 event["late"] == true
-                ? "\(title) \(start > now ? "in \(minutes) min" : "started \((now - start) / 60) min ago") (missed while asleep)"
+                ? "\(title) \(start > now ? "in \(minutes) min" : "started \((now - start) / 60) min ago") (missed)"
                 : start > now ? "\(title) in \(minutes) min" : "\(title) now"
+            let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:))
             return DesktopNotification(
-                slot: "reminder", summary: summary,
+                slot: id.map(reminderSlot) ?? "reminder:", summary: summary,
                 body: "\(event["schedule"]?.stringValue ?? "") \(event["timeZone"]?.stringValue ?? "")",
                 actions: [.init("start", "Start"), .init("snooze", "Snooze 5 min"), .init("skip", "Skip today")],
                 urgency: .normal)
@@ -198,10 +199,13 @@ final class DesktopSurfaces {
         }
     }
 
+    /// Each sync-up's reminder is its own notification: two close stand-ups' reminders both show.
+    static func reminderSlot(_ id: SyncUp.ID) -> String { "reminder:\(id)" }
+
     /// A notification's button: Next, Pause and Resume do what the media keys do.
     private func actionInvoked(slot: String, action: String) {
-        if slot == "reminder" {
-            guard let reminder else { return }
+        if slot.hasPrefix("reminder:") {
+            guard let reminder = reminders[slot] else { return }
             switch action {
             case "start":
                 do {
