@@ -111,4 +111,17 @@ import Testing
         #expect(next?["inSeconds"] == 86_460, "\(String(describing: next))")
         #expect(next?["next"] == "2027-05-04T09:30:00Z")
     }
+
+    /// A deleted sync-up's schedule leaves the file (it stayed there for good, break 11 of issue 29).
+    @Test func deletingASyncUpRemovesItsSchedule() throws {
+        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result("syncups.create", ["title": "Ops", "duration": 60, "attendees": ["A"]])
+        let id = try #require(created["id"]?.stringValue)
+        _ = try client.result("schedule.set", ["syncup": .string(id), "schedule": "daily 09:30", "timeZone": "UTC"])
+        try client.waitForStatus { _ in scheduleOnDisk.contains(id) }
+        _ = try client.result("syncups.delete", ["id": .string(id)])
+        try client.waitForStatus { $0["persistence"]?["unsavedChanges"] == false && !scheduleOnDisk.contains(id) }
+        #expect(scheduleOnDisk.contains("\"schedules\""), "\(scheduleOnDisk)")
+    }
 }

@@ -414,6 +414,7 @@ final class CommandHandler {
     private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let (syncUp, orphaned) = state.delete(try state.index(of: try arguments.string("id")))
         voices.forget(syncUp.attendees.map(\.id))
+        status.scheduler?.forget(syncUp.id)
         return removingFiles(
             of: orphaned, then: ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
     }

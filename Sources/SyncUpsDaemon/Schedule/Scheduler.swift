@@ -206,6 +206,15 @@ final class Scheduler {
         return ["syncup": .string(syncUp.id.description), "cleared": true]
     }
 
+    /// The sync-up was deleted: its schedule goes from the file too (it stayed there for good).
+    func forget(_ id: SyncUp.ID) {
+        let hadUnread = unreadEntries.contains { $0.syncUp?.uppercased() == id.description }
+        unreadEntries.removeAll { $0.syncUp?.uppercased() == id.description }
+        guard schedules.removeValue(forKey: id) != nil || hadUnread else { return }
+        save()
+        evaluate()
+    }
+
     /// `schedule.list`: every schedule with its next start, soonest first.
     func list() -> JSONValue {
         let entries = schedules.compactMap { id, schedule in
