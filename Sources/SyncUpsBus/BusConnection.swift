@@ -28,6 +28,10 @@ public struct SignalMessage {
     public var signature: String { reader.signature }
     public func string() -> String? { reader.string() }
     public func uint32() -> UInt32? { reader.uint32() }
+    /// The unique name (":1.42") of the connection that sent it, stamped by the bus daemon.
+    public var sender: String? { reader.sender }
+    /// The object path a signal was sent from.
+    public var path: String? { reader.path }
 }
 
 /// One connection to the bus, handed to what exports objects on it: objects, names, signals, calls. Its
@@ -192,13 +196,18 @@ public final class BusConnection {
         if result < 0 { reply(.failure(BusCallError(message: "cannot send the call: \(result)"))) }
     }
 
-    /// Calls `handler` for every `member` signal of `interface` (from any sender, on any path).
-    public func matchSignal(interface: String, member: String, handler: @escaping (SignalMessage) -> Void) {
+    /// Calls `handler` for every `member` signal of `interface` from `sender` (any, when nil) on `path` (any,
+    /// when nil). The bus daemon filters broadcasts by name, but a signal sent straight to this connection passes
+    /// whatever the rule says: a handler that trusts only one sender checks `SignalMessage.sender` itself.
+    public func matchSignal(
+        sender: String? = nil, path: String? = nil, interface: String, member: String,
+        handler: @escaping (SignalMessage) -> Void
+    ) {
         typealias Handler = (SignalMessage) -> Void
         let box = retained(handler as Handler)
         var slot: OpaquePointer?
         let result = sd_bus_match_signal_async(
-            bus, &slot, nil, nil, interface, member,
+            bus, &slot, sender, path, interface, member,
             { message, userdata, _ in
                 guard let message else { return 0 }
                 BusConnection.box(userdata, as: Handler.self)(SignalMessage(reader: MessageReader(message: message)))

@@ -140,4 +140,7 @@ struct MessageReader {
 
     var interface: String? { sd_bus_message_get_interface(message).map { String(cString: $0) } }
     var member: String? { sd_bus_message_get_member(message).map { String(cString: $0) } }
+    /// The sender's unique name, as the bus daemon stamped it (a client cannot choose it).
+    var sender: String? { sd_bus_message_get_sender(message).map { String(cString: $0) } }
+    var path: String? { sd_bus_message_get_path(message).map { String(cString: $0) } }
 }

@@ -179,7 +179,11 @@ public final class MediaPlayer {
             return .error(
                 name: "org.mpris.MediaPlayer2.syncupsd.Error.NotSupported",
                 message: "the floor never goes back (CanGoPrevious is false)")
-        case "Seek", "SetPosition", "OpenUri":
+        case "OpenUri":
+            return .error(
+                name: "org.mpris.MediaPlayer2.syncupsd.Error.NotSupported",
+                message: "OpenUri is not supported: the player opens no URI (SupportedUriSchemes is empty)")
+        case "Seek", "SetPosition":
             return .error(
                 name: "org.mpris.MediaPlayer2.syncupsd.Error.NotSupported",
                 message: "\(call.member) is not supported: a turn's time cannot be moved (CanSeek is false)")

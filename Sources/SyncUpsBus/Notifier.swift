@@ -35,14 +35,18 @@ public struct DesktopNotification: Equatable, Sendable {
 /// The desktop's notification server (`org.freedesktop.Notifications`) as the daemon uses it: `show` sends
 /// `Notify` without waiting, replacing the slot's last notification; an `ActionInvoked` for one of ours
 /// calls `onAction` with its slot and action key. Without a bus (or a server) notifications are dropped.
+///
+/// Any client may emit a signal named `ActionInvoked`, so one is heard only when it comes from the connection
+/// that answered our `Notify` with that id (its unique name, stamped by the bus daemon) on the server's path:
+/// a server that went away and a new owner of the name never act on ids they did not hand out.
 public final class Notifier {
     static let destination = "org.freedesktop.Notifications"
     static let path = "/org/freedesktop/Notifications"
     static let interface = "org.freedesktop.Notifications"
 
     private var connection: BusConnection?
-    /// The server's id of each slot's notification on screen.
-    private var ids: [String: UInt32] = [:]
+    /// The server's id of each slot's notification on screen, and the unique name of the server that gave it.
+    private var ids: [String: (id: UInt32, server: String)] = [:]
     /// Slots whose `Notify` has not been answered yet, and the notification to send once it is (the newest).
     private var pending: [String: DesktopNotification?] = [:]
     /// Called with the slot and the action key of an action invoked on one of ours.
@@ -69,18 +73,27 @@ public final class Notifier {
         self.connection = connection
         ids = [:]
         pending = [:]
-        connection.matchSignal(interface: Self.interface, member: "ActionInvoked") { [unowned self] signal in
+        connection.matchSignal(
+            sender: Self.destination, path: Self.path, interface: Self.interface, member: "ActionInvoked"
+        ) { [unowned self] signal in
             guard signal.signature == "us", let id = signal.uint32(), let action = signal.string(),
-                let slot = ids.first(where: { $0.value == id })?.key
+                let slot = slot(of: id, from: signal)
             else { return }
             onAction(slot, action)
         }
-        connection.matchSignal(interface: Self.interface, member: "NotificationClosed") { [unowned self] signal in
-            guard signal.signature.hasPrefix("u"), let id = signal.uint32(),
-                let slot = ids.first(where: { $0.value == id })?.key
+        connection.matchSignal(
+            sender: Self.destination, path: Self.path, interface: Self.interface, member: "NotificationClosed"
+        ) { [unowned self] signal in
+            guard signal.signature.hasPrefix("u"), let id = signal.uint32(), let slot = slot(of: id, from: signal)
             else { return }
             ids[slot] = nil
         }
+    }
+
+    /// The slot whose notification is `id`, when `signal` comes from the server that gave that id, on its path.
+    private func slot(of id: UInt32, from signal: SignalMessage) -> String? {
+        guard signal.path == Self.path, let sender = signal.sender else { return nil }
+        return ids.first(where: { $0.value.id == id && $0.value.server == sender })?.key
     }
 
     /// Shows `notification`, replacing its slot's last one.
@@ -96,7 +109,7 @@ public final class Notifier {
         connection.callMethod(
             destination: Self.destination, path: Self.path, interface: Self.interface, member: "Notify",
             arguments: [
-                .string(appName), .uint32(ids[notification.slot] ?? 0), .string(""), .string(notification.summary),
+                .string(appName), .uint32(ids[notification.slot]?.id ?? 0), .string(""), .string(notification.summary),
                 .string(notification.body), .strings(actions),
                 .dictionary([("urgency", .byte(notification.urgency.rawValue)), ("desktop-entry", .string("syncupsd"))]
                 ),
@@ -107,7 +120,7 @@ public final class Notifier {
             switch result {
             case .success(let reply):
                 lastError = nil
-                if let id = reply.uint32() { ids[notification.slot] = id }
+                if let id = reply.uint32(), let server = reply.sender { ids[notification.slot] = (id, server) }
             case .failure(let error):
                 lastError = error.message
             }
@@ -119,7 +132,7 @@ public final class Notifier {
 
     /// Closes the slot's notification, if one shows.
     public func close(slot: String) {
-        guard let connection, let id = ids[slot] else { return }
+        guard let connection, let id = ids[slot]?.id else { return }
         ids[slot] = nil
         connection.callMethod(
             destination: Self.destination, path: Self.path, interface: Self.interface, member: "CloseNotification",

@@ -13,6 +13,8 @@ public final class InProcessDaemon {
     private let loop: EventLoop
     private let server: Server
     private let services: Services
+    /// The schedules' owner, for tests that press a reminder's buttons without a desktop.
+    var scheduler: Scheduler { services.scheduler }
     private var connection: Connection?
     private var peer: FileDescriptor?
 

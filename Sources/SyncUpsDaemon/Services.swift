@@ -84,7 +84,7 @@ final class Services {
         voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
         scheduler = Scheduler(
             loop: loop, directory: directory, state: owner, logger: logger, wallClock: wallClock,
-            environment: environment)
+            environment: environment, fileSystem: fileSystem)
         let scheduleWarnings = scheduler.load()
         for warning in scheduleWarnings { logger.warning(warning) }
         scheduler.onAction = { [unowned owner, unowned session, unowned scheduler] action in
@@ -124,7 +124,9 @@ final class Services {
         switch action {
         case .remind(let id, let start, let isLate):
             guard let syncUp = state.syncUps.first(where: { $0.id == id }) else { return }
-            logger.info("reminder: \(syncUp.title) at \(start)\(isLate ? " (late: the machine was asleep)" : "")")
+            logger.info(
+                "reminder: \(syncUp.title) at \(start)\(isLate ? " (late: missed while the machine slept or the daemon was not running)" : "")"
+            )
             publish(.daemon, EventName.scheduleReminder) {
                 [
                     "syncup": .string(id.description), "title": .string(syncUp.title),

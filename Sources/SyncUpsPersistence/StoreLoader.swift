@@ -10,7 +10,7 @@ import SyncUpsPOSIX
 /// that does not parse is renamed to `sync-ups.json.corrupt-<UTC>` (never overwritten, never deleted) and
 /// `.prev` is tried instead; if that is bad too it is moved aside the same way and the daemon starts empty,
 /// saying so loudly.
-struct StoreLoader {
+public struct StoreLoader {
     let directory: DataDirectory
     let fileSystem: FileSystem
     let wallClock: WallClock
@@ -96,7 +96,7 @@ struct StoreLoader {
 
     /// Renames `path` to `<path>.corrupt-<UTC stamp of date>` (with a counter if that exists); returns the
     /// new path.
-    static func moveAside(_ path: String, fileSystem: FileSystem, at date: Date) -> String? {
+    public static func moveAside(_ path: String, fileSystem: FileSystem, at date: Date) -> String? {
         let stamp = UTCTime(date).compactStamp
         for attempt in 0..<100 {
             let candidate = path + ".corrupt-" + stamp + (attempt == 0 ? "" : "-\(attempt)")

@@ -122,6 +122,10 @@ struct MediaPlayerTests {
         let readOnly = try bus.busctl(["set-property"] + target + ["org.mpris.MediaPlayer2.Player", "Rate", "d", "2"])
         #expect(readOnly.exitCode != 0)
         #expect(readOnly.standardError.contains("Rate is read-only"))
+        // OpenUri is refused for what it is: no URI scheme is supported (not a turn's time, as for seeking).
+        let open = try bus.busctl(["call"] + target + ["org.mpris.MediaPlayer2.Player", "OpenUri", "s", "file:///x"])
+        #expect(open.exitCode != 0)
+        #expect(open.standardError.contains("SupportedUriSchemes is empty"), "\(open.standardError)")
         // Nothing changed, and both sides still answer.
         #expect(try client.result("session.get")["speaker"]?["name"] == "Blob")
         #expect(output(try bus.playerctl(["metadata", "xesam:title"])) == "Blob · 1/3")
@@ -247,6 +251,62 @@ struct NotificationTests {
         #expect(paused["actions"] == ["resume", "Resume", "next", "Next"])
         try server.invoke(try #require(paused["id"]), "resume")
         _ = try watcher.nextEvent("session.resumed")
+    }
+
+    /// Any client may send an `ActionInvoked` or `NotificationClosed` signal; only the server that answered the
+    /// daemon's `Notify` is heard. Forged ones (another sender, on any path) neither pass the floor nor make the
+    /// next notification stack instead of replacing ours (break 9 of issue 29).
+    @Test func ignoresActionsAndClosesForgedByAnotherClient() throws {
+        let bus = try SessionBusFixture()
+        let server = try NotificationServerFixture(bus: bus)
+        let daemon = try MediaPlayerTests.daemon(on: bus)
+        let (_, watcher) = try MediaPlayerTests.startMeeting(daemon)
+        let first = try #require(server.wait { $0["summary"] == "Blob's turn · 02:00" })
+        let id = "\(try #require(first["id"]?.numberValue?.int64))"
+        // Broadcast on any path, and sent straight to the daemon (which no match rule filters).
+        let ways = [
+            ["/evil/path"], ["/org/freedesktop/Notifications"],
+            ["--destination=org.mpris.MediaPlayer2.syncupsd", "/org/freedesktop/Notifications"],
+        ]
+        for way in ways {
+            let forged = try bus.busctl(
+                ["emit"] + way + ["org.freedesktop.Notifications", "ActionInvoked", "us", id, "next"])
+            #expect(forged.exitCode == 0, "\(forged.standardError)")
+            let closed = try bus.busctl(
+                ["emit"] + way + ["org.freedesktop.Notifications", "NotificationClosed", "uu", id, "2"])
+            #expect(closed.exitCode == 0, "\(closed.standardError)")
+        }
+        // The real server's button, after the forgeries: the first change the meeting sees.
+        try server.invoke(try #require(first["id"]), "pause")
+        let paused = try watcher.nextEvent("session.paused")
+        #expect(paused["data"]?["session"]?["speaker"]?["name"] == "Blob")
+        let shown = try #require(server.wait { $0["summary"] == "Design paused" })
+        #expect(shown["replaces"] == first["id"])
+    }
+
+    /// After the last speaker's `next` the meeting waits at its end: MPRIS shows it Paused with its track (it
+    /// showed Stopped and no track, so `playerctl stop` found no player and the meeting could not be saved from
+    /// the media keys), Next is off, and the floor notification offers Save and Resume, not a dead Next.
+    @Test func theMeetingWaitingAtItsEndIsPausedAndStopSavesIt() throws {
+        let bus = try SessionBusFixture()
+        let server = try NotificationServerFixture(bus: bus)
+        let daemon = try MediaPlayerTests.daemon(on: bus)
+        let (_, watcher) = try MediaPlayerTests.startMeeting(daemon)
+        for _ in 0..<3 { #expect(try bus.playerctl(["next"]).exitCode == 0) }
+        _ = try watcher.nextEvent("session.ending")
+        let ending = try #require(server.wait { $0["summary"] == "Design: everyone has spoken" })
+        #expect(ending["actions"] == ["save", "Save", "resume", "Resume"])
+        #expect(try bus.playerctl(["status"]).standardOutput == "Paused\n")
+        #expect(try bus.playerctl(["metadata", "xesam:album"]).standardOutput == "Design\n")
+        let canGoNext = try bus.busctl([
+            "get-property", "org.mpris.MediaPlayer2.syncupsd", "/org/mpris/MediaPlayer2",
+            "org.mpris.MediaPlayer2.Player", "CanGoNext",
+        ])
+        #expect(canGoNext.standardOutput == "b false\n")
+        let stop = try bus.playerctl(["stop"])
+        #expect(stop.exitCode == 0, "\(stop.standardError)")
+        let ended = try watcher.nextEvent("session.ended")
+        #expect(ended["data"]?["outcome"] == "saved")
     }
 
     /// `notify = important` leaves out the floor, keeps the meeting saved; SIGHUP to `none` silences it all.

@@ -32,6 +32,11 @@ import Testing
                 "no time zone \"../../etc/passwd\": give a tzdata name such as Europe/Berlin or UTC"
             ),
             ("sun 02:30", "Europe/Berlin", "02:30 does not exist in Europe/Berlin on Sunday"),
+            // The machine's zone by another name: it would change with the machine, not with the schedule.
+            (
+                "mon-fri 09:30", "localtime",
+                "\"localtime\" is not a zone's name: give a tzdata name such as Europe/Berlin or UTC"
+            ),
         ] {
             let reply = try client.request(
                 "schedule.set", ["syncup": id, "schedule": .string(schedule), "timeZone": .string(zone)])

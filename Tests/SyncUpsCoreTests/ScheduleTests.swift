@@ -16,12 +16,31 @@ import Testing
     }
 
     static let design = SyncUp.ID(uuidString: "00000000-0000-0000-0000-00000000D351")!
+    static let ops = SyncUp.ID(uuidString: "00000000-0000-0000-0000-0000000000B5")!
 
     @Test(arguments: [
         ("09:30", "the schedule \"09:30\" names no day: give days before the time, as in \"mon-fri 09:30\""),
         ("mon-fri 25:00", "25:00 is not a time of day: 00:00 to 23:59"),
         ("mon-fri 09:60", "09:60 is not a time of day: 00:00 to 23:59"),
-        ("mun 09:30", "\"mun\" is not a day: use mon, tue, wed, thu, fri, sat, sun (or mon-fri)"),
+        (
+            "mun 09:30",
+            "\"mun\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+        ),
+        // Words that merely begin with a day, or days joined by something that is not a list or a range.
+        (
+            "monkey 09:30",
+            "\"monkey\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+        ),
+        (
+            "mon/fri 09:30",
+            "\"mon/fri\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+        ),
+        (
+            "sunny,fries 10:00",
+            "\"sunny\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+        ),
+        ("mon-fri +9:30", "\"+9:30\" is not a time: give HH:MM, as in 09:30"),
+        ("mon-fri -0:30", "\"-0:30\" is not a time: give HH:MM, as in 09:30"),
         ("mon-fri", "the schedule \"mon-fri\" has no time: end it with one, as in \"mon-fri 09:30\""),
         ("mon-fri 9h30", "the schedule \"mon-fri 9h30\" has no time: end it with one, as in \"mon-fri 09:30\""),
     ])
@@ -40,6 +59,9 @@ import Testing
         #expect(try StandupSchedule.parse("fri-mon 08:05", timeZone: "UTC").days == [4, 5, 6, 0])
         #expect(try StandupSchedule.parse("daily 00:00", timeZone: "UTC").days.count == 7)
         #expect(try StandupSchedule.parse("mon-sun 00:00", timeZone: "UTC").text == "daily 00:00")
+        // An en dash (what a word processor makes of "-") is a range; full names are days.
+        #expect(try StandupSchedule.parse("Mon\u{2013}Fri 09:30", timeZone: "UTC").text == "mon-fri 09:30")
+        #expect(try StandupSchedule.parse("Monday,Friday 09:30", timeZone: "UTC").text == "mon,fri 09:30")
     }
 
     /// 02:30 does not exist in Berlin on the night clocks go forward (Sunday 2027-03-28): refused with the date.
@@ -114,14 +136,40 @@ import Testing
         #expect(other.evaluate(now: Self.utc(2027, 3, 30, 12), entries: all).actions.isEmpty)
     }
 
-    /// A schedule set inside its lead reminds at once, and not as "late": nothing was missed.
+    /// A schedule set inside its lead (the daemon running) reminds at once, and not as "late": nothing was missed.
     @Test func aScheduleSetInsideItsLeadRemindsAtOnceNotLate() throws {
         let all = entries(try StandupSchedule.parse("daily 09:30", timeZone: "UTC"), TimeZoneRules.utc())
         var planner = ReminderPlanner()
+        _ = planner.evaluate(now: Self.utc(2027, 5, 3, 9), entries: [:])
         #expect(
             planner.evaluate(now: Self.utc(2027, 5, 3, 9, 28), entries: all).actions == [
                 .remind(Self.design, start: Self.utc(2027, 5, 3, 9, 30), isLate: false)
             ])
+    }
+
+    /// The daemon starts (at login) 7½ min after Design's 03:10 and 5½ after Ops' 03:12, both automatic with a
+    /// 1-min reminder: neither starts late; each is reminded of once, marked late. Within the grace it starts.
+    @Test func neverStartsAMissedMeetingLateWhenTheDaemonStarts() throws {
+        let utc = TimeZoneRules.utc()
+        let design = try StandupSchedule.parse("daily 03:10", timeZone: "UTC", reminderMinutes: 1, autoStart: true)
+        let ops = try StandupSchedule.parse("daily 03:12", timeZone: "UTC", reminderMinutes: 1, autoStart: true)
+        let all: [SyncUp.ID: ReminderPlanner.Entry] = [
+            Self.design: .init(schedule: design, rules: utc, meetingSeconds: 900),
+            Self.ops: .init(schedule: ops, rules: utc, meetingSeconds: 900),
+        ]
+        var planner = ReminderPlanner()
+        let (actions, _) = planner.evaluate(now: Self.utc(2027, 5, 3, 3, 17) + 31, entries: all)
+        #expect(
+            Set(actions.map { "\($0)" }) == [
+                "\(ReminderPlanner.Action.remind(Self.design, start: Self.utc(2027, 5, 3, 3, 10), isLate: true))",
+                "\(ReminderPlanner.Action.remind(Self.ops, start: Self.utc(2027, 5, 3, 3, 12), isLate: true))",
+            ])
+        #expect(planner.evaluate(now: Self.utc(2027, 5, 3, 3, 18), entries: all).actions.isEmpty)
+        // Started 30 s after Design's time: inside the grace, it starts.
+        var onTime = ReminderPlanner()
+        #expect(
+            onTime.evaluate(now: Self.utc(2027, 5, 3, 3, 10) + 30, entries: all).actions.contains(
+                .start(Self.design, start: Self.utc(2027, 5, 3, 3, 10))))
     }
 
     @Test func snoozesAndSkipsAndStartsByItself() throws {

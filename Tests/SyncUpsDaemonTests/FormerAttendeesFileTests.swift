@@ -31,20 +31,8 @@ import Testing
         let created = try client.result(
             "syncups.create", ["title": "F9", "duration": 60, "attendees": ["Xena", "Yuri"]])
         let id = try #require(created["id"]?.stringValue)
-        _ = try waitForStatus(client) { _ in syncUpsOnDisk.contains("Yuri") }
+        _ = try client.waitForStatus { _ in syncUpsOnDisk.contains("Yuri") }
         return (id, try #require(created["attendees"]?.arrayValue?.last))
-    }
-
-    /// Asks `status` until `condition` holds of it (deadline 20 s: a guard against a hang, not a measure).
-    @discardableResult
-    func waitForStatus(_ client: LoopClient, _ condition: (JSONValue) -> Bool) throws -> JSONValue {
-        let deadline = MonotonicInstant.now() + .seconds(20)
-        while true {
-            let status = try client.result("status")
-            if condition(status) { return status }
-            guard MonotonicInstant.now() < deadline else { throw TestFailure("status never matched: \(status)") }
-            client.daemon.turn(waitingUpTo: 20)
-        }
     }
 
     /// The disk fills just before Xena is removed: `status` says the state is not saved, with the error, until
@@ -56,13 +44,13 @@ import Testing
         let (id, yuri) = try create(client)
         faults.fail(.write, with: .noSpace)
         _ = try client.result("syncups.update", ["id": .string(id), "attendees": [yuri]])
-        let failing = try waitForStatus(client) { $0["persistence"]?["lastError"]?.stringValue != nil }
+        let failing = try client.waitForStatus { $0["persistence"]?["lastError"]?.stringValue != nil }
         let error = failing["persistence"]?["lastError"]?.stringValue ?? ""
         #expect(error.contains("former-attendees.json") && error.contains("No space left"), "\(error)")
         #expect(failing["persistence"]?["unsavedChanges"] == true)
         #expect(syncUpsOnDisk.contains("Xena"), "sync-ups.json dropped Xena before her id was remembered")
         faults.heal()
-        try waitForStatus(client) {
+        try client.waitForStatus {
             $0["persistence"]?["lastError"] == .null && $0["persistence"]?["unsavedChanges"] == false
         }
         #expect(formerOnDisk.contains("Xena"))
@@ -78,11 +66,11 @@ import Testing
         let (id, yuri) = try create(client)
         faults.fail(.sync, with: .ioError)
         _ = try client.result("syncups.update", ["id": .string(id), "attendees": [yuri]])
-        try waitForStatus(client) { $0["persistence"]?["lastError"]?.stringValue != nil }
+        try client.waitForStatus { $0["persistence"]?["lastError"]?.stringValue != nil }
         #expect(syncUpsOnDisk.contains("Xena") || formerOnDisk.contains("Xena"))
         #expect(syncUpsOnDisk.contains("Xena"), "sync-ups.json dropped Xena while her id was not durable")
         faults.heal()
-        try waitForStatus(client) { $0["persistence"]?["lastError"] == .null && !syncUpsOnDisk.contains("Xena") }
+        try client.waitForStatus { $0["persistence"]?["lastError"] == .null && !syncUpsOnDisk.contains("Xena") }
         #expect(formerOnDisk.contains("Xena"))
     }
 

@@ -180,6 +180,18 @@ final class LoopClient {
         try UnixSocket.sendAll(fd, Array(text.utf8))
     }
 
+    /// Asks `status` until `condition` holds of it (deadline 20 s: a guard against a hang, not a measure).
+    @discardableResult
+    func waitForStatus(_ condition: (JSONValue) -> Bool) throws -> JSONValue {
+        let deadline = MonotonicInstant.now() + .seconds(20)
+        while true {
+            let status = try result("status")
+            if condition(status) { return status }
+            guard MonotonicInstant.now() < deadline else { throw TestFailure("status never matched: \(status)") }
+            daemon.turn(waitingUpTo: 20)
+        }
+    }
+
     /// Reads what the socket holds now, without waiting, into the lines not yet handed out.
     func drainSocket() {
         var chunk = [UInt8](repeating: 0, count: 65536)

@@ -57,11 +57,16 @@ public struct StandupSchedule: Sendable, Equatable {
             days: days, minuteOfDay: minute, timeZone: timeZone, reminderMinutes: reminderMinutes, autoStart: autoStart)
     }
 
+    /// The days' full names, which are taken as well as the short ones (`dayNames`), and nothing else: no
+    /// other word that merely begins with a day ("monkey", "sunny").
+    static let fullDayNames = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
     private static func day(_ name: String) throws(ParseError) -> Int {
-        guard let index = dayNames.firstIndex(where: { name.hasPrefix($0) && $0.count >= 3 && name.count <= 9 })
-        else {
+        guard let index = dayNames.firstIndex(of: name) ?? fullDayNames.firstIndex(of: name) else {
             throw ParseError(
-                description: "\"\(name)\" is not a day: use mon, tue, wed, thu, fri, sat, sun (or mon-fri)")
+                description:
+                    "\"\(name)\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+            )
         }
         return index
     }
@@ -73,7 +78,10 @@ public struct StandupSchedule: Sendable, Equatable {
         case "weekends": return [5, 6]
         default: break
         }
-        let ends = part.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        // An en dash (or another dash a keyboard or word processor makes of "-") is a range like "-".
+        let dashes: Set<Character> = ["-", "\u{2010}", "\u{2011}", "\u{2012}", "\u{2013}", "\u{2014}", "\u{2212}"]
+        let ends = part.split(omittingEmptySubsequences: false, whereSeparator: { dashes.contains($0) })
+            .map(String.init)
         guard ends.count <= 2, !ends.contains(where: \.isEmpty) else {
             throw ParseError(description: "\"\(part)\" is not a day or a range of days (mon-fri)")
         }
@@ -92,7 +100,8 @@ public struct StandupSchedule: Sendable, Equatable {
 
     private static func minuteOfDay(_ word: String) throws(ParseError) -> Int {
         let parts = word.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]), parts[1].count == 2,
+        let isDigits = parts.allSatisfy { $0.allSatisfy { $0.isASCII && $0.isNumber } }  // no sign: "+9:30"
+        guard isDigits, parts.count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]), parts[1].count == 2,
             (1...2).contains(parts[0].count)
         else { throw ParseError(description: "\"\(word)\" is not a time: give HH:MM, as in 09:30") }
         guard (0...23).contains(hour), (0...59).contains(minute) else {

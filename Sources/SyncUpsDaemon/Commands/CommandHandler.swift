@@ -232,7 +232,8 @@ final class CommandHandler {
         StatusFields.Counters(
             uptimeMilliseconds: uptimeMilliseconds, syncUps: state.syncUps.count, meetings: state.meetingCount,
             connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
-            timers: server.loop.scheduledTimerCount, hasUnsavedChanges: store.hasUnsavedChanges,
+            timers: server.loop.scheduledTimerCount,
+            hasUnsavedChanges: store.hasUnsavedChanges || status.scheduler?.hasUnsavedChanges == true,
             isSynced: store.isDurable, settingsGeneration: session.settingsGeneration,
             desktopGeneration: status.desktop.generation, scheduleGeneration: status.scheduler?.generation ?? 0)
     }
@@ -297,8 +298,9 @@ final class CommandHandler {
         return bytes
     }
 
-    /// The last failed write of the user's data, if it still fails: `sync-ups.json` or a meeting's details.
-    private var persistenceError: String? { store.lastError ?? session.detailsError }
+    /// The last failed write of the user's data, if it still fails: `sync-ups.json`, a meeting's details or
+    /// `syncups.schedule`.
+    private var persistenceError: String? { store.lastError ?? session.detailsError ?? status.scheduler?.lastError }
 
     // MARK: - Sync-ups
 
@@ -415,6 +417,7 @@ final class CommandHandler {
     private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let (syncUp, orphaned) = state.delete(try state.index(of: try arguments.string("id")))
         voices.forget(syncUp.attendees.map(\.id))
+        status.scheduler?.forget(syncUp.id)
         return removingFiles(
             of: orphaned, then: ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
     }

@@ -49,8 +49,8 @@ final class DesktopSurfaces {
     }
     private unowned let session: SessionController
     private unowned let scheduler: Scheduler
-    /// The sync-up and start of the reminder on screen, for its buttons.
-    private var reminder: (id: SyncUp.ID, start: Int64)?
+    /// The sync-up and start of each reminder on screen (by its slot, one a sync-up), for its buttons.
+    private var reminders: [String: (id: SyncUp.ID, start: Int64)] = [:]
     private let status: DesktopStatus
 
     init(
@@ -108,12 +108,12 @@ final class DesktopSurfaces {
             if let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
                 let start = event["startSeconds"]?.numberValue?.int64
             {
-                reminder = (id, start)
+                reminders[Self.reminderSlot(id)] = (id, start)
             }
         }
         if let notification = Self.notification(for: name, data, machine: session.active?.machine),
             notificationLevel == .all || notification.urgency == .critical
-                || ["saved", "reminder"].contains(notification.slot)
+                || notification.slot == "saved" || notification.slot.hasPrefix("reminder:")
         {
             notifier.show(notification)
         }
@@ -146,6 +146,13 @@ final class DesktopSurfaces {
                 body:
                     "\(machine.speaker?.name ?? "nobody") has the floor, \(DurationText.clock(machine.durationRemaining)) left",
                 actions: [.init("resume", "Resume"), .init("next", "Next")], urgency: .low)
+        case "session.ending":
+            // Everyone spoke: the floor's Next would do nothing; save or go on.
+            guard let machine, machine.phase == .ending, machine.pendingEnding == nil else { return nil }
+            return DesktopNotification(
+                slot: "floor", summary: "\(machine.syncUp.title): everyone has spoken",
+                body: "Save the meeting, or resume it", actions: [.init("save", "Save"), .init("resume", "Resume")],
+                urgency: .low)
         case "session.ended":
             let event = data()
             guard event["outcome"] == "saved", let meeting = event["meeting"] else { return nil }
@@ -175,10 +182,11 @@ final class DesktopSurfaces {
             let minutes = max(0, (start - now + 59) / 60)
             let summary =
                 event["late"] == true
-                ? "\(title) \(start > now ? "in \(minutes) min" : "started \((now - start) / 60) min ago") (missed while asleep)"
+                ? "\(title) \(start > now ? "in \(minutes) min" : "started \((now - start) / 60) min ago") (missed)"
                 : start > now ? "\(title) in \(minutes) min" : "\(title) now"
+            let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:))
             return DesktopNotification(
-                slot: "reminder", summary: summary,
+                slot: id.map(reminderSlot) ?? "reminder:", summary: summary,
                 body: "\(event["schedule"]?.stringValue ?? "") \(event["timeZone"]?.stringValue ?? "")",
                 actions: [.init("start", "Start"), .init("snooze", "Snooze 5 min"), .init("skip", "Skip today")],
                 urgency: .normal)
@@ -191,10 +199,13 @@ final class DesktopSurfaces {
         }
     }
 
+    /// Each sync-up's reminder is its own notification: two close stand-ups' reminders both show.
+    static func reminderSlot(_ id: SyncUp.ID) -> String { "reminder:\(id)" }
+
     /// A notification's button: Next, Pause and Resume do what the media keys do.
     private func actionInvoked(slot: String, action: String) {
-        if slot == "reminder" {
-            guard let reminder else { return }
+        if slot.hasPrefix("reminder:") {
+            guard let reminder = reminders[slot] else { return }
             switch action {
             case "start":
                 do {
@@ -215,6 +226,7 @@ final class DesktopSurfaces {
         case "next": command = .next
         case "pause": command = .pause
         case "resume": command = .play
+        case "save": command = .stop
         default: return
         }
         if let refusal = Self.perform(command, session: session) {
@@ -224,7 +236,9 @@ final class DesktopSurfaces {
 
     static func playerState(_ machine: SessionMachine?) -> MediaPlayerState {
         var state = MediaPlayerState()
-        guard let machine, !machine.isStarting, machine.phase != .ending, !machine.isOver else { return state }
+        // Waiting at the end (everyone spoke) is Paused with the meeting's track: Stop saves it, Play goes on.
+        // Only a meeting being saved (or over) has nothing left to control.
+        guard let machine, !machine.isStarting, machine.pendingEnding == nil, !machine.isOver else { return state }
         state.status = machine.phase == .running ? .playing : .paused
         let meeting = String("\(machine.meetingID)".map { $0.isLetter || $0.isNumber ? $0 : "_" })
         state.trackID = "/org/syncupsd/Meeting/_\(meeting)/\(machine.speakerIndex)"
@@ -235,7 +249,7 @@ final class DesktopSurfaces {
         state.lengthSeconds = machine.secondsPerAttendee
         state.theme = machine.syncUp.theme.name
         state.themeColor = machine.syncUp.theme.mainColor.hex
-        state.canGoNext = true
+        state.canGoNext = machine.phase != .ending
         state.canPause = machine.phase == .running
         // playerctl reads no metadata from a player that cannot play: a meeting can always go on.
         state.canPlay = true

@@ -12,6 +12,11 @@ enum TimeZones {
 
     /// The rules of zone `name`, or an `invalid_argument` that says why there are none.
     static func load(_ name: String) throws(ProtocolError) -> TimeZoneRules {
+        // tzdata's links to the machine's zone: a schedule in one would move when the machine's zone does.
+        guard name != "localtime", name != "posixrules" else {
+            throw ProtocolError(
+                .invalidArgument, "\"\(name)\" is not a zone's name: give a tzdata name such as Europe/Berlin or UTC")
+        }
         let isWellFormed =
             !name.isEmpty && !name.hasPrefix("/") && !name.split(separator: "/").contains("..")
             && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/_-+".contains($0)) }
@@ -58,44 +63,88 @@ final class Scheduler {
     private let state: DaemonState
     private let logger: Logger
     private let now: () -> Int64
+    private let wallClock: WallClock
+    /// Entries of the file that could not be read (a hand edit), kept verbatim: written back at every save
+    /// until that sync-up's schedule is set again, never dropped silently.
+    private var unreadEntries: [(syncUp: String?, entry: JSONValue)] = []
     private let systemZone: String
     private var timer: WallClockTimer?
     /// The thread that writes `syncups.schedule`, started by the first change.
     private var writer: SerialWorker?
+    private let fileSystem: FileSystem
+    private let loop: EventLoop
+    /// The writer's outcomes, back on the loop: the version written and the error, if it failed.
+    private let results: Mailbox<(version: Int, error: String?)>?
+    private var resultsWatch: EventLoop.Watch?
+    /// The schedules' version (bumped by each change) and the last one on disk.
+    private var version = 0
+    private var savedVersion = 0
+    private var retryTimer: EventLoop.Timer?
+    private var retryDelay = StoreRetry.initialDelay
+    /// The last failed write of `syncups.schedule`, while it still fails (`status.persistence`).
+    private(set) var lastError: String?
+    /// Whether a change is not on disk yet.
+    var hasUnsavedChanges: Bool { savedVersion < version }
     /// Counts the changes of what `status` says about the schedules (for the replayed `status`).
     private(set) var generation = 0
     /// What a due reminder or automatic start does.
     var onAction: (ReminderPlanner.Action) -> Void = { _ in }
 
     static let fileName = "syncups.schedule"
+    /// The largest file read (as the configuration file's): a larger one is moved aside, not read.
+    static let maximumFileSize: Int64 = 1 << 20
 
     init(
         loop: EventLoop, directory: DataDirectory, state: DaemonState, logger: Logger, wallClock: WallClock,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], fileSystem: FileSystem = .live
     ) {
+        self.loop = loop
+        self.fileSystem = fileSystem
+        self.results = try? Mailbox()
         self.state = state
         self.logger = logger
         self.path = FilePath.join(directory.path, Self.fileName)
         self.now = { Int64(wallClock().timeIntervalSince1970.rounded(.down)) }
+        self.wallClock = wallClock
         self.systemZone = TimeZones.systemName(environment: environment)
         timer = try? WallClockTimer(loop: loop) { [unowned self] clockWasSet in
             if clockWasSet { logger.info("the wall clock was set: planning the stand-ups' reminders again") }
             evaluate()
         }
+        resultsWatch = try? results?.attach(to: loop) { [unowned self] outcomes in
+            for outcome in outcomes { written(outcome.version, error: outcome.error) }
+        }
     }
 
-    /// Reads `syncups.schedule`; returns what could not be read (a warning each).
+    /// Reads `syncups.schedule`; returns what could not be read (a warning each). A file over 1 MiB or not a
+    /// schedule file is moved aside (`.corrupt-*`, as `sync-ups.json`); an entry that does not parse is kept
+    /// verbatim in the file; the schedules of sync-ups that do not exist are dropped, with one warning.
     func load() -> [String] {
+        var info = stat()
+        if stat(path, &info) == 0, Int64(info.st_size) > Self.maximumFileSize {
+            let aside = StoreLoader.moveAside(path, fileSystem: fileSystem, at: wallClock())
+            return [
+                "\(path) is over 1 MiB, more than a schedule file may hold: not read, moved to \(aside ?? "(cannot move it)")"
+            ]
+        }
         guard let bytes = TimeZones.readFile(path) else { return [] }
         guard let file = try? JSONParser().parse(bytes), let list = file["schedules"]?.arrayValue else {
-            return ["\(path) is not a schedule file; its schedules are ignored until one is set again"]
+            let aside = StoreLoader.moveAside(path, fileSystem: fileSystem, at: wallClock())
+            return ["\(path) is not a schedule file: not read, moved to \(aside ?? "(cannot move it)")"]
         }
         var warnings: [String] = []
+        var unknown = 0
+        let known = Set(state.syncUps.map(\.id))
         for entry in list {
             guard let id = entry["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
                 let text = entry["schedule"]?.stringValue, let zone = entry["timeZone"]?.stringValue
             else {
-                warnings.append("\(path): an entry without syncup, schedule or timeZone is ignored")
+                unreadEntries.append((entry["syncup"]?.stringValue, entry))
+                warnings.append("\(path): an entry without syncup, schedule or timeZone is not used (kept in the file)")
+                continue
+            }
+            guard known.contains(id) else {
+                unknown += 1
                 continue
             }
             do {
@@ -105,8 +154,12 @@ final class Scheduler {
                 rules[zone] = try TimeZones.load(zone)
                 schedules[id] = schedule
             } catch {
-                warnings.append("\(path): the schedule of \(id) is ignored: \(error)")
+                unreadEntries.append((id.description, entry))
+                warnings.append("\(path): the schedule of \(id) is not used (kept in the file): \(error)")
             }
+        }
+        if unknown > 0 {
+            warnings.append("\(path): \(unknown) schedules of sync-ups that do not exist are dropped")
         }
         return warnings
     }
@@ -136,6 +189,7 @@ final class Scheduler {
         }
         rules[zone] = zoneRules
         schedules[syncUp.id] = parsed
+        unreadEntries.removeAll { $0.syncUp?.uppercased() == syncUp.id.description }
         save()
         evaluate()
         return json(syncUp.id, parsed)
@@ -152,6 +206,15 @@ final class Scheduler {
         return ["syncup": .string(syncUp.id.description), "cleared": true]
     }
 
+    /// The sync-up was deleted: its schedule goes from the file too (it stayed there for good).
+    func forget(_ id: SyncUp.ID) {
+        let hadUnread = unreadEntries.contains { $0.syncUp?.uppercased() == id.description }
+        unreadEntries.removeAll { $0.syncUp?.uppercased() == id.description }
+        guard schedules.removeValue(forKey: id) != nil || hadUnread else { return }
+        save()
+        evaluate()
+    }
+
     /// `schedule.list`: every schedule with its next start, soonest first.
     func list() -> JSONValue {
         let entries = schedules.compactMap { id, schedule in
@@ -163,7 +226,9 @@ final class Scheduler {
 
     private func nextStart(_ id: SyncUp.ID) -> Int64? {
         guard let schedule = schedules[id], let zone = rules[schedule.timeZone] else { return nil }
-        return schedule.next(after: now(), rules: zone)
+        guard let next = schedule.next(after: now(), rules: zone) else { return nil }
+        // A start skipped ("Skip today") is not the next one.
+        return next == planner.skipped(id) ? schedule.next(after: next, rules: zone) : next
     }
 
     private func json(_ id: SyncUp.ID, _ schedule: StandupSchedule) -> JSONValue {
@@ -220,6 +285,12 @@ final class Scheduler {
 
     private func save() {
         generation += 1
+        version += 1
+        if retryTimer == nil { write() }  // failing: the retry writes the latest state
+    }
+
+    /// Writes the current schedules on the writer thread; the outcome comes back through `results`.
+    private func write() {
         var list: [JSONValue] = []
         for (id, schedule) in schedules.sorted(by: { $0.key < $1.key }) {
             list.append([
@@ -228,26 +299,58 @@ final class Scheduler {
                 "autoStart": .bool(schedule.autoStart),
             ])
         }
+        list += unreadEntries.map(\.entry)
         let bytes =
             JSONWriter(options: JSONWriter.Options(isPretty: true)).encode(
                 ["version": 1, "schedules": .array(list)]) + [0x0A]
-        let file = AtomicFile(path: path)
-        let logger = logger
+        let file = AtomicFile(path: path, fileSystem: fileSystem)
+        let (version, results) = (version, results)
         let job: SerialWorker.Job = {
             do {
                 try file.write(bytes)
+                results?.post((version, nil))
             } catch {
-                logger.error("cannot write \(file.path): \(error)")
+                results?.post((version, "cannot write \(file.path): \(error)"))
             }
         }
         if writer == nil { writer = try? SerialWorker(name: "syncups-sched", capacity: 16) }
         if let writer { writer.run(job) } else { job() }
     }
 
+    /// A write's outcome: a failure is reported (`lastError`, the log) and retried, half a second doubling to 30 s,
+    /// with the latest schedules, until one works.
+    private func written(_ written: Int, error: String?) {
+        if let error {
+            if lastError != error { logger.error(error) }
+            if lastError == nil { generation += 1 }
+            lastError = error
+            guard retryTimer == nil, writer != nil else { return }
+            let delay = retryDelay
+            retryDelay = StoreRetry.next(after: delay)
+            retryTimer = loop.schedule(after: delay) { [unowned self] in
+                retryTimer = nil
+                write()
+            }
+            return
+        }
+        savedVersion = max(savedVersion, written)
+        guard savedVersion == version else { return }
+        retryDelay = StoreRetry.initialDelay
+        if lastError != nil {
+            logger.info("\(path) is written again")
+            lastError = nil
+            generation += 1
+        }
+    }
+
     /// Waits for the last write (the daemon stops).
     func close() {
+        if let retryTimer { loop.cancel(retryTimer) }
+        retryTimer = nil
         writer?.finish()
         writer = nil
+        if let resultsWatch { loop.unwatch(resultsWatch) }
+        resultsWatch = nil
         timer?.arm(at: nil)
     }
 }
