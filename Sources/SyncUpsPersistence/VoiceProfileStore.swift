@@ -77,10 +77,19 @@ public struct VoiceProfileStore: Sendable {
     }
 
     /// Forgets the attendees' profiles (a forget request, a deleted attendee or sync-up); missing files are fine.
-    public func remove(_ attendees: some Sequence<Attendee.ID>) {
+    /// Every file is tried; the first failure (a profile that stays on disk) is thrown.
+    public func remove(_ attendees: some Sequence<Attendee.ID>) throws(SystemError) {
+        var failure: SystemError?
         for attendee in attendees {
-            fileSystem.unlink(path(of: attendee))
-            fileSystem.unlink(path(of: attendee) + ".bad")
+            for path in [path(of: attendee), path(of: attendee) + ".bad"] {
+                do {
+                    try syscall("unlink(\(path))") { Glibc.unlink(path) }
+                } catch  where error.errno == .noSuchFile {
+                } catch {
+                    failure = failure ?? error
+                }
+            }
         }
+        if let failure { throw failure }
     }
 }

@@ -67,6 +67,8 @@ final class VoiceService {
     private var listening: [Meeting.ID: Listening] = [:]
     /// Windows of speech learned, and dropped for want of time, since start-up (for `voices`).
     private(set) var learnedWindows = 0
+    /// Forgotten attendees whose files could not be removed: tried again at each forget.
+    private(set) var unremoved: Set<Attendee.ID> = []
 
     init(
         loop: EventLoop, directory: DataDirectory, model: Model, logger: Logger, wallClock: WallClock
@@ -161,11 +163,33 @@ final class VoiceService {
         }
     }
 
-    /// Forgets the attendees' profiles, in memory and on disk.
-    func forget(_ attendees: some Sequence<Attendee.ID>) {
-        let ids = Array(attendees)
+    /// Forgets the attendees' profiles, in memory and on disk. A file that cannot be removed is logged and
+    /// thrown (a `voices.forget` fails with it; a removed attendee's is logged and tried again at the next
+    /// forget), so a profile said to be forgotten is gone.
+    func forget(_ attendees: some Sequence<Attendee.ID>) throws(SystemError) {
+        if !unremoved.isEmpty {
+            let again = unremoved
+            unremoved = []
+            try? remove(again)
+        }
+        try remove(Set(attendees))
+    }
+
+    private func remove(_ ids: Set<Attendee.ID>) throws(SystemError) {
         for id in ids { profiles[id] = nil }
-        store.remove(ids)
+        do { try store.remove(ids) } catch {
+            let left = ids.filter { id in
+                [store.path(of: id), store.path(of: id) + ".bad"].contains { FileIdentity(path: $0) != nil }
+            }
+            unremoved.formUnion(left)
+            logger.error("voices: cannot remove the profile files of \(left.count) attendees: \(error)")
+            throw error
+        }
+    }
+
+    /// Forgets, logging a failure (the files are tried again at the next forget): for removed attendees.
+    func forgetLogged(_ attendees: some Sequence<Attendee.ID>) {
+        do { try forget(attendees) } catch {}
     }
 
     /// `voices`: what is known per attendee of every sync-up.
