@@ -97,8 +97,12 @@ func profile(_ embedding: [Float], seconds: Double = 9.6) -> VoiceProfile {
         let stream = VoiceStream(encoder: VoiceEncoder(model: try VoiceModel(bytes: weightsFile())))
         let window = VoiceStream.windowSamples
         var windows = stream.append([Float](repeating: 0, count: window + 100)[...])
-        let tone = (0..<window).map { Float(0.3 * sin(Double($0) / 5)) }
-        windows += stream.append(tone[...])
+        // A voiced buzz that swells and fades four times a second, as syllables do (a steady tone is not
+        // speech, and is not embedded: `SpeechGateTests`).
+        let syllables = (0..<window).map {
+            Float(0.3 * sin(Double($0) / 5) * (0.55 + 0.45 * sin(2 * Double.pi * 4 * Double($0) / 16_000)))
+        }
+        windows += stream.append(syllables[...])
         #expect(windows.map(\.start) == [0, window])
         #expect(windows[0].embedding == nil)
         #expect(windows[1].embedding?.count == 256)

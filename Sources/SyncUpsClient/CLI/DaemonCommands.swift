@@ -133,7 +133,12 @@ enum Format {
                 string(attendee["updated"]).isEmpty ? "-" : string(attendee["updated"]),
             ])
         }
-        return "voices: \(string(voices["model"]))\n" + table.text
+        var text = "voices: \(string(voices["model"]))\n"
+        if let error = voices["writeError"]?.stringValue {
+            let unsaved = voices["unsaved"]?.numberValue?.int64 ?? 0
+            text += "ERROR:  \(unsaved) profiles not written (\(error)); trying again\n"
+        }
+        return text + table.text
     }
 
     /// `MPRIS org.mpris.MediaPlayer2.syncupsd, notifications all`, or why the session bus is off.
