@@ -128,6 +128,17 @@ import Testing
         #expect(!Files.exists(path))
     }
 
+    @Test func aFileTooLargeToBeAProfileIsSaidToBeTooLarge() {
+        let path = store.path(of: ann)
+        Files.write(path, String(repeating: " ", count: 2 << 20))
+        let loaded = store.loadAll()
+        #expect(loaded.profiles.isEmpty)
+        #expect(
+            loaded.warnings == [
+                "voice profile \(path) is too large (2097152 bytes; a profile is a few kilobytes): set aside as \(path).bad, relearning"
+            ])
+    }
+
     @Test func aSaneHandWrittenFileLoads() {
         Files.write(store.path(of: ann), Self.file())
         let loaded = store.loadAll()
