@@ -108,6 +108,7 @@ enum Format {
             if let device = status["audioDevice"]?.stringValue { text += "audio:     \(device), idle\n" }
             text += "speech:    \(engine)\(status["speechEngine"]?.stringValue == nil ? "" : ", idle")\n"
         }
+        if let voices = status["voices"]?.stringValue { text += "voices:    \(voices)\n" }
         if let next = status["next"], next != .null {
             text +=
                 "next:      \(string(next["title"])) \(inTime(int(next["inSeconds"]))) (\(string(next["schedule"])) \(string(next["timeZone"])))\n"
