@@ -40,6 +40,19 @@ import Testing
         #expect(voices.json([])["unsaved"] == 0)
     }
 
+    /// A stop right after a meeting (profiles learned, their write not yet run) writes them before exiting.
+    @Test func stoppingWritesWhatIsUnsaved() throws {
+        let loop = try EventLoop(clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000)))
+        let voices = try VoiceService(
+            loop: loop, directory: DataDirectory(path: directory.path), model: .unavailable("off"),
+            logger: .discarding, wallClock: .fixed(Date(timeIntervalSince1970: 1_764_640_000)))
+        var profile = VoiceProfile()
+        profile.learn(voiceOf(5), seconds: 4.8, at: 1_764_640_000)
+        voices.record(profile, for: ann)
+        voices.shutDown()
+        #expect(VoiceProfileStore(dataDirectory: DataDirectory(path: directory.path)).load(ann) == .success(profile))
+    }
+
     func voiceOf(_ axis: Int) -> [Float] {
         var vector = [Float](repeating: 0, count: VoiceModel.embeddingSize)
         vector[axis] = 1

@@ -214,6 +214,19 @@ final class VoiceService {
         }
     }
 
+    /// The daemon is stopping (the loop no longer runs): the write under way ends, then what is still unsaved
+    /// is written here, so a stop right after a meeting keeps what it taught.
+    func shutDown() {
+        writer.finish()
+        for id in unsaved.sorted(by: { $0.description < $1.description }) {
+            guard let profile = profiles[id] else { continue }
+            do { try store.save(profile, for: id) } catch {
+                logger.error("voices: cannot write the profile of \(id) before stopping: \(error)")
+            }
+        }
+        unsaved = []
+    }
+
     /// Forgets the attendees' profiles, in memory and on disk. A file that cannot be removed is logged and
     /// thrown (a `voices.forget` fails with it; a removed attendee's is logged and tried again at the next
     /// forget), so a profile said to be forgotten is gone.
