@@ -139,6 +139,7 @@ public final class Daemon {
                 }
                 return isStopRequested
             })
+        services.voices.shutDown()
         server.shutDown(reason: stopReason ?? "stopping")
         desktop.close()
         services.scheduler.close()

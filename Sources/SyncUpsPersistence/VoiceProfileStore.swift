@@ -49,26 +49,33 @@ public struct VoiceProfileStore: Sendable {
     public func load(_ attendee: Attendee.ID) -> Result<VoiceProfile?, Warning> {
         let path = path(of: attendee)
         let bytes: [UInt8]
+        var size: Int64 = 0
         do {
-            let (fd, _) = try FileDescriptor.openRegularFile(path)
+            let (fd, info) = try FileDescriptor.openRegularFile(path)
             defer { fd.close() }
-            bytes = try fd.readToEnd(limit: 1 << 20)
+            size = Int64(info.st_size)
+            bytes = size > Self.maximumBytes ? [] : try fd.readToEnd(limit: Self.maximumBytes)
         } catch {
             if error.errno == .noSuchFile { return .success(nil) }
             return .failure(Warning(message: "voice profile \(path): \(error); relearning"))
         }
-        do {
-            return .success(try VoiceProfileFile.decode(bytes))
-        } catch {
-            let aside = path + ".bad"
-            do {
-                try fileSystem.rename(path, aside)
-            } catch let renameError {
-                return .failure(Warning(message: "voice profile \(path) is \(error), and \(renameError); relearning"))
-            }
-            return .failure(Warning(message: "voice profile \(path) is \(error): set aside as \(aside), relearning"))
+        let problem: String
+        if size > Self.maximumBytes {
+            problem = "too large (\(size) bytes; a profile is a few kilobytes)"
+        } else {
+            do { return .success(try VoiceProfileFile.decode(bytes)) } catch { problem = error.description }
         }
+        let aside = path + ".bad"
+        do {
+            try fileSystem.rename(path, aside)
+        } catch let renameError {
+            return .failure(Warning(message: "voice profile \(path) is \(problem), and \(renameError); relearning"))
+        }
+        return .failure(Warning(message: "voice profile \(path) is \(problem): set aside as \(aside), relearning"))
     }
+
+    /// The largest profile file read (one is about 5 KB); a larger one is set aside unread.
+    static let maximumBytes: Int64 = 1 << 20
 
     /// Replaces the attendee's profile atomically (the directory is made if missing).
     public func save(_ profile: VoiceProfile, for attendee: Attendee.ID) throws(SystemError) {
@@ -77,10 +84,19 @@ public struct VoiceProfileStore: Sendable {
     }
 
     /// Forgets the attendees' profiles (a forget request, a deleted attendee or sync-up); missing files are fine.
-    public func remove(_ attendees: some Sequence<Attendee.ID>) {
+    /// Every file is tried; the first failure (a profile that stays on disk) is thrown.
+    public func remove(_ attendees: some Sequence<Attendee.ID>) throws(SystemError) {
+        var failure: SystemError?
         for attendee in attendees {
-            fileSystem.unlink(path(of: attendee))
-            fileSystem.unlink(path(of: attendee) + ".bad")
+            for path in [path(of: attendee), path(of: attendee) + ".bad"] {
+                do {
+                    try syscall("unlink(\(path))") { Glibc.unlink(path) }
+                } catch  where error.errno == .noSuchFile {
+                } catch {
+                    failure = failure ?? error
+                }
+            }
         }
+        if let failure { throw failure }
     }
 }

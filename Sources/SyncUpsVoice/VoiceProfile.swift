@@ -45,12 +45,19 @@ public struct VoiceMatcher: Sendable {
     public var rejection: Float
     /// Speech a profile needs before it decides anything.
     public var matureSeconds: Double
+    /// How much closer than the floor holder's own profile a voice must be to take the floor's words from
+    /// them: two similar voices (espeak-ng at pitch 40 and 60) are both above `acceptance` for each other.
+    public var floorMargin: Float
 
-    public init(acceptance: Float = 0.8, margin: Float = 0.05, rejection: Float = 0.66, matureSeconds: Double = 4.8) {
+    public init(
+        acceptance: Float = 0.8, margin: Float = 0.05, rejection: Float = 0.66, matureSeconds: Double = 4.8,
+        floorMargin: Float = 0.1
+    ) {
         self.acceptance = acceptance
         self.margin = margin
         self.rejection = rejection
         self.matureSeconds = matureSeconds
+        self.floorMargin = floorMargin
     }
 
     /// Cosines of `embedding` to each mature profile, best first.
@@ -60,29 +67,42 @@ public struct VoiceMatcher: Sendable {
             .sorted { $0.score > $1.score || ($0.score == $1.score && $0.id < $1.id) }
     }
 
-    /// The attribution of one window heard while `floor` holds the floor.
+    /// The attribution of one window heard while `floor` holds the floor. Another attendee's voice takes the
+    /// window from the floor holder only if the holder's profile is mature too (one still learning cannot be
+    /// told from a similar voice) and the voice is `floorMargin` closer than the holder's own profile.
     public func decide(_ embedding: [Float]?, floor: String?, _ profiles: [String: VoiceProfile]) -> VoiceDecision {
         guard let embedding else { return .floor }
         let ranked = scores(embedding, profiles)
         guard let best = ranked.first else { return .floor }
         let second = ranked.count > 1 ? ranked[1].score : -1
+        let holder = floor.flatMap { floor in ranked.first { $0.id == floor } }
         if best.score >= acceptance && best.score - second >= margin {
-            return .voice(best.id, confidence: best.score)
+            guard let floor, best.id != floor else { return .voice(best.id, confidence: best.score) }
+            if let holder, best.score - holder.score >= floorMargin {
+                return .voice(best.id, confidence: best.score)
+            }
+            return .floor
         }
-        if let floor, let holder = ranked.first(where: { $0.id == floor }), holder.score < rejection {
+        if let holder, holder.score < rejection {
             return .unknown(confidence: holder.score)
         }
         return .floor
     }
 
-    /// Whether a window heard in `holder`'s turn teaches their profile: a young profile takes what the floor
-    /// gives unless the voice is clearly someone else's; a mature one only its own voice.
+    /// Whether a window heard in `holder`'s turn teaches their profile. A mature one learns only its own voice.
+    /// A young one takes what the floor gives unless the voice is someone else's: confidently another mature
+    /// profile's, and closer to it than to what the holder's young profile already holds (else a voice like a
+    /// known one, espeak-ng at pitch 60 beside pitch 40, could never learn past its first window).
     public func teaches(_ embedding: [Float], holder: String, _ profiles: [String: VoiceProfile]) -> Bool {
-        switch decide(embedding, floor: holder, profiles) {
-        case .voice(let id, _): return id == holder
-        case .unknown: return false
-        case .floor: return (profiles[holder]?.seconds ?? 0) < matureSeconds
+        let own = profiles[holder]
+        if let own, own.seconds >= matureSeconds {
+            if case .voice(let id, _) = decide(embedding, floor: holder, profiles) { return id == holder }
+            return false
         }
+        guard let other = scores(embedding, profiles.filter { $0.key != holder }).first, other.score >= acceptance
+        else { return true }
+        guard let own, own.seconds > 0 else { return false }
+        return cosine(embedding, own.centroid) >= other.score
     }
 
     /// Teaches `holder`'s profile the window if `teaches` says so; returns whether it did.

@@ -57,10 +57,13 @@ let voiceWeights =
         // Each attendee's own turn taught their profile; the files follow once the encoder has drained.
         let profiles = attendees.map { home.appending("data/voices/\($0).json") }
         let written = MonotonicInstant.now() + .seconds(20)
-        while !profiles.allSatisfy(Files.exists) && MonotonicInstant.now() < written {
-            _ = try client.result("ping")
+        // (Each turn's end writes what it taught: wait for the last write, after the encoder drained.)
+        var learned = try client.result("voices")
+        while !(profiles.allSatisfy(Files.exists) && learned["learning"] == false && learned["unsaved"] == 0)
+            && MonotonicInstant.now() < written
+        {
+            learned = try client.result("voices")
         }
-        let learned = try client.result("voices")
         let seconds = (learned["attendees"]?.arrayValue ?? []).map { $0["seconds"]?.numberValue?.double ?? 0 }
         #expect(seconds.count == 3 && seconds.allSatisfy { $0 >= 1.6 }, "\(learned)")
         #expect(profiles.allSatisfy(Files.exists), "\(Files.list(home.appending("data")))")

@@ -47,6 +47,20 @@ import Testing
                 == "Ann & Bob call audio: silent")
     }
 
+    /// `{speaking}` is who is heard by voice; `{speakingSuffix}` says it only when it is not the floor holder.
+    @Test func saysWhoIsSpeakingInAnothersTurn() throws {
+        guard case .object(var object) = session else { return }
+        let speaker = try #require(object["speaker"])
+        #expect(StatusLine.values(session)["speaking"] == "")
+        object["speaking"] = speaker
+        #expect(StatusLine.values(.object(object))["speakingSuffix"] == "")
+        object["speaking"] = ["id": "C0000000-0000-0000-0000-000000000000", "name": "Cat"]
+        #expect(
+            StatusLine.fill("{speaker}{speakingSuffix}", StatusLine.values(.object(object)))
+                == "Ann & Bob · Cat speaking in Ann & Bob's turn")
+        #expect(StatusLine.values(.object(object))["speaking"] == "Cat")
+    }
+
     /// Every shipped bar config uses the default text, so each shows the silent call without a change.
     @Test(arguments: [StatusLine.Format.polybar, .tmux, .waybar, .i3blocks])
     func theDefaultTextEndsInCallAudioSilentOnlyWhileTheCallIsSilent(format: StatusLine.Format) throws {

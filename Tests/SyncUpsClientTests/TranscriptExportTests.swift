@@ -37,6 +37,24 @@ import Testing
 
     // MARK: - WebVTT
 
+    /// A short word padded to 0.5 s on screen stops at the next cue (the attack's 00:00:14.000 --> 00:00:14.500
+    /// followed by a cue at 00:00:14.230).
+    @Test(arguments: ["vtt", "srt"]) func cuesNeverOverlap(format: String) throws {
+        let meeting: JSONValue = [
+            "id": "9C4D0000-0000-0000-0000-000000000000", "date": "2026-12-01T09:30:00Z",
+            "syncup": ["id": "5FD10000-0000-0000-0000-000000000000", "title": "Design"],
+            "segments": [
+                ["speaker": ["name": "Ann"], "start": 14.0, "end": 14.1, "text": "yes"],
+                ["speaker": ["name": "Ben"], "start": 14.23, "end": 15.0, "text": "no"],
+            ],
+            "transcript": "",
+        ]
+        let text = try TranscriptExport.render(meeting, format: format)
+        let separator = format == "vtt" ? "." : ","
+        #expect(text.contains("00:00:14\(separator)000 --> 00:00:14\(separator)230\n"), "\(text)")
+        #expect(text.contains("00:00:14\(separator)230 --> 00:00:15\(separator)000\n"), "\(text)")
+    }
+
     @Test func webVTTIsValidAndSaysWhatWasSaidByWhom() throws {
         let file = try TranscriptExport.render(Self.meeting, format: "vtt")
         var blocks = file.components(separatedBy: "\n\n")

@@ -1,3 +1,4 @@
+import Glibc
 import SyncUpsCore
 import SyncUpsPOSIX
 import SyncUpsPersistence
@@ -88,14 +89,60 @@ import Testing
         try store.save(learned(9.6), for: ann)
         try store.save(learned(9.6), for: ben)
         Files.write(store.path(of: ann) + ".bad", "old")
-        store.remove([ann])
+        try store.remove([ann])
         #expect(store.loadAll().profiles.keys.sorted() == [ben])
         #expect(Files.list(directory.appending("voices")) == [ben.description + ".json"])
-        store.remove([ann])  // twice is fine
+        try store.remove([ann])  // twice is fine
     }
 
     @Test func noDirectoryIsNoProfiles() {
         let loaded = store.loadAll()
         #expect(loaded.profiles.isEmpty && loaded.warnings.isEmpty)
+    }
+}
+
+@Suite struct VoiceProfileValidationTests {
+    let directory = TemporaryDirectory("voices")
+    var store: VoiceProfileStore { VoiceProfileStore(dataDirectory: DataDirectory(path: directory.path)) }
+    let ann = Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000A")!
+
+    init() { mkdir(directory.appending("voices"), 0o755) }
+
+    static func file(seconds: String = "9.6", updated: String = "1764640000", sum: String = "0.1") -> String {
+        "{\"format\":1,\"model\":\"\(VoiceModel.version)\",\"seconds\":\(seconds),\"updated\":\(updated),"
+            + "\"sum\":[\(Array(repeating: sum, count: 256).joined(separator: ","))]}\n"
+    }
+
+    /// Files that parse but are nonsense: a sum with no direction, more speech than a lifetime, a date before
+    /// 1970, a sum far longer than the windows learned could make.
+    @Test(arguments: [
+        file(sum: "0"), file(seconds: "1e308"), file(updated: "-5"), file(sum: "1e38"), file(seconds: "-1"),
+    ])
+    func nonsenseThatParsesIsSetAsideWithAWarning(text: String) {
+        let path = store.path(of: ann)
+        Files.write(path, text)
+        let loaded = store.loadAll()
+        #expect(loaded.profiles.isEmpty)
+        #expect(
+            loaded.warnings.count == 1 && loaded.warnings[0].contains("set aside as \(path).bad"), "\(loaded.warnings)")
+        #expect(!Files.exists(path))
+    }
+
+    @Test func aFileTooLargeToBeAProfileIsSaidToBeTooLarge() {
+        let path = store.path(of: ann)
+        Files.write(path, String(repeating: " ", count: 2 << 20))
+        let loaded = store.loadAll()
+        #expect(loaded.profiles.isEmpty)
+        #expect(
+            loaded.warnings == [
+                "voice profile \(path) is too large (2097152 bytes; a profile is a few kilobytes): set aside as \(path).bad, relearning"
+            ])
+    }
+
+    @Test func aSaneHandWrittenFileLoads() {
+        Files.write(store.path(of: ann), Self.file())
+        let loaded = store.loadAll()
+        #expect(loaded.warnings == [])
+        #expect(loaded.profiles[ann]?.seconds == 9.6)
     }
 }

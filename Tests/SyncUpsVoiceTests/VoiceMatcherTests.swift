@@ -60,6 +60,36 @@ func profile(_ embedding: [Float], seconds: Double = 9.6) -> VoiceProfile {
         #expect(!matcher.teaches(voice(7), holder: "ben", profiles))
         #expect(!matcher.teaches(voice(2), holder: "ben", profiles))
     }
+
+    /// Two similar voices (cosine 0.857 between them, as espeak-ng at pitch 40 and 60 are): ann's mature
+    /// profile accepts amy's voice too.
+    let amy = voice(0, lean: 0.6, toward: 3)
+
+    /// A window at `lean` from ann toward amy.
+    func near(_ lean: Float) -> [Float] { voice(0, lean: lean, toward: 3) }
+
+    @Test func aSimilarVoiceDoesNotTakeTheFloorFromAHolderStillLearning() {
+        let known = ["ann": profile(voice(0)), "amy": profile(amy, seconds: 1.6)]
+        #expect(cosine(amy, voice(0)) > matcher.acceptance)
+        #expect(matcher.decide(amy, floor: "amy", known) == .floor)
+        // And amy's young profile keeps learning her own voice in her turn, not starved by ann's.
+        #expect(matcher.teaches(amy, holder: "amy", known))
+        #expect(matcher.teaches(near(0.4), holder: "amy", known))
+        // Ann's own voice still does not teach amy.
+        #expect(!matcher.teaches(voice(0), holder: "amy", known))
+    }
+
+    @Test func overridingTheFloorNeedsAClearLeadOverTheHoldersOwnProfile() {
+        let both = ["ann": profile(voice(0)), "amy": profile(amy)]
+        // 0.09 closer to ann than to amy (past the 0.05 margin): not clear enough to take amy's floor.
+        let lean = near(0.1)
+        #expect(cosine(lean, voice(0)) - cosine(lean, amy) > matcher.margin)
+        #expect(matcher.decide(lean, floor: "amy", both) == .floor)
+        // Ann's own voice in amy's turn is hers.
+        #expect(matcher.decide(voice(0), floor: "amy", both) == .voice("ann", confidence: 1))
+        // In ann's own turn the same window is ann's by voice.
+        #expect(matcher.decide(lean, floor: "ann", both) == .voice("ann", confidence: cosine(lean, voice(0))))
+    }
 }
 
 @Suite struct VoiceStreamTests {
@@ -67,8 +97,12 @@ func profile(_ embedding: [Float], seconds: Double = 9.6) -> VoiceProfile {
         let stream = VoiceStream(encoder: VoiceEncoder(model: try VoiceModel(bytes: weightsFile())))
         let window = VoiceStream.windowSamples
         var windows = stream.append([Float](repeating: 0, count: window + 100)[...])
-        let tone = (0..<window).map { Float(0.3 * sin(Double($0) / 5)) }
-        windows += stream.append(tone[...])
+        // A voiced buzz that swells and fades four times a second, as syllables do (a steady tone is not
+        // speech, and is not embedded: `SpeechGateTests`).
+        let syllables = (0..<window).map {
+            Float(0.3 * sin(Double($0) / 5) * (0.55 + 0.45 * sin(2 * Double.pi * 4 * Double($0) / 16_000)))
+        }
+        windows += stream.append(syllables[...])
         #expect(windows.map(\.start) == [0, window])
         #expect(windows[0].embedding == nil)
         #expect(windows[1].embedding?.count == 256)

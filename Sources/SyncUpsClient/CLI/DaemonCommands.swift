@@ -108,6 +108,7 @@ enum Format {
             if let device = status["audioDevice"]?.stringValue { text += "audio:     \(device), idle\n" }
             text += "speech:    \(engine)\(status["speechEngine"]?.stringValue == nil ? "" : ", idle")\n"
         }
+        if let voices = status["voices"]?.stringValue { text += "voices:    \(voices)\n" }
         if let next = status["next"], next != .null {
             text +=
                 "next:      \(string(next["title"])) \(inTime(int(next["inSeconds"]))) (\(string(next["schedule"])) \(string(next["timeZone"])))\n"
@@ -133,7 +134,12 @@ enum Format {
                 string(attendee["updated"]).isEmpty ? "-" : string(attendee["updated"]),
             ])
         }
-        return "voices: \(string(voices["model"]))\n" + table.text
+        var text = "voices: \(string(voices["model"]))\n"
+        if let error = voices["writeError"]?.stringValue {
+            let unsaved = voices["unsaved"]?.numberValue?.int64 ?? 0
+            text += "ERROR:  \(unsaved) profiles not written (\(error)); trying again\n"
+        }
+        return text + table.text
     }
 
     /// `MPRIS org.mpris.MediaPlayer2.syncupsd, notifications all`, or why the session bus is off.

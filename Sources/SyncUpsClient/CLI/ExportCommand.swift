@@ -134,7 +134,10 @@ enum TranscriptExport {
             let isVTT = format == "vtt"
             var text = isVTT ? "WEBVTT\n\n" : ""
             for (index, cue) in cues.enumerated() {
-                let end = max(cue.end, cue.start + 0.5)
+                // At least 0.5 s on screen, but never past the next cue's start: cues must not overlap.
+                let next = index + 1 < cues.count ? cues[index + 1].start : .infinity
+                let padded = max(cue.end, cue.start + 0.5)
+                let end = next > cue.start ? min(padded, next) : padded
                 // One line of text per cue, escaped: a blank line would end the cue, "-->" start a new one,
                 // and a name or word with < or & would be read as markup.
                 let speaker = Escape.subtitle(cue.speaker)

@@ -73,7 +73,7 @@ public struct StatusLine: Sendable, Equatable {
         "title", "speaker", "speakerNumber", "speakerCount", "elapsed", "remaining", "turnRemaining", "duration",
         "progress",
         "state", "stateSuffix", "theme", "main", "accent", "transcript", "callAudio",
-        "callAudioSuffix",
+        "callAudioSuffix", "speaking", "speakingSuffix",
     ]
 
     /// The values of the placeholders for a session object, each on one line (`visibleOnOneLine`): a name
@@ -87,6 +87,8 @@ public struct StatusLine: Sendable, Equatable {
         let speaker = session["speaker"]?["name"]?.stringValue ?? ""
         let state = session["state"]?.stringValue ?? ""
         let isCallSilent = session["callAudio"]?["silent"] == true
+        let speaking = session["speaking"]?["name"]?.stringValue ?? ""
+        let isSomeoneElse = !speaking.isEmpty && session["speaking"]?["id"] != session["speaker"]?["id"]
         return [
             "title": session["title"]?.stringValue ?? "",
             "speaker": speaker.isEmpty ? "(no name)" : speaker,
@@ -106,6 +108,9 @@ public struct StatusLine: Sendable, Equatable {
             // Empty unless the call source has carried nothing for 10 s: the usual sign of a wrong device.
             "callAudio": isCallSilent ? "call audio: silent" : "",
             "callAudioSuffix": isCallSilent ? " · call audio: silent" : "",
+            // Who is heard by voice now (empty: no confident voice); the suffix only when it is not the floor's.
+            "speaking": speaking,
+            "speakingSuffix": isSomeoneElse ? " · \(speaking) speaking in \(speaker)'s turn" : "",
         ]
     }
 

@@ -364,20 +364,25 @@ final class CommandHandler {
         let before = state.syncUps[index].attendees.map(\.id)
         let updated = try state.update(index, with: update)
         // A removed attendee's voice goes with them; a renamed one keeps it (profiles are keyed by id).
-        voices.forget(Set(before).subtracting(updated.attendees.map(\.id)))
+        voices.forgetLogged(Set(before).subtracting(updated.attendees.map(\.id)))
         return WireFormat.syncUp(updated, meetings: .summary)
     }
 
     /// `voices.forget`: the attendee (an id or a unique prefix of one, in any sync-up) starts over.
     private func forgetVoice(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
-        let text = try arguments.string("attendee").uppercased()
-        let matches = state.syncUps.flatMap(\.attendees).filter { $0.id.description.hasPrefix(text) }
-        guard matches.count == 1, let attendee = matches.first else {
-            throw ProtocolError(
-                matches.isEmpty ? .notFound : .invalidArgument,
-                matches.isEmpty ? "no attendee \(text)" : "\(text) is the start of \(matches.count) attendees' ids")
+        let text = try arguments.string("attendee")
+        let attendees = state.syncUps.flatMap(\.attendees)
+        let attendee: Attendee
+        switch IDPrefix.resolve(text, in: attendees.map(\.id.description)) {
+        case .found(let index): attendee = attendees[index]
+        case .notFound: throw .notFound("no attendee \(text)")
+        case .tooShort:
+            throw .invalidArgument("attendee \"\(text)\" is too short: give the full id or at least 4 characters")
+        case .ambiguous(let indices): throw .invalidArgument("\(text) is the start of \(indices.count) attendees' ids")
         }
-        voices.forget([attendee.id])
+        do { try voices.forget([attendee.id]) } catch {
+            throw ProtocolError(.internalError, "the voice profile of \(attendee.name) stays: \(error)")
+        }
         return ["id": .string(attendee.id.description), "name": .string(attendee.name)]
     }
 
@@ -416,7 +421,7 @@ final class CommandHandler {
 
     private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let (syncUp, orphaned) = state.delete(try state.index(of: try arguments.string("id")))
-        voices.forget(syncUp.attendees.map(\.id))
+        voices.forgetLogged(syncUp.attendees.map(\.id))
         status.scheduler?.forget(syncUp.id)
         return removingFiles(
             of: orphaned, then: ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])

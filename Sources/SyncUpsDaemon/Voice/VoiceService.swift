@@ -41,6 +41,8 @@ final class VoiceService {
         case window(VoiceWindow, Meeting.ID)
         /// The meeting's encoder has embedded all its audio: what it taught can be written.
         case drained(Meeting.ID)
+        /// A write of `profiles` ended: those in `failed` are still unsaved, for `error`.
+        case written([Attendee.ID: VoiceProfile], failed: Set<Attendee.ID>, error: String?)
     }
 
     /// One meeting's listening: its encoder and the turns its windows are learned against.
@@ -50,8 +52,9 @@ final class VoiceService {
         /// The meeting's attendees: the only voices its windows are matched against or teach.
         var attendees: [Attendee]
         var turns: () -> [SpeakerTurn]
-        var taught: Set<Attendee.ID> = []
-        /// Where the profiles it taught are written, once its audio is all embedded.
+        /// The holder of the turn the last window taught: when it changes, what the turn taught is written.
+        var lastHolder: Attendee.ID?
+        /// Where the encoder is joined once the meeting's audio ended.
         var cleanup: SerialWorker?
     }
 
@@ -59,6 +62,17 @@ final class VoiceService {
     let logger: Logger
     let wallClock: WallClock
     let mailbox: Mailbox<Message>
+    let loop: EventLoop
+    /// Writes profiles off the loop, one write at a time.
+    let writer: SerialWorker
+    /// Profiles learned (or relearned) since their last successful write.
+    private(set) var unsaved: Set<Attendee.ID> = []
+    /// Why the last write failed, until one succeeds (for `voices`).
+    private(set) var writeError: String?
+    private var writing = false
+    private var retry: EventLoop.Timer?
+    /// How long after a failed write it is tried again (the store's retry, for sync-ups.json, is alike).
+    static let retryDelay: Duration = .seconds(5)
     var matcher = VoiceMatcher()
     var model: Model
     /// Where a voice matched with confidence goes: the session, which attributes speech by it.
@@ -67,11 +81,16 @@ final class VoiceService {
     private var listening: [Meeting.ID: Listening] = [:]
     /// Windows of speech learned, and dropped for want of time, since start-up (for `voices`).
     private(set) var learnedWindows = 0
+    /// Forgotten attendees whose files could not be removed: tried again at each forget.
+    private(set) var unremoved: Set<Attendee.ID> = []
 
     init(
-        loop: EventLoop, directory: DataDirectory, model: Model, logger: Logger, wallClock: WallClock
+        loop: EventLoop, directory: DataDirectory, model: Model, logger: Logger, wallClock: WallClock,
+        fileSystem: FileSystem = .live
     ) throws(SystemError) {
-        store = VoiceProfileStore(dataDirectory: directory)
+        store = VoiceProfileStore(dataDirectory: directory, fileSystem: fileSystem)
+        self.loop = loop
+        writer = try SerialWorker(name: "voice-writer")
         self.logger = logger
         self.wallClock = wallClock
         self.model = model
@@ -136,9 +155,11 @@ final class VoiceService {
             let holder = turn.speaker.id
             let seconds = Double(window.count) / rate
             let now = Int64(wallClock().timeIntervalSince1970)
+            // A turn's end (another holder teaching) writes what the turn taught: a crash loses one turn at most.
+            if let last = listening.lastHolder, last != holder { write() }
             if matcher.learn(embedding, seconds: seconds, holder: holder.description, at: now, into: &keyed) {
-                profiles[holder] = keyed[holder.description]
-                self.listening[meeting]?.taught.insert(holder)
+                record(keyed[holder.description], for: holder)
+                self.listening[meeting]?.lastHolder = holder
                 learnedWindows += 1
             }
         case .drained(let meeting):
@@ -147,25 +168,95 @@ final class VoiceService {
             if dropped > 0 {
                 logger.warning("voices: the speaker encoder fell behind and skipped \(dropped) chunks of 0.1 s")
             }
-            let taught = finished.taught.compactMap { id in profiles[id].map { (id, $0) } }
-            guard !taught.isEmpty, let cleanup = finished.cleanup else { return }
-            let store = store
-            let logger = logger
-            cleanup.run {
-                for (attendee, profile) in taught {
-                    do { try store.save(profile, for: attendee) } catch {
-                        logger.error("voices: cannot write the profile of \(attendee): \(error)")
-                    }
+            write()
+        case .written(let written, let failed, let error):
+            writing = false
+            for (id, profile) in written where !failed.contains(id) && profiles[id] == profile { unsaved.remove(id) }
+            writeError = error
+            if error != nil, retry == nil {
+                retry = loop.schedule(after: Self.retryDelay) { [unowned self] in
+                    retry = nil
+                    write()
                 }
+            } else if !unsaved.isEmpty {
+                write()
             }
         }
     }
 
-    /// Forgets the attendees' profiles, in memory and on disk.
-    func forget(_ attendees: some Sequence<Attendee.ID>) {
-        let ids = Array(attendees)
-        for id in ids { profiles[id] = nil }
-        store.remove(ids)
+    /// A profile learned: kept, and written at the next turn's end or the meeting's.
+    func record(_ profile: VoiceProfile?, for attendee: Attendee.ID) {
+        profiles[attendee] = profile
+        unsaved.insert(attendee)
+    }
+
+    /// Writes the unsaved profiles on the writer thread (one write at a time; a failure is logged, reported
+    /// by `voices` and retried after `retryDelay`, the profiles kept in memory until it works).
+    func write() {
+        guard !writing, !unsaved.isEmpty else { return }
+        let batch = Dictionary(uniqueKeysWithValues: unsaved.compactMap { id in profiles[id].map { (id, $0) } })
+        unsaved = Set(batch.keys)
+        guard !batch.isEmpty else { return }
+        writing = true
+        let store = store
+        let logger = logger
+        writer.run { [mailbox] in
+            var failed: Set<Attendee.ID> = []
+            var reason: String?
+            for (attendee, profile) in batch {
+                do { try store.save(profile, for: attendee) } catch {
+                    logger.error("voices: cannot write the profile of \(attendee): \(error); trying again")
+                    failed.insert(attendee)
+                    reason = reason ?? "\(error)"
+                }
+            }
+            mailbox.post(.written(batch, failed: failed, error: reason))
+        }
+    }
+
+    /// The daemon is stopping (the loop no longer runs): the write under way ends, then what is still unsaved
+    /// is written here, so a stop right after a meeting keeps what it taught.
+    func shutDown() {
+        writer.finish()
+        for id in unsaved.sorted(by: { $0.description < $1.description }) {
+            guard let profile = profiles[id] else { continue }
+            do { try store.save(profile, for: id) } catch {
+                logger.error("voices: cannot write the profile of \(id) before stopping: \(error)")
+            }
+        }
+        unsaved = []
+    }
+
+    /// Forgets the attendees' profiles, in memory and on disk. A file that cannot be removed is logged and
+    /// thrown (a `voices.forget` fails with it; a removed attendee's is logged and tried again at the next
+    /// forget), so a profile said to be forgotten is gone.
+    func forget(_ attendees: some Sequence<Attendee.ID>) throws(SystemError) {
+        if !unremoved.isEmpty {
+            let again = unremoved
+            unremoved = []
+            try? remove(again)
+        }
+        try remove(Set(attendees))
+    }
+
+    private func remove(_ ids: Set<Attendee.ID>) throws(SystemError) {
+        for id in ids {
+            profiles[id] = nil
+            unsaved.remove(id)
+        }
+        do { try store.remove(ids) } catch {
+            let left = ids.filter { id in
+                [store.path(of: id), store.path(of: id) + ".bad"].contains { FileIdentity(path: $0) != nil }
+            }
+            unremoved.formUnion(left)
+            logger.error("voices: cannot remove the profile files of \(left.count) attendees: \(error)")
+            throw error
+        }
+    }
+
+    /// Forgets, logging a failure (the files are tried again at the next forget): for removed attendees.
+    func forgetLogged(_ attendees: some Sequence<Attendee.ID>) {
+        do { try forget(attendees) } catch {}
     }
 
     /// `voices`: what is known per attendee of every sync-up.
@@ -185,6 +276,10 @@ final class VoiceService {
                 ])
             }
         }
-        return ["model": .string(model.status), "attendees": .array(attendees)]
+        return [
+            "model": .string(model.status), "attendees": .array(attendees),
+            "learning": .bool(!listening.isEmpty), "unsaved": .int(unsaved.count),
+            "writeError": writeError.map { .string($0) } ?? .null,
+        ]
     }
 }
