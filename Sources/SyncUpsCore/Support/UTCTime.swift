@@ -1,7 +1,7 @@
 import FoundationEssentials
 
-/// Calendar fields of an instant in UTC, computed directly (Howard Hinnant's civil-from-days) so the daemon
-/// needs neither ICU nor a locale to print a date.
+/// Calendar fields of an instant in UTC, computed directly (`CivilDate`: Howard Hinnant's civil-from-days) so the
+/// daemon needs neither ICU nor a locale to print a date.
 public struct UTCTime: Sendable, Equatable {
     public var year: Int
     public var month: Int
@@ -29,26 +29,7 @@ public struct UTCTime: Sendable, Equatable {
         hour = seconds / 3600
         minute = seconds % 3600 / 60
         second = seconds % 60
-        // civil_from_days
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthPrime = (5 * dayOfYear + 2) / 153
-        day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
-        month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
-        year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-    }
-
-    /// Days since 1970-01-01 of a civil date (days_from_civil).
-    static func days(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+        (year, month, day) = CivilDate.date(days: Int64(days))
     }
 
     private static func pad(_ value: Int, _ width: Int) -> String {
@@ -120,7 +101,7 @@ public struct UTCTime: Sendable, Equatable {
             offsetSeconds = (hours * 3600 + minutes * 60) * (bytes[index] == 0x2B ? 1 : -1)
         default: return nil
         }
-        let days = Self.days(year: year, month: month, day: day)
+        let days = Int(CivilDate.days(year: year, month: month, day: day))
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         return Date(timeIntervalSince1970: Double(seconds) + fraction)
     }
