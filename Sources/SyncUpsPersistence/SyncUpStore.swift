@@ -323,7 +323,7 @@ public final class SyncUpStore {
 
     /// The regular file's identity and, if `readsIf` says so given that identity, its bytes: from one
     /// descriptor, so both describe the same file.
-    static func readIdentified(_ path: String, readsIf shouldRead: (FileIdentity) -> Bool = { _ in true })
+    public static func readIdentified(_ path: String, readsIf shouldRead: (FileIdentity) -> Bool = { _ in true })
         throws(SystemError) -> (identity: FileIdentity, bytes: [UInt8]?)
     {
         try withRegularFile(path) { (fd, identity) throws(SystemError) in

@@ -94,6 +94,20 @@ import Testing
         #expect(names.contains { $0.hasPrefix("syncups.schedule.corrupt-") }, "\(names)")
     }
 
+    /// A `syncups.schedule` that cannot be read (here a directory at its name; on a real disk EACCES or EIO) is
+    /// not taken for no file: it is moved aside with a warning, never overwritten by the next save. Before,
+    /// any read error loaded nothing and said nothing.
+    @Test func aFileThatCannotBeReadIsMovedAsideNotTakenForNone() throws {
+        let path = directory.appending("syncups.schedule")
+        #expect(mkdir(path, 0o755) == 0)
+        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let warnings = try client.result("status")["persistence"]?["warnings"]?.arrayValue ?? []
+        #expect(warnings.contains { $0.stringValue?.contains("cannot read") == true }, "\(warnings)")
+        let names = (try? DirectoryListing.names(in: directory.path)) ?? []
+        #expect(names.contains { $0.hasPrefix("syncups.schedule.corrupt-") }, "\(names)")
+    }
+
     /// "Skip today" on a reminder: `status.next` counts down to the following start, not the skipped one (it
     /// said "Ops in 1 min" after Snooze then Skip today).
     @Test func statusNextPassesOverASkippedStart() throws {

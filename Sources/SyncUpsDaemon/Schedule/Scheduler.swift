@@ -120,14 +120,22 @@ final class Scheduler {
     /// schedule file is moved aside (`.corrupt-*`, as `sync-ups.json`); an entry that does not parse is kept
     /// verbatim in the file; the schedules of sync-ups that do not exist are dropped, with one warning.
     func load() -> [String] {
-        var info = stat()
-        if stat(path, &info) == 0, Int64(info.st_size) > Self.maximumFileSize {
+        // One descriptor for the size check and the read; only a missing file is "no schedules": any other
+        // error (EACCES, EIO, not a regular file) sets the file aside, so the next save never overwrites it.
+        let read: (identity: FileIdentity, bytes: [UInt8]?)
+        do {
+            read = try SyncUpStore.readIdentified(path, readsIf: { $0.size <= Self.maximumFileSize })
+        } catch {
+            if error.errno == .noSuchFile { return [] }
+            let aside = StoreLoader.moveAside(path, fileSystem: fileSystem, at: wallClock())
+            return ["cannot read \(path): \(error): not read, moved to \(aside ?? "(cannot move it)")"]
+        }
+        guard let bytes = read.bytes else {
             let aside = StoreLoader.moveAside(path, fileSystem: fileSystem, at: wallClock())
             return [
                 "\(path) is over 1 MiB, more than a schedule file may hold: not read, moved to \(aside ?? "(cannot move it)")"
             ]
         }
-        guard let bytes = TimeZones.readFile(path) else { return [] }
         guard let file = try? JSONParser().parse(bytes), let list = file["schedules"]?.arrayValue else {
             let aside = StoreLoader.moveAside(path, fileSystem: fileSystem, at: wallClock())
             return ["\(path) is not a schedule file: not read, moved to \(aside ?? "(cannot move it)")"]
