@@ -135,6 +135,13 @@ public final class InProcessDaemon {
         loop.runOnce(timeoutMilliseconds: 0)
     }
 
+    /// Moves a manual clock on by `duration` while the daemon "sleeps" (stopped, starved), then lets it wake:
+    /// the timers that fell due meanwhile fire late, all at the later time, as after a SIGSTOP.
+    public func wakeLate(after duration: Duration) {
+        loop.skipTime(by: duration)
+        advanceTime(by: .zero)
+    }
+
     /// What the server holds in buffers: each connection's input and output capacity, in bytes, and its
     /// one spare output buffer's.
     public var bufferCapacities: (connections: [(input: Int, output: Int)], spareOutput: Int) {

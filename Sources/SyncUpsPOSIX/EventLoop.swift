@@ -157,6 +157,13 @@ public final class EventLoop {
         manualNow = target
     }
 
+    /// Moves a manual clock on by `duration` without firing anything, as a process that was stopped (SIGSTOP) or
+    /// starved sees the time when it runs again: the next `advanceTime(by:)` fires what fell due meanwhile, late.
+    public func skipTime(by duration: Duration) {
+        guard let start = manualNow else { preconditionFailure("skipTime(by:) needs a loop with a manual clock") }
+        manualNow = start + duration
+    }
+
     /// Calls `handler` once, on this loop, at `deadline` (at once if it has passed).
     @discardableResult
     public func schedule(at deadline: MonotonicInstant, _ handler: @escaping () -> Void) -> Timer {

@@ -66,6 +66,37 @@ import Testing
         #expect(got["insights"]?["pausedSeconds"] == 0)
     }
 
+    /// A wake-up 12 s late (the daemon stopped, or starved; here the virtual clock moves on unseen) catches
+    /// up tick by tick: each tick says its own second and speaker, and each floor change is said once, with
+    /// the speaker it went to. Before, every caught-up event carried the state after the last tick: twelve
+    /// ticks of second 15 and three `session.speaker` events all naming the fourth speaker.
+    @Test func aLateWakeUpPublishesEachCaughtUpTickWithItsOwnState() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result(
+            "syncups.create", ["title": "Four", "duration": 20, "attendees": ["A", "B", "C", "D"]])
+        let id = try #require(created["id"]?.stringValue)
+        let watcher = LoopClient(try daemon.connect(), daemon)
+        _ = try watcher.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.start", ["syncup": .string(id), "audio": false])
+        daemon.advanceTime(by: .seconds(3))
+        _ = try watcher.take { $0["event"] == "session.tick" && $0["data"]?["session"]?["secondsElapsed"] == 3 }
+        daemon.wakeLate(after: .seconds(12))
+        // Up to the last floor change (after the tick of second 15), or the first with the old code's state.
+        let events = try watcher.take {
+            $0["event"] == "session.speaker" && $0["data"]?["session"]?["speakerIndex"] == 3
+        }.filter { $0["event"] != nil }
+        let ticks = events.filter { $0["event"] == "session.tick" }.compactMap {
+            $0["data"]?["session"]?["secondsElapsed"]?.numberValue?.int64
+        }
+        let speakers = events.filter { $0["event"] == "session.speaker" }.compactMap {
+            $0["data"]?["session"]?["speakerIndex"]?.numberValue?.int64
+        }
+        #expect(ticks == Array(4...15), "\(ticks)")
+        #expect(speakers == [1, 2, 3], "\(speakers)")
+    }
+
     #if DEBUG
         /// A meeting from start to its saved details, every read of it and its deletion, with no blocking work
         /// on the loop's thread (`BlockingWork`): `meetings.get` asked the moment the meeting is saved, while

@@ -13,15 +13,27 @@ extension SessionMachine {
     /// however late the wake-up; then the timer is armed for the next second unless a tick stopped it.
     public mutating func handle(_ event: Event, atNanoseconds now: Int64) -> [Effect] {
         guard event == .timerTicked else { return timing(handle(event, at: Self.seconds(now)), at: now) }
-        let first = schedule.nextDeadline ?? now
         var effects: [Effect] = []
-        for index in 0..<schedule.ticksDue(at: now) {
-            let tick = handle(.timerTicked, at: Self.seconds(first + Int64(index) * Self.second))
-            effects += timing(tick, at: now)
-            if tick.contains(.finish) { return effects }
+        while true {
+            let (tick, isLast) = nextTick(atNanoseconds: now)
+            effects += tick
+            if isLast { return effects }
         }
-        if let next = schedule.nextDeadline { effects.append(.armTimer(at: next)) }
-        return effects
+    }
+
+    /// One step of a `timerTicked` wake-up at `now`: the first tick due, at its own deadline, and whether it
+    /// was the last of this wake-up (then the timer is armed for the next second, unless a tick stopped it).
+    /// A caller performs each step's effects before the next, so what they publish (a tick's elapsed time,
+    /// the speaker) is the state of that tick, not of the last one caught up.
+    public mutating func nextTick(atNanoseconds now: Int64) -> (effects: [Effect], isLast: Bool) {
+        guard let deadline = schedule.takeTick(at: now) else {
+            return (schedule.nextDeadline.map { [.armTimer(at: $0)] } ?? [], true)
+        }
+        let tick = handle(.timerTicked, at: Self.seconds(deadline))
+        let effects = timing(tick, at: now)
+        if tick.contains(.finish) { return (effects, true) }
+        if schedule.isDue(at: now) { return (effects, false) }
+        return (effects + (schedule.nextDeadline.map { [.armTimer(at: $0)] } ?? []), true)
     }
 
     /// `request(_:at:)` at `now`.

@@ -29,6 +29,17 @@ public struct TickSchedule: Sendable, Equatable {
         return count
     }
 
+    /// The deadline of the first tick due at `now`, if any, advancing past it alone (a late wake-up takes its
+    /// ticks one at a time, each handled before the next).
+    public mutating func takeTick(at now: Instant) -> Instant? {
+        guard let deadline = nextDeadline, deadline <= now else { return nil }
+        nextDeadline = deadline + Self.second
+        return deadline
+    }
+
+    /// Whether a tick is due at `now`.
+    public func isDue(at now: Instant) -> Bool { nextDeadline.map { $0 <= now } ?? false }
+
     public mutating func pause(at now: Instant) {
         guard let deadline = nextDeadline else { return }
         remainingAtPause = max(0, deadline - now)

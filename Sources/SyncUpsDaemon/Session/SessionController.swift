@@ -196,7 +196,17 @@ final class SessionController {
 
     /// Hands a fact to the running session's machine and performs what it says.
     func handle(_ event: SessionMachine.Event, in session: ActiveSession) {
-        perform(session.machine.handle(event, atNanoseconds: elapsed(session)), in: session)
+        guard event == .timerTicked else {
+            return perform(session.machine.handle(event, atNanoseconds: elapsed(session)), in: session)
+        }
+        // A late wake-up (the daemon stopped or starved) catches up tick by tick: each tick's events are
+        // published from its own state, not all from the last one's.
+        let now = elapsed(session)
+        while active === session {
+            let (effects, isLast) = session.machine.nextTick(atNanoseconds: now)
+            perform(effects, in: session)
+            if isLast { break }
+        }
     }
 
     /// A voice matched by the speaker encoder (`VoiceService`), for the running meeting.
