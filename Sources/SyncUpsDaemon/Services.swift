@@ -140,7 +140,7 @@ final class Services {
             do {
                 _ = try session.start(syncUp: id.description, audio: nil, transcribe: nil)
             } catch {
-                publish(.daemon, "daemon.warning") {
+                publish(.daemon, EventName.daemonWarning) {
                     ["message": .string("the scheduled start did not happen: \(error.message)")]
                 }
             }

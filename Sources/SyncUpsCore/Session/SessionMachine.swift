@@ -303,6 +303,12 @@ public struct SessionMachine: Sendable, Equatable {
     /// having the floor do not count).
     public var secondsPerAttendee: Int { roster.share(of: durationSeconds) }
     public var durationRemaining: Int { durationSeconds - secondsElapsed }
+    /// The seconds left of the floor holder's slot as `tick` passes the floor: each slot is
+    /// `secondsPerAttendee`, the last one runs to the meeting's end (it takes what the share's rounding left).
+    public var turnRemaining: Int {
+        let slotEnd = speakerIndex >= lastSpeakerIndex ? durationSeconds : (speakerIndex + 1) * secondsPerAttendee
+        return max(0, slotEnd - secondsElapsed)
+    }
     public var lastSpeakerIndex: Int { max(0, roster.rotationCount - 1) }
     /// Whoever has the floor, as named now (a rename shows at once).
     public var speaker: Attendee? { roster.speakerID.flatMap(roster.attendee) }

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import SyncUpsBus
 import SyncUpsCore
@@ -52,11 +53,14 @@ final class DesktopSurfaces {
     /// The sync-up and start of each reminder on screen (by its slot, one a sync-up), for its buttons.
     private var reminders: [String: (id: SyncUp.ID, start: Int64)] = [:]
     private let status: DesktopStatus
+    /// Now, for a reminder's "in 5 min": the daemon's wall clock, as the scheduler's.
+    private let wallClock: WallClock
 
     init(
         loop: EventLoop, environment: [String: String], logger: Logger, session: SessionController,
-        scheduler: Scheduler, status: DesktopStatus
+        scheduler: Scheduler, status: DesktopStatus, wallClock: WallClock = .system
     ) {
+        self.wallClock = wallClock
         self.session = session
         self.scheduler = scheduler
         self.status = status
@@ -111,7 +115,7 @@ final class DesktopSurfaces {
                 reminders[Self.reminderSlot(id)] = (id, start)
             }
         }
-        if let notification = Self.notification(for: name, data, machine: session.active?.machine),
+        if let notification = Self.notification(for: name, data, machine: session.active?.machine, now: wallClock()),
             notificationLevel == .all || notification.urgency == .critical
                 || notification.slot == "saved" || notification.slot.hasPrefix("reminder:")
         {
@@ -125,19 +129,16 @@ final class DesktopSurfaces {
 
     /// The notification an event shows, if any: the floor (one slot, replaced in place, with Next and Pause),
     /// the meeting saved, and what went wrong (critical).
-    static func notification(for name: String, _ data: () -> JSONValue, machine: SessionMachine?)
+    static func notification(for name: String, _ data: () -> JSONValue, machine: SessionMachine?, now: Date)
         -> DesktopNotification?
     {
         switch name {
         case "session.started", "session.speaker", "session.resumed":
             guard let machine, machine.phase == .running, let speaker = machine.speaker else { return nil }
             let speakerName = speaker.name.isEmpty ? "(no name)" : speaker.name
-            let left =
-                machine.secondsPerAttendee
-                - (machine.secondsElapsed - machine.speakerIndex * machine.secondsPerAttendee)
             return DesktopNotification(
-                slot: "floor", summary: "\(speakerName)'s turn · \(DurationText.clock(left))",
-                body: "\(machine.syncUp.title) · \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)",
+                slot: "floor", summary: "\(speakerName)'s turn · \(DurationText.clock(machine.turnRemaining))",
+                body: "\(machine.syncUp.title) · \(machine.speakerIndex + 1)/\(machine.roster.rotationCount)",
                 actions: [.init("next", "Next"), .init("pause", "Pause")], urgency: .low)
         case "session.paused":
             guard let machine else { return nil }
@@ -175,9 +176,7 @@ final class DesktopSurfaces {
         case EventName.scheduleReminder:
             let event = data()
             let title = event["title"]?.stringValue ?? "a sync-up"
-            var spec = timespec()
-            clock_gettime(CLOCK_REALTIME, &spec)
-            let now = Int64(spec.tv_sec)
+            let now = Int64(now.timeIntervalSince1970.rounded(.down))
             let start = event["startSeconds"]?.numberValue?.int64 ?? now
             let minutes = max(0, (start - now + 59) / 60)
             let summary =
