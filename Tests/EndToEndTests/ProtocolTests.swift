@@ -16,14 +16,16 @@ import Testing
             _ = try setup.result("syncups.create", ["title": .string("Team \(index)"), "attendees": attendees])
         }
         let client = try daemon.client()
+        // Eight replies of about 290 KB each: more than the socket buffers hold, so the half-close is read while
+        // replies are still queued.
         var lines = ""
-        for id in 0..<40 { lines += #"{"id":\#(id),"cmd":"syncups.list"}"# + "\n" }
+        for id in 0..<8 { lines += #"{"id":\#(id),"cmd":"syncups.list"}"# + "\n" }
         lines += #"{"id":"last","cmd":"syncups.create","args":{"title":"After the flood"}}"# + "\n"
         try client.send(lines)
         shutdown(client.fd.rawValue, Int32(SHUT_WR))
         var replies: [JSONValue] = []
         while let line = try client.readLine(timeout: .seconds(30)) { replies.append(try JSONParser().parse(line)) }
-        #expect(replies.count == 41)
+        #expect(replies.count == 9)
         #expect(replies.last?["id"] == "last" && replies.last?["ok"] == true)
         #expect(try setup.result("syncups.list", ["limit": 1])["total"] == 31)
     }

@@ -33,7 +33,7 @@ import Testing
         }
     }
 
-    /// A long meeting's details file (tens of megabytes) is read and parsed off the event loop: another
+    /// A long meeting's details file (megabytes: seconds of parsing in a debug build) is read and parsed off the event loop: another
     /// client's `ping` is answered while `meetings.get` waits for it, and the reply is the whole page.
     @Test func readsALargeDetailsFileOffTheLoop() throws {
         let directory = TemporaryDirectory("details")
@@ -41,7 +41,7 @@ import Testing
         let meeting = syncUp.meetings[0].id
         let data = directory.dataDirectory(holding: [syncUp])
         let segment = #"{"speaker":null,"start":1.5,"end":2.5,"text":"hello there","words":[]}"#
-        let segments = [String](repeating: segment, count: 300_000).joined(separator: ",")
+        let segments = [String](repeating: segment, count: 50_000).joined(separator: ",")
         Files.write(
             data + "/meetings/\(meeting).json",
             #"{"meeting":"\#(meeting)","syncup":"\#(syncUp.id)","interrupted":false,"attendees":[],"segments":["#
@@ -63,7 +63,7 @@ import Testing
         #expect(poll(&ready, 1, 0) == 0, "the meeting's reply came first: the loop parsed the file")
         let reply = try reader.readJSON(timeout: .seconds(120))
         #expect(reply["id"] == "get")
-        #expect(reply["result"]?["segmentsTotal"] == 300_000)
+        #expect(reply["result"]?["segmentsTotal"] == 50_000)
         #expect(reply["result"]?["segments"]?[0]?["text"] == "hello there")
         #expect(reply["result"]?["segmentsNext"] == reply["result"]?["segments"]?.arrayValue.map { .int($0.count) })
         #expect(try reader.result("ping") == "pong")
