@@ -69,13 +69,16 @@ import Testing
         #expect(try daemon.ctl(["next"]).standardOutput.hasPrefix("recording \"Design\" 05:00 · Blob Jr 2/3"))
         let blobJr = try Self.attendees(client, id)[1]["id"]
         #expect(try daemon.ctl(["edit", "Design", "--remove-attendee", "Blob Jr"]).exitCode == 0)
+        // 600 s: the start of Blob Sr's share (plus the seconds the timer ran on, on a loaded machine).
+        func elapsed(_ session: JSONValue) -> Int { session["secondsElapsed"]?.numberValue?.int64.map(Int.init) ?? -1 }
         var session = try client.result("session.get")
-        #expect(session["speaker"]?["name"] == "Blob Sr" && session["secondsElapsed"] == 600)
+        let handedOn = elapsed(session)
+        #expect(session["speaker"]?["name"] == "Blob Sr" && (600..<610).contains(handedOn), "\(session)")
         #expect(try daemon.ctl(["edit", "Design", "--add-attendee", "Blob Jr"]).exitCode == 0)
         #expect(try Self.attendees(client, id).last?["id"] == blobJr, "the same Blob Jr as before")
         _ = try client.result("session.next")
         session = try client.result("session.get")
-        #expect(session["state"] == "ending" && session["secondsElapsed"] == 600)
+        #expect(session["state"] == "ending" && (handedOn..<610).contains(elapsed(session)), "\(session)")
         let meeting = try Self.saved(client, id)
         let rows = try #require(meeting["insights"]?["attendees"]?.arrayValue)
         #expect(Self.names(meeting["insights"]?["attendees"]) == ["Blob", "Blob Jr", "Blob Sr"])
@@ -105,7 +108,8 @@ import Testing
         #expect(
             try daemon.ctl(["absent", "Zoë"]).standardError.contains("invalid_argument: \"Zoë\" is already absent"))
         #expect(try daemon.ctl(["absent", "Ann"]).standardError.contains("\"Ann\" has the floor"))
-        #expect(try daemon.ctl(["back", "zoë"]).standardOutput.hasPrefix("recording \"Design\" 00:00 · Ann 1/3"))
+        let back = try daemon.ctl(["back", "zoë"]).standardOutput
+        #expect(back.hasPrefix("recording \"Design\" 00:0") && back.contains(" · Ann 1/3"), "\(back)")
         #expect(try daemon.ctl(["absent", "Bob"]).exitCode == 0)
         session = try client.result("session.get")
         #expect(session["secondsPerAttendee"] == 300 && Self.names(session["absent"]) == ["Bob"])
