@@ -56,7 +56,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
 
-.PHONY: all build run voice-model voice-test-model voice-reference test test-systemd test-desktop deb test-deb deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
+.PHONY: all build run voice-model voice-test-model voice-reference test test-systemd test-desktop deb test-deb test-deb-packages deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
 ## The binaries and the rendered man pages (.build/man; `man -l .build/man/syncupsctl.1` reads one).
 all: build man
@@ -82,12 +82,15 @@ run: build
 
 ## Installs what the tests need, checks formatting, builds, and runs the whole suite; as root, the Debian package
 ## on a clean Debian 12 too (test-deb).
+## The builds come first (the package's too, as root); then the Swift shares, the adapter's tests and test-deb run
+## side by side, as each mostly waits on processes it started.
+ADAPTER_TESTS = cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
+AS_ROOT := $(filter 0,$(shell id -u))
 test: deps-test lint whisper voice-test-model
 	$(SWIFT) build --build-tests
-	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
-	cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
-	@if [ "$$(id -u)" -eq 0 ]; then $(MAKE) --no-print-directory test-deb; \
-	else echo "make test: make test-deb skipped: it needs root (mmdebstrap, a PID and mount namespace)"; fi
+	$(if $(AS_ROOT),$(MAKE) --no-print-directory test-deb-packages,@echo "make test: make test-deb skipped: it needs root (mmdebstrap, a PID and mount namespace)")
+	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) scripts/run-tests "$$($(SWIFT) build --show-bin-path)" \
+		--also adapter '$(ADAPTER_TESTS)' $(if $(AS_ROOT),--also test-deb '$(TEST_DEB)')
 
 ## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
 ## useradd if missing). `make test` runs it too, as one of the InstallTests.
@@ -234,11 +237,15 @@ deb: deps-deb
 ## The package on a clean Debian 12 made by mmdebstrap from this machine's Debian mirror, as root: installed with
 ## apt-get, run by an ordinary user by hand and under a real systemd --user, purged mid-meeting, and upgraded
 ## from an older package mid-meeting (scripts/test-deb says what it checks).
-test-deb:
+TEST_DEB = scripts/test-deb $(DEB_FILE) syncupsd_$(VERSION)~prev_$(DEB_ARCH).deb
+test-deb: test-deb-packages
+	$(TEST_DEB)
+
+## The two packages test-deb installs: this version and an older one built from the same tree.
+test-deb-packages:
 	@scripts/ensure-packages $(TEST_DEB_PACKAGES)
 	$(MAKE) --no-print-directory deb
 	$(MAKE) --no-print-directory deb DEB_VERSION=$(VERSION)~prev
-	scripts/test-deb $(DEB_FILE) syncupsd_$(VERSION)~prev_$(DEB_ARCH).deb
 
 ## systemd's own checker on the user units, installed as `make install PREFIX=~/.local` would, in a scratch
 ## home. A bare `systemd-analyze verify systemd/syncupsd.service` cannot pass in a build tree: in user scope it
