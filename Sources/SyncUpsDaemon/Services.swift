@@ -75,7 +75,8 @@ final class Services {
         owner.session = session
         do {
             voices = try VoiceService(
-                loop: loop, directory: directory, model: voiceModel, logger: logger, wallClock: wallClock)
+                loop: loop, directory: directory, model: voiceModel, logger: logger, wallClock: wallClock,
+                fileSystem: fileSystem)
         } catch {
             throw StartupError("cannot set up voices: \(error)")
         }

@@ -143,7 +143,7 @@ struct ConfigurationOption: Sendable {
             defaultDescription: "$XDG_DATA_HOME/syncups/voice/ge2e.weights",
             help:
                 "the speaker encoder's weights (make voice-model installs them), or none: attribution by the floor alone",
-            reload: .never,
+            reload: .nextMeeting,
             value: { $0.voiceModel },
             apply: { configuration, value throws(ConfigurationError.Reason) in
                 configuration.voiceModel = value == "none" ? value : try absolutePath(value)
