@@ -54,7 +54,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 # The binaries to install: the release build, made first if missing. Point it elsewhere to install a build you
 # already have (the install test does).
 BUILT ?=
-MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
+MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5 syncupsd-voice-model.1
 
 .PHONY: all build run voice-model voice-test-model voice-reference test test-systemd test-desktop deb test-deb deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
@@ -192,7 +192,7 @@ install: man
 		> $(DESTDIR)$(USERUNITDIR)/syncupsd.service
 	chmod 0644 $(DESTDIR)$(USERUNITDIR)/syncupsd.service
 	install -m 0644 systemd/syncupsd.socket $(DESTDIR)$(USERUNITDIR)/
-	install -m 0644 .build/man/syncupsctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 .build/man/syncupsctl.1 .build/man/syncupsd-voice-model.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 .build/man/syncupsd.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 .build/man/syncupsd.8 $(DESTDIR)$(MANDIR)/man8/
 	@# Shells load completions by command name: syncupsd's are in syncupsctl's file.
@@ -265,7 +265,8 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/syncupsd $(DESTDIR)$(BINDIR)/syncupsctl $(DESTDIR)$(BINDIR)/syncups-whisper \
 		$(DESTDIR)$(BINDIR)/syncupsd-voice-model \
 		$(DESTDIR)$(USERUNITDIR)/syncupsd.service $(DESTDIR)$(USERUNITDIR)/syncupsd.socket \
-		$(DESTDIR)$(MANDIR)/man1/syncupsctl.1 $(DESTDIR)$(MANDIR)/man5/syncupsd.conf.5 $(DESTDIR)$(MANDIR)/man8/syncupsd.8 \
+		$(DESTDIR)$(MANDIR)/man1/syncupsctl.1 $(DESTDIR)$(MANDIR)/man1/syncupsd-voice-model.1 \
+		$(DESTDIR)$(MANDIR)/man5/syncupsd.conf.5 $(DESTDIR)$(MANDIR)/man8/syncupsd.8 \
 		$(DESTDIR)$(BASHCOMPDIR)/syncupsctl $(DESTDIR)$(BASHCOMPDIR)/syncupsd $(DESTDIR)$(ZSHCOMPDIR)/_syncupsctl \
 		$(DESTDIR)$(FISHCOMPDIR)/syncupsctl.fish $(DESTDIR)$(FISHCOMPDIR)/syncupsd.fish
 	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/syncupsd

@@ -83,6 +83,15 @@ final class Services {
         logger.info(voices.model.status)
         session.voices = voices
         voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
+        // A profile that cannot be written is a failed write of the user's data like sync-ups.json's: the
+        // daemon's subscribers (and the desktop's notification) hear of it, and of its end.
+        voices.writer.onErrorChange = { [unowned voices] in
+            if let error = voices.writeError {
+                publish(.daemon, EventName.persistenceFailed) { ["error": .string(error)] }
+            } else {
+                publish(.daemon, EventName.persistenceRecovered) { [:] }
+            }
+        }
         scheduler = Scheduler(
             loop: loop, directory: directory, state: owner, logger: logger, wallClock: wallClock,
             environment: environment, fileSystem: fileSystem)

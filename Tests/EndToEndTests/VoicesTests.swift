@@ -244,7 +244,8 @@ let voiceWeights =
         let client = try daemon.client()
         #expect(
             try client.result("status")["voices"]?.stringValue
-                == "voices off: no voice model at \(path) (syncupsd-voice-model, or make voice-model in the source tree, installs it)")
+                == "voices off: no voice model at \(path) (syncupsd-voice-model, or make voice-model in the source tree, installs it)"
+        )
         Files.write(path, try #require(Files.read(voiceWeights)))
         daemon.process.send(SIGHUP)
         var voices = try client.result("status")["voices"]?.stringValue
@@ -260,7 +261,10 @@ let voiceWeights =
         while voices?.hasPrefix("on:") == true && MonotonicInstant.now() < deadline {
             voices = try client.result("status")["voices"]?.stringValue
         }
-        #expect(voices == "voices off: no voice model at \(path) (syncupsd-voice-model, or make voice-model in the source tree, installs it)")
+        #expect(
+            voices
+                == "voices off: no voice model at \(path) (syncupsd-voice-model, or make voice-model in the source tree, installs it)"
+        )
     }
 
     @Test func withoutTheModelVoicesAreOffAndStatusSaysWhy() throws {
@@ -268,7 +272,8 @@ let voiceWeights =
         let status = try daemon.client().result("status")
         #expect(
             status["voices"]?.stringValue
-                == "voices off: no voice model at /nonexistent/ge2e.weights (syncupsd-voice-model, or make voice-model in the source tree, installs it)")
+                == "voices off: no voice model at /nonexistent/ge2e.weights (syncupsd-voice-model, or make voice-model in the source tree, installs it)"
+        )
         let damaged = TemporaryDirectory("damaged-model")
         Files.write(damaged.appending("ge2e.weights"), Array("SUVGE2E1\u{1}".utf8))
         let second = try DaemonProcess(arguments: ["--voice-model", damaged.appending("ge2e.weights")])

@@ -74,43 +74,38 @@ import Testing
         #expect(voices.unsaved.isEmpty && voices.profiles[ann] == nil)
     }
 
-    /// A profile that cannot be written shows in `status.persistence`, as the other files' failed writes do, and
-    /// leaves it once the retry (the user's files' back-off) writes it.
+    /// A profile that cannot be written shows in `status.persistence` and as `persistence.failed`, as the other
+    /// files' failed writes do, and leaves it (`persistence.recovered`) once the retry (the user's files'
+    /// back-off) writes it.
     @Test func aFailedProfileWriteShowsInStatusPersistenceUntilTheRetryWritesIt() throws {
         let faults = FaultyFileSystem()
         let daemon = try InProcessDaemon(
             dataDirectory: directory.path,
             clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000)), fileSystem: faults.fileSystem)
-        func request(_ line: String) throws -> JSONValue {
-            let reply = Array(line.utf8).withUnsafeBytes { daemon.handle($0) }
-            return try JSONParser().parse(Array(reply.dropLast()))
-        }
-        let created = try request(#"{"id":1,"cmd":"syncups.create","args":{"title":"Voices","attendees":["Ann"]}}"#)
-        let id = try #require(created["result"]?["attendees"]?[0]?["id"]?.stringValue.flatMap(Attendee.ID.init))
-        for _ in 0..<100 where try request(#"{"id":2,"cmd":"status"}"#)["result"]?["unsavedChanges"] != false {
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result("syncups.create", ["title": "Voices", "attendees": ["Ann"]])
+        let id = try #require(created["attendees"]?[0]?["id"]?.stringValue.flatMap(Attendee.ID.init))
+        try client.waitForStatus { status in
             daemon.advanceTime(by: .milliseconds(100))
+            return status["persistence"]?["unsavedChanges"] == false
         }
+        _ = try client.result("subscribe", ["topics": ["daemon"], "snapshot": false])
         faults.fail(.write, with: .noSpace)
         var profile = VoiceProfile()
         profile.learn(voiceOf(3), seconds: 9.6, at: 1_764_640_000)
         daemon.voices.record(profile, for: id)
         daemon.voices.write()
-        var status = JSONValue.null
-        for _ in 0..<1000 {
-            status = try request(#"{"id":3,"cmd":"status"}"#)
-            if status["result"]?["persistence"]?["lastError"] != .null { break }
-            _ = daemon.turn(waitingUpTo: 10)
-        }
-        let error = status["result"]?["persistence"]?["lastError"]?.stringValue ?? ""
-        #expect(error.contains("voice profile") && error.contains("No space left on device"), "\(status)")
+        let failed = try client.take { $0["event"] == "persistence.failed" }.last
+        let error = failed?["data"]?["error"]?.stringValue ?? ""
+        #expect(
+            error.contains("voice profile") && error.contains("No space left on device"),
+            "\(String(describing: failed))")
+        let status = try client.result("status")
+        #expect(status["persistence"]?["lastError"]?.stringValue == error, "\(status)")
         faults.heal()
         daemon.advanceTime(by: StoreRetry.initialDelay)
-        for _ in 0..<1000 {
-            status = try request(#"{"id":4,"cmd":"status"}"#)
-            if status["result"]?["persistence"]?["lastError"] == .null { break }
-            _ = daemon.turn(waitingUpTo: 10)
-        }
-        #expect(status["result"]?["persistence"]?["lastError"] == .null, "\(status)")
+        _ = try client.take { $0["event"] == "persistence.recovered" }
+        #expect(try client.result("status")["persistence"]?["lastError"] == .null)
         #expect(VoiceProfileStore(dataDirectory: DataDirectory(path: directory.path)).load(id) == .success(profile))
     }
 

@@ -23,7 +23,9 @@ final class VoiceService {
                 defer { fd.close() }
                 return .loaded(try VoiceModel(bytes: try fd.readToEnd(limit: 64 << 20)), path: path)
             } catch let error as SystemError where error.errno == .noSuchFile {
-                return .unavailable("voices off: no voice model at \(path) (syncupsd-voice-model, or make voice-model in the source tree, installs it)")
+                return .unavailable(
+                    "voices off: no voice model at \(path) (syncupsd-voice-model, or make voice-model in the source tree, installs it)"
+                )
             } catch {
                 return .unavailable("voices off: the voice model \(path) is unusable: \(error)")
             }
