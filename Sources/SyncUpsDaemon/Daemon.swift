@@ -78,7 +78,7 @@ public final class Daemon {
             server: server,
             directory: directory,
             sessionSettings: sessionSettings(configuration),
-            voiceModel: .load(voiceModelPath),
+            voiceModel: .load(voiceModelPath(configuration)),
             socketDescription: socket.ownedPath ?? "(from systemd)",
             startedAt: startedAt,
             logger: logger,
@@ -194,7 +194,7 @@ public final class Daemon {
     }
 
     /// The speaker encoder's weights file: configured, else beside the default data directory's place.
-    private var voiceModelPath: String? {
+    private func voiceModelPath(_ configuration: Configuration) -> String? {
         if let path = configuration.voiceModel { return path == "none" ? nil : path }
         return DataDirectory.defaultPath(environment: environment).map { FilePath.join($0, "voice/ge2e.weights") }
     }
@@ -283,6 +283,8 @@ public final class Daemon {
         current = new
         logger.changeMinimumLevel(to: new.logLevel)
         desktop?.notificationLevel = new.notifications
+        // Read again even when the option is unchanged: `make voice-model` may have installed it meanwhile.
+        services.voices.reloadModel(from: voiceModelPath(new))
         if !reload.appliedFromNextMeeting.isEmpty {
             services.session.settings = sessionSettings(
                 new, soundServer: services.session.settings.soundServer, isReload: true)

@@ -15,6 +15,8 @@ public final class InProcessDaemon {
     private let services: Services
     /// The schedules' owner, for tests that press a reminder's buttons without a desktop.
     var scheduler: Scheduler { services.scheduler }
+    /// The voice profiles' owner, for tests that learn a profile without a meeting's audio.
+    var voices: VoiceService { services.voices }
     private var connection: Connection?
     private var peer: FileDescriptor?
 

@@ -75,13 +75,23 @@ final class Services {
         owner.session = session
         do {
             voices = try VoiceService(
-                loop: loop, directory: directory, model: voiceModel, logger: logger, wallClock: wallClock)
+                loop: loop, directory: directory, model: voiceModel, logger: logger, wallClock: wallClock,
+                fileSystem: fileSystem)
         } catch {
             throw StartupError("cannot set up voices: \(error)")
         }
         logger.info(voices.model.status)
         session.voices = voices
         voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
+        // A profile that cannot be written is a failed write of the user's data like sync-ups.json's: the
+        // daemon's subscribers (and the desktop's notification) hear of it, and of its end.
+        voices.writer.onErrorChange = { [unowned voices] in
+            if let error = voices.writeError {
+                publish(.daemon, EventName.persistenceFailed) { ["error": .string(error)] }
+            } else {
+                publish(.daemon, EventName.persistenceRecovered) { [:] }
+            }
+        }
         scheduler = Scheduler(
             loop: loop, directory: directory, state: owner, logger: logger, wallClock: wallClock,
             environment: environment, fileSystem: fileSystem)

@@ -387,4 +387,7 @@ public enum StoreRetry {
 
     /// The delay after `delay`.
     public static func next(after delay: Duration) -> Duration { min(delay * 2, maximumDelay) }
+
+    /// The same policy as a `Backoff`, for a writer that keeps its own (`RetryingFileWriter`).
+    public static var backoff: Backoff { Backoff(initial: initialDelay, maximum: maximumDelay) }
 }

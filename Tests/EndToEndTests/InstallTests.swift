@@ -34,7 +34,7 @@ import Testing
         #expect(installed.exitCode == 0, "\(installed.standardError)")
         #expect(
             try tree(destination) == [
-                "usr/bin/syncups-whisper", "usr/bin/syncupsctl", "usr/bin/syncupsd",
+                "usr/bin/syncups-whisper", "usr/bin/syncupsctl", "usr/bin/syncupsd", "usr/bin/syncupsd-voice-model",
                 "usr/lib/systemd/user/syncupsd.service", "usr/lib/systemd/user/syncupsd.socket",
                 "usr/share/bash-completion/completions/syncupsctl", "usr/share/bash-completion/completions/syncupsd",
                 "usr/share/doc/syncupsd/ARCHITECTURE.md", "usr/share/doc/syncupsd/README.md",
@@ -46,12 +46,14 @@ import Testing
                 "usr/share/doc/syncupsd/waybar/style.css",
                 "usr/share/fish/vendor_completions.d/syncupsctl.fish",
                 "usr/share/fish/vendor_completions.d/syncupsd.fish",
-                "usr/share/man/man1/syncupsctl.1", "usr/share/man/man5/syncupsd.conf.5",
+                "usr/share/man/man1/syncupsctl.1", "usr/share/man/man1/syncupsd-voice-model.1",
+                "usr/share/man/man5/syncupsd.conf.5",
                 "usr/share/man/man8/syncupsd.8",
                 "usr/share/syncupsd/speech/faster-whisper/README.md",
                 "usr/share/syncupsd/speech/faster-whisper/install.sh",
                 "usr/share/syncupsd/speech/faster-whisper/syncups-whisper",
                 "usr/share/syncupsd/speech/faster-whisper/syncups_whisper.py",
+                "usr/share/syncupsd/voice/ge2e_convert.py", "usr/share/syncupsd/voice/install.sh",
                 "usr/share/zsh/site-functions/_syncupsctl",
             ])
         #expect(mode(destination + "/usr/bin/syncupsd") == 0o755)
@@ -98,6 +100,17 @@ import Testing
         let whisper = try CommandResult.run(
             home + "/.local/bin/syncups-whisper", ["--help"], environment: ["HOME": home])
         #expect(whisper.standardOutput.contains("usage"))
+        // The installed voice model installer finds its converter through the symlink and checks the weights in
+        // place (the test weights: no download).
+        let weights =
+            (Subprocess.currentEnvironment()["SYNCUPS_VOICE_DIR"] ?? BuiltProducts.repositoryRoot + "/.build/voice")
+        if Files.exists(weights + "/ge2e.weights") {
+            let voice = try CommandResult.run(
+                home + "/.local/bin/syncupsd-voice-model", [],
+                environment: ["HOME": home, "SYNCUPS_VOICE_DIR": weights, "PATH": "/usr/bin:/bin"])
+            #expect(voice.exitCode == 0, "\(voice.standardError)")
+            #expect(voice.standardOutput.contains("is already installed in \(weights)"), "\(voice.standardOutput)")
+        }
     }
 
     /// The units as `make install` puts them, under a real `systemd --user` of this machine's systemd, in a

@@ -1,6 +1,7 @@
-import SyncUpsClient
 import SyncUpsJSON
 import Testing
+
+@testable import SyncUpsClient
 
 @Suite struct StatusLineTests {
     let session: JSONValue = [
@@ -59,6 +60,17 @@ import Testing
             StatusLine.fill("{speaker}{speakingSuffix}", StatusLine.values(.object(object)))
                 == "Ann & Bob · Cat speaking in Ann & Bob's turn")
         #expect(StatusLine.values(.object(object))["speaking"] == "Cat")
+    }
+
+    /// `syncupsctl session` says it too, on its own line, and only when the voice is not the floor holder's.
+    @Test func theSessionCommandSaysWhoIsSpeakingInAnothersTurn() throws {
+        guard case .object(var object) = session else { return }
+        #expect(!Format.session(session).contains("speaking"))
+        object["speaking"] = object["speaker"]
+        #expect(!Format.session(.object(object)).contains("speaking"))
+        object["speaking"] = ["id": "C0000000-0000-0000-0000-000000000000", "name": "Cat"]
+        let text = Format.session(.object(object))
+        #expect(text.contains("\nspeaking:   Cat speaking in Ann & Bob's turn\n"), "\(text)")
     }
 
     /// Every shipped bar config uses the default text, so each shows the silent call without a change.

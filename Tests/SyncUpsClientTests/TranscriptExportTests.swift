@@ -73,6 +73,59 @@ import Testing
         }
     }
 
+    // MARK: - Attribution
+
+    /// Ann's turn: her words by the floor, then Cat's interjection named by voice, then Ann again by voice.
+    static let attributed: JSONValue = [
+        "id": "9C4D0000-0000-0000-0000-000000000000", "date": "2026-12-01T09:30:00Z",
+        "syncup": ["id": "5FD10000-0000-0000-0000-000000000000", "title": "Design"],
+        "segments": [
+            [
+                "speaker": ["id": "A", "name": "Ann"], "start": 0.0, "end": 2.0, "text": "the release is late",
+                "attribution": ["by": "floor"],
+            ],
+            [
+                "speaker": ["id": "A", "name": "Ann"], "start": 2.0, "end": 3.0, "text": "again",
+                "attribution": ["by": "floor"],
+            ],
+            [
+                "speaker": ["id": "C", "name": "Cat"], "start": 3.0, "end": 4.0, "text": "why",
+                "attribution": ["by": "voice", "confidence": 0.874],
+            ],
+            [
+                "speaker": ["id": "A", "name": "Ann"], "start": 4.0, "end": 5.0, "text": "the build",
+                "attribution": ["by": "voice", "confidence": 0.9],
+            ],
+        ],
+        "transcript": "",
+    ]
+
+    /// Each format says which words were named by voice, with the confidence, and leaves the floor's unmarked,
+    /// in a form its readers and players take as text (VTT's voice tag stays the bare name).
+    @Test func everyFormatSaysWhichSpeakersWereNamedByVoice() throws {
+        let markdown = try TranscriptExport.render(Self.attributed, format: "md")
+        #expect(
+            markdown.contains(
+                "**Ann:** the release is late again\n\n**Cat:** (by voice, 0.87) why\n\n**Ann:** (by voice, 0.90) the build\n\n"
+            ), "\(markdown)")
+        let vtt = try TranscriptExport.render(Self.attributed, format: "vtt")
+        let cues = vtt.components(separatedBy: "\n\n").dropFirst().map {
+            $0.split(separator: "\n").last.map(String.init)
+        }
+        #expect(
+            cues == [
+                "<v Ann>the release is late", "<v Ann>again", "<v Cat>(by voice, 0.87) why",
+                "<v Ann>(by voice, 0.90) the build", nil,
+            ], "\(vtt)")
+        for cue in cues.compactMap(\.self) {
+            let (voice, _) = try WebVTTRules.parsePayload(cue)
+            #expect(voice == "Ann" || voice == "Cat", "the voice tag is the bare name: \(cue)")
+        }
+        let srt = try TranscriptExport.render(Self.attributed, format: "srt")
+        #expect(srt.contains("\nCat (by voice, 0.87): why\n"), "\(srt)")
+        #expect(srt.contains("\nAnn: again\n"), "\(srt)")
+    }
+
     // MARK: - SubRip
 
     @Test func subRipIsValidAndSaysWhatWasSaidByWhom() throws {

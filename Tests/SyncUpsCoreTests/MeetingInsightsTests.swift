@@ -117,6 +117,29 @@ import Testing
         #expect(stats.map(\.ranOver) == [1, 0, 0])
     }
 
+    /// The by-voice averages count only the meetings attributed by voice: an older meeting (floor only) is
+    /// no zero in them, and a sync-up without voices has none.
+    @Test func statsAverageTheByVoiceFiguresOverTheMeetingsWithVoices() {
+        let (_, floorOnly) = pausedAndCutShort()
+        #expect(AttendeeStats.of([floorOnly]).allSatisfy { $0.meetingsWithVoices == 0 && $0.json["byVoice"] == .null })
+        var first = floorOnly
+        first.attendees[0].speakingByVoice = 2.4
+        first.attendees[0].inOthersTurns = 0.8
+        first.attendees[1].speakingByVoice = 3
+        var second = first
+        second.attendees[0].speakingByVoice = 3.6
+        second.attendees[0].inOthersTurns = 0
+        second.attendees[1].othersInTurn = [(first.attendees[0].attendee, 0.8)]
+        let stats = AttendeeStats.of([second, first, floorOnly])
+        #expect(stats.map(\.meetings) == [3, 3, 3])
+        #expect(stats.map(\.meetingsWithVoices) == [2, 2, 2])
+        #expect(stats.map(\.averageSpeakingByVoice) == [3, 3, 0])
+        #expect(stats.map(\.averageInOthersTurns) == [0.4, 0, 0])
+        #expect(
+            stats[0].json["byVoice"] == ["meetings": 2, "averageSpeaking": 3.0, "averageInOthersTurns": 0.4],
+            "\(stats[0].json)")
+    }
+
     /// A tick stamped with its deadline (2.0) handled after a `next` that came at 2.03: the record's times do
     /// not go back, so no turn ends before it began.
     @Test func aRecordsTimesNeverGoBack() {

@@ -13,7 +13,9 @@ import Testing
             uptimeMilliseconds: 1_500, syncUps: 2, meetings: 3, connections: 1, subscribers: 0, seq: 4, timers: 0,
             hasUnsavedChanges: false, isSynced: true, settingsGeneration: 0, desktopGeneration: 0,
             scheduleGeneration: 0),
-        session: .null, settings: StatusFields.SettingsNames(speechEngine: "pocketsphinx", audioDevice: "default"),
+        session: .null,
+        settings: StatusFields.SettingsNames(
+            speechEngine: "pocketsphinx", audioDevice: "default", voices: "voices off: no voice model configured"),
         next: .null, desktop: ["sessionBus": "off", "reason": "no session bus"], persistenceError: nil)
 
     /// One change for each field, named as the field (a counter by its own name).
@@ -32,7 +34,8 @@ import Testing
             {
                 // The settings' names change only with their generation (`SessionController.settings`).
                 $0.counters.settingsGeneration += 1
-                $0.settings = StatusFields.SettingsNames(speechEngine: "command", audioDevice: "pipewire")
+                $0.settings = StatusFields.SettingsNames(
+                    speechEngine: "command", audioDevice: "pipewire", voices: "on: ge2e from /m")
             }
         ),
         (
@@ -77,7 +80,7 @@ import Testing
 
     static func encoded(_ fields: StatusFields) -> [UInt8] {
         var bytes: [UInt8] = []
-        StatusEncoder(prefix: Array(#"{"version":"test""#.utf8), voices: "off", warnings: ["w"]).encode(
+        StatusEncoder(prefix: Array(#"{"version":"test""#.utf8), warnings: ["w"]).encode(
             fields, into: &bytes)
         return bytes
     }

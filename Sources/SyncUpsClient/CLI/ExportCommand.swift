@@ -78,6 +78,17 @@ enum TranscriptExport {
         var start: Double
         var end: Double
         var text: String
+        /// How the speaker was known: `floor`, or by voice with the confidence.
+        var attribution: SpeakerSource = .floor
+
+        /// ` (by voice, 0.91)` after a speaker named by voice; nothing for the floor (every meeting before
+        /// voices, and speech without a confident voice): what the reader sees in every format.
+        var marker: String {
+            guard case .voice(let confidence) = attribution else { return "" }
+            let hundredths = Int((confidence * 100).rounded())
+            let (sign, fraction) = (hundredths < 0 ? "-" : "", abs(hundredths) % 100)
+            return " (by voice, \(sign)\(abs(hundredths) / 100).\(fraction < 10 ? "0" : "")\(fraction))"
+        }
     }
 
     static func cues(_ meeting: JSONValue) -> [Cue] {
@@ -87,7 +98,8 @@ enum TranscriptExport {
                 speakerID: segment["speaker"]?["id"]?.stringValue ?? "",
                 start: segment["start"]?.numberValue?.double ?? 0,
                 end: segment["end"]?.numberValue?.double ?? 0,
-                text: segment["text"]?.stringValue ?? ""
+                text: segment["text"]?.stringValue ?? "",
+                attribution: SpeakerSource(json: segment["attribution"])
             )
         }
     }
@@ -108,20 +120,20 @@ enum TranscriptExport {
                     (transcript.isEmpty ? "_No transcript._" : Escape.markdown(transcript, atLineStart: true)) + "\n"
             } else {
                 // One paragraph per speaker turn: a speaker's consecutive phrases, as the recognizer split them,
-                // read as what they said in one go.
+                // read as what they said in one go; a phrase named by voice starts its own, marked.
                 var index = 0
                 while index < cues.count {
                     let cue = cues[index]
                     var phrases = [Escape.markdown(cue.text)]
                     index += 1
                     while index < cues.count, cues[index].speakerID == cue.speakerID,
-                        cues[index].speaker == cue.speaker
+                        cues[index].speaker == cue.speaker, cues[index].attribution == cue.attribution
                     {
                         phrases.append(Escape.markdown(cues[index].text))
                         index += 1
                     }
                     let speaker = Escape.markdown(cue.speaker.isEmpty ? "Unknown" : cue.speaker)
-                    text += "**\(speaker):** \(phrases.joined(separator: " "))\n\n"
+                    text += "**\(speaker):**\(cue.marker) \(phrases.joined(separator: " "))\n\n"
                 }
             }
             return text + "\n" + markdownInsights(meeting)
@@ -142,13 +154,16 @@ enum TranscriptExport {
                 // and a name or word with < or & would be read as markup.
                 let speaker = Escape.subtitle(cue.speaker)
                 let words = Escape.subtitle(cue.text)
+                // Named by voice: the marker opens the cue's text (the voice tag stays the bare name, which
+                // players show or style as the speaker).
                 if isVTT {
                     text += "\(timestamp(cue.start, separator: ".")) --> \(timestamp(end, separator: "."))\n"
-                    text += "\(speaker.isEmpty ? "" : "<v \(speaker)>")\(words)\n\n"
+                    let marker = cue.marker.isEmpty ? "" : String(cue.marker.dropFirst()) + " "
+                    text += "\(speaker.isEmpty ? "" : "<v \(speaker)>")\(marker)\(words)\n\n"
                 } else {
                     text +=
                         "\(index + 1)\n\(timestamp(cue.start, separator: ",")) --> \(timestamp(end, separator: ","))\n"
-                    text += "\(speaker.isEmpty ? "" : speaker + ": ")\(words)\n\n"
+                    text += "\(speaker.isEmpty ? "" : speaker + cue.marker + ": ")\(words)\n\n"
                 }
             }
             return text

@@ -103,9 +103,7 @@ extension Format {
     /// Per attendee heard by voice: `Ann spoke 1.5 s, 0.5 s of it in others' turns; in her turn: Cat 1.0 s`;
     /// nothing for a meeting without voices.
     static func byVoice(_ insights: MeetingInsights) -> [String] {
-        guard insights.attendees.contains(where: { $0.speakingByVoice > 0 || !$0.othersInTurn.isEmpty }) else {
-            return []
-        }
+        guard insights.isAttributedByVoice else { return [] }
         return insights.attendees.map { row in
             let name = oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name)
             var line = "\(name) spoke \(DurationText.tenths(row.speakingByVoice))"
@@ -128,16 +126,31 @@ extension Format {
         guard !stats.isEmpty else { return text + "no insights\n" }
         // The absences column only where someone was absent: the table stays as it was for everyone else.
         let showsAbsences = stats.contains { $0.absences > 0 }
-        var rows = [["attendee", "meetings", "avg floor", "avg spoke", "ran over"] + (showsAbsences ? ["absent"] : [])]
+        // The by-voice columns only where meetings were attributed by voice, averaged over those meetings.
+        let showsVoices = stats.contains { $0.meetingsWithVoices > 0 }
+        var rows = [
+            ["attendee", "meetings", "avg floor", "avg spoke", "ran over"] + (showsAbsences ? ["absent"] : [])
+                + (showsVoices ? ["by voice", "in others' turns"] : [])
+        ]
         for row in stats {
+            let voices =
+                row.meetingsWithVoices == 0
+                ? ["-", "-"]
+                : [DurationText.tenths(row.averageSpeakingByVoice), DurationText.tenths(row.averageInOthersTurns)]
             rows.append(
                 [
                     oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name), String(row.meetings),
                     DurationText.tenths(row.averageFloor), DurationText.tenths(row.averageSpeaking),
                     "\(row.ranOver) of \(row.meetings)",
-                ] + (showsAbsences ? [String(row.absences)] : []))
+                ] + (showsAbsences ? [String(row.absences)] : []) + (showsVoices ? voices : []))
         }
-        return text + table(rows)
+        var footer = ""
+        if showsVoices {
+            let counted = stats.map(\.meetingsWithVoices).max() ?? 0
+            footer =
+                "by voice: averages over the \(counted) meeting\(counted == 1 ? "" : "s") attributed by voice\n"
+        }
+        return text + table(rows) + footer
     }
 }
 

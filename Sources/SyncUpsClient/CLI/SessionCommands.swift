@@ -277,6 +277,7 @@ extension Format {
 
     static func session(_ session: JSONValue) -> String {
         var text = Format.sessionLine(session) + "\n"
+        if let heard = StatusLine.speakingInTurn(session) { text += "speaking:   \(heard)\n" }
         text +=
             "remaining:  \(DurationText.clock(int(session["durationRemaining"]))) of \(DurationText.clock(int(session["duration"])))\n"
         text += "meeting:    \(string(session["meeting"]))\n"

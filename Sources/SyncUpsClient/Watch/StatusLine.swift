@@ -88,7 +88,6 @@ public struct StatusLine: Sendable, Equatable {
         let state = session["state"]?.stringValue ?? ""
         let isCallSilent = session["callAudio"]?["silent"] == true
         let speaking = session["speaking"]?["name"]?.stringValue ?? ""
-        let isSomeoneElse = !speaking.isEmpty && session["speaking"]?["id"] != session["speaker"]?["id"]
         return [
             "title": session["title"]?.stringValue ?? "",
             "speaker": speaker.isEmpty ? "(no name)" : speaker,
@@ -110,8 +109,18 @@ public struct StatusLine: Sendable, Equatable {
             "callAudioSuffix": isCallSilent ? " · call audio: silent" : "",
             // Who is heard by voice now (empty: no confident voice); the suffix only when it is not the floor's.
             "speaking": speaking,
-            "speakingSuffix": isSomeoneElse ? " · \(speaking) speaking in \(speaker)'s turn" : "",
+            "speakingSuffix": speakingInTurn(session).map { " · \($0)" } ?? "",
         ]
+    }
+
+    /// "Cat speaking in Ben's turn" while a confident voice other than the floor holder's is heard (the
+    /// session object's `speaking`), else nil: for the bars and `syncupsctl session`.
+    public static func speakingInTurn(_ session: JSONValue) -> String? {
+        guard let speaking = session["speaking"]?["name"]?.stringValue, !speaking.isEmpty,
+            session["speaking"]?["id"] != session["speaker"]?["id"]
+        else { return nil }
+        let speaker = session["speaker"]?["name"]?.stringValue ?? ""
+        return "\(speaking) speaking in \(speaker.isEmpty ? "(no name)" : speaker)'s turn"
     }
 
     /// The seconds left of the current speaker's slot, as the daemon's timer passes the floor: each slot is

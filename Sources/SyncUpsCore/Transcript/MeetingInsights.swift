@@ -68,6 +68,11 @@ public struct MeetingInsights: Sendable, Equatable {
     /// In the meeting's order of attendees.
     public var attendees: [AttendeeInsights]
 
+    /// Whether any of its speech was named by voice (a meeting without voices has no by-voice figures).
+    public var isAttributedByVoice: Bool {
+        attendees.contains { $0.speakingByVoice > 0 || !$0.othersInTurn.isEmpty }
+    }
+
     public init(
         plannedSeconds: Double, realSeconds: Double, pausedSeconds: Double, turnsCutShort: Int,
         attendees: [AttendeeInsights]
@@ -230,6 +235,12 @@ public struct AttendeeStats: Sendable, Equatable {
     public var ranOver: Int
     /// In how many meetings they were marked absent (never counted as a turn, nor in the averages).
     public var absences: Int = 0
+    /// Of `meetings`, those attributed by voice (any speech named by voice): the by-voice averages' count.
+    public var meetingsWithVoices = 0
+    /// Their speaking time named by voice, per meeting with voices.
+    public var averageSpeakingByVoice: Double = 0
+    /// Of it, the time spoken in others' turns (interjections, overruns), per meeting with voices.
+    public var averageInOthersTurns: Double = 0
 
     public var json: JSONValue {
         var object = JSONObject()
@@ -239,6 +250,15 @@ public struct AttendeeStats: Sendable, Equatable {
         object.append("averageSpeaking", .double(TranscriptWord.rounded(averageSpeaking)))
         object.append("ranOver", .int(ranOver))
         object.append("absences", .int(absences))
+        object.append(
+            "byVoice",
+            meetingsWithVoices == 0
+                ? .null
+                : [
+                    "meetings": .int(meetingsWithVoices),
+                    "averageSpeaking": .double(TranscriptWord.rounded(averageSpeakingByVoice)),
+                    "averageInOthersTurns": .double(TranscriptWord.rounded(averageInOthersTurns)),
+                ])
         return .object(object)
     }
 
@@ -251,6 +271,7 @@ public struct AttendeeStats: Sendable, Equatable {
         var rowOfID: [Attendee.ID: Int] = [:]
         var rowOfName: [String: Int] = [:]
         for meeting in meetings {
+            let hasVoices = meeting.isAttributedByVoice
             for row in meeting.attendees where row.turns > 0 || row.isAbsent {
                 let key = NameKey.of(row.attendee.name)
                 let index =
@@ -272,12 +293,20 @@ public struct AttendeeStats: Sendable, Equatable {
                 stats[index].averageFloor += row.floor
                 stats[index].averageSpeaking += row.speaking
                 if row.ranOver { stats[index].ranOver += 1 }
+                if hasVoices {
+                    stats[index].meetingsWithVoices += 1
+                    stats[index].averageSpeakingByVoice += row.speakingByVoice
+                    stats[index].averageInOthersTurns += row.inOthersTurns
+                }
             }
         }
         for index in stats.indices where stats[index].meetings > 0 {
             let count = Double(stats[index].meetings)
             stats[index].averageFloor /= count
             stats[index].averageSpeaking /= count
+            guard stats[index].meetingsWithVoices > 0 else { continue }
+            stats[index].averageSpeakingByVoice /= Double(stats[index].meetingsWithVoices)
+            stats[index].averageInOthersTurns /= Double(stats[index].meetingsWithVoices)
         }
         return stats
     }

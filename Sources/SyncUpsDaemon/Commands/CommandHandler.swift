@@ -92,11 +92,9 @@ final class CommandHandler {
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.createSyncUp(arguments)
             }),
-        Command(
-            CommandName.syncUpsUpdate, ["id", "title", "duration", "theme", "attendees"],
-            value: {
-                (handler, arguments, _) throws(ProtocolError) in try handler.updateSyncUp(arguments)
-            }),
+        Command(CommandName.syncUpsUpdate, ["id", "title", "duration", "theme", "attendees"]) {
+            (handler, arguments, _) throws(ProtocolError) in try handler.updateSyncUp(arguments)
+        },
         Command(CommandName.syncUpsDelete, ["id"]) { (handler, arguments, _) throws(ProtocolError) in
             try handler.deleteSyncUp(arguments)
         },
@@ -161,11 +159,9 @@ final class CommandHandler {
             }),
         Command(CommandName.devices, value: { handler, _, _ in handler.session.devicesJSON }),
         Command(CommandName.voices, value: { handler, _, _ in handler.voices.json(handler.state.syncUps) }),
-        Command(
-            CommandName.voicesForget, ["attendee"],
-            value: { (handler, arguments, _) throws(ProtocolError) in
-                try handler.forgetVoice(arguments)
-            }),
+        Command(CommandName.voicesForget, ["attendee"]) { (handler, arguments, _) throws(ProtocolError) in
+            try handler.forgetVoice(arguments)
+        },
         Command(
             CommandName.subscribe, ["topics", "snapshot"],
             value: { (handler, arguments, connection) throws(ProtocolError) in
@@ -211,7 +207,7 @@ final class CommandHandler {
             ]
         )
         prefix.removeLast()  // the closing brace: the changing fields follow
-        return StatusEncoder(prefix: prefix, voices: voices.model.status, warnings: status.loadWarnings)
+        return StatusEncoder(prefix: prefix, warnings: status.loadWarnings)
     }()
 
     /// `status` is what bars and scripts poll, so it is written straight to bytes (`StatusEncoder`), into this
@@ -224,8 +220,12 @@ final class CommandHandler {
     private var statusGeneration = 0
     private var isStatusBufferCurrent = false
     /// The settings' names as of `settingsNamesGeneration` (read again only when the settings change).
-    private var settingsNames = StatusFields.SettingsNames(speechEngine: nil, audioDevice: "")
+    private var settingsNames = StatusFields.SettingsNames(speechEngine: nil, audioDevice: "", voices: "")
     private var settingsNamesGeneration = -1
+
+    /// The session's settings' generation with the voice model's: both change on SIGHUP, and the names
+    /// `status` says with them.
+    private var settingsGeneration: Int { session.settingsGeneration &+ voices.modelGeneration }
 
     /// The numbers `status` says, now.
     private func statusCounters(uptimeMilliseconds: Int64) -> StatusFields.Counters {
@@ -234,16 +234,17 @@ final class CommandHandler {
             connections: server.connections.count, subscribers: server.subscriberCount, seq: server.seq,
             timers: server.loop.scheduledTimerCount,
             hasUnsavedChanges: store.hasUnsavedChanges || status.scheduler?.hasUnsavedChanges == true,
-            isSynced: store.isDurable, settingsGeneration: session.settingsGeneration,
+            isSynced: store.isDurable, settingsGeneration: settingsGeneration,
             desktopGeneration: status.desktop.generation, scheduleGeneration: status.scheduler?.generation ?? 0)
     }
 
     /// Everything `status` says that can change, now.
     private func statusFields(uptimeMilliseconds: Int64) -> StatusFields {
-        if settingsNamesGeneration != session.settingsGeneration {
-            settingsNamesGeneration = session.settingsGeneration
+        if settingsNamesGeneration != settingsGeneration {
+            settingsNamesGeneration = settingsGeneration
             settingsNames = StatusFields.SettingsNames(
-                speechEngine: session.engineName, audioDevice: session.settings.audioDeviceName)
+                speechEngine: session.engineName, audioDevice: session.settings.audioDeviceName,
+                voices: voices.model.status)
         }
         return StatusFields(
             counters: statusCounters(uptimeMilliseconds: uptimeMilliseconds), session: session.json,
@@ -298,9 +299,11 @@ final class CommandHandler {
         return bytes
     }
 
-    /// The last failed write of the user's data, if it still fails: `sync-ups.json`, a meeting's details or
-    /// `syncups.schedule`.
-    private var persistenceError: String? { store.lastError ?? session.detailsError ?? status.scheduler?.lastError }
+    /// The last failed write of the user's data, if it still fails: `sync-ups.json`, a meeting's details,
+    /// `syncups.schedule` or a voice profile.
+    private var persistenceError: String? {
+        store.lastError ?? session.detailsError ?? status.scheduler?.lastError ?? voices.writeError
+    }
 
     // MARK: - Sync-ups
 
@@ -337,7 +340,7 @@ final class CommandHandler {
         return WireFormat.syncUp(try state.create(draft), meetings: .full)
     }
 
-    private func updateSyncUp(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+    private func updateSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         // Every argument is checked before any lookup: a type error is always `invalid_argument`.
         let id = try arguments.string("id")
         var update = SyncUpUpdate(
@@ -364,12 +367,29 @@ final class CommandHandler {
         let before = state.syncUps[index].attendees.map(\.id)
         let updated = try state.update(index, with: update)
         // A removed attendee's voice goes with them; a renamed one keeps it (profiles are keyed by id).
-        voices.forgetLogged(Set(before).subtracting(updated.attendees.map(\.id)))
-        return WireFormat.syncUp(updated, meetings: .summary)
+        let removed = Set(before).subtracting(updated.attendees.map(\.id))
+        let result = WireFormat.syncUp(updated, meetings: .summary)
+        guard !removed.isEmpty else { return .value(result) }
+        let voicesGone = forgetVoices(removed)
+        return .later {
+            _ = voicesGone()
+            return .success(.value(result))
+        }
+    }
+
+    /// Forgets the attendees' voices (`VoiceService.forget`); returns the wait for their files' removal, for a
+    /// reply made off the loop: the client that asked finds them gone when it reads the reply.
+    private func forgetVoices(_ attendees: Set<Attendee.ID>) -> @Sendable () -> SystemError? {
+        guard let removal = try? BlockingQueue<SystemError?>(capacity: 1) else {
+            voices.forget(attendees)
+            return { nil }
+        }
+        voices.forget(attendees) { error in _ = removal.push(error) }
+        return { removal.pop() ?? nil }
     }
 
     /// `voices.forget`: the attendee (an id or a unique prefix of one, in any sync-up) starts over.
-    private func forgetVoice(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+    private func forgetVoice(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let text = try arguments.string("attendee")
         let attendees = state.syncUps.flatMap(\.attendees)
         let attendee: Attendee
@@ -380,10 +400,14 @@ final class CommandHandler {
             throw .invalidArgument("attendee \"\(text)\" is too short: give the full id or at least 4 characters")
         case .ambiguous(let indices): throw .invalidArgument("\(text) is the start of \(indices.count) attendees' ids")
         }
-        do { try voices.forget([attendee.id]) } catch {
-            throw ProtocolError(.internalError, "the voice profile of \(attendee.name) stays: \(error)")
+        let voiceGone = forgetVoices([attendee.id])
+        let result: JSONValue = ["id": .string(attendee.id.description), "name": .string(attendee.name)]
+        return .later {
+            if let error = voiceGone() {
+                return .failure(ProtocolError(.internalError, "the voice profile of \(attendee.name) stays: \(error)"))
+            }
+            return .success(.value(result))
         }
-        return ["id": .string(attendee.id.description), "name": .string(attendee.name)]
     }
 
     /// `{"id"?: "<id or prefix>", "name": "…"}` or a bare name string (a new attendee). With `current` nil
@@ -421,10 +445,15 @@ final class CommandHandler {
 
     private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let (syncUp, orphaned) = state.delete(try state.index(of: try arguments.string("id")))
-        voices.forgetLogged(syncUp.attendees.map(\.id))
+        let voicesGone = forgetVoices(Set(syncUp.attendees.map(\.id)))
         status.scheduler?.forget(syncUp.id)
-        return removingFiles(
-            of: orphaned, then: ["id": .string(syncUp.id.description), "title": .string(syncUp.title)])
+        let result: JSONValue = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
+        let directory = state.dataDirectory
+        return .later {
+            _ = voicesGone()
+            if !orphaned.isEmpty { directory.removeSidecars(of: orphaned) }
+            return .success(.value(result))
+        }
     }
 
     /// The reply to a delete, once the deleted meetings' files are gone: removed off the loop (unlinks and a

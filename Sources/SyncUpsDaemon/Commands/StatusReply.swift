@@ -21,7 +21,7 @@ struct StatusFields: Equatable {
         var timers: Int
         var hasUnsavedChanges: Bool
         var isSynced: Bool
-        /// The generation of the settings, which `settings` changes only with (on SIGHUP).
+        /// The generation of the settings and the voice model, which `settings` changes only with (on SIGHUP).
         var settingsGeneration: Int
         /// The generation of the `desktop` object, which changes only with it (the bus came or went, a name).
         var desktopGeneration: Int
@@ -40,10 +40,12 @@ struct StatusFields: Equatable {
     /// The last failed write of the user's data, if it still fails: `sync-ups.json` or a meeting's details.
     var persistenceError: String?
 
-    /// The speech engine and audio device, as of `Counters.settingsGeneration`.
+    /// The speech engine, audio device and voices (`on: …`, or why they are off), as of
+    /// `Counters.settingsGeneration`.
     struct SettingsNames: Equatable {
         var speechEngine: String?
         var audioDevice: String
+        var voices: String
     }
 
     /// The replay cache's stamp: the counters, while a reply may be replayed (no session runs, its object
@@ -60,8 +62,6 @@ struct StatusFields: Equatable {
 struct StatusEncoder {
     /// `{"version":…,…,"dataFile":"…"`: the fields fixed at start-up, without the closing brace.
     let prefix: [UInt8]
-    /// The voices' state (`on: …`, or why they are off): the model is read at start-up only.
-    let voices: String
     /// What loading the data said, fixed at start-up.
     let warnings: [String]
 
@@ -101,7 +101,7 @@ struct StatusEncoder {
             JSONWriter.appendASCII("null", to: &bytes)
         }
         JSONWriter.appendASCII(#","voices":"#, to: &bytes)
-        JSONWriter.writeString(voices, into: &bytes)
+        JSONWriter.writeString(fields.settings.voices, into: &bytes)
         JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)
         JSONWriter.writeString(fields.settings.audioDevice, into: &bytes)
         JSONWriter.appendASCII(#","next":"#, to: &bytes)

@@ -142,8 +142,8 @@ struct ConfigurationOption: Sendable {
             placeholder: "FILE",
             defaultDescription: "$XDG_DATA_HOME/syncups/voice/ge2e.weights",
             help:
-                "the speaker encoder's weights (make voice-model installs them), or none: attribution by the floor alone",
-            reload: .never,
+                "the speaker encoder's weights (syncupsd-voice-model installs them), or none: attribution by the floor alone",
+            reload: .nextMeeting,
             value: { $0.voiceModel },
             apply: { configuration, value throws(ConfigurationError.Reason) in
                 configuration.voiceModel = value == "none" ? value : try absolutePath(value)

@@ -69,20 +69,16 @@ final class Scheduler {
     private var unreadEntries: [(syncUp: String?, entry: JSONValue)] = []
     private let systemZone: String
     private var timer: WallClockTimer?
-    /// The thread that writes `syncups.schedule`, started by the first change.
-    private var writer: SerialWorker?
+    /// Writes `syncups.schedule` on its own thread (started by the first change), retrying a failure with
+    /// the latest schedules.
+    private let writer: RetryingFileWriter
     private let fileSystem: FileSystem
     private let loop: EventLoop
-    /// The writer's outcomes, back on the loop: the version written and the error, if it failed.
-    private let results: Mailbox<(version: Int, error: String?)>?
-    private var resultsWatch: EventLoop.Watch?
     /// The schedules' version (bumped by each change) and the last one on disk.
     private var version = 0
     private var savedVersion = 0
-    private var retryTimer: EventLoop.Timer?
-    private var retryDelay = StoreRetry.initialDelay
     /// The last failed write of `syncups.schedule`, while it still fails (`status.persistence`).
-    private(set) var lastError: String?
+    var lastError: String? { writer.lastError }
     /// Whether a change is not on disk yet.
     var hasUnsavedChanges: Bool { savedVersion < version }
     /// Counts the changes of what `status` says about the schedules (for the replayed `status`).
@@ -100,20 +96,19 @@ final class Scheduler {
     ) {
         self.loop = loop
         self.fileSystem = fileSystem
-        self.results = try? Mailbox()
         self.state = state
         self.logger = logger
         self.path = FilePath.join(directory.path, Self.fileName)
         self.now = { Int64(wallClock().timeIntervalSince1970.rounded(.down)) }
         self.wallClock = wallClock
         self.systemZone = TimeZones.systemName(environment: environment)
+        writer = RetryingFileWriter(loop: loop, threadName: "syncups-sched", writing: path, logger: logger)
         timer = try? WallClockTimer(loop: loop) { [unowned self] clockWasSet in
             if clockWasSet { logger.info("the wall clock was set: planning the stand-ups' reminders again") }
             evaluate()
         }
-        resultsWatch = try? results?.attach(to: loop) { [unowned self] outcomes in
-            for outcome in outcomes { written(outcome.version, error: outcome.error) }
-        }
+        writer.prepare = { [unowned self] in write() }
+        writer.onErrorChange = { [unowned self] in generation += 1 }
     }
 
     /// Reads `syncups.schedule`; returns what could not be read (a warning each). A file over 1 MiB or not a
@@ -294,11 +289,12 @@ final class Scheduler {
     private func save() {
         generation += 1
         version += 1
-        if retryTimer == nil { write() }  // failing: the retry writes the latest state
+        writer.changed()  // failing: the retry writes the latest state
     }
 
-    /// Writes the current schedules on the writer thread; the outcome comes back through `results`.
-    private func write() {
+    /// The current schedules' write, for the writer thread (a failure is reported in `lastError` and the log,
+    /// and retried with the latest schedules until one works).
+    private func write() -> RetryingFileWriter.Write {
         var list: [JSONValue] = []
         for (id, schedule) in schedules.sorted(by: { $0.key < $1.key }) {
             list.append([
@@ -312,53 +308,18 @@ final class Scheduler {
             JSONWriter(options: JSONWriter.Options(isPretty: true)).encode(
                 ["version": 1, "schedules": .array(list)]) + [0x0A]
         let file = AtomicFile(path: path, fileSystem: fileSystem)
-        let (version, results) = (version, results)
-        let job: SerialWorker.Job = {
-            do {
-                try file.write(bytes)
-                results?.post((version, nil))
-            } catch {
-                results?.post((version, "cannot write \(file.path): \(error)"))
-            }
-        }
-        if writer == nil { writer = try? SerialWorker(name: "syncups-sched", capacity: 16) }
-        if let writer { writer.run(job) } else { job() }
-    }
-
-    /// A write's outcome: a failure is reported (`lastError`, the log) and retried, half a second doubling to 30 s,
-    /// with the latest schedules, until one works.
-    private func written(_ written: Int, error: String?) {
-        if let error {
-            if lastError != error { logger.error(error) }
-            if lastError == nil { generation += 1 }
-            lastError = error
-            guard retryTimer == nil, writer != nil else { return }
-            let delay = retryDelay
-            retryDelay = StoreRetry.next(after: delay)
-            retryTimer = loop.schedule(after: delay) { [unowned self] in
-                retryTimer = nil
-                write()
-            }
-            return
-        }
-        savedVersion = max(savedVersion, written)
-        guard savedVersion == version else { return }
-        retryDelay = StoreRetry.initialDelay
-        if lastError != nil {
-            logger.info("\(path) is written again")
-            lastError = nil
-            generation += 1
-        }
+        let version = version
+        return RetryingFileWriter.Write(
+            run: {
+                do { try file.write(bytes) } catch { return "cannot write \(file.path): \(error)" }
+                return nil
+            },
+            written: { [unowned self] in savedVersion = max(savedVersion, version) })
     }
 
     /// Waits for the last write (the daemon stops).
     func close() {
-        if let retryTimer { loop.cancel(retryTimer) }
-        retryTimer = nil
-        writer?.finish()
-        writer = nil
-        if let resultsWatch { loop.unwatch(resultsWatch) }
-        resultsWatch = nil
+        writer.close()
         timer?.arm(at: nil)
     }
 }

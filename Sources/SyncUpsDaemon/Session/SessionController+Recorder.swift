@@ -48,9 +48,10 @@ extension SessionController {
             session.mixer = nil
             return .recorderFailedToStart(error.description, warnings: warnings)
         }
-        let listener = voices?.begin(meetingID, attendees: session.machine.syncUp.attendees) { [session] in
-            session.machine.record.turns
-        }
+        // The live roster: someone added mid-meeting is matched and learned from the next window on.
+        let listener = voices?.begin(
+            meetingID, attendees: { [session] in session.machine.roster.members.map(\.attendee) },
+            turns: { [session] in session.machine.record.turns })
         session.relay.voice.withLock { $0 = listener }
         if let source = session.callRecorder?.statistics.capture.device,
             source == session.recorder?.statistics.capture.device

@@ -11,7 +11,7 @@ import SyncUpsVoice
 /// (on the clean-up thread), and forgets profiles on request or with their attendee.
 final class VoiceService {
     /// The encoder's weights, or why there are none (the daemon then attributes by the floor alone).
-    enum Model {
+    enum Model: Sendable {
         case loaded(VoiceModel, path: String)
         case unavailable(String)
 
@@ -23,7 +23,9 @@ final class VoiceService {
                 defer { fd.close() }
                 return .loaded(try VoiceModel(bytes: try fd.readToEnd(limit: 64 << 20)), path: path)
             } catch let error as SystemError where error.errno == .noSuchFile {
-                return .unavailable("voices off: no voice model at \(path) (make voice-model installs it)")
+                return .unavailable(
+                    "voices off: no voice model at \(path) (syncupsd-voice-model, or make voice-model in the source tree, installs it)"
+                )
             } catch {
                 return .unavailable("voices off: the voice model \(path) is unusable: \(error)")
             }
@@ -41,16 +43,19 @@ final class VoiceService {
         case window(VoiceWindow, Meeting.ID)
         /// The meeting's encoder has embedded all its audio: what it taught can be written.
         case drained(Meeting.ID)
-        /// A write of `profiles` ended: those in `failed` are still unsaved, for `error`.
-        case written([Attendee.ID: VoiceProfile], failed: Set<Attendee.ID>, error: String?)
+        /// The model read again (SIGHUP), off the loop.
+        case model(Model)
+        /// A removal on the writer thread left these attendees' files in place (tried again at each forget).
+        case unremoved(Set<Attendee.ID>)
     }
 
     /// One meeting's listening: its encoder and the turns its windows are learned against.
     private struct Listening {
         var meeting: Meeting.ID
         var listener: VoiceListener
-        /// The meeting's attendees: the only voices its windows are matched against or teach.
-        var attendees: [Attendee]
+        /// The meeting's attendees now (its live roster: one added mid-meeting is matched from the next
+        /// window): the only voices its windows are matched against or teach.
+        var attendees: () -> [Attendee]
         var turns: () -> [SpeakerTurn]
         /// The holder of the turn the last window taught: when it changes, what the turn taught is written.
         var lastHolder: Attendee.ID?
@@ -63,18 +68,17 @@ final class VoiceService {
     let wallClock: WallClock
     let mailbox: Mailbox<Message>
     let loop: EventLoop
-    /// Writes profiles off the loop, one write at a time.
-    let writer: SerialWorker
+    /// Writes profiles off the loop, one write at a time, and removes forgotten ones in order with the writes;
+    /// a failed write is retried with the user's files' back-off (`StoreRetry`).
+    let writer: RetryingFileWriter
     /// Profiles learned (or relearned) since their last successful write.
     private(set) var unsaved: Set<Attendee.ID> = []
-    /// Why the last write failed, until one succeeds (for `voices`).
-    private(set) var writeError: String?
-    private var writing = false
-    private var retry: EventLoop.Timer?
-    /// How long after a failed write it is tried again (the store's retry, for sync-ups.json, is alike).
-    static let retryDelay: Duration = .seconds(5)
+    /// Why the last write failed, until one succeeds (for `voices` and `status.persistence`).
+    var writeError: String? { writer.lastError }
     var matcher = VoiceMatcher()
     var model: Model
+    /// Counts the changes of `model`'s status (SIGHUP read it again): `status` says it anew.
+    private(set) var modelGeneration = 0
     /// Where a voice matched with confidence goes: the session, which attributes speech by it.
     var onEvidence: (VoiceEvidence, Meeting.ID) -> Void = { _, _ in }
     private(set) var profiles: [Attendee.ID: VoiceProfile]
@@ -90,7 +94,7 @@ final class VoiceService {
     ) throws(SystemError) {
         store = VoiceProfileStore(dataDirectory: directory, fileSystem: fileSystem)
         self.loop = loop
-        writer = try SerialWorker(name: "voice-writer")
+        writer = RetryingFileWriter(loop: loop, threadName: "voice-writer", writing: "voice profiles", logger: logger)
         self.logger = logger
         self.wallClock = wallClock
         self.model = model
@@ -102,11 +106,12 @@ final class VoiceService {
         _ = try mailbox.attach(to: loop) { [unowned self] messages in
             for message in messages { receive(message) }
         }
+        writer.prepare = { [unowned self] in nextWrite() }
     }
 
     /// Starts the meeting's encoder if there is a model; returns it for the audio relay to feed.
     func begin(
-        _ meeting: Meeting.ID, attendees: [Attendee], turns: @escaping () -> [SpeakerTurn]
+        _ meeting: Meeting.ID, attendees: @escaping () -> [Attendee], turns: @escaping () -> [SpeakerTurn]
     ) -> VoiceListener? {
         guard case .loaded(let voiceModel, _) = model else { return nil }
         do {
@@ -139,13 +144,14 @@ final class VoiceService {
             let start = Double(window.start) / rate
             let end = Double(window.start + window.count) / rate
             let turns = listening.turns()
+            let attendees = listening.attendees()
             var keyed: [String: VoiceProfile] = [:]
-            for attendee in listening.attendees { keyed[attendee.id.description] = profiles[attendee.id] }
+            for attendee in attendees { keyed[attendee.id.description] = profiles[attendee.id] }
             // Attributed first, with what was known before this window.
             let middle = (start + end) / 2
             let floor = turns.last { $0.start <= middle }?.speaker.id.description
             if case .voice(let id, let confidence) = matcher.decide(embedding, floor: floor, keyed),
-                let speaker = listening.attendees.first(where: { $0.id.description == id })
+                let speaker = attendees.first(where: { $0.id.description == id })
             {
                 onEvidence(
                     VoiceEvidence(speaker: speaker, start: start, end: end, confidence: Double(confidence)), meeting)
@@ -169,19 +175,21 @@ final class VoiceService {
                 logger.warning("voices: the speaker encoder fell behind and skipped \(dropped) chunks of 0.1 s")
             }
             write()
-        case .written(let written, let failed, let error):
-            writing = false
-            for (id, profile) in written where !failed.contains(id) && profiles[id] == profile { unsaved.remove(id) }
-            writeError = error
-            if error != nil, retry == nil {
-                retry = loop.schedule(after: Self.retryDelay) { [unowned self] in
-                    retry = nil
-                    write()
-                }
-            } else if !unsaved.isEmpty {
-                write()
-            }
+        case .unremoved(let ids):
+            unremoved.formUnion(ids)
+        case .model(let new):
+            let changed = new.status != model.status
+            model = new
+            guard changed else { return }
+            modelGeneration += 1
+            logger.notice("SIGHUP: \(new.status)\(listening.isEmpty ? "" : " (from the next meeting)")")
         }
+    }
+
+    /// Reads the model at `path` again (SIGHUP), off the loop: voices turn on when `make voice-model` installed
+    /// it while the daemon ran, or off when it was removed. A running meeting keeps the encoder it started with.
+    func reloadModel(from path: String?) {
+        writer.run { [mailbox] in mailbox.post(.model(Model.load(path))) }
     }
 
     /// A profile learned: kept, and written at the next turn's end or the meeting's.
@@ -191,33 +199,36 @@ final class VoiceService {
     }
 
     /// Writes the unsaved profiles on the writer thread (one write at a time; a failure is logged, reported
-    /// by `voices` and retried after `retryDelay`, the profiles kept in memory until it works).
+    /// by `voices` and `status.persistence` and retried, the profiles kept in memory until it works).
     func write() {
-        guard !writing, !unsaved.isEmpty else { return }
+        writer.changed()
+    }
+
+    /// The write of the profiles unsaved now, for `writer`.
+    private func nextWrite() -> RetryingFileWriter.Write? {
         let batch = Dictionary(uniqueKeysWithValues: unsaved.compactMap { id in profiles[id].map { (id, $0) } })
         unsaved = Set(batch.keys)
-        guard !batch.isEmpty else { return }
-        writing = true
+        guard !batch.isEmpty else { return nil }
         let store = store
-        let logger = logger
-        writer.run { [mailbox] in
-            var failed: Set<Attendee.ID> = []
-            var reason: String?
-            for (attendee, profile) in batch {
-                do { try store.save(profile, for: attendee) } catch {
-                    logger.error("voices: cannot write the profile of \(attendee): \(error); trying again")
-                    failed.insert(attendee)
-                    reason = reason ?? "\(error)"
+        return RetryingFileWriter.Write(
+            run: {
+                var reason: String?
+                for (attendee, profile) in batch.sorted(by: { $0.key.description < $1.key.description }) {
+                    do { try store.save(profile, for: attendee) } catch {
+                        reason = reason ?? "cannot write the voice profile \(store.path(of: attendee)): \(error)"
+                    }
                 }
-            }
-            mailbox.post(.written(batch, failed: failed, error: reason))
-        }
+                return reason
+            },
+            written: { [unowned self] in
+                for (id, profile) in batch where profiles[id] == profile { unsaved.remove(id) }
+            })
     }
 
     /// The daemon is stopping (the loop no longer runs): the write under way ends, then what is still unsaved
     /// is written here, so a stop right after a meeting keeps what it taught.
     func shutDown() {
-        writer.finish()
+        writer.close()
         for id in unsaved.sorted(by: { $0.description < $1.description }) {
             guard let profile = profiles[id] else { continue }
             do { try store.save(profile, for: id) } catch {
@@ -227,36 +238,42 @@ final class VoiceService {
         unsaved = []
     }
 
-    /// Forgets the attendees' profiles, in memory and on disk. A file that cannot be removed is logged and
-    /// thrown (a `voices.forget` fails with it; a removed attendee's is logged and tried again at the next
-    /// forget), so a profile said to be forgotten is gone.
-    func forget(_ attendees: some Sequence<Attendee.ID>) throws(SystemError) {
-        if !unremoved.isEmpty {
-            let again = unremoved
-            unremoved = []
-            try? remove(again)
-        }
-        try remove(Set(attendees))
-    }
-
-    private func remove(_ ids: Set<Attendee.ID>) throws(SystemError) {
+    /// Forgets the attendees' profiles: at once in memory (no later write includes them), and on disk on the
+    /// writer thread, after the write under way (which could otherwise bring a removed file back). `done` is
+    /// called there with the removal's failure: a file that cannot be removed is logged, reported to `done`
+    /// (a `voices.forget` fails with it) and tried again at the next forget, so a profile said to be forgotten
+    /// is gone.
+    func forget(_ attendees: some Sequence<Attendee.ID>, done: @escaping @Sendable (SystemError?) -> Void = { _ in }) {
+        let ids = Set(attendees)
+        let again = unremoved
+        unremoved = []
         for id in ids {
             profiles[id] = nil
             unsaved.remove(id)
         }
+        let (store, logger, mailbox) = (store, logger, mailbox)
+        writer.run {
+            if !again.isEmpty, let left = Self.remove(again, from: store, logger: logger) {
+                mailbox.post(.unremoved(left.ids))
+            }
+            guard let left = Self.remove(ids, from: store, logger: logger) else { return done(nil) }
+            mailbox.post(.unremoved(left.ids))
+            done(left.error)
+        }
+    }
+
+    /// Removes the attendees' files (on the writer thread); returns those left and why, if any are.
+    private static func remove(
+        _ ids: Set<Attendee.ID>, from store: VoiceProfileStore, logger: Logger
+    ) -> (ids: Set<Attendee.ID>, error: SystemError)? {
         do { try store.remove(ids) } catch {
             let left = ids.filter { id in
                 [store.path(of: id), store.path(of: id) + ".bad"].contains { FileIdentity(path: $0) != nil }
             }
-            unremoved.formUnion(left)
             logger.error("voices: cannot remove the profile files of \(left.count) attendees: \(error)")
-            throw error
+            return (left, error)
         }
-    }
-
-    /// Forgets, logging a failure (the files are tried again at the next forget): for removed attendees.
-    func forgetLogged(_ attendees: some Sequence<Attendee.ID>) {
-        do { try forget(attendees) } catch {}
+        return nil
     }
 
     /// `voices`: what is known per attendee of every sync-up.

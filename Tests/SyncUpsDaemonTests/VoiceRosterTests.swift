@@ -1,0 +1,61 @@
+import FoundationEssentials
+import SyncUpsCore
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsTestSupport
+import Testing
+
+@testable import SyncUpsDaemon
+@testable import SyncUpsVoice
+
+/// The voice side follows the meeting's live roster (issue 26): someone added mid-meeting is matched by voice.
+@Suite struct VoiceRosterTests {
+    let directory = TemporaryDirectory("voice-roster")
+    let ann = Attendee(id: Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000A")!, name: "Ann")
+    let cat = Attendee(id: Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000C")!, name: "Cat")
+    /// The test weights (`make voice-test-model`): the listener needs a model to start.
+    static let weights =
+        (Subprocess.currentEnvironment()["SYNCUPS_VOICE_DIR"] ?? BuiltProducts.repositoryRoot + "/.build/voice")
+        + "/ge2e.weights"
+
+    @Test func anAttendeeAddedMidMeetingIsMatchedByVoice() throws {
+        let model = VoiceService.Model.load(Self.weights)
+        guard case .loaded = model else {
+            Issue.record("no voice model: \(model.status) (make voice-test-model)")
+            return
+        }
+        let loop = try EventLoop(clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000)))
+        let voices = try VoiceService(
+            loop: loop, directory: DataDirectory(path: directory.path), model: model, logger: .discarding,
+            wallClock: .fixed(Date(timeIntervalSince1970: 1_764_640_000)))
+        defer { voices.shutDown() }
+        // Both known from earlier meetings; Cat is not in the sync-up when the meeting starts.
+        for (attendee, axis) in [(ann, 1), (cat, 3)] {
+            var profile = VoiceProfile()
+            profile.learn(voiceOf(axis), seconds: 9.6, at: 1_764_640_000)
+            voices.record(profile, for: attendee.id)
+        }
+        var roster = [ann]
+        var heard: [VoiceEvidence] = []
+        voices.onEvidence = { evidence, _ in heard.append(evidence) }
+        let meeting = Meeting.ID(uuidString: "00000000-0000-0000-0000-0000000000EE")!
+        let listener = try #require(
+            voices.begin(meeting, attendees: { roster }, turns: { [SpeakerTurn(speaker: ann, start: 0)] }))
+        defer { listener.finishAndJoin() }
+        // Cat is added mid-meeting, then speaks in Ann's turn.
+        roster.append(cat)
+        let rate = MelFrontend.sampleRate
+        voices.mailbox.post(
+            .window(
+                VoiceWindow(start: 2 * rate, count: VoiceStream.windowSamples, embedding: voiceOf(3), level: -20),
+                meeting))
+        #expect(loop.run(until: { !heard.isEmpty }), "Cat's voice was never matched")
+        #expect(heard.first?.speaker == cat, "\(heard)")
+    }
+
+    func voiceOf(_ axis: Int) -> [Float] {
+        var vector = [Float](repeating: 0, count: VoiceModel.embeddingSize)
+        vector[axis] = 1
+        return vector
+    }
+}
