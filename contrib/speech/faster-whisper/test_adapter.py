@@ -232,6 +232,47 @@ class SegmenterTests(unittest.TestCase):
         self.assertTrue(all(e - s <= 25 * RATE for s, e in spans))
         self.assertEqual(spans[-1][1], len(flags) * self.F)
 
+    def test_a_long_utterance_ends_at_a_breath_a_short_one_does_not(self):
+        """A monologue is settled phrase by phrase: once an utterance holds 6 s of speech, a pause of 0.3 s ends it
+        (each decode of the part in progress then covers seconds, not up to 25 s: on a 26-30 s monologue of the
+        LibriVox clips the old partials cost up to 1.1 s of CPU each, the final 1.5 s). Shorter, the same pause
+        is a breath inside the utterance; a shorter pause (a stop consonant, 0.06-0.18 s in the clips) never
+        ends one."""
+        defaults = engine.parse_args([])
+        params = engine.SegmentParams(max_s=defaults.max_segment, min_silence_s=defaults.min_silence,
+                                      long_s=defaults.long_utterance, long_pause_s=defaults.long_pause)
+
+        def plan(flags):
+            levels = [-20.0 if f else -50.0 for f in flags]
+            return engine.plan_segments(levels, flags, 0, len(flags) * self.F, [], 0, False, params)[0]
+
+        breath = [False] * self.frames(0.3)
+        segments = plan([True] * self.frames(7) + breath + [True] * self.frames(3) + [False] * self.frames(1))
+        self.assertEqual(len(segments), 2, segments)
+        self.assertEqual(segments[0][1], (self.frames(7) + len(breath)) * self.F, "ends at the breath's end")
+        self.assertEqual(segments[1][0], segments[0][1])
+        segments = plan([True] * self.frames(4) + breath + [True] * self.frames(3) + [False] * self.frames(1))
+        self.assertEqual(len(segments), 1, "a 4 s utterance was cut at a breath")
+        stop = [False] * self.frames(0.27)
+        segments = plan([True] * self.frames(7) + stop + [True] * self.frames(3) + [False] * self.frames(1))
+        self.assertEqual(len(segments), 1, "cut at a 0.27 s dip")
+
+    def test_a_noisy_tail_far_below_the_speech_is_not_speech(self):
+        """The end of speech is told by the speech's own level too: the LibriVox clips' tails (-42 to -47 dBFS)
+        are 15 dB above a quiet room (-60 dBFS) and counted as speech until each clip ended, 0.2-0.35 s after the
+        last word, holding each final back by as long. 20 dB under the loudest speech of the last 1.5 s, a
+        frame is not speech; a quiet speaker after a loud one, later, still is."""
+        drop = engine.parse_args([]).vad_drop_db
+        vad = engine.EnergyVad(drop_db=drop)
+        for _ in range(self.frames(4)):
+            vad(-60.0)  # the room
+        self.assertTrue(all(vad(-20.0) for _ in range(self.frames(2))))
+        self.assertFalse(vad(-44.0), "the recording's tail counted as speech")
+        self.assertTrue(engine.EnergyVad(drop_db=0)(-44.0), "without the bound, the old rule")
+        for _ in range(self.frames(2)):
+            vad(-60.0)
+        self.assertTrue(vad(-38.0), "a quiet speaker 2 s after a loud one was not heard")
+
     def test_silence_and_clicks_make_no_segment_and_progress_goes_on(self):
         flags = [False] * self.frames(10)
         flags[100] = True  # a 30 ms click
