@@ -507,6 +507,34 @@ class LiveTests(unittest.TestCase):
         self.assertEqual(len(segments), 1)
         self.assertEqual(decoder.arrivals[segments[0][2]], read_at)
 
+    def test_a_phrase_cut_from_a_long_utterance_is_decoded_with_the_quiet_before_it(self):
+        """A segment that starts where a long utterance was cut (at a 0.3 s pause) has none of its first word's
+        soft start: tiny.en heard "He was not an ill-disposed young man, ..." as "He was not an old-s-y-y-y-y" in
+        3 of 5 monologues and lost the rest. It is decoded with the last 0.15 s of the pause before it; a word the
+        decode puts there (the fading end of the word before) is not part of its final."""
+        import io
+        first = fake_segment(" Had he married", words=[(" Had", 0.3, 0.5), (" he", 0.5, 0.6), (" married", 0.6, 1.0)])
+        second = fake_segment(" him. He was not", words=[(" him.", 0.0, 0.1), (" He", 0.2, 0.4), (" was", 0.4, 0.6),
+                                                          (" not", 0.6, 0.9)])
+        stream = io.BytesIO()
+        decoder = engine.Engine(engine.parse_args([]), engine.Output(stream), self.numpy)
+        decoder.model = FakeModel([first], [second])
+        decoder.turns.closed.set()
+        # 7.2 s of speech, a 0.3 s pause, 3 s of speech: the pause ends the first utterance at 7.5 s. The speech
+        # has a quiet frame in five, as speech has, so that the noise floor stays under it.
+        loud = self.numpy.frombuffer(self.speech(10.2), dtype="<i2").reshape(-1, engine.FRAME).copy()
+        loud[::5] //= 50
+        loud = loud.tobytes()
+        pause = int(7.2 * RATE) * 2
+        decoder.events.put(("audio", (loud[:pause] + silence(0.3) + loud[pause:] + silence(1.0), time.monotonic())))
+        decoder.events.put(("eof", None))
+        self.assertEqual(decoder.run(), 0)
+        finals = [json.loads(line) for line in stream.getvalue().splitlines() if b'"final"' in line]
+        self.assertEqual([(f["start"], f["end"]) for f in finals], [(0.3, 1.0), (7.55, 8.25)])
+        self.assertEqual(finals[1]["text"], "He was not")
+        self.assertEqual(len(decoder.model.calls), 2)
+        self.assertEqual(decoder.model.calls[1][0], int(3.3 * RATE) + int(0.15 * RATE), "no quiet before it")
+
     def test_the_model_is_warmed_up_before_the_meeting(self):
         decoder = self.engine([], args=["--no-vad-filter"])
         decoder.warm_up()
