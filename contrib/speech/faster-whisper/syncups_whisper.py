@@ -255,7 +255,10 @@ def token_budget(seconds):
     return min(440, 16 + int(math.ceil(10 * seconds)))
 
 
-PARTIAL_MAX_WAIT = 2.0  # seconds: the longest the share of a core may space two partials
+# seconds: the longest the share of a core may space two partials. 2 s cost a monologue's partials up to a third of
+# a core when an utterance ran to 25 s; since a long utterance ends at a breath (--long-utterance), its part in
+# progress is short and its partials cost 0.1-0.5 s of CPU, so that at most 4 s keeps them within a tenth of a core.
+PARTIAL_MAX_WAIT = 4.0
 
 
 def partial_wait(interval, cost, share):
@@ -1020,7 +1023,7 @@ def parse_args(argv):
                         help="seconds between decodes of the utterance in progress (default 0.7; 0: no partials)")
     parser.add_argument("--partial-cpu-share", type=float, default=0.1,
                         help="most of one core the partials may take: a partial decode that cost c seconds of CPU "
-                        "is followed by the next one c / share seconds later at the earliest, but at most 2 s later "
+                        "is followed by the next one c / share seconds later at the earliest, but at most 4 s later "
                         "(default 0.1; 0, or 0.01 to 1; 0: every --partial-interval)")
     parser.add_argument("--speculate-after", type=float, default=0.3,
                         help="silence after which the utterance is decoded for its final ahead of its closing, "
