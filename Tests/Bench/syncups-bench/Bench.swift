@@ -512,8 +512,12 @@ struct Bench {
         )
         print("   audio 1 s after the start, the engine started with the meeting); after 10 s of a quiet room's noise")
         print(
-            "   (-60 dBFS); right after a speaker turn (`session.next` when the clip's audio starts). Median and worst."
+            "   (-60 dBFS); right after a speaker turn (`session.next` when the clip's audio starts); a monologue (six"
         )
+        print(
+            "   clips cut to their speech, back to back, 25-30 s; a meeting each, from its first word and to its last)."
+        )
+        print("   Median and worst.")
         print(
             "| engine | case | clips | first partial after speech starts | final after speech ends | live WER | CPU per meeting-second |"
         )

@@ -160,6 +160,18 @@ enum SpeechBench {
 
         var utterances: [Utterance]
         var tail = 3.0
+        /// The clips, each cut to its speech and 90 ms around it, follow each other with no pause: one speaker
+        /// going on (a breath between two clips is all the silence), measured as one utterance from the first
+        /// clip's onset to the last clip's end.
+        var monologue = false
+
+        /// A monologue of at least 25 s: six clips cut to their speech, from clip `first` on in file order and
+        /// that one again at the end.
+        static func monologue(first: Int, clips: Int) -> LiveMeeting {
+            LiveMeeting(
+                utterances: (0...clips).map { .init(clip: (first + $0) % clips, silenceBefore: $0 == 0 ? 2 : 0) },
+                monologue: true)
+        }
     }
 
     /// A row of the live table: the same kind of moment for at least five utterances, in one meeting or more.
@@ -191,6 +203,10 @@ enum SpeechBench {
                     meetings: [
                         LiveMeeting(utterances: indices.map { .init(clip: $0, silenceBefore: 2, turnBefore: true) })
                     ]),
+                // One speaker for 25-30 s without a pause, a meeting each (the clips in another order each time).
+                LiveCase(
+                    name: "a monologue of 25-30 s", key: "monologue",
+                    meetings: indices.map { LiveMeeting.monologue(first: $0, clips: clips) }),
             ]
         }
     }
@@ -225,7 +241,7 @@ enum SpeechBench {
             let one = try liveMeeting(engine: engine, command: command, meeting: meeting, clips: clips)
             live.partialLatencies += one.partialLatencies
             live.finalLatencies += one.finalLatencies
-            live.clips += meeting.utterances.count
+            live.clips += meeting.monologue ? 1 : meeting.utterances.count
             live.peakResidentKiB = max(live.peakResidentKiB, one.peakResidentKiB)
             recognized += one.words
             reference += meeting.utterances.flatMap { $0.clip < references.count ? references[$0.clip] : [] }
@@ -261,7 +277,13 @@ enum SpeechBench {
         var speech: [UInt8] = []
         var spans: [(onset: Double, end: Double, start: Double, stop: Double)] = []
         for utterance in meeting.utterances {
-            let clip = clips[utterance.clip]
+            var clip = clips[utterance.clip]
+            if meeting.monologue {
+                let voiced = voicedSpan(clip)
+                let margin = 0.09
+                let from = max(Int((voiced.onset - margin) * 16_000), 0) * 2
+                clip = Array(clip[from..<min(Int((voiced.end + margin) * 16_000) * 2, clip.count)])
+            }
             speech +=
                 utterance.noise
                 ? roomNoise(seconds: utterance.silenceBefore) : SpeechFixture.silence(seconds: utterance.silenceBefore)
@@ -269,6 +291,9 @@ enum SpeechBench {
             let voiced = voicedSpan(clip)
             spans.append((base + voiced.onset, base + voiced.end, base, base + Double(clip.count) / 32_000))
             speech += clip
+        }
+        if meeting.monologue, let first = spans.first, let last = spans.last {
+            spans = [(first.onset, last.end, first.start, last.stop)]
         }
         speech += SpeechFixture.silence(seconds: meeting.tail)
         let meetingSeconds = Double(speech.count) / 32_000

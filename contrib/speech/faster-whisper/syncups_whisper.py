@@ -61,12 +61,20 @@ class EnergyVad:
     LibriVox clips' last words) would count as speech, holding every final back by as long."""
 
     DIGITAL_SILENCE_DB = -90.0
+    UNVOICED = -1000.0  # stands for a frame that was not speech in `recent`
 
-    def __init__(self, min_db=-50.0, snr_db=10.0, window=300, prior_db=-60.0, prior_frames=100):
+    def __init__(self, min_db=-50.0, snr_db=10.0, window=300, prior_db=-60.0, prior_frames=100, drop_db=0.0,
+                 recent_frames=50):
+        """drop_db: a frame more than this far below the loudest speech of the last `recent_frames` (1.5 s) is not
+        speech either (0: no such bound): the end of speech is then told by the speech's own level, not only by
+        the room's, so a recording's or a room's noisy tail (-42 to -47 dBFS after the LibriVox clips' last
+        words, 15 dB above a quiet room) does not hold the final back."""
         self.min_db = min_db
         self.snr_db = snr_db
+        self.drop_db = drop_db
         self.prior = [prior_db] * prior_frames
         self.history = deque(maxlen=window)
+        self.recent = deque(maxlen=recent_frames)
 
     def noise_floor(self):
         levels = sorted(self.history) if len(self.history) >= len(self.prior) else sorted(
@@ -77,20 +85,28 @@ class EnergyVad:
         noise = self.noise_floor()
         if level_db >= self.DIGITAL_SILENCE_DB:
             self.history.append(level_db)
-        return level_db >= self.min_db and level_db >= noise + self.snr_db
+        voiced = level_db >= self.min_db and level_db >= noise + self.snr_db
+        if voiced and self.drop_db > 0 and self.recent and level_db < max(self.recent) - self.drop_db:
+            voiced = False
+        self.recent.append(level_db if voiced else self.UNVOICED)
+        return voiced
 
 
 class SegmentParams:
     def __init__(self, rate=RATE, frame=FRAME, pad_s=0.3, tail_s=0.3, min_silence_s=0.4, max_s=25.0,
-                 cut_window_s=5.0, min_voiced_frames=3):
+                 cut_window_s=5.0, min_voiced_frames=3, long_s=0.0, long_pause_s=0.3):
         """pad_s, tail_s: audio kept before an utterance's first voiced frame and after its last one: Whisper needs
         the soft start of the first word and the fading end of the last, under the VAD's threshold (on the
         LibriVox clips, 0.2 s before and 0.1-0.25 s after gave "ill-disposed young man" as "old-s-y-y-y-y" or
-        "old, as opposed"). min_silence_s: unvoiced audio that ends an utterance."""
+        "old, as opposed"). min_silence_s: unvoiced audio that ends an utterance. long_s: once an utterance has
+        that much speech (0: never), a pause of `long_pause_s` ends it too (a breath between two phrases), so a
+        monologue is settled phrase by phrase and each decode of its part in progress stays short."""
         self.frame = frame
         self.pad = int(pad_s * rate)
         self.tail = int(tail_s * rate)
         self.min_silence = int(min_silence_s * rate)
+        self.long_len = int(long_s * rate)
+        self.long_pause = int(long_pause_s * rate)
         self.max_len = int(max_s * rate)
         self.cut_window = int(cut_window_s * rate)
         self.min_voiced_frames = min_voiced_frames
@@ -144,7 +160,8 @@ def plan_segments(levels, flags, first_frame, end, boundaries, floor, eof, p):
             silence = 0
         elif open_start is not None:
             silence += 1
-            if silence * F >= p.min_silence:
+            if silence * F >= p.min_silence or (
+                    0 < p.long_len <= last_voiced - open_start and silence * F >= p.long_pause):
                 seg_end = min(last_voiced + p.tail, b)
                 close(seg_end, i)
                 open_start = None
@@ -238,7 +255,10 @@ def token_budget(seconds):
     return min(440, 16 + int(math.ceil(10 * seconds)))
 
 
-PARTIAL_MAX_WAIT = 2.0  # seconds: the longest the share of a core may space two partials
+# seconds: the longest the share of a core may space two partials. 2 s cost a monologue's partials up to a third of
+# a core when an utterance ran to 25 s; since a long utterance ends at a breath (--long-utterance), its part in
+# progress is short and its partials cost 0.1-0.5 s of CPU, so that at most 4 s keeps them within a tenth of a core.
+PARTIAL_MAX_WAIT = 4.0
 
 
 def partial_wait(interval, cost, share):
@@ -594,6 +614,10 @@ class Turns:
 
 
 RETRY_EMPTY = 0.25  # seconds before the open segment is decoded again after a partial that heard no words
+# samples of unvoiced audio before a segment that starts where the last one ended, decoded with it (the last 0.15 s
+# of the 0.3 s after the last one's last voiced frame: with all 0.3 s, tiny.en heard that word's fading end as one
+# more word, "him." or "them.", at the start of 4 of 5 such segments)
+PREROLL = int(0.15 * RATE)
 FIRST_PARTIAL_SPEECH = 0.5  # seconds of an utterance (from its first voiced frame) before its first partial
 
 
@@ -603,8 +627,9 @@ class Engine:
         self.args = args
         self.out = out
         self.np = np
-        self.params = SegmentParams(max_s=args.max_segment, min_silence_s=args.min_silence)
-        self.vad = EnergyVad(min_db=args.vad_min_db, snr_db=args.vad_snr_db)
+        self.params = SegmentParams(max_s=args.max_segment, min_silence_s=args.min_silence,
+                                    long_s=args.long_utterance, long_pause_s=args.long_pause)
+        self.vad = EnergyVad(min_db=args.vad_min_db, snr_db=args.vad_snr_db, drop_db=args.vad_drop_db)
         self.events = queue.Queue()  # audio chunks and EOF from the reader thread; wake-ups for turns
         self.turns = Turns(lambda: self.events.put(("wake", None)))
         self.pcm = bytearray()  # samples from self.first_frame * FRAME on
@@ -629,6 +654,9 @@ class Engine:
         # ((start, end), result): the open segment decoded up to its last voiced frame (and its tail) once the
         # speaker seemed to stop; it is the final if the segment closes exactly there.
         self.speculation = None
+        # (sample, PCM bytes): the unvoiced audio just before the end of the last segment transcribed, for a
+        # segment that starts right there (a long utterance ended at a short pause; see _decode).
+        self.preroll = None
 
     # -- input
 
@@ -724,13 +752,34 @@ class Engine:
         raw = bytes(self.pcm[(start - base) * 2:(end - base) * 2])
         return self.np.frombuffer(raw, dtype="<i2").astype(self.np.float32) / 32768.0
 
+    def _keep_preroll(self, end):
+        """Keeps the audio before `end` (a transcribed segment's end) if none of it was speech: a segment that
+        starts exactly there (after a short pause that ended a long utterance) has lost the soft start of its
+        first word to the one before, and tiny.en then mishears it ("He was not an ill-disposed young man" as
+        "He was not an old-s-y-y-y-y" in 3 of 5 monologues, the rest of the sentence lost)."""
+        lo = max(end - PREROLL, self.first_frame * FRAME)
+        base = self.first_frame * FRAME
+        frames = range(max(lo // FRAME - self.first_frame, 0),
+                       min(-(-end // FRAME) - self.first_frame, len(self.flags)))
+        if lo < end and not any(self.flags[k] for k in frames):
+            self.preroll = (end, bytes(self.pcm[(lo - base) * 2:(end - base) * 2]))
+        else:
+            self.preroll = None
+
     def _decode(self, start, end, words=True):
         """The text of samples [start, end): {"text", "start", "end", "words"} in meeting seconds, or None.
-        Without `words` (a partial), also without the Silero VAD and timestamps: the text alone, sooner."""
+        Without `words` (a partial), also without the Silero VAD and timestamps: the text alone, sooner.
+        A segment that starts where the last one ended is decoded with the unvoiced audio before it too
+        (_keep_preroll); no word of the result lies before `start`."""
         args = self.args
         audio = self._samples(start, end)
         t0 = start / RATE
         t1 = end / RATE
+        origin = t0  # the meeting time of audio[0]
+        if self.preroll is not None and self.preroll[0] == start and self.preroll[1]:
+            lead = self.np.frombuffer(self.preroll[1], dtype="<i2").astype(self.np.float32) / 32768.0
+            audio = self.np.concatenate([lead, audio])
+            origin = t0 - len(lead) / RATE
 
         def clamp(seconds, low=t0):
             # Rounded to the millisecond, but never out of the segment: a final ends exactly at a turn.
@@ -771,7 +820,9 @@ class Engine:
                 continue
             timed = [(word.word, float(word.start), float(word.end)) for word in segment.words or []]
             if timed:
-                kept, text = spoken_words(timed)
+                # A word of the audio before the segment (the fading end of the last segment's last word, which
+                # the pre-roll holds) belongs to that segment.
+                kept, text = spoken_words([word for word in timed if origin + word[2] > t0])
                 if len(kept) < len(timed) and args.verbose:
                     log("dropped %d words with no audio under them from %r" % (len(timed) - len(kept),
                                                                                   segment.text.strip()))
@@ -781,8 +832,8 @@ class Engine:
                     w = spoken.strip()
                     if not w:
                         continue
-                    ws = clamp(t0 + start_s, found[-1]["start"] if found else t0)
-                    we = clamp(t0 + end_s, ws)
+                    ws = clamp(origin + start_s, found[-1]["start"] if found else t0)
+                    we = clamp(origin + end_s, ws)
                     found.append({"word": w, "start": ws, "end": we})
             texts.append(text)
         elapsed = time.monotonic() - began
@@ -912,6 +963,7 @@ class Engine:
                 if self.eof or waited >= self.grace:
                     self._transcribe(start, end)
                     self.transcribed.append((start, end))
+                    self._keep_preroll(end)
                     self._advance(end)
                     wait = 0.0
                 else:
@@ -962,11 +1014,16 @@ def parse_args(argv):
     parser.add_argument("--max-segment", type=float, default=25.0, help="longest segment in seconds (default 25)")
     parser.add_argument("--min-silence", type=float, default=0.4,
                         help="silence that ends a segment, in seconds (default 0.4)")
+    parser.add_argument("--long-utterance", type=float, default=6.0,
+                        help="seconds of an utterance after which a shorter pause (--long-pause) ends it too "
+                        "(default 6; 0: only --min-silence and --max-segment end one)")
+    parser.add_argument("--long-pause", type=float, default=0.3,
+                        help="the pause that ends an utterance longer than --long-utterance, seconds (default 0.3)")
     parser.add_argument("--partial-interval", type=float, default=0.7,
                         help="seconds between decodes of the utterance in progress (default 0.7; 0: no partials)")
     parser.add_argument("--partial-cpu-share", type=float, default=0.1,
                         help="most of one core the partials may take: a partial decode that cost c seconds of CPU "
-                        "is followed by the next one c / share seconds later at the earliest, but at most 2 s later "
+                        "is followed by the next one c / share seconds later at the earliest, but at most 4 s later "
                         "(default 0.1; 0, or 0.01 to 1; 0: every --partial-interval)")
     parser.add_argument("--speculate-after", type=float, default=0.3,
                         help="silence after which the utterance is decoded for its final ahead of its closing, "
@@ -975,6 +1032,9 @@ def parse_args(argv):
                         help="quietest frame level that can be speech, dBFS (default -50)")
     parser.add_argument("--vad-snr-db", type=float, default=10.0,
                         help="how far above the noise floor speech is, dB (default 10)")
+    parser.add_argument("--vad-drop-db", type=float, default=20.0,
+                        help="a frame this far below the loudest speech of the last 1.5 s is not speech, dB "
+                        "(default 20; 0: no bound)")
     parser.add_argument("--no-vad-filter", dest="vad_filter", action="store_false",
                         help="do not run faster-whisper's Silero VAD over each segment")
     parser.add_argument("--no-speech-threshold", type=float, default=0.6,
