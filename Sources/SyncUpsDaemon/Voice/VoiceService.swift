@@ -38,7 +38,8 @@ final class VoiceService {
     }
 
     enum Message: Sendable {
-        case window(VoiceWindow, Meeting.ID)
+        /// A window of the microphone (`nil`: a meeting without the call) or of one of a call meeting's channels.
+        case window(VoiceWindow, VoiceChannel?, Meeting.ID)
         /// The meeting's encoder has embedded all its audio: what it taught can be written.
         case drained(Meeting.ID)
         /// A write of `profiles` ended: those in `failed` are still unsaved, for `error`.
@@ -56,6 +57,10 @@ final class VoiceService {
         var lastHolder: Attendee.ID?
         /// Where the encoder is joined once the meeting's audio ended.
         var cleanup: SerialWorker?
+        /// A call meeting's attendees in the room and on the call, and what each may learn from.
+        var call = CallLearning()
+        /// Windows of the microphone found to be the call's echo, not heard.
+        var echoWindows = 0
     }
 
     let store: VoiceProfileStore
@@ -110,8 +115,8 @@ final class VoiceService {
     ) -> VoiceListener? {
         guard case .loaded(let voiceModel, _) = model else { return nil }
         do {
-            let listener = try VoiceListener(model: voiceModel) { [mailbox] window in
-                mailbox.post(.window(window, meeting))
+            let listener = try VoiceListener(model: voiceModel) { [mailbox] window, channel in
+                mailbox.post(.window(window, channel, meeting))
             }
             listening[meeting] = Listening(meeting: meeting, listener: listener, attendees: attendees, turns: turns)
             return listener
@@ -133,7 +138,8 @@ final class VoiceService {
 
     private func receive(_ message: Message) {
         switch message {
-        case .window(let window, let meeting):
+        case .window(let window, let channel, let meeting):
+            if window.echo { self.listening[meeting]?.echoWindows += 1 }
             guard let embedding = window.embedding, let listening = listening[meeting] else { return }
             let rate = Double(MelFrontend.sampleRate)
             let start = Double(window.start) / rate
@@ -144,7 +150,13 @@ final class VoiceService {
             // Attributed first, with what was known before this window.
             let middle = (start + end) / 2
             let floor = turns.last { $0.start <= middle }?.speaker.id.description
-            if case .voice(let id, let confidence) = matcher.decide(embedding, floor: floor, keyed),
+            let decision =
+                if let channel {
+                    matcher.decide(embedding, on: channel, sides: listening.call.sides, floor: floor, keyed)
+                } else {
+                    matcher.decide(embedding, floor: floor, keyed)
+                }
+            if case .voice(let id, let confidence) = decision,
                 let speaker = listening.attendees.first(where: { $0.id.description == id })
             {
                 onEvidence(
@@ -154,19 +166,28 @@ final class VoiceService {
             guard let turn = turns.last(where: { $0.start <= start }), (turn.end ?? .infinity) >= end else { return }
             let holder = turn.speaker.id
             let seconds = Double(window.count) / rate
-            let now = Int64(wallClock().timeIntervalSince1970)
             // A turn's end (another holder teaching) writes what the turn taught: a crash loses one turn at most.
             if let last = listening.lastHolder, last != holder { write() }
-            if matcher.learn(embedding, seconds: seconds, holder: holder.description, at: now, into: &keyed) {
-                record(keyed[holder.description], for: holder)
-                self.listening[meeting]?.lastHolder = holder
-                learnedWindows += 1
+            guard let channel else {
+                teach(embedding, seconds: seconds, holder: holder, in: meeting, &keyed)
+                return
+            }
+            // A call meeting: the holder learns only from their own side's channel, once it is known.
+            let learnable = self.listening[meeting]?.call.heard(
+                embedding, seconds: seconds, on: channel, holder: holder.description)
+            for heard in learnable ?? [] {
+                teach(heard.embedding, seconds: heard.seconds, holder: holder, in: meeting, &keyed)
             }
         case .drained(let meeting):
             guard let finished = listening.removeValue(forKey: meeting) else { return }
             let dropped = finished.listener.dropped.load(ordering: .relaxed)
             if dropped > 0 {
                 logger.warning("voices: the speaker encoder fell behind and skipped \(dropped) chunks of 0.1 s")
+            }
+            if finished.echoWindows > 0 {
+                logger.info(
+                    "voices: \(finished.echoWindows) windows of the microphone were the call's echo, not a voice",
+                    .meeting(meeting))
             }
             write()
         case .written(let written, let failed, let error):
@@ -182,6 +203,20 @@ final class VoiceService {
                 write()
             }
         }
+    }
+
+    /// Teaches `holder`'s profile a window of their turn if `VoiceMatcher.learn` takes it.
+    private func teach(
+        _ embedding: [Float], seconds: Double, holder: Attendee.ID, in meeting: Meeting.ID,
+        _ keyed: inout [String: VoiceProfile]
+    ) {
+        let now = Int64(wallClock().timeIntervalSince1970)
+        guard matcher.learn(embedding, seconds: seconds, holder: holder.description, at: now, into: &keyed) else {
+            return
+        }
+        record(keyed[holder.description], for: holder)
+        listening[meeting]?.lastHolder = holder
+        learnedWindows += 1
     }
 
     /// A profile learned: kept, and written at the next turn's end or the meeting's.
