@@ -172,11 +172,16 @@ final class VoiceService {
                 teach(embedding, seconds: seconds, holder: holder, in: meeting, &keyed)
                 return
             }
-            // A call meeting: the holder learns only from their own side's channel, once it is known.
-            let learnable = self.listening[meeting]?.call.heard(
-                embedding, seconds: seconds, on: channel, holder: holder.description)
-            for heard in learnable ?? [] {
-                teach(heard.embedding, seconds: heard.seconds, holder: holder, in: meeting, &keyed)
+            // A call meeting: the holder learns only from their own side's channel, once it is known, and
+            // against the voices of that side alone (a remote voice is not a local one's to block).
+            guard
+                let learnable = self.listening[meeting]?.call.heard(
+                    embedding, seconds: seconds, on: channel, holder: holder.description),
+                let sides = self.listening[meeting]?.call.sides
+            else { return }
+            var candidates = sides.candidates(on: channel, keyed)
+            for heard in learnable {
+                teach(heard.embedding, seconds: heard.seconds, holder: holder, in: meeting, &candidates)
             }
         case .drained(let meeting):
             guard let finished = listening.removeValue(forKey: meeting) else { return }
