@@ -114,6 +114,7 @@ func attributionBench(encoder: VoiceEncoder, directory: String, verbose: Bool) {
             + "\(percent(totals.voiceWrong, totals.speech)); guest false acceptance \(percent(totals.guestNamed, totals.guest))\n"
     )
     callBench(encoder: encoder, directory: directory, profiles: profiles, verbose: verbose)
+    similarBench(encoder: encoder, directory: directory)
 }
 
 func format(_ value: Double) -> String { String((value * 10).rounded() / 10) }
@@ -247,4 +248,37 @@ func misattribution(
         if wrong { voiceWrong += 0.01 }
     }
     return (speech, floorWrong, voiceWrong)
+}
+
+/// The attack's similar pair (scripts/voice-fixtures' similar1 and similar2: espeak-ng en-us at pitch 40 and
+/// 60): profiles from similar1's floor, then similar2 (an interjection each way) attributed; how often a
+/// speaker was named the other by voice in their own turn, and the misattribution by the floor and by voice.
+func similarBench(encoder: VoiceEncoder, directory: String) {
+    let matcher = VoiceMatcher()
+    var profiles: [String: VoiceProfile] = [:]
+    let training = Meeting(directory: directory, name: "similar1", encoder: encoder)
+    for window in training.windows {
+        guard let embedding = window.embedding, let holder = training.holder(of: window) else { continue }
+        matcher.learn(embedding, seconds: Double(window.count) / Meeting.rate, holder: holder, at: 0, into: &profiles)
+    }
+    let pair = cosine(profiles["amy"]?.centroid ?? [], profiles["ada"]?.centroid ?? [])
+    let meeting = Meeting(directory: directory, name: "similar2", encoder: encoder)
+    var own = 0
+    var swapped = 0
+    var decisions: [(VoiceWindow, VoiceDecision)] = []
+    for window in meeting.windows {
+        let holder = meeting.holder(of: window)
+        let decision = matcher.decide(window.embedding, floor: holder, profiles)
+        decisions.append((window, decision))
+        guard window.embedding != nil, let holder, who(meeting.truth, at: middle(window)) == holder else { continue }
+        own += 1
+        if case .voice(let id, _) = decision, id != holder { swapped += 1 }
+    }
+    let (speech, floorWrong, voiceWrong) = misattribution(decisions, truth: meeting.truth, floor: meeting.floor)
+    let learned = profiles.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.seconds) s" }
+    _ = Console.out(
+        "similar2 (espeak-ng en-us pitch 40 and 60, profiles \(learned.joined(separator: ", ")), cosine "
+            + "\(format(Double(pair) * 100) ) % between them): named the other by voice in their own turn in "
+            + "\(swapped) of \(own) windows; misattributed by the floor \(percent(floorWrong, speech)), by voice "
+            + "\(percent(voiceWrong, speech))\n")
 }
