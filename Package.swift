@@ -105,7 +105,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "syncups-voice",
-            dependencies: ["SyncUpsPOSIX", "SyncUpsVoice"],
+            dependencies: ["SyncUpsAudio", "SyncUpsPOSIX", "SyncUpsVoice"],
             path: "Tests/Tools/syncups-voice",
             swiftSettings: strictSettings
         ),

@@ -35,11 +35,18 @@ public final class AudioMixer: Sendable {
 
     private let state = Mutex(State())
     private let output: @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void
+    private let channels: (@Sendable (_ microphone: [Int16], _ call: [Int16], _ startFrame: Int64) -> Void)?
 
     /// `output` gets the mixed S16_LE samples in order, from whichever thread fed the input that completed
-    /// them (under the mixer's lock, so it must not block: `RecognitionStream.feed` does not).
-    public init(output: @escaping @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void) {
+    /// them (under the mixer's lock, so it must not block: `RecognitionStream.feed` does not). `channels`, if
+    /// given, gets the same stretch of each input unmixed, in step, just before (the speaker encoder hears
+    /// each channel on its own).
+    public init(
+        output: @escaping @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void,
+        channels: (@Sendable (_ microphone: [Int16], _ call: [Int16], _ startFrame: Int64) -> Void)? = nil
+    ) {
         self.output = output
+        self.channels = channels
     }
 
     /// Input 0 (the microphone) or 1 (the call): S16_LE samples from `startFrame` on.
@@ -79,6 +86,7 @@ public final class AudioMixer: Sendable {
 
     private func emit(_ frames: Int, _ state: inout State) {
         guard frames > 0 else { return }
+        channels?(Array(state.pending[0].prefix(frames)), Array(state.pending[1].prefix(frames)), state.mixedFrames)
         var mixed = [UInt8]()
         mixed.reserveCapacity(frames * AudioFormat.bytesPerFrame)
         var windowStart = 0

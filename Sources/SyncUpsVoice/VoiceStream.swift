@@ -8,6 +8,8 @@ public struct VoiceWindow: Sendable, Equatable {
     public var embedding: [Float]?
     /// The window's level in dBFS.
     public var level: Float
+    /// The microphone's window of a call meeting judged the call's echo (`EchoRule`): not embedded.
+    public var echo = false
 }
 
 /// Cuts a stream of 16 kHz samples into back-to-back 1.6 s partials and embeds each that is loud enough:
@@ -33,8 +35,11 @@ public final class VoiceStream {
     /// The position of the next sample appended.
     public var end: Int { position + pending.count }
 
-    /// Appends samples in [-1, 1]; returns the windows they completed.
-    public func append(_ samples: ArraySlice<Float>) -> [VoiceWindow] {
+    /// Appends samples in [-1, 1]; returns the windows they completed. `isEcho` judges each window (its samples
+    /// and start) before it is embedded: one it says is an echo is not.
+    public func append(
+        _ samples: ArraySlice<Float>, isEcho: ((_ window: [Float], _ start: Int) -> Bool)? = nil
+    ) -> [VoiceWindow] {
         var windows: [VoiceWindow] = []
         var rest = samples
         while !rest.isEmpty {
@@ -42,7 +47,14 @@ public final class VoiceStream {
             pending += rest.prefix(take)
             rest = rest.dropFirst(take)
             if pending.count == Self.windowSamples {
-                windows.append(window(pending, start: position))
+                if let isEcho, isEcho(pending, position) {
+                    windows.append(
+                        VoiceWindow(
+                            start: position, count: pending.count, embedding: nil, level: Self.level(pending),
+                            echo: true))
+                } else {
+                    windows.append(window(pending, start: position))
+                }
                 position += Self.windowSamples
                 pending.removeAll(keepingCapacity: true)
             }

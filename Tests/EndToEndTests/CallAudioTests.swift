@@ -144,6 +144,60 @@ struct CallAudioTests {
         #expect(Self.loudest(microphone, from: 5, to: 10) > 0.03)
     }
 
+    /// Voices in a remote stand-up: Ann in the room opens her turn, then Bob on the call interjects in it (his
+    /// voice leaking into the microphone too), then Bob speaks in his own turn. The encoder hears each channel
+    /// on its own: Ann's profile learns from the microphone alone, never Bob's interjection nor its echo
+    /// (heard in the mix, her young profile took both: 8 s and more where she spoke under 5).
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: voiceWeights)))
+    func aLocalHoldersProfileLearnsNeitherTheCallsVoiceNorItsEcho() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try DaemonProcess(
+            arguments: ["--no-cue", "--speech-engine", "none", "--voice-model", voiceWeights],
+            environment: graph.environment)
+        let client = try daemon.client()
+        let created = try client.result(
+            "syncups.create", ["title": "Remote", "duration": 20, "attendees": ["Ann", "Bob"]])
+        let id = try #require(created["id"]?.stringValue)
+        let ann = try #require(created["attendees"]?[0]?["id"]?.stringValue)
+        let bob = try #require(created["attendees"]?[1]?["id"]?.stringValue)
+        _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
+        let started = try client.result("session.start", ["syncup": .string(id), "transcribe": false])
+        #expect(started["callAudio"]?["state"] == "recording")
+        try Self.waitForCaptureStreams(graph, count: 2)
+
+        let annSays = SpeechFixture.trimmingTrailingSilence(
+            try SpeechFixture.say("yesterday i finished the review", voice: "en-gb"))
+        let annSeconds = Double(annSays.count) / 32_000
+        try graph.play(SpeechFixture.silence(seconds: 0.3) + annSays, into: "micfeed")
+        try client.waitUntilElapsed(6)
+        try graph.playRemote(
+            try SpeechFixture.say("sorry which service was that", voice: "en-us"), leaks: true)
+        try client.waitUntilElapsed(10)
+        try graph.playRemote(
+            try SpeechFixture.say(
+                "today i will deploy the payment service to staging and then look at the alerts", voice: "en-us"),
+            leaks: true)
+        _ = try client.nextEvent("session.ended", timeout: .seconds(30))
+
+        // The encoder has drained: what the meeting taught is known.
+        let deadline = MonotonicInstant.now() + .seconds(20)
+        var voices = try client.result("voices")
+        while voices["learning"] == true && MonotonicInstant.now() < deadline {
+            _ = poll(nil, 0, 100)  // `voices` has no event to wait on
+            voices = try client.result("voices")
+        }
+        #expect(voices["learning"] == false)
+        let learned = Dictionary(
+            uniqueKeysWithValues: (voices["attendees"]?.arrayValue ?? []).compactMap { attendee in
+                attendee["id"]?.stringValue.map { ($0, attendee["seconds"]?.numberValue?.double ?? 0) }
+            })
+        // Ann's windows: those her speech reaches, from 0.3 s on (1.6 s each).
+        let annWindows = ((0.3 + annSeconds) / 1.6).rounded(.up)
+        #expect((learned[ann] ?? 0) > 0)
+        #expect((learned[ann] ?? 0) <= annWindows * 1.6 + 0.05, "Ann spoke \(annSeconds) s: \(voices)")
+        #expect((learned[bob] ?? 0) >= 3.2, "\(learned), Ann \(ann), Bob \(bob)")
+    }
+
     @Test func followsANewDefaultOutputAndGoesOnThroughASoundServerRestart() throws {
         let graph = try PipeWireGraph()
         try graph.pactl(["load-module", "module-null-sink", "sink_name=headphones"])

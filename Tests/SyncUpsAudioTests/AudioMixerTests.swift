@@ -26,6 +26,24 @@ final class MixedOutput: Sendable {
 func bytes(_ samples: [Int16]) -> [UInt8] { samples.withUnsafeBytes { Array($0) } }
 
 @Suite struct AudioMixerTests {
+    @Test func givesTheSpeakerEncoderEachInputUnmixedInStepWithTheMix() {
+        let output = MixedOutput()
+        let channels = Mutex<[(microphone: [Int16], call: [Int16], startFrame: Int64)]>([])
+        let mixer = AudioMixer(output: output.add) { microphone, call, startFrame in
+            channels.withLock { $0.append((microphone, call, startFrame)) }
+        }
+        mixer.feed(0, bytes([1, 2, 3, 4]), startFrame: 0)
+        mixer.feed(1, bytes([10, 20]), startFrame: 0)
+        // A gap in the call: silence, as in the mix.
+        mixer.feed(1, bytes([50]), startFrame: 4)
+        mixer.flush()
+        let got = channels.withLock { $0 }
+        #expect(got.map(\.startFrame) == [0, 2, 4])
+        #expect(got.flatMap(\.microphone) == [1, 2, 3, 4, 0])
+        #expect(got.flatMap(\.call) == [10, 20, 0, 0, 50])
+        #expect(output.samples == [11, 22, 3, 4, 50])
+    }
+
     @Test func sumsTheTwoInputsFrameByFrameOnlyAsFarAsBothHaveCome() {
         let output = MixedOutput()
         let mixer = AudioMixer(output: output.add)

@@ -47,7 +47,7 @@ import Testing
         let rate = MelFrontend.sampleRate
         voices.mailbox.post(
             .window(
-                VoiceWindow(start: 2 * rate, count: VoiceStream.windowSamples, embedding: voiceOf(3), level: -20),
+                VoiceWindow(start: 2 * rate, count: VoiceStream.windowSamples, embedding: voiceOf(3), level: -20), nil,
                 meeting))
         #expect(loop.run(until: { !heard.isEmpty }), "Cat's voice was never matched")
         #expect(heard.first?.speaker == cat, "\(heard)")

@@ -74,6 +74,16 @@ final class RecognitionRelay: Sendable {
         stream.withLock { $0 }?.feed(bytes, startFrame)
         voice.withLock { $0 }?.feed(bytes, startFrame: startFrame)
     }
+
+    /// A call meeting's mix, for the recognizer alone.
+    func feedRecognizer(_ bytes: [UInt8], _ startFrame: Int64) {
+        stream.withLock { $0 }?.feed(bytes, startFrame)
+    }
+
+    /// A call meeting's two channels, unmixed, for the speaker encoder (the recognizer hears the mix).
+    func feedChannels(_ microphone: [Int16], _ call: [Int16], _ startFrame: Int64) {
+        voice.withLock { $0 }?.feed(microphone: microphone, call: call, startFrame: startFrame)
+    }
 }
 
 extension String {

@@ -32,7 +32,11 @@ extension SessionController {
             return
         }
         let meetingID = session.meetingID
-        let mixer = AudioMixer { [relay = session.relay] bytes, frame in relay.feed(bytes, frame) }
+        let mixer = AudioMixer(
+            output: { [relay = session.relay] bytes, frame in relay.feedRecognizer(bytes, frame) },
+            channels: { [relay = session.relay] microphone, call, frame in
+                relay.feedChannels(microphone, call, frame)
+            })
         do {
             session.callRecorder = try MeetingRecorder(
                 device: device,

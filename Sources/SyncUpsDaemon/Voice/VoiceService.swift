@@ -40,7 +40,8 @@ final class VoiceService {
     }
 
     enum Message: Sendable {
-        case window(VoiceWindow, Meeting.ID)
+        /// A window of the microphone (`nil`: a meeting without the call) or of one of a call meeting's channels.
+        case window(VoiceWindow, VoiceChannel?, Meeting.ID)
         /// The meeting's encoder has embedded all its audio: what it taught can be written.
         case drained(Meeting.ID)
         /// The model read again (SIGHUP), off the loop.
@@ -61,6 +62,10 @@ final class VoiceService {
         var lastHolder: Attendee.ID?
         /// Where the encoder is joined once the meeting's audio ended.
         var cleanup: SerialWorker?
+        /// A call meeting's attendees in the room and on the call, and what each may learn from.
+        var call = CallLearning()
+        /// Windows of the microphone found to be the call's echo, not heard.
+        var echoWindows = 0
     }
 
     let store: VoiceProfileStore
@@ -115,8 +120,8 @@ final class VoiceService {
     ) -> VoiceListener? {
         guard case .loaded(let voiceModel, _) = model else { return nil }
         do {
-            let listener = try VoiceListener(model: voiceModel) { [mailbox] window in
-                mailbox.post(.window(window, meeting))
+            let listener = try VoiceListener(model: voiceModel) { [mailbox] window, channel in
+                mailbox.post(.window(window, channel, meeting))
             }
             listening[meeting] = Listening(meeting: meeting, listener: listener, attendees: attendees, turns: turns)
             return listener
@@ -138,7 +143,8 @@ final class VoiceService {
 
     private func receive(_ message: Message) {
         switch message {
-        case .window(let window, let meeting):
+        case .window(let window, let channel, let meeting):
+            if window.echo { self.listening[meeting]?.echoWindows += 1 }
             guard let embedding = window.embedding, let listening = listening[meeting] else { return }
             let rate = Double(MelFrontend.sampleRate)
             let start = Double(window.start) / rate
@@ -150,7 +156,13 @@ final class VoiceService {
             // Attributed first, with what was known before this window.
             let middle = (start + end) / 2
             let floor = turns.last { $0.start <= middle }?.speaker.id.description
-            if case .voice(let id, let confidence) = matcher.decide(embedding, floor: floor, keyed),
+            let decision =
+                if let channel {
+                    matcher.decide(embedding, on: channel, sides: listening.call.sides, floor: floor, keyed)
+                } else {
+                    matcher.decide(embedding, floor: floor, keyed)
+                }
+            if case .voice(let id, let confidence) = decision,
                 let speaker = attendees.first(where: { $0.id.description == id })
             {
                 onEvidence(
@@ -160,19 +172,33 @@ final class VoiceService {
             guard let turn = turns.last(where: { $0.start <= start }), (turn.end ?? .infinity) >= end else { return }
             let holder = turn.speaker.id
             let seconds = Double(window.count) / rate
-            let now = Int64(wallClock().timeIntervalSince1970)
             // A turn's end (another holder teaching) writes what the turn taught: a crash loses one turn at most.
             if let last = listening.lastHolder, last != holder { write() }
-            if matcher.learn(embedding, seconds: seconds, holder: holder.description, at: now, into: &keyed) {
-                record(keyed[holder.description], for: holder)
-                self.listening[meeting]?.lastHolder = holder
-                learnedWindows += 1
+            guard let channel else {
+                teach(embedding, seconds: seconds, holder: holder, in: meeting, &keyed)
+                return
+            }
+            // A call meeting: the holder learns only from their own side's channel, once it is known, and
+            // against the voices of that side alone (a remote voice is not a local one's to block).
+            guard
+                let learnable = self.listening[meeting]?.call.heard(
+                    embedding, seconds: seconds, on: channel, holder: holder.description),
+                let sides = self.listening[meeting]?.call.sides
+            else { return }
+            var candidates = sides.candidates(on: channel, keyed)
+            for heard in learnable {
+                teach(heard.embedding, seconds: heard.seconds, holder: holder, in: meeting, &candidates)
             }
         case .drained(let meeting):
             guard let finished = listening.removeValue(forKey: meeting) else { return }
             let dropped = finished.listener.dropped.load(ordering: .relaxed)
             if dropped > 0 {
                 logger.warning("voices: the speaker encoder fell behind and skipped \(dropped) chunks of 0.1 s")
+            }
+            if finished.echoWindows > 0 {
+                logger.info(
+                    "voices: \(finished.echoWindows) windows of the microphone were the call's echo, not a voice",
+                    .meeting(meeting))
             }
             write()
         case .unremoved(let ids):
@@ -190,6 +216,20 @@ final class VoiceService {
     /// it while the daemon ran, or off when it was removed. A running meeting keeps the encoder it started with.
     func reloadModel(from path: String?) {
         writer.run { [mailbox] in mailbox.post(.model(Model.load(path))) }
+    }
+
+    /// Teaches `holder`'s profile a window of their turn if `VoiceMatcher.learn` takes it.
+    private func teach(
+        _ embedding: [Float], seconds: Double, holder: Attendee.ID, in meeting: Meeting.ID,
+        _ keyed: inout [String: VoiceProfile]
+    ) {
+        let now = Int64(wallClock().timeIntervalSince1970)
+        guard matcher.learn(embedding, seconds: seconds, holder: holder.description, at: now, into: &keyed) else {
+            return
+        }
+        record(keyed[holder.description], for: holder)
+        listening[meeting]?.lastHolder = holder
+        learnedWindows += 1
     }
 
     /// A profile learned: kept, and written at the next turn's end or the meeting's.

@@ -12,7 +12,9 @@
 //   syncups-voice attribution WEIGHTS DIR [--verbose]
 //       The offline attribution bench on scripts/voice-fixtures' meetings: profiles learned from meeting1's floor,
 //       then meeting2 and meeting3 attributed by the floor alone and by voice; the share of speech given to the
-//       wrong speaker either way, and how much of the guests' speech was given to an attendee by voice.
+//       wrong speaker either way, and how much of the guests' speech was given to an attendee by voice; then
+//       call2 (meeting2 as a remote stand-up with echo) heard as the mix and as two channels, and similar2 (the
+//       attack's similar pair, espeak-ng en-us at pitch 40 and 60).
 
 import Glibc
 import SyncUpsPOSIX
