@@ -40,7 +40,8 @@ extension SessionMachine {
         var (machine, effects) = SessionMachine.start(
             syncUp: syncUp, meetingID: meetingID, startDate: now, records: records, transcribes: transcribes)
         let started: [SessionMachine.Effect] = [
-            .startTimer, .beginTurn(speakerIndex: 0, speaker: syncUp.attendees.first, at: 0), .writeJournal,
+            .armTimer(at: 1_000_000_000), .beginTurn(speakerIndex: 0, speaker: syncUp.attendees.first, at: 0),
+            .writeJournal,
             .publish(.started),
         ]
         if records {
@@ -97,7 +98,7 @@ extension SessionMachine {
         }
         // Nothing records or transcribes: nothing to wait for.
         let effects = machine.handle(.timerTicked)
-        #expect(effects == [.publish(.tick), .stopTimer, .publish(.ending)] + saved(.finished(meeting("")), machine))
+        #expect(effects == [.publish(.tick), .disarmTimer, .publish(.ending)] + saved(.finished(meeting("")), machine))
         #expect((machine.speakerIndex, machine.secondsElapsed, machine.durationRemaining) == (2, 6, 0))
         #expect(machine.isOver)
         #expect(machine.record.turns.map(\.start) == [0, 2, 4])
@@ -115,7 +116,7 @@ extension SessionMachine {
         for _ in 0..<5 { _ = machine.handle(.timerTicked) }
         #expect(
             machine.handle(.timerTicked) == [
-                .publish(.tick), .stopTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving),
+                .publish(.tick), .disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving),
                 .stopRecorder,
             ])
         #expect(machine.phase == .ending && !machine.isOver && machine.recorder == .stopping)
@@ -149,7 +150,7 @@ extension SessionMachine {
     /// `RecordMeetingTests.endMeetingSave`: the "End meeting?" alert pauses the timer; saving inserts the meeting.
     @Test func endingEarlyAndSavingKeepsTheMeeting() throws {
         var machine = start(.fixture(attendees: 6, seconds: 60))
-        #expect(try machine.request(.pause) == [.stopTimer, .publish(.paused)])
+        #expect(try machine.request(.pause) == [.disarmTimer, .publish(.paused)])
         let paused = machine
         for _ in 0..<3 { #expect(machine.handle(.timerTicked) == []) }
         #expect(machine == paused)
@@ -172,7 +173,7 @@ extension SessionMachine {
         #expect(try machine.request(.next) == [turn(2, of: machine, at: 2), .playCue, .publish(.speaker)])
         #expect((machine.speakerIndex, machine.secondsElapsed) == (2, 4))
         // The journal says at once when the meeting ended: a crash while it waits keeps its insights.
-        #expect(try machine.request(.next) == [.stopTimer, .publish(.ending), .flushJournal])
+        #expect(try machine.request(.next) == [.disarmTimer, .publish(.ending), .flushJournal])
         #expect(machine.phase == .ending && machine.record.endedAt == 4)
         for _ in 0..<5 { #expect(machine.handle(.timerTicked) == []) }
         #expect(machine.secondsElapsed == 4)
@@ -186,7 +187,8 @@ extension SessionMachine {
         _ = try machine.request(.next)
         _ = try machine.request(.next)
         #expect(machine.phase == .ending)
-        #expect(try machine.request(.resume) == [.startTimer, .publish(.resumed)])
+        // The schedule stood at the first second's deadline, long past: the timer is due at once.
+        #expect(try machine.request(.resume) == [.armTimer(at: 2_000_000_000), .publish(.resumed)])
         #expect(machine.handle(.timerTicked) == [.publish(.tick)])
         #expect(machine.handle(.timerTicked).contains(.saveMeeting(meeting(""), machine.record, of: machine.syncUp)))
     }
@@ -274,7 +276,7 @@ extension SessionMachine {
         _ = try machine.request(.next)
         #expect(
             machine.handle(.syncUpEdited(.fixture(attendees: 1, seconds: 30)))
-                == [.stopTimer, .publish(.ending), .flushJournal, .publish(.updated), .writeJournal])
+                == [.disarmTimer, .publish(.ending), .flushJournal, .publish(.updated), .writeJournal])
         #expect(machine.phase == .ending && machine.speakerIndex == 2 && machine.speaker?.name == "Blob 3")
         #expect(machine.record.turns.last?.end == 20)
         #expect(machine.roster.meetingAttendees.map(\.name) == ["Blob 1", "Blob 2", "Blob 3"])
@@ -314,7 +316,8 @@ extension SessionMachine {
         #expect(
             effects
                 == [
-                    .startCue, .startTimer, .beginTurn(speakerIndex: 0, speaker: syncUp.attendees[0], at: 0),
+                    .startCue, .armTimer(at: 1_000_000_000),
+                    .beginTurn(speakerIndex: 0, speaker: syncUp.attendees[0], at: 0),
                     .writeJournal, .publish(.started),
                 ] + warnings.map(SessionMachine.Effect.warn))
         #expect(machine.startWarnings == warnings)
@@ -325,7 +328,8 @@ extension SessionMachine {
         // The save waits for exactly the parts that run.
         var save = try machine.request(.end(.save))
         if microphoneOpens {
-            #expect(save == [.stopTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder])
+            #expect(
+                save == [.disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder])
             save = machine.handle(.recorderStopped)
             if recognizerStarts {
                 #expect(save == [.finishRecognizer])
@@ -333,7 +337,7 @@ extension SessionMachine {
             }
             #expect(save == saved(.saved(meeting("")), machine, waited: true))
         } else {
-            #expect(save == [.stopTimer, .publish(.ending)] + saved(.saved(meeting("")), machine))
+            #expect(save == [.disarmTimer, .publish(.ending)] + saved(.saved(meeting("")), machine))
         }
     }
 
@@ -530,7 +534,7 @@ extension SessionMachine {
         _ = machine.handle(.speechRecognized(.init(isFinal: false, text: "half a sen")))
         #expect(
             machine.handle(.daemonStopping) == [
-                .stopTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.stopping), .stopRecorder,
+                .disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.stopping), .stopRecorder,
             ])
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         // The recognizer does not finish in time: its provisional words are saved as they stand.
@@ -573,7 +577,7 @@ extension SessionMachine {
     @Test func theDaemonStoppingWithNothingToWaitForSavesAtOnce() throws {
         var machine = start(.fixture())
         let effects = machine.handle(.daemonStopping)
-        #expect(effects == [.stopTimer, .publish(.ending)] + saved(.interrupted(meeting("")), machine))
+        #expect(effects == [.disarmTimer, .publish(.ending)] + saved(.interrupted(meeting("")), machine))
     }
 
     @Test func aDeletedSyncUpDiscardsEvenASaveInProgress() throws {

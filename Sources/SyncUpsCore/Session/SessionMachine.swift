@@ -7,8 +7,8 @@ import FoundationEssentials
 /// `SessionController` feeds it events, with the meeting's time where a turn needs it, and performs the
 /// effects it returns.
 ///
-/// Requests a client makes can be refused: `request(_:at:)` throws. Everything else is a fact that has
-/// already happened: `handle(_:at:)` never throws (a fact that no longer matters changes nothing).
+/// Requests a client makes can be refused: `request(_:atNanoseconds:)` throws. Everything else is a fact that
+/// has already happened: `handle(_:atNanoseconds:)` never throws (a fact that no longer matters changes nothing).
 public struct SessionMachine: Sendable, Equatable {
     /// Where the meeting is.
     public enum Phase: String, Sendable, Equatable {
@@ -102,10 +102,6 @@ public struct SessionMachine: Sendable, Equatable {
         case beginTurn(speakerIndex: Int, speaker: Attendee?, at: Double)
         /// Play the speaker-change cue (never at the meeting's end).
         case playCue
-        /// The machine's own request to stop and start its timer: `handle(_:atNanoseconds:)` and
-        /// `request(_:atNanoseconds:)` turn them into `disarmTimer` and `armTimer(at:)`.
-        case stopTimer
-        case startTimer
         /// Wake the machine with `timerTicked` at `at` (nanoseconds since the session started) and not before:
         /// the one timer, replacing any armed one.
         case armTimer(at: Int64)
@@ -229,8 +225,10 @@ public struct SessionMachine: Sendable, Equatable {
     /// The end of the latest word the recognizer gave within the meeting's audio: a result that does not go
     /// past it (or goes past the audio) does not extend a save's wait.
     private var recognizedUntil = 0.0
+    /// The instant of the event or request being handled: where the timer's schedule pauses and resumes.
+    var clock = InputInstant()
     /// When the one-second ticks fall due, in nanoseconds since the session started (handed in with the
-    /// events): paused until the first `startTimer`, which resumes it one second ahead.
+    /// events): paused until the start's `armTimer`, which resumes it one second ahead.
     public internal(set) var schedule: TickSchedule = {
         var schedule = TickSchedule(startingAt: 0)
         schedule.pause(at: 0)
@@ -250,12 +248,14 @@ public struct SessionMachine: Sendable, Equatable {
         transcribes: Bool,
         playsCue: Bool = false,
         warnings: [String] = [],
-        roster: MeetingRoster? = nil
+        roster: MeetingRoster? = nil,
+        atNanoseconds now: Int64 = 0
     ) -> (SessionMachine, [Effect]) {
         var machine = SessionMachine(
             syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records, transcribes: transcribes,
             playsCue: playsCue, roster: roster ?? MeetingRoster(syncUp.attendees))
         machine.startWarnings = warnings
+        machine.clock.nanoseconds = now
         let effects = records ? [.startRecorder(call: recordsCall)] : machine.advanceStart()
         return (machine, effects)
     }
@@ -292,7 +292,7 @@ public struct SessionMachine: Sendable, Equatable {
         isStarting = false
         isTranscribing = recognizer == .running
         let turn = beginTurn(0, at: 0)
-        return (playsCue ? [.startCue] : []) + [.startTimer] + turn + [.writeJournal, .publish(.started)]
+        return (playsCue ? [.startCue] : []) + [startTimer()] + turn + [.writeJournal, .publish(.started)]
             + startWarnings.map(Effect.warn)
     }
 
@@ -314,9 +314,9 @@ public struct SessionMachine: Sendable, Equatable {
 
     // MARK: - Requests
 
-    /// A client's request at `time` (seconds of meeting since it started). One that does not apply in the
-    /// current phase is refused and changes nothing.
-    public mutating func request(_ request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
+    /// A client's request at `time` (seconds of meeting since it started; the timer's `clock` is set). One
+    /// that does not apply in the current phase is refused and changes nothing.
+    mutating func respond(to request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
         guard !isOver else { throw SessionRejection("the session is over") }
         guard !isStarting else { throw SessionRejection("the meeting is starting") }
         guard pendingEnding == nil else { throw SessionRejection("the meeting is being saved") }
@@ -328,7 +328,7 @@ public struct SessionMachine: Sendable, Equatable {
             case .running:
                 phase = .paused
                 record.stopTimer(at: time)
-                return [.stopTimer, .publish(.paused)]
+                return [stopTimer(), .publish(.paused)]
             case .paused: throw SessionRejection("the meeting is already paused")
             case .ending: throw SessionRejection("the meeting is ending: save it with session.end or resume it")
             }
@@ -344,8 +344,8 @@ public struct SessionMachine: Sendable, Equatable {
             phase = .running
             record.startTimer(at: time)
             record.markEnded(at: nil)
-            guard roster.speakerIsGone else { return [.startTimer, .publish(.resumed)] }
-            return [.startTimer, .publish(.resumed)] + handOver(at: time)
+            guard roster.speakerIsGone else { return [startTimer(), .publish(.resumed)] }
+            return [startTimer(), .publish(.resumed)] + handOver(at: time)
         case .end(.save):
             return end(.saved(meeting), at: time)
         case .end(.discard):
@@ -364,9 +364,9 @@ public struct SessionMachine: Sendable, Equatable {
 
     // MARK: - Events
 
-    /// A fact at `time` (seconds of meeting since it started). Facts about a session that is over change
-    /// nothing.
-    public mutating func handle(_ event: Event, at time: Double) -> [Effect] {
+    /// A fact at `time` (seconds of meeting since it started; the timer's `clock` is set). Facts about a
+    /// session that is over change nothing.
+    mutating func apply(_ event: Event, at time: Double) -> [Effect] {
         guard !isOver else { return [] }
         if isStarting {
             // The start reports its parts one after another, within the request that started it: nothing
@@ -500,7 +500,7 @@ public struct SessionMachine: Sendable, Equatable {
         phase = .ending
         if wasRunning { record.stopTimer(at: time) }
         record.markEnded(at: time)
-        var effects: [Effect] = (wasRunning ? [.stopTimer] : []) + (wasEnding ? [] : [.publish(.ending)])
+        var effects: [Effect] = (wasRunning ? [stopTimer()] : []) + (wasEnding ? [] : [.publish(.ending)])
         guard recorder == .running || recognizer == .running else { return effects + settle(at: time) }
         armedSettle = ArmedSettle(deadline: deadline, since: time)
         // The journal says when the meeting ended before the wait: a crash during it keeps the insights.
@@ -589,7 +589,7 @@ public struct SessionMachine: Sendable, Equatable {
             // A speaker who left has no floor after: what is said from here is nobody's.
             if roster.speakerIsGone { record.endTurn(at: time) }
             record.markEnded(at: time)
-            return (wasRunning ? [.stopTimer] : []) + [.publish(.ending), .flushJournal]
+            return (wasRunning ? [stopTimer()] : []) + [.publish(.ending), .flushJournal]
         }
         speakerIndex += 1
         secondsElapsed = max(secondsElapsed, speakerIndex * secondsPerAttendee)

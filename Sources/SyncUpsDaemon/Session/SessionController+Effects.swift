@@ -35,8 +35,6 @@ extension SessionController {
                 session.recognition?.turn(Int64(start * Double(AudioFormat.sampleRate)), speaker)
             case .playCue:
                 session.cue?.play()
-            case .startTimer, .stopTimer:
-                break  // the machine's own: `handle(_:atNanoseconds:)` gives `armTimer`/`disarmTimer` instead
             case .armTimer(let deadline):
                 armTimer(session, at: deadline)
             case .disarmTimer:

@@ -167,7 +167,8 @@ final class SessionController {
             transcribes: request.transcribes,
             playsCue: settings.cueDeviceName != nil,
             warnings: request.warnings,
-            roster: roster
+            roster: roster,
+            atNanoseconds: elapsed(session)
         )
         session.machine = machine
         active = session
@@ -175,7 +176,7 @@ final class SessionController {
         state.flush()
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
         // The machine starts the recording, the recognizer and the cue, then the timer and the first turn.
-        perform(session.machine.timing(effects, at: elapsed(session)), in: session)
+        perform(effects, in: session)
         guard case .object(var reply) = sessionJSON(session) else { return .null }
         reply["warnings"] = .array(session.machine.startWarnings.map(JSONValue.string))
         return .object(reply)
