@@ -70,10 +70,6 @@ final class SessionController {
     private(set) var active: ActiveSession?
     /// A start has said that meetings record without a transcript (`Settings.isTranscriptionOff`).
     private var hasSaidTranscriptionIsOff = false
-    /// Saved meetings whose details file is not written yet (`saveDetails`).
-    var pendingDetails: [Meeting.ID: PendingDetails] = [:]
-    /// Why writing a meeting's details fails, while it does (for `status` and the snapshot).
-    var detailsError: String?
     /// The speaker encoder and the voice profiles (nil in the fuzzer's daemon).
     var voices: VoiceService?
     /// The last journal write that failed, per meeting (until it is saved or deleted): the log must not say a
@@ -87,13 +83,6 @@ final class SessionController {
         case collecting
         /// A transcript change of this session is waiting to be published.
         case pending(ActiveSession)
-    }
-
-    /// A saved meeting's details waiting to be written: the journal to keep meanwhile, the next retry's delay.
-    struct PendingDetails {
-        var journal: MeetingJournal
-        var retryDelay: Duration
-        var hasFailed = false
     }
 
     init(
