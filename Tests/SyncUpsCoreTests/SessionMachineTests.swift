@@ -21,6 +21,9 @@ extension SessionMachine {
             transcribes: transcribes)
         if effects.contains(.startRecorder(call: false)) {
             effects = machine.handle(.recorderStarted(warnings: []), at: 0)
+            if effects == [.startVoiceListener] {
+                effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
+            }
         }
         if effects == [.startRecognizer] { effects = machine.handle(.recognizerStarted, at: 0) }
         return (machine, effects)
@@ -48,6 +51,10 @@ extension SessionMachine {
             #expect(effects == [.startRecorder(call: false)])
             #expect(machine.isStarting && machine.recorder == .starting)
             effects = machine.handle(.recorderStarted(warnings: []))
+            #expect(effects == [.startVoiceListener])
+            #expect(machine.isStarting && machine.voiceListener == .starting)
+            effects = machine.handle(.voiceListenerUnavailable("voices off: no voice model configured"))
+            #expect(machine.voiceListener == .absent)
             if transcribes {
                 #expect(effects == [.startRecognizer])
                 #expect(machine.isStarting && machine.recognizer == .starting)
@@ -294,6 +301,14 @@ extension SessionMachine {
     /// recognizer that started, and says each thing it goes without once, after `started`.
     @Test(arguments: [false, true], [false, true])
     func startsWhateverItsPartsDo(microphoneOpens: Bool, recognizerStarts: Bool) throws {
+        for voiceListenerStarts in [false, true] {
+            try startsWhateverItsPartsDo(
+                microphoneOpens: microphoneOpens, recognizerStarts: recognizerStarts,
+                voiceListenerStarts: voiceListenerStarts)
+        }
+    }
+
+    func startsWhateverItsPartsDo(microphoneOpens: Bool, recognizerStarts: Bool, voiceListenerStarts: Bool) throws {
         let syncUp = SyncUp.fixture()
         var (machine, effects) = SessionMachine.start(
             syncUp: syncUp, meetingID: meetingID, startDate: now, records: true, recordsCall: true,
@@ -302,6 +317,11 @@ extension SessionMachine {
         var warnings = ["recording without the call: no sound server"]
         if microphoneOpens {
             effects = machine.handle(.recorderStarted(warnings: warnings))
+            // The speaker encoder hears the recording: asked for once it runs, before the recognizer. Without
+            // it the meeting goes on as before, its words to the floor alone, and says nothing of it.
+            #expect(effects == [.startVoiceListener])
+            effects = machine.handle(
+                voiceListenerStarts ? .voiceListenerStarted : .voiceListenerUnavailable("voices off: no voice model"))
             #expect(effects == [.startRecognizer])
             effects = machine.handle(
                 recognizerStarts ? .recognizerStarted : .recognizerFailedToStart("sphinx: no model"))
@@ -325,7 +345,11 @@ extension SessionMachine {
         #expect(machine.recorder == (microphoneOpens ? .running : .absent))
         #expect(machine.recognizer == (microphoneOpens && recognizerStarts ? .running : .absent))
         #expect(machine.isTranscribing == (microphoneOpens && recognizerStarts))
-        // The save waits for exactly the parts that run.
+        let listens = microphoneOpens && voiceListenerStarts
+        #expect(machine.voiceListener == (listens ? .running : .absent))
+        // The save waits for exactly the parts that run; the speaker encoder stops after the capture that feeds
+        // it (`finish` queues that first), and only if it started.
+        let stopsVoices: [SessionMachine.Effect] = listens ? [.stopVoiceListener] : []
         var save = try machine.request(.end(.save))
         if microphoneOpens {
             #expect(
@@ -335,10 +359,15 @@ extension SessionMachine {
                 #expect(save == [.finishRecognizer])
                 save = machine.handle(.recognizerFinished)
             }
-            #expect(save == saved(.saved(meeting("")), machine, waited: true))
+            #expect(
+                save == [
+                    .cancelSettleTimeout, .saveMeeting(machine.meeting, machine.record, of: machine.syncUp), .finish,
+                ]
+                    + stopsVoices + [.publish(.ended(.saved(meeting(""))))])
         } else {
             #expect(save == [.disarmTimer, .publish(.ending)] + saved(.saved(meeting("")), machine))
         }
+        #expect(machine.voiceListener == (listens ? .stopped : .absent))
     }
 
     /// While its parts start, nothing else has happened: requests are refused, other facts change nothing, and
@@ -353,12 +382,17 @@ extension SessionMachine {
         for event in [
             SessionMachine.Event.timerTicked, .recognizerStarted, .recognizerFailedToStart("x"), .recorderStopped,
             .recognizerFinished, .speechRecognized(.init(isFinal: true, text: "early")), .settleTimedOut,
+            .voiceListenerStarted, .voiceListenerUnavailable("x"), .recognizerReady,
         ] {
             #expect(machine.handle(event, at: 0) == [])
         }
         #expect(machine == starting)
-        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startRecognizer])
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startVoiceListener])
         #expect(machine.handle(.recorderStarted(warnings: ["again"]), at: 0) == [])
+        #expect(machine.handle(.recognizerStarted, at: 0) == [])
+        #expect(machine.handle(.voiceListenerStarted, at: 0) == [.startRecognizer])
+        #expect(machine.handle(.voiceListenerUnavailable("late"), at: 0) == [])
+        #expect(machine.voiceListener == .running)
         #expect(machine.handle(.recognizerStarted, at: 0).contains(.publish(.started)))
         #expect(machine.handle(.recognizerFailedToStart("late"), at: 0) == [])
         #expect(machine.isTranscribing && machine.startWarnings.isEmpty)

@@ -15,7 +15,10 @@ import Testing
         var (machine, effects) = SessionMachine.start(
             syncUp: .fixture(attendees: 3, seconds: 6), meetingID: meetingID, startDate: Date(timeIntervalSince1970: 0),
             records: records, transcribes: false)
-        if records { effects = machine.handle(.recorderStarted(warnings: []), atNanoseconds: 0) }
+        if records {
+            effects = machine.handle(.recorderStarted(warnings: []), atNanoseconds: 0)
+            effects = machine.handle(.voiceListenerUnavailable("voices off"), atNanoseconds: 0)
+        }
         return (machine, effects)
     }
 

@@ -44,10 +44,16 @@ public struct SessionMachine: Sendable, Equatable {
         case recorderStarted(warnings: [String])
         /// The recording could not start (no microphone): the meeting goes on without audio.
         case recorderFailedToStart(String, warnings: [String])
+        /// The speaker encoder asked for by `startVoiceListener` hears the recording.
+        case voiceListenerStarted
+        /// There is no speaker encoder (no voice model, or it did not start): words go to the floor alone.
+        case voiceListenerUnavailable(String)
         /// The recognizer asked for by `startRecognizer` takes audio.
         case recognizerStarted
         /// The recognizer could not start: the meeting goes on without a transcript.
         case recognizerFailedToStart(String)
+        /// The recognizer said it is up: its start can no longer be what fails (`session start` waits for this).
+        case recognizerReady
         /// One second of running time has passed.
         case timerTicked
         /// The sync-up was edited mid-meeting: renames show at once; the rotation follows removals and additions
@@ -92,6 +98,12 @@ public struct SessionMachine: Sendable, Equatable {
         /// Start capturing the microphone (and the call, if `call`) into the meeting's files;
         /// `recorderStarted` or `recorderFailedToStart` follows.
         case startRecorder(call: Bool)
+        /// Start the speaker encoder on the recording's audio (it matches voices to this meeting's attendees);
+        /// `voiceListenerStarted` or `voiceListenerUnavailable` follows.
+        case startVoiceListener
+        /// The recording has ended (after `finish`, whose clean-up stops the capture first): the speaker encoder
+        /// finishes what it heard, and the voice profiles are written.
+        case stopVoiceListener
         /// Start the recognizer on the recording's audio; `recognizerStarted` or `recognizerFailedToStart`
         /// follows.
         case startRecognizer
@@ -196,6 +208,10 @@ public struct SessionMachine: Sendable, Equatable {
     public private(set) var isTranscribing: Bool
     public private(set) var recorder: Part
     public private(set) var recognizer: Part
+    /// The recognizer said it is up (`recognizerReady`).
+    public private(set) var isRecognizerReady = false
+    /// The speaker encoder: started once the recording runs, stopped when the meeting is over.
+    public private(set) var voiceListener: Part = .absent
     public private(set) var isOver = false
     /// Until the parts asked for at the start have said whether they run: no timer, no turn yet.
     public private(set) var isStarting = true
@@ -276,9 +292,10 @@ public struct SessionMachine: Sendable, Equatable {
         self.record = MeetingRecord()
     }
 
-    /// The next step of the start: the recognizer once the recording runs, then the timer and the first turn.
+    /// The next step of the start: the speaker encoder and the recognizer once the recording runs, then the
+    /// timer and the first turn.
     private mutating func advanceStart() -> [Effect] {
-        guard isStarting, recorder != .starting else { return [] }
+        guard isStarting, recorder != .starting, voiceListener != .starting else { return [] }
         if wantsTranscript {
             wantsTranscript = false
             guard recorder == .running else {
@@ -372,7 +389,9 @@ public struct SessionMachine: Sendable, Equatable {
             // The start reports its parts one after another, within the request that started it: nothing
             // else can have happened yet.
             switch event {
-            case .recorderStarted, .recorderFailedToStart, .recognizerStarted, .recognizerFailedToStart: break
+            case .recorderStarted, .recorderFailedToStart, .voiceListenerStarted, .voiceListenerUnavailable,
+                .recognizerStarted, .recognizerFailedToStart:
+                break
             default: return []
             }
         }
@@ -381,6 +400,15 @@ public struct SessionMachine: Sendable, Equatable {
             guard recorder == .starting else { return [] }
             recorder = .running
             startWarnings += warnings
+            voiceListener = .starting
+            return [.startVoiceListener]
+        case .voiceListenerStarted:
+            guard voiceListener == .starting else { return [] }
+            voiceListener = .running
+            return advanceStart()
+        case .voiceListenerUnavailable:
+            guard voiceListener == .starting else { return [] }
+            voiceListener = .absent
             return advanceStart()
         case .recorderFailedToStart(let reason, let warnings):
             guard recorder == .starting else { return [] }
@@ -396,6 +424,10 @@ public struct SessionMachine: Sendable, Equatable {
             recognizer = .absent
             startWarnings.append("recording without a transcript: \(reason)")
             return advanceStart()
+        case .recognizerReady:
+            guard !isRecognizerReady else { return [] }
+            isRecognizerReady = true
+            return [.publish(.updated)]
         case .timerTicked:
             return pendingEnding == nil ? tick(at: time) : []
         case .syncUpEdited(let edited):
@@ -547,7 +579,10 @@ public struct SessionMachine: Sendable, Equatable {
         case .discarded, .syncUpDeleted:
             effects.append(.discardMeeting)
         }
-        return effects + [.finish, .publish(.ended(final))]
+        // The speaker encoder stops after the capture that feeds it (`finish` queues that stop first).
+        let voices: [Effect] = voiceListener == .running ? [.stopVoiceListener] : []
+        if voiceListener == .running { voiceListener = .stopped }
+        return effects + [.finish] + voices + [.publish(.ended(final))]
     }
 
     // MARK: - The clock and the floor

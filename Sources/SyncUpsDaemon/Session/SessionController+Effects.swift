@@ -21,6 +21,11 @@ extension SessionController {
                 publish(.error(text), session)
             case .startRecorder(let call):
                 handle(startRecorder(session, call: call), in: session)
+            case .startVoiceListener:
+                handle(startVoiceListener(session), in: session)
+            case .stopVoiceListener:
+                // After the recorder's stop (the same worker, in order): the encoder has heard the last audio.
+                voices?.end(session.meetingID, cleanup: cleanup)
             case .startRecognizer:
                 handle(startRecognizer(session), in: session)
             case .startCue:

@@ -9,7 +9,7 @@ import SyncUpsProtocol
 import SyncUpsSpeech
 import Synchronization
 
-/// The meeting's recording: the microphone, the call and their mixer.
+/// The meeting's recording: the microphone, the call and their mixer, and the speaker encoder that hears it.
 extension SessionController {
     /// `startRecorder`: the microphone (through the sound server when it follows the default there), the call
     /// if asked for and there is one, and the mixer that gives the recognizer both.
@@ -48,10 +48,6 @@ extension SessionController {
             session.mixer = nil
             return .recorderFailedToStart(error.description, warnings: warnings)
         }
-        let listener = voices?.begin(meetingID, attendees: session.machine.syncUp.attendees) { [session] in
-            session.machine.record.turns
-        }
-        session.relay.voice.withLock { $0 = listener }
         if let source = session.callRecorder?.statistics.capture.device,
             source == session.recorder?.statistics.capture.device
         {
@@ -61,5 +57,19 @@ extension SessionController {
             )
         }
         return .recorderStarted(warnings: warnings)
+    }
+
+    /// `startVoiceListener`: the speaker encoder on the recording's audio, if there is a voice model.
+    func startVoiceListener(_ session: ActiveSession) -> SessionMachine.Event {
+        guard let voices else { return .voiceListenerUnavailable("this daemon has no voices") }
+        guard
+            let listener = voices.begin(
+                session.meetingID, attendees: session.machine.syncUp.attendees,
+                turns: {
+                    [session] in session.machine.record.turns
+                })
+        else { return .voiceListenerUnavailable("no speaker encoder (\(voices.model.status))") }
+        session.relay.voice.withLock { $0 = listener }
+        return .voiceListenerStarted
     }
 }

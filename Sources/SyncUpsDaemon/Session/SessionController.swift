@@ -268,8 +268,6 @@ final class SessionController {
             callRecorder?.stop(keepsFile: keepsAudio)
             cue?.stop()
         }
-        // After the recorder's stop (the same worker, in order): the encoder has heard the last audio.
-        voices?.end(session.meetingID, cleanup: cleanup)
         if active === session { active = nil }
     }
 }
