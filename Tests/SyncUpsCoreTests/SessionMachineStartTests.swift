@@ -11,11 +11,11 @@ import Testing
     let meetingID = Meeting.ID(UUID(counting: 0))
     let syncUp = SyncUp.fixture(attendees: 2, seconds: 4)
 
-    func begin(records: Bool = true, call: Bool = false, transcribes: Bool = true) -> (
+    func begin(records: Bool = true, call: SessionMachine.CallSource = .off, transcribes: Bool = true) -> (
         SessionMachine, [SessionMachine.Effect]
     ) {
         SessionMachine.start(
-            syncUp: syncUp, meetingID: meetingID, startDate: now, records: records, recordsCall: call,
+            syncUp: syncUp, meetingID: meetingID, startDate: now, records: records, call: call,
             transcribes: transcribes)
     }
 
@@ -36,7 +36,7 @@ import Testing
     /// without, and its save waits for nothing.
     @Test func theMicrophoneMissing() throws {
         var (machine, effects) = begin()
-        #expect(effects == [.startRecorder(call: false)])
+        #expect(effects == [.startRecorder(call: nil)])
         let reason = "cannot open the audio device virtmic: ALSA: No such file or directory"
         effects = machine.handle(.recorderFailedToStart(reason, warnings: []), at: 0)
         let warnings = [
@@ -141,14 +141,37 @@ import Testing
     /// The call's source is missing (a `--call-audio` source that is not there, or no sound server): the
     /// microphone records, the meeting says it goes without the call, after `started`.
     @Test func theCallDeviceMissing() throws {
-        var (machine, effects) = begin(call: true, transcribes: false)
-        #expect(effects == [.startRecorder(call: true)])
+        var (machine, effects) = begin(call: .source("meet.monitor"), transcribes: false)
+        #expect(effects == [.startRecorder(call: "meet.monitor")])
         let warning = "recording without the call: cannot open the call's source: pulse: No such entity"
         #expect(machine.handle(.recorderStarted(warnings: [warning]), at: 0) == [.startVoiceListener])
         effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
         #expect(effects == started + [.warn(warning)])
         #expect(machine.startWarnings == [warning])
         #expect(machine.recorder == .running && machine.recognizer == .absent && machine.phase == .running)
+    }
+
+    /// No sound server to record the call from: the recorder is asked for the microphone alone; a source asked
+    /// for by name says so after `started`, `auto` only in the session object.
+    @Test(arguments: [true, false])
+    func theCallUnavailable(askedByName: Bool) throws {
+        let warning = "recording without the call: no sound server (none): recording the microphone through ALSA alone"
+        var (machine, effects) = begin(
+            call: .unavailable(warning: askedByName ? warning : nil), transcribes: false)
+        #expect(effects == [.startRecorder(call: nil)])
+        #expect(machine.startWarnings == (askedByName ? [warning] : []))
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startVoiceListener])
+        effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
+        #expect(effects == started + (askedByName ? [.warn(warning)] : []))
+        #expect(machine.recorder == .running && machine.phase == .running)
+    }
+
+    /// A meeting without audio records no call, whatever it was handed: nothing is started, nothing said of it.
+    @Test func noAudioNoCall() {
+        let (machine, effects) = begin(
+            records: false, call: .unavailable(warning: "recording without the call: x"), transcribes: false)
+        #expect(effects == started)
+        #expect(machine.startWarnings.isEmpty && machine.recorder == .absent)
     }
 
     /// The recognizer's readiness (what `session start` waits for) is the machine's: said once, as `updated`.

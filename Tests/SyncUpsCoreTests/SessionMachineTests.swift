@@ -19,7 +19,7 @@ extension SessionMachine {
         var (machine, effects) = start(
             syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records || transcribes,
             transcribes: transcribes)
-        if effects.contains(.startRecorder(call: false)) {
+        if effects.contains(.startRecorder(call: nil)) {
             effects = machine.handle(.recorderStarted(warnings: []), at: 0)
             if effects == [.startVoiceListener] {
                 effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
@@ -48,7 +48,7 @@ extension SessionMachine {
             .publish(.started),
         ]
         if records {
-            #expect(effects == [.startRecorder(call: false)])
+            #expect(effects == [.startRecorder(call: nil)])
             #expect(machine.isStarting && machine.recorder == .starting)
             effects = machine.handle(.recorderStarted(warnings: []))
             #expect(effects == [.startVoiceListener])
@@ -311,9 +311,9 @@ extension SessionMachine {
     func startsWhateverItsPartsDo(microphoneOpens: Bool, recognizerStarts: Bool, voiceListenerStarts: Bool) throws {
         let syncUp = SyncUp.fixture()
         var (machine, effects) = SessionMachine.start(
-            syncUp: syncUp, meetingID: meetingID, startDate: now, records: true, recordsCall: true,
+            syncUp: syncUp, meetingID: meetingID, startDate: now, records: true, call: .source("default.monitor"),
             transcribes: true, playsCue: true)
-        #expect(effects == [.startRecorder(call: true)])
+        #expect(effects == [.startRecorder(call: "default.monitor")])
         var warnings = ["recording without the call: no sound server"]
         if microphoneOpens {
             effects = machine.handle(.recorderStarted(warnings: warnings))

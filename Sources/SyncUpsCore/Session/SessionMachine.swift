@@ -81,6 +81,18 @@ public struct SessionMachine: Sendable, Equatable {
         case daemonStopping
     }
 
+    /// The call's side of the recording, as the daemon settled it from its configuration and the sound server
+    /// before the start: the data the machine's `startRecorder` hands back.
+    public enum CallSource: Sendable, Equatable {
+        /// Not recorded: `--call-audio off`, `--no-call`, a meeting without audio.
+        case off
+        /// Asked for, but there is nothing to record it from; `warning`, when the meeting says so (a source
+        /// asked for by name).
+        case unavailable(warning: String?)
+        /// Record this source of the sound server beside the microphone.
+        case source(String)
+    }
+
     /// Which wait `armSettleTimeout` starts.
     public enum SettleDeadline: Sendable, Equatable {
         /// An ordinary save: the recognizer gets the configured settle timeout.
@@ -95,9 +107,9 @@ public struct SessionMachine: Sendable, Equatable {
         case publish(Notification)
         /// Log this and tell `session` subscribers (as `session.error`): something the meeting goes on without.
         case warn(String)
-        /// Start capturing the microphone (and the call, if `call`) into the meeting's files;
-        /// `recorderStarted` or `recorderFailedToStart` follows.
-        case startRecorder(call: Bool)
+        /// Start capturing the microphone (and the call from the sound server's source `call`, if any) into the
+        /// meeting's files; `recorderStarted` or `recorderFailedToStart` follows.
+        case startRecorder(call: String?)
         /// Start the speaker encoder on the recording's audio (it matches voices to this meeting's attendees);
         /// `voiceListenerStarted` or `voiceListenerUnavailable` follows.
         case startVoiceListener
@@ -252,7 +264,7 @@ public struct SessionMachine: Sendable, Equatable {
     }()
 
     /// A new session. It starts what it records with first (`records`: the microphone, and the call if
-    /// `recordsCall`; then the recognizer if `transcribes`; then the cue if `playsCue`), each reporting back
+    /// `call` names a source; then the recognizer if `transcribes`; then the cue if `playsCue`), each reporting back
     /// whether it runs, and runs from its first second once they have: perform the returned effects and
     /// hand back the facts they produce. `warnings` are what the request already says the meeting goes without.
     public static func start(
@@ -260,7 +272,7 @@ public struct SessionMachine: Sendable, Equatable {
         meetingID: Meeting.ID,
         startDate: Date,
         records: Bool = false,
-        recordsCall: Bool = false,
+        call: CallSource = .off,
         transcribes: Bool,
         playsCue: Bool = false,
         warnings: [String] = [],
@@ -272,7 +284,17 @@ public struct SessionMachine: Sendable, Equatable {
             playsCue: playsCue, roster: roster ?? MeetingRoster(syncUp.attendees))
         machine.startWarnings = warnings
         machine.clock.nanoseconds = now
-        let effects = records ? [.startRecorder(call: recordsCall)] : machine.advanceStart()
+        guard records else {
+            let effects = machine.advanceStart()
+            return (machine, effects)
+        }
+        var source: String?
+        switch call {
+        case .off, .unavailable(warning: nil): break
+        case .unavailable(let warning?): machine.startWarnings.append(warning)
+        case .source(let name): source = name
+        }
+        let effects: [Effect] = [.startRecorder(call: source)]
         return (machine, effects)
     }
 

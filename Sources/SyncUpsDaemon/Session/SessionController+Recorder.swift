@@ -12,13 +12,13 @@ import Synchronization
 /// The meeting's recording: the microphone, the call and their mixer, and the speaker encoder that hears it.
 extension SessionController {
     /// `startRecorder`: the microphone (through the sound server when it follows the default there), the call
-    /// if asked for and there is one, and the mixer that gives the recognizer both.
-    func startRecorder(_ session: ActiveSession, call: Bool) -> SessionMachine.Event {
+    /// from the source the machine was handed, if any, and the mixer that gives the recognizer both.
+    func startRecorder(_ session: ActiveSession, call: String?) -> SessionMachine.Event {
         var warnings: [String] = []
         // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
         // the journal go there, so it comes back as the store brings back the directory itself.
         try? state.dataDirectory.create()
-        startCallRecorder(session, wanted: call, warnings: &warnings)
+        if let call { startCallRecorder(session, source: call, warnings: &warnings) }
         let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
         session.microphoneThroughServer =
             settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off

@@ -146,13 +146,19 @@ final class SessionController {
 
         let meetingID = Meeting.ID(state.uuid())
         let session = ActiveSession(machine: nil, meetingID: meetingID, start: loop.now())
-        if !request.records { session.callAudio = .off("the meeting records no audio") }
+        let call: SessionMachine.CallSource
+        if request.records {
+            call = callSource(wanted: request.recordsCall, for: session)
+        } else {
+            call = .off
+            session.callAudio = .off("the meeting records no audio")
+        }
         let (machine, effects) = SessionMachine.start(
             syncUp: syncUp,
             meetingID: meetingID,
             startDate: state.now(),
             records: request.records,
-            recordsCall: request.recordsCall,
+            call: call,
             transcribes: request.transcribes,
             playsCue: settings.cueDeviceName != nil,
             warnings: request.warnings,
