@@ -73,6 +73,7 @@ final class Services {
             throw StartupError("cannot set up sessions: \(error)")
         }
         owner.session = session
+        session.retryFailedDetails()
         do {
             voices = try VoiceService(
                 loop: loop, directory: directory, model: voiceModel, logger: logger, wallClock: wallClock,

@@ -19,8 +19,11 @@ extension SessionMachine {
         var (machine, effects) = start(
             syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records || transcribes,
             transcribes: transcribes)
-        if effects.contains(.startRecorder(call: false)) {
+        if effects.contains(.startRecorder(call: nil)) {
             effects = machine.handle(.recorderStarted(warnings: []), at: 0)
+            if effects == [.startVoiceListener] {
+                effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
+            }
         }
         if effects == [.startRecognizer] { effects = machine.handle(.recognizerStarted, at: 0) }
         return (machine, effects)
@@ -40,13 +43,18 @@ extension SessionMachine {
         var (machine, effects) = SessionMachine.start(
             syncUp: syncUp, meetingID: meetingID, startDate: now, records: records, transcribes: transcribes)
         let started: [SessionMachine.Effect] = [
-            .startTimer, .beginTurn(speakerIndex: 0, speaker: syncUp.attendees.first, at: 0), .writeJournal,
+            .armTimer(at: 1_000_000_000), .beginTurn(speakerIndex: 0, speaker: syncUp.attendees.first, at: 0),
+            .writeJournal,
             .publish(.started),
         ]
         if records {
-            #expect(effects == [.startRecorder(call: false)])
+            #expect(effects == [.startRecorder(call: nil)])
             #expect(machine.isStarting && machine.recorder == .starting)
             effects = machine.handle(.recorderStarted(warnings: []))
+            #expect(effects == [.startVoiceListener])
+            #expect(machine.isStarting && machine.voiceListener == .starting)
+            effects = machine.handle(.voiceListenerUnavailable("voices off: no voice model configured"))
+            #expect(machine.voiceListener == .absent)
             if transcribes {
                 #expect(effects == [.startRecognizer])
                 #expect(machine.isStarting && machine.recognizer == .starting)
@@ -97,7 +105,7 @@ extension SessionMachine {
         }
         // Nothing records or transcribes: nothing to wait for.
         let effects = machine.handle(.timerTicked)
-        #expect(effects == [.publish(.tick), .stopTimer, .publish(.ending)] + saved(.finished(meeting("")), machine))
+        #expect(effects == [.publish(.tick), .disarmTimer, .publish(.ending)] + saved(.finished(meeting("")), machine))
         #expect((machine.speakerIndex, machine.secondsElapsed, machine.durationRemaining) == (2, 6, 0))
         #expect(machine.isOver)
         #expect(machine.record.turns.map(\.start) == [0, 2, 4])
@@ -115,7 +123,7 @@ extension SessionMachine {
         for _ in 0..<5 { _ = machine.handle(.timerTicked) }
         #expect(
             machine.handle(.timerTicked) == [
-                .publish(.tick), .stopTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving),
+                .publish(.tick), .disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving),
                 .stopRecorder,
             ])
         #expect(machine.phase == .ending && !machine.isOver && machine.recorder == .stopping)
@@ -149,7 +157,7 @@ extension SessionMachine {
     /// `RecordMeetingTests.endMeetingSave`: the "End meeting?" alert pauses the timer; saving inserts the meeting.
     @Test func endingEarlyAndSavingKeepsTheMeeting() throws {
         var machine = start(.fixture(attendees: 6, seconds: 60))
-        #expect(try machine.request(.pause) == [.stopTimer, .publish(.paused)])
+        #expect(try machine.request(.pause) == [.disarmTimer, .publish(.paused)])
         let paused = machine
         for _ in 0..<3 { #expect(machine.handle(.timerTicked) == []) }
         #expect(machine == paused)
@@ -172,7 +180,7 @@ extension SessionMachine {
         #expect(try machine.request(.next) == [turn(2, of: machine, at: 2), .playCue, .publish(.speaker)])
         #expect((machine.speakerIndex, machine.secondsElapsed) == (2, 4))
         // The journal says at once when the meeting ended: a crash while it waits keeps its insights.
-        #expect(try machine.request(.next) == [.stopTimer, .publish(.ending), .flushJournal])
+        #expect(try machine.request(.next) == [.disarmTimer, .publish(.ending), .flushJournal])
         #expect(machine.phase == .ending && machine.record.endedAt == 4)
         for _ in 0..<5 { #expect(machine.handle(.timerTicked) == []) }
         #expect(machine.secondsElapsed == 4)
@@ -186,7 +194,8 @@ extension SessionMachine {
         _ = try machine.request(.next)
         _ = try machine.request(.next)
         #expect(machine.phase == .ending)
-        #expect(try machine.request(.resume) == [.startTimer, .publish(.resumed)])
+        // The schedule stood at the first second's deadline, long past: the timer is due at once.
+        #expect(try machine.request(.resume) == [.armTimer(at: 2_000_000_000), .publish(.resumed)])
         #expect(machine.handle(.timerTicked) == [.publish(.tick)])
         #expect(machine.handle(.timerTicked).contains(.saveMeeting(meeting(""), machine.record, of: machine.syncUp)))
     }
@@ -274,7 +283,7 @@ extension SessionMachine {
         _ = try machine.request(.next)
         #expect(
             machine.handle(.syncUpEdited(.fixture(attendees: 1, seconds: 30)))
-                == [.stopTimer, .publish(.ending), .flushJournal, .publish(.updated), .writeJournal])
+                == [.disarmTimer, .publish(.ending), .flushJournal, .publish(.updated), .writeJournal])
         #expect(machine.phase == .ending && machine.speakerIndex == 2 && machine.speaker?.name == "Blob 3")
         #expect(machine.record.turns.last?.end == 20)
         #expect(machine.roster.meetingAttendees.map(\.name) == ["Blob 1", "Blob 2", "Blob 3"])
@@ -292,14 +301,27 @@ extension SessionMachine {
     /// recognizer that started, and says each thing it goes without once, after `started`.
     @Test(arguments: [false, true], [false, true])
     func startsWhateverItsPartsDo(microphoneOpens: Bool, recognizerStarts: Bool) throws {
+        for voiceListenerStarts in [false, true] {
+            try startsWhateverItsPartsDo(
+                microphoneOpens: microphoneOpens, recognizerStarts: recognizerStarts,
+                voiceListenerStarts: voiceListenerStarts)
+        }
+    }
+
+    func startsWhateverItsPartsDo(microphoneOpens: Bool, recognizerStarts: Bool, voiceListenerStarts: Bool) throws {
         let syncUp = SyncUp.fixture()
         var (machine, effects) = SessionMachine.start(
-            syncUp: syncUp, meetingID: meetingID, startDate: now, records: true, recordsCall: true,
+            syncUp: syncUp, meetingID: meetingID, startDate: now, records: true, call: .source("default.monitor"),
             transcribes: true, playsCue: true)
-        #expect(effects == [.startRecorder(call: true)])
+        #expect(effects == [.startRecorder(call: "default.monitor")])
         var warnings = ["recording without the call: no sound server"]
         if microphoneOpens {
             effects = machine.handle(.recorderStarted(warnings: warnings))
+            // The speaker encoder hears the recording: asked for once it runs, before the recognizer. Without
+            // it the meeting goes on as before, its words to the floor alone, and says nothing of it.
+            #expect(effects == [.startVoiceListener])
+            effects = machine.handle(
+                voiceListenerStarts ? .voiceListenerStarted : .voiceListenerUnavailable("voices off: no voice model"))
             #expect(effects == [.startRecognizer])
             effects = machine.handle(
                 recognizerStarts ? .recognizerStarted : .recognizerFailedToStart("sphinx: no model"))
@@ -314,7 +336,8 @@ extension SessionMachine {
         #expect(
             effects
                 == [
-                    .startCue, .startTimer, .beginTurn(speakerIndex: 0, speaker: syncUp.attendees[0], at: 0),
+                    .startCue, .armTimer(at: 1_000_000_000),
+                    .beginTurn(speakerIndex: 0, speaker: syncUp.attendees[0], at: 0),
                     .writeJournal, .publish(.started),
                 ] + warnings.map(SessionMachine.Effect.warn))
         #expect(machine.startWarnings == warnings)
@@ -322,19 +345,29 @@ extension SessionMachine {
         #expect(machine.recorder == (microphoneOpens ? .running : .absent))
         #expect(machine.recognizer == (microphoneOpens && recognizerStarts ? .running : .absent))
         #expect(machine.isTranscribing == (microphoneOpens && recognizerStarts))
-        // The save waits for exactly the parts that run.
+        let listens = microphoneOpens && voiceListenerStarts
+        #expect(machine.voiceListener == (listens ? .running : .absent))
+        // The save waits for exactly the parts that run; the speaker encoder stops after the capture that feeds
+        // it (`finish` queues that first), and only if it started.
+        let stopsVoices: [SessionMachine.Effect] = listens ? [.stopVoiceListener] : []
         var save = try machine.request(.end(.save))
         if microphoneOpens {
-            #expect(save == [.stopTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder])
+            #expect(
+                save == [.disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder])
             save = machine.handle(.recorderStopped)
             if recognizerStarts {
                 #expect(save == [.finishRecognizer])
                 save = machine.handle(.recognizerFinished)
             }
-            #expect(save == saved(.saved(meeting("")), machine, waited: true))
+            #expect(
+                save == [
+                    .cancelSettleTimeout, .saveMeeting(machine.meeting, machine.record, of: machine.syncUp), .finish,
+                ]
+                    + stopsVoices + [.publish(.ended(.saved(meeting(""))))])
         } else {
-            #expect(save == [.stopTimer, .publish(.ending)] + saved(.saved(meeting("")), machine))
+            #expect(save == [.disarmTimer, .publish(.ending)] + saved(.saved(meeting("")), machine))
         }
+        #expect(machine.voiceListener == (listens ? .stopped : .absent))
     }
 
     /// While its parts start, nothing else has happened: requests are refused, other facts change nothing, and
@@ -349,12 +382,17 @@ extension SessionMachine {
         for event in [
             SessionMachine.Event.timerTicked, .recognizerStarted, .recognizerFailedToStart("x"), .recorderStopped,
             .recognizerFinished, .speechRecognized(.init(isFinal: true, text: "early")), .settleTimedOut,
+            .voiceListenerStarted, .voiceListenerUnavailable("x"), .recognizerReady,
         ] {
             #expect(machine.handle(event, at: 0) == [])
         }
         #expect(machine == starting)
-        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startRecognizer])
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startVoiceListener])
         #expect(machine.handle(.recorderStarted(warnings: ["again"]), at: 0) == [])
+        #expect(machine.handle(.recognizerStarted, at: 0) == [])
+        #expect(machine.handle(.voiceListenerStarted, at: 0) == [.startRecognizer])
+        #expect(machine.handle(.voiceListenerUnavailable("late"), at: 0) == [])
+        #expect(machine.voiceListener == .running)
         #expect(machine.handle(.recognizerStarted, at: 0).contains(.publish(.started)))
         #expect(machine.handle(.recognizerFailedToStart("late"), at: 0) == [])
         #expect(machine.isTranscribing && machine.startWarnings.isEmpty)
@@ -530,7 +568,7 @@ extension SessionMachine {
         _ = machine.handle(.speechRecognized(.init(isFinal: false, text: "half a sen")))
         #expect(
             machine.handle(.daemonStopping) == [
-                .stopTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.stopping), .stopRecorder,
+                .disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.stopping), .stopRecorder,
             ])
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         // The recognizer does not finish in time: its provisional words are saved as they stand.
@@ -573,7 +611,7 @@ extension SessionMachine {
     @Test func theDaemonStoppingWithNothingToWaitForSavesAtOnce() throws {
         var machine = start(.fixture())
         let effects = machine.handle(.daemonStopping)
-        #expect(effects == [.stopTimer, .publish(.ending)] + saved(.interrupted(meeting("")), machine))
+        #expect(effects == [.disarmTimer, .publish(.ending)] + saved(.interrupted(meeting("")), machine))
     }
 
     @Test func aDeletedSyncUpDiscardsEvenASaveInProgress() throws {

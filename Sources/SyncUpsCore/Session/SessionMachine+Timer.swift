@@ -8,11 +8,17 @@ extension SessionMachine {
         Double(nanoseconds / second) + Double(nanoseconds % second * second) / 1e18
     }
 
-    /// `handle(_:at:)` at `now`. `timerTicked` is the timer's wake-up: each tick due by then (more than one
-    /// after a late wake-up) is handled at its own deadline, so a turn the timer ends lasts exactly its share
-    /// however late the wake-up; then the timer is armed for the next second unless a tick stopped it.
+    /// The nanoseconds of `seconds` of meeting.
+    static func nanoseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1e9).rounded()) }
+
+    /// A fact at `now`. `timerTicked` is the timer's wake-up: each tick due by then (more than one after a
+    /// late wake-up) is handled at its own deadline, so a turn the timer ends lasts exactly its share however
+    /// late the wake-up; then the timer is armed for the next second unless a tick stopped it.
     public mutating func handle(_ event: Event, atNanoseconds now: Int64) -> [Effect] {
-        guard event == .timerTicked else { return timing(handle(event, at: Self.seconds(now)), at: now) }
+        guard event == .timerTicked else {
+            clock.nanoseconds = now
+            return apply(event, at: Self.seconds(now))
+        }
         var effects: [Effect] = []
         while true {
             let (tick, isLast) = nextTick(atNanoseconds: now)
@@ -26,35 +32,56 @@ extension SessionMachine {
     /// A caller performs each step's effects before the next, so what they publish (a tick's elapsed time,
     /// the speaker) is the state of that tick, not of the last one caught up.
     public mutating func nextTick(atNanoseconds now: Int64) -> (effects: [Effect], isLast: Bool) {
+        clock.nanoseconds = now
         guard let deadline = schedule.takeTick(at: now) else {
             return (schedule.nextDeadline.map { [.armTimer(at: $0)] } ?? [], true)
         }
-        let tick = handle(.timerTicked, at: Self.seconds(deadline))
-        let effects = timing(tick, at: now)
-        if tick.contains(.finish) { return (effects, true) }
+        let effects = apply(.timerTicked, at: Self.seconds(deadline))
+        if effects.contains(.finish) { return (effects, true) }
         if schedule.isDue(at: now) { return (effects, false) }
         return (effects + (schedule.nextDeadline.map { [.armTimer(at: $0)] } ?? []), true)
     }
 
-    /// `request(_:at:)` at `now`.
+    /// A client's request at `now`; refused (and nothing changed) when it does not apply in the current phase.
     public mutating func request(_ request: Request, atNanoseconds now: Int64) throws(SessionRejection) -> [Effect] {
-        timing(try self.request(request, at: Self.seconds(now)), at: now)
+        clock.nanoseconds = now
+        return try respond(to: request, at: Self.seconds(now))
     }
 
-    /// The effects with the timer's start and stop applied to the schedule at `now`: `armTimer(at:)` with the
-    /// next deadline (a pause keeps the part of the second already run), `disarmTimer`.
-    public mutating func timing(_ effects: [Effect], at now: Int64) -> [Effect] {
-        effects.map { effect in
-            switch effect {
-            case .startTimer:
-                schedule.resume(at: now)
-                return schedule.nextDeadline.map(Effect.armTimer(at:)) ?? .disarmTimer
-            case .stopTimer:
-                schedule.pause(at: now)
-                return .disarmTimer
-            default:
-                return effect
-            }
+    /// A fact at `time`, in seconds (the machine's tests). `timerTicked` is one tick at exactly `time`, whatever
+    /// the schedule says is due: while the timer runs, its next second then counts from `time`; nothing is armed.
+    public mutating func handle(_ event: Event, at time: Double) -> [Effect] {
+        clock.nanoseconds = Self.nanoseconds(time)
+        if event == .timerTicked, !isOver, !isStarting, phase == .running, pendingEnding == nil {
+            schedule = TickSchedule(startingAt: clock.nanoseconds)
         }
+        return apply(event, at: time)
     }
+
+    /// A client's request at `time`, in seconds (the machine's tests).
+    public mutating func request(_ request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
+        clock.nanoseconds = Self.nanoseconds(time)
+        return try respond(to: request, at: time)
+    }
+
+    /// The timer starts (at the start, at a resume): the schedule resumes at the current instant, keeping the
+    /// part of the second a pause left, and the one timer is armed for its next deadline.
+    mutating func startTimer() -> Effect {
+        schedule.resume(at: clock.nanoseconds)
+        return schedule.nextDeadline.map(Effect.armTimer(at:)) ?? .disarmTimer
+    }
+
+    /// The timer stops (a pause, the end): the schedule keeps the part of the second already run.
+    mutating func stopTimer() -> Effect {
+        schedule.pause(at: clock.nanoseconds)
+        return .disarmTimer
+    }
+}
+
+/// The instant (nanoseconds since the session started) of the input being handled: an argument the timer's
+/// start and stop need, kept for the length of one input, not the machine's state. Any two are equal, so a
+/// refused request or an event that changes nothing leaves the machine equal to what it was.
+struct InputInstant: Sendable, Equatable {
+    var nanoseconds: Int64 = 0
+    static func == (_: Self, _: Self) -> Bool { true }
 }

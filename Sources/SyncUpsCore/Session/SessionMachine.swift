@@ -7,8 +7,8 @@ import FoundationEssentials
 /// `SessionController` feeds it events, with the meeting's time where a turn needs it, and performs the
 /// effects it returns.
 ///
-/// Requests a client makes can be refused: `request(_:at:)` throws. Everything else is a fact that has
-/// already happened: `handle(_:at:)` never throws (a fact that no longer matters changes nothing).
+/// Requests a client makes can be refused: `request(_:atNanoseconds:)` throws. Everything else is a fact that
+/// has already happened: `handle(_:atNanoseconds:)` never throws (a fact that no longer matters changes nothing).
 public struct SessionMachine: Sendable, Equatable {
     /// Where the meeting is.
     public enum Phase: String, Sendable, Equatable {
@@ -44,10 +44,16 @@ public struct SessionMachine: Sendable, Equatable {
         case recorderStarted(warnings: [String])
         /// The recording could not start (no microphone): the meeting goes on without audio.
         case recorderFailedToStart(String, warnings: [String])
+        /// The speaker encoder asked for by `startVoiceListener` hears the recording.
+        case voiceListenerStarted
+        /// There is no speaker encoder (no voice model, or it did not start): words go to the floor alone.
+        case voiceListenerUnavailable(String)
         /// The recognizer asked for by `startRecognizer` takes audio.
         case recognizerStarted
         /// The recognizer could not start: the meeting goes on without a transcript.
         case recognizerFailedToStart(String)
+        /// The recognizer said it is up: its start can no longer be what fails (`session start` waits for this).
+        case recognizerReady
         /// One second of running time has passed.
         case timerTicked
         /// The sync-up was edited mid-meeting: renames show at once; the rotation follows removals and additions
@@ -75,6 +81,18 @@ public struct SessionMachine: Sendable, Equatable {
         case daemonStopping
     }
 
+    /// The call's side of the recording, as the daemon settled it from its configuration and the sound server
+    /// before the start: the data the machine's `startRecorder` hands back.
+    public enum CallSource: Sendable, Equatable {
+        /// Not recorded: `--call-audio off`, `--no-call`, a meeting without audio.
+        case off
+        /// Asked for, but there is nothing to record it from; `warning`, when the meeting says so (a source
+        /// asked for by name).
+        case unavailable(warning: String?)
+        /// Record this source of the sound server beside the microphone.
+        case source(String)
+    }
+
     /// Which wait `armSettleTimeout` starts.
     public enum SettleDeadline: Sendable, Equatable {
         /// An ordinary save: the recognizer gets the configured settle timeout.
@@ -89,9 +107,15 @@ public struct SessionMachine: Sendable, Equatable {
         case publish(Notification)
         /// Log this and tell `session` subscribers (as `session.error`): something the meeting goes on without.
         case warn(String)
-        /// Start capturing the microphone (and the call, if `call`) into the meeting's files;
-        /// `recorderStarted` or `recorderFailedToStart` follows.
-        case startRecorder(call: Bool)
+        /// Start capturing the microphone (and the call from the sound server's source `call`, if any) into the
+        /// meeting's files; `recorderStarted` or `recorderFailedToStart` follows.
+        case startRecorder(call: String?)
+        /// Start the speaker encoder on the recording's audio (it matches voices to this meeting's attendees);
+        /// `voiceListenerStarted` or `voiceListenerUnavailable` follows.
+        case startVoiceListener
+        /// The recording has ended (after `finish`, whose clean-up stops the capture first): the speaker encoder
+        /// finishes what it heard, and the voice profiles are written.
+        case stopVoiceListener
         /// Start the recognizer on the recording's audio; `recognizerStarted` or `recognizerFailedToStart`
         /// follows.
         case startRecognizer
@@ -102,10 +126,6 @@ public struct SessionMachine: Sendable, Equatable {
         case beginTurn(speakerIndex: Int, speaker: Attendee?, at: Double)
         /// Play the speaker-change cue (never at the meeting's end).
         case playCue
-        /// The machine's own request to stop and start its timer: `handle(_:atNanoseconds:)` and
-        /// `request(_:atNanoseconds:)` turn them into `disarmTimer` and `armTimer(at:)`.
-        case stopTimer
-        case startTimer
         /// Wake the machine with `timerTicked` at `at` (nanoseconds since the session started) and not before:
         /// the one timer, replacing any armed one.
         case armTimer(at: Int64)
@@ -200,6 +220,10 @@ public struct SessionMachine: Sendable, Equatable {
     public private(set) var isTranscribing: Bool
     public private(set) var recorder: Part
     public private(set) var recognizer: Part
+    /// The recognizer said it is up (`recognizerReady`).
+    public private(set) var isRecognizerReady = false
+    /// The speaker encoder: started once the recording runs, stopped when the meeting is over.
+    public private(set) var voiceListener: Part = .absent
     public private(set) var isOver = false
     /// Until the parts asked for at the start have said whether they run: no timer, no turn yet.
     public private(set) var isStarting = true
@@ -229,8 +253,10 @@ public struct SessionMachine: Sendable, Equatable {
     /// The end of the latest word the recognizer gave within the meeting's audio: a result that does not go
     /// past it (or goes past the audio) does not extend a save's wait.
     private var recognizedUntil = 0.0
+    /// The instant of the event or request being handled: where the timer's schedule pauses and resumes.
+    var clock = InputInstant()
     /// When the one-second ticks fall due, in nanoseconds since the session started (handed in with the
-    /// events): paused until the first `startTimer`, which resumes it one second ahead.
+    /// events): paused until the start's `armTimer`, which resumes it one second ahead.
     public internal(set) var schedule: TickSchedule = {
         var schedule = TickSchedule(startingAt: 0)
         schedule.pause(at: 0)
@@ -238,7 +264,7 @@ public struct SessionMachine: Sendable, Equatable {
     }()
 
     /// A new session. It starts what it records with first (`records`: the microphone, and the call if
-    /// `recordsCall`; then the recognizer if `transcribes`; then the cue if `playsCue`), each reporting back
+    /// `call` names a source; then the recognizer if `transcribes`; then the cue if `playsCue`), each reporting back
     /// whether it runs, and runs from its first second once they have: perform the returned effects and
     /// hand back the facts they produce. `warnings` are what the request already says the meeting goes without.
     public static func start(
@@ -246,17 +272,29 @@ public struct SessionMachine: Sendable, Equatable {
         meetingID: Meeting.ID,
         startDate: Date,
         records: Bool = false,
-        recordsCall: Bool = false,
+        call: CallSource = .off,
         transcribes: Bool,
         playsCue: Bool = false,
         warnings: [String] = [],
-        roster: MeetingRoster? = nil
+        roster: MeetingRoster? = nil,
+        atNanoseconds now: Int64 = 0
     ) -> (SessionMachine, [Effect]) {
         var machine = SessionMachine(
             syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records, transcribes: transcribes,
             playsCue: playsCue, roster: roster ?? MeetingRoster(syncUp.attendees))
         machine.startWarnings = warnings
-        let effects = records ? [.startRecorder(call: recordsCall)] : machine.advanceStart()
+        machine.clock.nanoseconds = now
+        guard records else {
+            let effects = machine.advanceStart()
+            return (machine, effects)
+        }
+        var source: String?
+        switch call {
+        case .off, .unavailable(warning: nil): break
+        case .unavailable(let warning?): machine.startWarnings.append(warning)
+        case .source(let name): source = name
+        }
+        let effects: [Effect] = [.startRecorder(call: source)]
         return (machine, effects)
     }
 
@@ -276,9 +314,10 @@ public struct SessionMachine: Sendable, Equatable {
         self.record = MeetingRecord()
     }
 
-    /// The next step of the start: the recognizer once the recording runs, then the timer and the first turn.
+    /// The next step of the start: the speaker encoder and the recognizer once the recording runs, then the
+    /// timer and the first turn.
     private mutating func advanceStart() -> [Effect] {
-        guard isStarting, recorder != .starting else { return [] }
+        guard isStarting, recorder != .starting, voiceListener != .starting else { return [] }
         if wantsTranscript {
             wantsTranscript = false
             guard recorder == .running else {
@@ -292,7 +331,7 @@ public struct SessionMachine: Sendable, Equatable {
         isStarting = false
         isTranscribing = recognizer == .running
         let turn = beginTurn(0, at: 0)
-        return (playsCue ? [.startCue] : []) + [.startTimer] + turn + [.writeJournal, .publish(.started)]
+        return (playsCue ? [.startCue] : []) + [startTimer()] + turn + [.writeJournal, .publish(.started)]
             + startWarnings.map(Effect.warn)
     }
 
@@ -320,9 +359,9 @@ public struct SessionMachine: Sendable, Equatable {
 
     // MARK: - Requests
 
-    /// A client's request at `time` (seconds of meeting since it started). One that does not apply in the
-    /// current phase is refused and changes nothing.
-    public mutating func request(_ request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
+    /// A client's request at `time` (seconds of meeting since it started; the timer's `clock` is set). One
+    /// that does not apply in the current phase is refused and changes nothing.
+    mutating func respond(to request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
         guard !isOver else { throw SessionRejection("the session is over") }
         guard !isStarting else { throw SessionRejection("the meeting is starting") }
         guard pendingEnding == nil else { throw SessionRejection("the meeting is being saved") }
@@ -334,7 +373,7 @@ public struct SessionMachine: Sendable, Equatable {
             case .running:
                 phase = .paused
                 record.stopTimer(at: time)
-                return [.stopTimer, .publish(.paused)]
+                return [stopTimer(), .publish(.paused)]
             case .paused: throw SessionRejection("the meeting is already paused")
             case .ending: throw SessionRejection("the meeting is ending: save it with session.end or resume it")
             }
@@ -350,8 +389,8 @@ public struct SessionMachine: Sendable, Equatable {
             phase = .running
             record.startTimer(at: time)
             record.markEnded(at: nil)
-            guard roster.speakerIsGone else { return [.startTimer, .publish(.resumed)] }
-            return [.startTimer, .publish(.resumed)] + handOver(at: time)
+            guard roster.speakerIsGone else { return [startTimer(), .publish(.resumed)] }
+            return [startTimer(), .publish(.resumed)] + handOver(at: time)
         case .end(.save):
             return end(.saved(meeting), at: time)
         case .end(.discard):
@@ -370,15 +409,17 @@ public struct SessionMachine: Sendable, Equatable {
 
     // MARK: - Events
 
-    /// A fact at `time` (seconds of meeting since it started). Facts about a session that is over change
-    /// nothing.
-    public mutating func handle(_ event: Event, at time: Double) -> [Effect] {
+    /// A fact at `time` (seconds of meeting since it started; the timer's `clock` is set). Facts about a
+    /// session that is over change nothing.
+    mutating func apply(_ event: Event, at time: Double) -> [Effect] {
         guard !isOver else { return [] }
         if isStarting {
             // The start reports its parts one after another, within the request that started it: nothing
             // else can have happened yet.
             switch event {
-            case .recorderStarted, .recorderFailedToStart, .recognizerStarted, .recognizerFailedToStart: break
+            case .recorderStarted, .recorderFailedToStart, .voiceListenerStarted, .voiceListenerUnavailable,
+                .recognizerStarted, .recognizerFailedToStart:
+                break
             default: return []
             }
         }
@@ -387,6 +428,15 @@ public struct SessionMachine: Sendable, Equatable {
             guard recorder == .starting else { return [] }
             recorder = .running
             startWarnings += warnings
+            voiceListener = .starting
+            return [.startVoiceListener]
+        case .voiceListenerStarted:
+            guard voiceListener == .starting else { return [] }
+            voiceListener = .running
+            return advanceStart()
+        case .voiceListenerUnavailable:
+            guard voiceListener == .starting else { return [] }
+            voiceListener = .absent
             return advanceStart()
         case .recorderFailedToStart(let reason, let warnings):
             guard recorder == .starting else { return [] }
@@ -402,6 +452,10 @@ public struct SessionMachine: Sendable, Equatable {
             recognizer = .absent
             startWarnings.append("recording without a transcript: \(reason)")
             return advanceStart()
+        case .recognizerReady:
+            guard !isRecognizerReady else { return [] }
+            isRecognizerReady = true
+            return [.publish(.updated)]
         case .timerTicked:
             return pendingEnding == nil ? tick(at: time) : []
         case .syncUpEdited(let edited):
@@ -506,7 +560,7 @@ public struct SessionMachine: Sendable, Equatable {
         phase = .ending
         if wasRunning { record.stopTimer(at: time) }
         record.markEnded(at: time)
-        var effects: [Effect] = (wasRunning ? [.stopTimer] : []) + (wasEnding ? [] : [.publish(.ending)])
+        var effects: [Effect] = (wasRunning ? [stopTimer()] : []) + (wasEnding ? [] : [.publish(.ending)])
         guard recorder == .running || recognizer == .running else { return effects + settle(at: time) }
         armedSettle = ArmedSettle(deadline: deadline, since: time)
         // The journal says when the meeting ended before the wait: a crash during it keeps the insights.
@@ -553,7 +607,10 @@ public struct SessionMachine: Sendable, Equatable {
         case .discarded, .syncUpDeleted:
             effects.append(.discardMeeting)
         }
-        return effects + [.finish, .publish(.ended(final))]
+        // The speaker encoder stops after the capture that feeds it (`finish` queues that stop first).
+        let voices: [Effect] = voiceListener == .running ? [.stopVoiceListener] : []
+        if voiceListener == .running { voiceListener = .stopped }
+        return effects + [.finish] + voices + [.publish(.ended(final))]
     }
 
     // MARK: - The clock and the floor
@@ -595,7 +652,7 @@ public struct SessionMachine: Sendable, Equatable {
             // A speaker who left has no floor after: what is said from here is nobody's.
             if roster.speakerIsGone { record.endTurn(at: time) }
             record.markEnded(at: time)
-            return (wasRunning ? [.stopTimer] : []) + [.publish(.ending), .flushJournal]
+            return (wasRunning ? [stopTimer()] : []) + [.publish(.ending), .flushJournal]
         }
         speakerIndex += 1
         secondsElapsed = max(secondsElapsed, speakerIndex * secondsPerAttendee)

@@ -302,7 +302,7 @@ final class CommandHandler {
     /// The last failed write of the user's data, if it still fails: `sync-ups.json`, a meeting's details,
     /// `syncups.schedule` or a voice profile.
     private var persistenceError: String? {
-        store.lastError ?? session.detailsError ?? status.scheduler?.lastError ?? voices.writeError
+        store.lastError ?? state.detailsWrites.lastError ?? status.scheduler?.lastError ?? voices.writeError
     }
 
     // MARK: - Sync-ups
@@ -486,7 +486,7 @@ final class CommandHandler {
         let object = found
         let directory = state.dataDirectory
         let budget = server.limits.maxReplyBytes * 7 / 8
-        let pending = state.detailsBeingWritten[meeting.id]
+        let pending = state.detailsWrites.details(of: meeting.id)?.details
         let reply: @Sendable () -> JSONValue = {
             let details: Result<MeetingDetails?, MeetingDetails.Unreadable>
             do throws(MeetingDetails.Unreadable) {

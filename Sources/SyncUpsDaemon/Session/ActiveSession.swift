@@ -27,8 +27,6 @@ final class ActiveSession {
     var engineName: String?
     /// Why the recognizer stopped mid-meeting, for the session object (`transcription.error`).
     var speechError: String?
-    /// The recognizer said it is up (`RecognizerEvent.ready`): its start can no longer be what fails.
-    var isSpeechReady = false
     /// The recognizer's input, until the machine says to finish it (it then still reports its last words)
     /// or cancel it; also reachable from the audio writer thread through `relay`.
     var recognition: RecognitionStream? {

@@ -60,14 +60,14 @@ enum MeetingRecovery {
                 state.insertMeeting(meeting, into: syncUp.id)
                 var interrupted = details
                 interrupted.isInterrupted = true
-                state.detailsBeingWritten[meeting.id] = interrupted
+                state.detailsWrites.queue(meeting.id, DetailsWrite(details: interrupted))
                 let note =
                     "recovered a meeting of \"\(syncUp.title)\" interrupted by a crash (\(UTCTime(journal.date).rfc3339), \(audioSeconds.map { "\(Int($0)) s of audio" } ?? "no audio"))"
                 logger.warning(note, .syncUp(syncUp.id), .meeting(journal.meeting))
                 notes.append(note)
             } else if (try? MeetingDetails.read(journal.meeting, in: directory)) == nil {
                 // Saved, but its details never reached the disk whole (it was full): the journal has them.
-                state.detailsBeingWritten[journal.meeting] = details
+                state.detailsWrites.queue(journal.meeting, DetailsWrite(details: details))
                 let note = "completed a meeting of \"\(syncUp.title)\" whose details had not been written"
                 logger.warning(note, .syncUp(syncUp.id), .meeting(journal.meeting))
                 notes.append(note)
@@ -75,15 +75,18 @@ enum MeetingRecovery {
             // The journal goes only once the details are written and the meeting is in the file: a crash or a
             // full disk before that finds it again next time.
             let meeting = journal.meeting
-            if let pending = state.detailsBeingWritten[meeting] {
+            if let pending = state.detailsWrites.details(of: meeting) {
                 do {
-                    try pending.write(in: directory)
-                    state.detailsBeingWritten[meeting] = nil
+                    try pending.details.write(in: directory)
+                    _ = state.detailsWrites.report(meeting, error: nil)
                 } catch {
+                    // Retried as every details write is (`SessionController.retryFailedDetails`), and said in
+                    // `status`'s `persistence` meanwhile; the journal stays until they are written.
                     let note =
-                        "cannot write the details of a recovered meeting (\(error)); its journal stays for the next start"
+                        "cannot write the details of a recovered meeting (\(error)); retrying, and its journal stays until they are written"
                     logger.error(note, .meeting(meeting))
                     notes.append(note)
+                    _ = state.detailsWrites.report(meeting, error: "cannot write the meeting's details: \(error)")
                     continue
                 }
             }

@@ -1,34 +1,48 @@
 import SyncUpsAudio
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsPersistence
 
 /// The call's side of a meeting: its recorder beside the microphone's, and what clients see of both sources.
 extension SessionController {
-    /// Starts recording the call (before the microphone, which then feeds the mixer) if it is wanted and
-    /// there is a sound server; otherwise records why not in `session.callAudio`.
-    func startCallRecorder(_ session: ActiveSession, wanted: Bool, warnings: inout [String]) {
+    /// The call's source for a meeting that records, settled from the configuration and the sound server before
+    /// the start (what the machine is handed); records in `session.callAudio` why it is not recorded, if not.
+    func callSource(wanted: Bool, for session: ActiveSession) -> SessionMachine.CallSource {
         let name: String
         switch settings.callAudio {
         case .off:
             session.callAudio = .off("--call-audio off")
-            return
+            return .off
         case _ where !wanted:
             session.callAudio = .off("--no-call")
-            return
+            return .off
         case .auto:
             name = CaptureDevice.defaultMonitor
         case .source(let source):
             name = source
         }
-        guard let server = settings.soundServer, server.snapshot != nil, let device = settings.serverCaptureDevice
-        else {
+        guard let server = settings.soundServer, server.snapshot != nil, settings.serverCaptureDevice != nil else {
             let reason =
                 "no sound server (\(settings.soundServer?.error ?? "none")): recording the microphone through ALSA alone"
             session.callAudio = .unavailable(reason)
             logger.info("call audio: \(reason)", .meeting(session.meetingID))
             // Asked for by name, its absence is news; `auto` just says so in the session object.
-            if case .source = settings.callAudio { warnings.append("recording without the call: \(reason)") }
+            if case .source = settings.callAudio {
+                return .unavailable(warning: "recording without the call: \(reason)")
+            }
+            return .unavailable(warning: nil)
+        }
+        return .source(name)
+    }
+
+    /// Starts recording the call from `name` (before the microphone, which then feeds the mixer), the source the
+    /// machine was handed; records how it went in `session.callAudio`.
+    func startCallRecorder(_ session: ActiveSession, source name: String, warnings: inout [String]) {
+        guard let device = settings.serverCaptureDevice else {
+            // Never: `callSource` settled `.source` within the same request only with a device to open it by.
+            session.callAudio = .failed("the sound server went away")
+            warnings.append("recording without the call: the sound server went away")
             return
         }
         let meetingID = session.meetingID

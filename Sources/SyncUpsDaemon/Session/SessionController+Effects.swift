@@ -21,6 +21,11 @@ extension SessionController {
                 publish(.error(text), session)
             case .startRecorder(let call):
                 handle(startRecorder(session, call: call), in: session)
+            case .startVoiceListener:
+                handle(startVoiceListener(session), in: session)
+            case .stopVoiceListener:
+                // After the recorder's stop (the same worker, in order): the encoder has heard the last audio.
+                voices?.end(session.meetingID, cleanup: cleanup)
             case .startRecognizer:
                 handle(startRecognizer(session), in: session)
             case .startCue:
@@ -35,8 +40,6 @@ extension SessionController {
                 session.recognition?.turn(Int64(start * Double(AudioFormat.sampleRate)), speaker)
             case .playCue:
                 session.cue?.play()
-            case .startTimer, .stopTimer:
-                break  // the machine's own: `handle(_:atNanoseconds:)` gives `armTimer`/`disarmTimer` instead
             case .armTimer(let deadline):
                 armTimer(session, at: deadline)
             case .disarmTimer:

@@ -85,12 +85,11 @@ extension SessionController {
     }
 
     /// Writes a saved meeting's details file (`meetings/<id>.json`) on the clean-up thread. Until it is
-    /// written the details stay in memory (`meetings.get` has them) and so does the meeting's journal on
-    /// disk, in its final version, so a crash at any point still recovers them; a failure is retried with
-    /// the store's back-off and reported like a failed write of sync-ups.json.
+    /// written the details stay in memory (`meetings.get` has them, `DaemonState.detailsWrites`) and so does
+    /// the meeting's journal on disk, in its final version, so a crash at any point still recovers them; a
+    /// failure is retried with the store's back-off and reported like a failed write of sync-ups.json.
     func saveDetails(_ details: MeetingDetails, finalJournal: MeetingJournal) {
-        state.detailsBeingWritten[details.meeting] = details
-        pendingDetails[details.meeting] = PendingDetails(journal: finalJournal, retryDelay: StoreRetry.initialDelay)
+        state.detailsWrites.queue(details.meeting, DetailsWrite(details: details, journal: finalJournal))
         writeDetails(details)
     }
 
@@ -110,60 +109,65 @@ extension SessionController {
     /// The details file was written, or failed to be. The journal (what a crash recovers the meeting from)
     /// goes only once the details are written and the meeting is in sync-ups.json and synced.
     func detailsWritten(_ meeting: Meeting.ID, error: String?) {
-        guard var pending = pendingDetails[meeting] else {
+        let message = error.map { "cannot write the meeting's details: \($0)" }
+        switch state.detailsWrites.report(meeting, error: message) {
+        case .notPending:
             // Deleted while its details were being written: the file written just now goes too.
             if error == nil { state.dataDirectory.removeSidecars(of: meeting) }
-            return
-        }
-        guard let error else {
-            state.detailsBeingWritten[meeting] = nil
-            pendingDetails[meeting] = nil
-            clearDetailsErrorIfNonePending()
+        case .written(let recovered):
+            if recovered { detailsRecovered() }
             journalErrors[meeting] = nil
             state.whenSaved { [journals] in journals.remove(meeting) }
-            return
-        }
-        let message = "cannot write the meeting's details: \(error)"
-        if let journalError = journalErrors[meeting] {
-            logger.error(
-                "\(message); keeping them in memory and retrying (the meeting's journal could not be written either: "
-                    + "\(journalError); a crash before a retry works loses them)", .meeting(meeting))
-        } else {
-            logger.error(
-                "\(message); keeping them in memory, writing the journal's final version for a restart, and retrying",
-                .meeting(meeting))
-        }
-        if !pending.hasFailed {
+        case .retry(let delay, let isFirstFailure):
+            let message = message ?? ""
+            let journal = state.detailsWrites.details(of: meeting)?.journal
+            if journal == nil {
+                // Recovered at start-up: the journal they were recovered from stays on disk.
+                logger.error(
+                    "\(message); keeping them in memory and in the meeting's journal, and retrying", .meeting(meeting))
+            } else if let journalError = journalErrors[meeting] {
+                logger.error(
+                    "\(message); keeping them in memory and retrying (the meeting's journal could not be written either: "
+                        + "\(journalError); a crash before a retry works loses them)", .meeting(meeting))
+            } else {
+                logger.error(
+                    "\(message); keeping them in memory, writing the journal's final version for a restart, and retrying",
+                    .meeting(meeting))
+            }
             // The journal in its final version: what a restart completes the meeting from if this never works.
-            pending.hasFailed = true
-            journals.write(pending.journal)
+            if isFirstFailure, let journal { journals.write(journal) }
+            publishEvent(.daemon, EventName.persistenceFailed) { ["error": .string(message)] }
+            retryDetails(meeting, after: delay)
         }
-        detailsError = message
-        publishEvent(.daemon, EventName.persistenceFailed) { ["error": .string(message)] }
-        let delay = pending.retryDelay
-        pending.retryDelay = StoreRetry.next(after: delay)
-        pendingDetails[meeting] = pending
+    }
+
+    /// The next try of a failed details write, `after` its back-off (unless the meeting was deleted meanwhile).
+    func retryDetails(_ meeting: Meeting.ID, after delay: Duration) {
         loop.schedule(after: delay) { [weak self] in
-            guard let self, let details = state.detailsBeingWritten[meeting] else { return }
-            writeDetails(details)
+            guard let self, let pending = state.detailsWrites.details(of: meeting) else { return }
+            writeDetails(pending.details)
+        }
+    }
+
+    /// The details that failed to be written before the controller existed (meetings recovered at start-up)
+    /// get the retry every other details write gets.
+    func retryFailedDetails() {
+        for (meeting, pending) in state.detailsWrites.pending where pending.hasFailed {
+            retryDetails(meeting, after: pending.retryDelay)
         }
     }
 
     /// Saved meetings were deleted: their details are no longer to be written, nor their journals kept.
     func meetingsDeleted(_ meetings: [Meeting.ID]) {
         for meeting in meetings { journalErrors[meeting] = nil }
-        for meeting in meetings where pendingDetails.removeValue(forKey: meeting) != nil {
-            state.detailsBeingWritten[meeting] = nil
-            journals.remove(meeting)
-        }
-        clearDetailsErrorIfNonePending()
+        let (deleted, recovered) = state.detailsWrites.delete(meetings)
+        for meeting in deleted { journals.remove(meeting) }
+        if recovered { detailsRecovered() }
     }
 
-    /// Once no meeting's details wait to be written (written, or deleted), the error `status` reported ends,
-    /// and `persistence.recovered` says so to the clients that saw `persistence.failed`.
-    private func clearDetailsErrorIfNonePending() {
-        guard detailsError != nil && pendingDetails.isEmpty else { return }
-        detailsError = nil
+    /// No meeting's details wait to be written any more (written, or deleted) after a failure: the error
+    /// `status` reported ends, and `persistence.recovered` says so to the clients that saw `persistence.failed`.
+    private func detailsRecovered() {
         logger.notice("writing meetings' details works again")
         publishEvent(.daemon, EventName.persistenceRecovered) { [:] }
     }
@@ -174,4 +178,11 @@ extension SessionController {
         journals.finish()
         settings.soundServer?.stop()
     }
+}
+
+/// A saved meeting's details waiting to be written, and the journal's final version to keep for a restart if
+/// they cannot be (nil for a meeting recovered at start-up: its journal is on disk already).
+struct DetailsWrite {
+    var details: MeetingDetails
+    var journal: MeetingJournal? = nil
 }

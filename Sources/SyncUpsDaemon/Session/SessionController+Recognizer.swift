@@ -36,9 +36,7 @@ extension SessionController {
                 end: result.end)
             handle(.speechRecognized(speech), in: session)
         case .ready:
-            guard !session.isSpeechReady else { return }
-            session.isSpeechReady = true
-            publish(.updated, session)  // `session start` waits for this (or an error) before it returns
+            handle(.recognizerReady, in: session)
         case .failed(let message):
             logger.warning(
                 "speech recognition failed: \(message); the meeting goes on without a transcript",

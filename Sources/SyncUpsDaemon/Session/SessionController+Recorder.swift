@@ -9,16 +9,16 @@ import SyncUpsProtocol
 import SyncUpsSpeech
 import Synchronization
 
-/// The meeting's recording: the microphone, the call and their mixer.
+/// The meeting's recording: the microphone, the call and their mixer, and the speaker encoder that hears it.
 extension SessionController {
     /// `startRecorder`: the microphone (through the sound server when it follows the default there), the call
-    /// if asked for and there is one, and the mixer that gives the recognizer both.
-    func startRecorder(_ session: ActiveSession, call: Bool) -> SessionMachine.Event {
+    /// from the source the machine was handed, if any, and the mixer that gives the recognizer both.
+    func startRecorder(_ session: ActiveSession, call: String?) -> SessionMachine.Event {
         var warnings: [String] = []
         // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
         // the journal go there, so it comes back as the store brings back the directory itself.
         try? state.dataDirectory.create()
-        startCallRecorder(session, wanted: call, warnings: &warnings)
+        if let call { startCallRecorder(session, source: call, warnings: &warnings) }
         let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
         session.microphoneThroughServer =
             settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
@@ -48,11 +48,6 @@ extension SessionController {
             session.mixer = nil
             return .recorderFailedToStart(error.description, warnings: warnings)
         }
-        // The live roster: someone added mid-meeting is matched and learned from the next window on.
-        let listener = voices?.begin(
-            meetingID, attendees: { [session] in session.machine.roster.members.map(\.attendee) },
-            turns: { [session] in session.machine.record.turns })
-        session.relay.voice.withLock { $0 = listener }
         if let source = session.callRecorder?.statistics.capture.device,
             source == session.recorder?.statistics.capture.device
         {
@@ -62,5 +57,18 @@ extension SessionController {
             )
         }
         return .recorderStarted(warnings: warnings)
+    }
+
+    /// `startVoiceListener`: the speaker encoder on the recording's audio, if there is a voice model.
+    func startVoiceListener(_ session: ActiveSession) -> SessionMachine.Event {
+        guard let voices else { return .voiceListenerUnavailable("this daemon has no voices") }
+        guard
+            // The live roster: someone added mid-meeting is matched and learned from the next window on.
+            let listener = voices.begin(
+                session.meetingID, attendees: { [session] in session.machine.roster.members.map(\.attendee) },
+                turns: { [session] in session.machine.record.turns })
+        else { return .voiceListenerUnavailable("no speaker encoder (\(voices.model.status))") }
+        session.relay.voice.withLock { $0 = listener }
+        return .voiceListenerStarted
     }
 }

@@ -108,9 +108,7 @@ extension SessionController {
         let state =
             if session.speechError != nil { "stopped" } else if !session.machine.isTranscribing {
                 "off"
-            } else if session
-                .isSpeechReady
-            { "running" } else { "starting" }
+            } else if session.machine.isRecognizerReady { "running" } else { "starting" }
         transcription.append("state", .string(state))
         guard
             case .object(var object) = WireFormat.session(

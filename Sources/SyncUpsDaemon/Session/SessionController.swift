@@ -70,10 +70,6 @@ final class SessionController {
     private(set) var active: ActiveSession?
     /// A start has said that meetings record without a transcript (`Settings.isTranscriptionOff`).
     private var hasSaidTranscriptionIsOff = false
-    /// Saved meetings whose details file is not written yet (`saveDetails`).
-    var pendingDetails: [Meeting.ID: PendingDetails] = [:]
-    /// Why writing a meeting's details fails, while it does (for `status` and the snapshot).
-    var detailsError: String?
     /// The speaker encoder and the voice profiles (nil in the fuzzer's daemon).
     var voices: VoiceService?
     /// The last journal write that failed, per meeting (until it is saved or deleted): the log must not say a
@@ -87,13 +83,6 @@ final class SessionController {
         case collecting
         /// A transcript change of this session is waiting to be published.
         case pending(ActiveSession)
-    }
-
-    /// A saved meeting's details waiting to be written: the journal to keep meanwhile, the next retry's delay.
-    struct PendingDetails {
-        var journal: MeetingJournal
-        var retryDelay: Duration
-        var hasFailed = false
     }
 
     init(
@@ -157,17 +146,24 @@ final class SessionController {
 
         let meetingID = Meeting.ID(state.uuid())
         let session = ActiveSession(machine: nil, meetingID: meetingID, start: loop.now())
-        if !request.records { session.callAudio = .off("the meeting records no audio") }
+        let call: SessionMachine.CallSource
+        if request.records {
+            call = callSource(wanted: request.recordsCall, for: session)
+        } else {
+            call = .off
+            session.callAudio = .off("the meeting records no audio")
+        }
         let (machine, effects) = SessionMachine.start(
             syncUp: syncUp,
             meetingID: meetingID,
             startDate: state.now(),
             records: request.records,
-            recordsCall: request.recordsCall,
+            call: call,
             transcribes: request.transcribes,
             playsCue: settings.cueDeviceName != nil,
             warnings: request.warnings,
-            roster: roster
+            roster: roster,
+            atNanoseconds: elapsed(session)
         )
         session.machine = machine
         active = session
@@ -175,7 +171,7 @@ final class SessionController {
         state.flush()
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
         // The machine starts the recording, the recognizer and the cue, then the timer and the first turn.
-        perform(session.machine.timing(effects, at: elapsed(session)), in: session)
+        perform(effects, in: session)
         guard case .object(var reply) = sessionJSON(session) else { return .null }
         reply["warnings"] = .array(session.machine.startWarnings.map(JSONValue.string))
         return .object(reply)
@@ -278,8 +274,6 @@ final class SessionController {
             callRecorder?.stop(keepsFile: keepsAudio)
             cue?.stop()
         }
-        // After the recorder's stop (the same worker, in order): the encoder has heard the last audio.
-        voices?.end(session.meetingID, cleanup: cleanup)
         if active === session { active = nil }
     }
 }

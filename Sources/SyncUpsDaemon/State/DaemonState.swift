@@ -28,8 +28,10 @@ final class DaemonState {
     weak var session: SessionController?
     /// The people removed from each sync-up (`former-attendees.json`, which the store writes with the state).
     private(set) var former: FormerAttendees
-    /// Details of saved meetings that the clean-up thread is still writing, so `meetings.get` has them at once.
-    var detailsBeingWritten: [Meeting.ID: MeetingDetails] = [:]
+    /// Saved meetings whose details file is not written yet (the clean-up thread writes them, and retries):
+    /// `meetings.get` has them at once; `SessionController` performs the writes and reports to it.
+    var detailsWrites = DetailsWrites<DetailsWrite>(
+        initialDelay: StoreRetry.initialDelay, maximumDelay: StoreRetry.maximumDelay)
 
     init(
         syncUps: [SyncUp],
