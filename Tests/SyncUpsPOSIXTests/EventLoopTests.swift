@@ -153,4 +153,33 @@ import Testing
         loop.advanceTime(by: .milliseconds(400))
         #expect(fired.last?.0 == "later" && fired.last?.1 == 900)
     }
+
+    /// A timer that comes due while a handler runs fires before the next handler of the same turn, not once
+    /// the whole turn is done: a meeting's tick waits for one client's slice, not for every client's. On the
+    /// real clock (a handler that takes 30 ms, a timer due in 10) and on the manual one (`skipTime`).
+    @Test func aTimerThatCameDueDuringAHandlerFiresBeforeTheNextOne() throws {
+        for isManual in [false, true] {
+            let loop =
+                isManual
+                ? try EventLoop(clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000_000)))
+                : try EventLoop()
+            let pipe = try Pipe()
+            var order: [String] = []
+            loop.schedule(after: .milliseconds(10)) { order.append("timer") }
+            try pipe.watch(on: loop) {
+                order.append("handler")
+                if isManual {
+                    loop.skipTime(by: .milliseconds(10))
+                } else {
+                    // Work, not a wait: the handler keeps the loop busy past the timer's deadline.
+                    let end = MonotonicInstant.now() + .milliseconds(30)
+                    while MonotonicInstant.now() < end {}
+                }
+            }
+            loop.execute { order.append("task") }
+            try pipe.poke()
+            loop.runOnce(timeoutMilliseconds: 0)
+            #expect(order == ["handler", "timer", "task"], "manual clock: \(isManual)")
+        }
+    }
 }
