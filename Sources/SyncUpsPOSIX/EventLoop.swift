@@ -228,15 +228,24 @@ public final class EventLoop {
     /// only while a timer is armed.
     private func fireLateTimers() {
         guard let deadline = armedDeadline, now() >= deadline else { return }
+        fireTimersAndTheirWork()
+    }
+
+    /// Fires the due timers, then runs the work deferred so far (`execute`), theirs included: a tick's events
+    /// reach the subscribers' sockets now, not after the rest of the turn's handlers (the server writes them
+    /// from a deferred task). Timers fire a bounded number of times, so this cannot go on for ever.
+    private func fireTimersAndTheirWork() {
         fireDueTimers()
+        runDeferred()
     }
 
     // MARK: - Deferred work
 
     /// Runs `task` on this loop's next turn: after every handler of the current batch has returned, before
-    /// the loop sleeps again (SwiftNIO's `EventLoop.execute`, MPD's `DeferEvent`). What one input triggers
-    /// for others (sending a subscriber its events, resuming a paused reader) goes here, so no handler ever
-    /// runs inside another. Tasks that a task schedules run on the turn after.
+    /// the loop sleeps again (SwiftNIO's `EventLoop.execute`, MPD's `DeferEvent`), or sooner, between two
+    /// handlers, when a timer fires there (its events are then sent at once). What one input triggers for
+    /// others (sending a subscriber its events, resuming a paused reader) goes here, so no handler ever runs
+    /// inside another. Tasks that a task schedules run on the turn after, or after the next timer.
     public func execute(_ task: @escaping () -> Void) {
         deferred.append(task)
     }
@@ -250,7 +259,9 @@ public final class EventLoop {
     /// Whether work is waiting for the next turn.
     public var hasDeferredWork: Bool { !deferred.isEmpty || !afterPolling.isEmpty }
 
-    /// Runs the tasks queued before this call; returns how many ran.
+    /// Runs the tasks queued before this call; returns how many ran. (Those they queue wait for the next
+    /// call: the end of the turn, or a timer firing between two of them.)
+    @discardableResult
     private func runDeferred() -> Int {
         guard !deferred.isEmpty else { return 0 }
         let tasks = deferred
@@ -325,7 +336,7 @@ public final class EventLoop {
             let data = syncups_epoll_event_data(eventBuffer, CInt(slot))
             let events = IOEvents(rawValue: syncups_epoll_event_events(eventBuffer, CInt(slot)))
             if data == Self.timerToken {
-                fireDueTimers()
+                fireTimersAndTheirWork()
                 continue
             }
             let index = Int(data & 0xFFFF_FFFF)
