@@ -51,8 +51,6 @@ public final class Notifier {
     private var pending: [String: DesktopNotification?] = [:]
     /// Called with the slot and the action key of an action invoked on one of ours.
     public var onAction: (_ slot: String, _ action: String) -> Void = { _, _ in }
-    /// The last `Notify` that failed, for `status`.
-    public private(set) var lastError: String?
     private let appName: String
 
     public init(bus: SessionBus, appName: String = "syncupsd") {
@@ -117,26 +115,12 @@ public final class Notifier {
             ]
         ) { [unowned self, weak connection] result in
             guard let connection, connection === self.connection else { return }
-            switch result {
-            case .success(let reply):
-                lastError = nil
-                if let id = reply.uint32(), let server = reply.sender { ids[notification.slot] = (id, server) }
-            case .failure(let error):
-                lastError = error.message
+            if case .success(let reply) = result, let id = reply.uint32(), let server = reply.sender {
+                ids[notification.slot] = (id, server)
             }
             let next = pending[notification.slot] ?? nil
             pending[notification.slot] = nil
             if let next { show(next) }
         }
-    }
-
-    /// Closes the slot's notification, if one shows.
-    public func close(slot: String) {
-        guard let connection, let id = ids[slot]?.id else { return }
-        ids[slot] = nil
-        connection.callMethod(
-            destination: Self.destination, path: Self.path, interface: Self.interface, member: "CloseNotification",
-            arguments: [.uint32(id)]
-        ) { _ in }
     }
 }

@@ -137,6 +137,12 @@ public final class InProcessDaemon {
         loop.runOnce(timeoutMilliseconds: 0)
     }
 
+    /// Moves a manual clock on by `duration` as if the loop had been busy meanwhile: nothing fires until the
+    /// loop turns, and then what fell due fires between the turn's handlers (`EventLoop`).
+    public func skipTime(by duration: Duration) {
+        loop.skipTime(by: duration)
+    }
+
     /// Moves a manual clock on by `duration` while the daemon "sleeps" (stopped, starved), then lets it wake:
     /// the timers that fell due meanwhile fire late, all at the later time, as after a SIGSTOP.
     public func wakeLate(after duration: Duration) {

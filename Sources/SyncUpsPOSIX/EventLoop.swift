@@ -14,6 +14,14 @@ public struct IOEvents: OptionSet, Sendable {
     /// The peer hung up or the descriptor failed. epoll reports `EPOLLHUP` and `EPOLLERR` without being asked;
     /// `EPOLLRDHUP` (the peer shut only its sending side) only when asked, and nothing here asks for it: such a
     /// peer shows as readable, and the read that returns 0 is how the server learns it. Asking passes the bit.
+    ///
+    /// Why the server does not ask: a half-close means something only after the lines sent before it are
+    /// answered, in order, and the read that returns 0 after them is exactly that moment. While reading is
+    /// paused (unread output, a yielded turn, a reply made off the loop) the server could do nothing with it
+    /// sooner: the pending replies must still be sent, and the end of input is read when reading resumes.
+    /// And the bit is level-triggered: asked for, it would be reported on every turn of a paused reader, so
+    /// the server would have to take it out of the interest again, a second record of the input's end beside
+    /// `ConnectionState`'s. (`ServerTests` covers a half-close while paused.)
     public static let hangup = IOEvents(rawValue: EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue)
 }
 
@@ -201,8 +209,10 @@ public final class EventLoop {
     }
 
     private func fireDueTimers() {
-        var expirations: UInt64 = 0
-        _ = Glibc.read(timerFD.rawValue, &expirations, 8)
+        if manualNow == nil {
+            var expirations: UInt64 = 0
+            _ = Glibc.read(timerFD.rawValue, &expirations, 8)
+        }
         armedDeadline = nil
         let now = self.now()
         while let handler = timers.popDue(now: now) {
@@ -211,12 +221,31 @@ public final class EventLoop {
         arm(timers.earliestDeadline)
     }
 
+    /// Fires the timers that came due while a handler or a task ran, before the next one runs: a timer (a
+    /// meeting's tick) then waits for at most one handler's work, not for a whole turn's. Looked at once a
+    /// turn, four clients pipelining 285 KB replies (several slices each a turn) made the ticks up to half a
+    /// second late. On the manual clock, what `skipTime(by:)` made due fires here too. One clock read, and
+    /// only while a timer is armed.
+    private func fireLateTimers() {
+        guard let deadline = armedDeadline, now() >= deadline else { return }
+        fireTimersAndTheirWork()
+    }
+
+    /// Fires the due timers, then runs the work deferred so far (`execute`), theirs included: a tick's events
+    /// reach the subscribers' sockets now, not after the rest of the turn's handlers (the server writes them
+    /// from a deferred task). Timers fire a bounded number of times, so this cannot go on for ever.
+    private func fireTimersAndTheirWork() {
+        fireDueTimers()
+        runDeferred()
+    }
+
     // MARK: - Deferred work
 
     /// Runs `task` on this loop's next turn: after every handler of the current batch has returned, before
-    /// the loop sleeps again (SwiftNIO's `EventLoop.execute`, MPD's `DeferEvent`). What one input triggers
-    /// for others (sending a subscriber its events, resuming a paused reader) goes here, so no handler ever
-    /// runs inside another. Tasks that a task schedules run on the turn after.
+    /// the loop sleeps again (SwiftNIO's `EventLoop.execute`, MPD's `DeferEvent`), or sooner, between two
+    /// handlers, when a timer fires there (its events are then sent at once). What one input triggers for
+    /// others (sending a subscriber its events, resuming a paused reader) goes here, so no handler ever runs
+    /// inside another. Tasks that a task schedules run on the turn after, or after the next timer.
     public func execute(_ task: @escaping () -> Void) {
         deferred.append(task)
     }
@@ -230,12 +259,17 @@ public final class EventLoop {
     /// Whether work is waiting for the next turn.
     public var hasDeferredWork: Bool { !deferred.isEmpty || !afterPolling.isEmpty }
 
-    /// Runs the tasks queued before this call; returns how many ran.
+    /// Runs the tasks queued before this call; returns how many ran. (Those they queue wait for the next
+    /// call: the end of the turn, or a timer firing between two of them.)
+    @discardableResult
     private func runDeferred() -> Int {
         guard !deferred.isEmpty else { return 0 }
         let tasks = deferred
         deferred.removeAll(keepingCapacity: true)
-        for task in tasks { task() }
+        for task in tasks {
+            task()
+            fireLateTimers()
+        }
         return tasks.count
     }
 
@@ -292,14 +326,17 @@ public final class EventLoop {
         afterPolling.removeAll(keepingCapacity: true)
         let count = epoll_wait(epoll.rawValue, eventBuffer, Self.eventCapacity, timeout)
         guard count > 0 else {
-            for task in yielded { task() }
+            for task in yielded {
+                task()
+                fireLateTimers()
+            }
             return yielded.count + runDeferred()
         }
         for slot in 0..<Int(count) {
             let data = syncups_epoll_event_data(eventBuffer, CInt(slot))
             let events = IOEvents(rawValue: syncups_epoll_event_events(eventBuffer, CInt(slot)))
             if data == Self.timerToken {
-                fireDueTimers()
+                fireTimersAndTheirWork()
                 continue
             }
             let index = Int(data & 0xFFFF_FFFF)
@@ -309,8 +346,12 @@ public final class EventLoop {
                 registration.generation == generation
             else { continue }
             registration.handler(events)
+            fireLateTimers()
         }
-        for task in yielded { task() }
+        for task in yielded {
+            task()
+            fireLateTimers()
+        }
         return Int(count) + yielded.count + runDeferred()
     }
 

@@ -16,12 +16,20 @@ public struct Request: Sendable, Equatable {
     /// The deepest nesting a request may have; more is a `parse_error`, never a stack overflow.
     public static let maxDepth = 32
 
+    /// The longest `id`, as written in the line: a longer one is an `invalid_request` answered with id
+    /// `null`, since every reply echoes the id. Echoing a 600,000-byte id made a 600 KB error reply, over
+    /// `maxReplyBytes`, and a 1 MiB one (a legal line) went over the output limit, so the client was cut
+    /// off with no reply at all. syncupsctl's ids are small integers; 256 bytes is room for a UUID and a
+    /// client's own prefix many times over.
+    public static let maxIDBytes = 256
+
     /// Reads a request from one line (without its newline). The error carries the id when one could be read.
     ///
     /// One pass over the line with the strict JSON scanner, building a `JSONValue` only for the id and the
     /// arguments (building one for the whole line was most of a status poll's cost). Every byte is checked,
     /// so a line that is not JSON is a `parse_error` whatever else is wrong with it; otherwise the first
-    /// problem in this order is an `invalid_request`: not an object, an `id` that is not a scalar, an unknown
+    /// problem in this order is an `invalid_request`: not an object, an `id` that is not a scalar or is longer
+    /// than `maxIDBytes`, an unknown
     /// field, no `cmd`, a `cmd` that is not a string, `args` that are neither an object nor null.
     public static func decode(_ line: UnsafeRawBufferPointer) -> Result<Request, RequestDecodingError> {
         var reader = RequestReader(scanner: JSONScanner(bytes: line, maxDepth: maxDepth))
@@ -63,6 +71,8 @@ private struct RequestReader {
     var otherKeys = Set<[UInt8]>()
     /// The first problem found of each kind, reported in `Request.decode`'s order.
     var notScalarID: JSONValue?
+    /// The length of an `id` over `Request.maxIDBytes`, as written.
+    var longIDBytes: Int?
     var unknownKey: String?
     var notStringCommand: JSONValue?
     var notObjectArguments: JSONValue?
@@ -91,6 +101,10 @@ private struct RequestReader {
 
         if let notScalarID {
             return failure(id: .null, "\"id\" must be a string, number, boolean or null, got \(notScalarID.typeName)")
+        }
+        if let longIDBytes {
+            return failure(
+                id: .null, "\"id\" is \(longIDBytes) bytes long; an id may be at most \(Request.maxIDBytes) bytes")
         }
         if let unknownKey {
             return failure(
@@ -142,8 +156,16 @@ private struct RequestReader {
         case "cmd":
             notStringCommand = try scanner.parseValue(depth: 1)
         case "id":
+            let start = scanner.index
             let value = try scanner.parseValue(depth: 1)
-            if value.isScalar { id = value } else { notScalarID = value }
+            let length = scanner.index - start
+            if !value.isScalar {
+                notScalarID = value
+            } else if length > Request.maxIDBytes {
+                longIDBytes = length
+            } else {
+                id = value
+            }
         case "args":
             switch try scanner.parseValue(depth: 1) {
             case .object(let given): arguments = given

@@ -34,13 +34,14 @@ import Testing
                 ))
         }
         all.append((.draining, state { _ = $0.drop() }))
+        all.append((.cutOff, state { _ = $0.exceededOutputLimit() }))
         all.append((.closed, state { _ = $0.close() }))
         return all
     }()
 
     @Test func everyPhaseIsReachedByItsFacts() {
         for (phase, state) in Self.reachable { #expect(state.phase == phase) }
-        #expect(Self.reachable.count == 10)
+        #expect(Self.reachable.count == 11)
         #expect(ConnectionState().phase == .open(.none, .open))
     }
 
@@ -134,7 +135,7 @@ import Testing
             let action = state.hungUp()
             let closes: Bool
             switch phase {
-            case .open(.awaitingReply, _), .open(_, .closed): closes = true
+            case .open(.awaitingReply, _), .open(_, .closed), .cutOff: closes = true
             default: closes = false
             }
             #expect(action == (closes ? .close : .read), "\(phase)")
@@ -156,6 +157,7 @@ import Testing
                         let expected: ConnectionState.AfterSend
                         switch phase {
                         case .closed: expected = .wait
+                        case .cutOff: expected = .cutOff
                         case .draining: expected = unsent == 0 ? .close(releasesBuffer: true) : .wait
                         case .open(let hold, let input):
                             let isDone =
@@ -207,6 +209,25 @@ import Testing
             #expect(state.phase == .closed)
             let again = state.close()
             #expect(!again)
+        }
+    }
+
+    /// Over the output limit, an open or draining connection is cut off, once: the server closes it on its
+    /// own turn, and queues nothing more to it meanwhile.
+    @Test func goingOverTheOutputLimitCutsOffOnceAndTheCloseWaitsForItsTurn() {
+        for (phase, start) in Self.reachable {
+            var state = start
+            let action = state.exceededOutputLimit()
+            switch phase {
+            case .open, .draining:
+                #expect(start.acceptsOutput, "\(phase)")
+                #expect(action == .closeOnItsTurn && state.phase == .cutOff, "\(phase)")
+            case .cutOff, .closed:
+                #expect(!start.acceptsOutput, "\(phase)")
+                #expect(action == .none && state.phase == phase, "\(phase)")
+            }
+            let again = state.exceededOutputLimit()
+            #expect(again == .none)
         }
     }
 }

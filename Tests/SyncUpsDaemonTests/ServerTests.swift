@@ -75,6 +75,26 @@ import Testing
         #expect(Self.waitForClose(fd, daemon))
     }
 
+    /// A client that shuts its sending side while its reading is paused for unread replies (it pipelined
+    /// more than the pause threshold and read nothing) still gets every reply, in order, then the end of the
+    /// stream: the half-close is seen when reading resumes, after the lines before it (no `EPOLLRDHUP`).
+    @Test func aHalfCloseWhileReadingIsPausedStillGetsEveryReplyThenTheEnd() throws {
+        let directory = TemporaryDirectory("server")
+        let daemon = try InProcessDaemon(dataDirectory: directory.path, readPauseThreshold: 1024)
+        let fd = try daemon.connect()
+        let client = LoopClient(fd, daemon)
+        let lines = (0..<200).map { #"{"id":\#($0),"cmd":"ping"}"# + "\n" }.joined()
+        try client.send(lines)
+        for _ in 0..<5 { daemon.turn() }
+        #expect(daemon.pauses > 0, "reading never paused")
+        #expect(shutdown(fd.rawValue, CInt(SHUT_WR)) == 0)
+        for _ in 0..<5 { daemon.turn() }
+        let replies = try client.take { $0["id"] == 199 }
+        #expect(replies.compactMap { $0["id"]?.numberValue?.int64 } == (0..<200).map(Int64.init))
+        #expect(replies.allSatisfy { $0["result"] == "pong" })
+        #expect(Self.waitForClose(fd, daemon))
+    }
+
     /// `InProcessDaemon.handle` (the fuzzer's way in) takes every client's path, not a shortcut past the
     /// server: a reply over the output limit closes its connection, as on a socket, and the next line is
     /// answered on a new one. (Through the old `Server.reply(to:)` the whole reply came back.)
@@ -91,5 +111,60 @@ import Testing
         #expect(ping.withUnsafeBytes { daemon.handle($0) }.count > 0)
         // A blank line is answered by nothing, as on a socket.
         #expect([UInt8(0x0D)].withUnsafeBytes { daemon.handle($0) }.isEmpty)
+    }
+
+    /// Writes `bytes` to a non-blocking client socket, turning the daemon's loop whenever the socket is full:
+    /// a line bigger than the socket's buffer (a 1 MiB request) reaches a daemon that only runs when told.
+    static func sendTurning(_ bytes: [UInt8], to fd: FileDescriptor, _ daemon: InProcessDaemon) throws {
+        var written = 0
+        let deadline = MonotonicInstant.now() + .seconds(30)
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { Glibc.write(fd.rawValue, $0.baseAddress, $0.count) }
+            if count > 0 {
+                written += count
+            } else {
+                guard MonotonicInstant.now() < deadline else { throw TestFailure("the daemon stopped reading") }
+                daemon.turn()
+            }
+        }
+    }
+
+    /// Every reply echoes the request's id, so an id of 600,000 bytes made a 600 KB error reply (over
+    /// `maxReplyBytes`), and one of 1,048,554 bytes (a legal 1 MiB line) an error over the output limit: the
+    /// client was cut off without a reply. An id over `Request.maxIDBytes` is refused, answered with id null;
+    /// and an error whose message echoes a huge part of the line (an unknown field's name) is kept under the
+    /// reply limit too. The connection goes on either way.
+    @Test(arguments: [
+        (600_000, "id"), (1_048_554, "id"), (600_000, "field"), (1_048_554 - 20, "field"),
+    ])
+    func aHugeIdOrFieldGetsABoundedReplyAndTheConnectionGoesOn(size: Int, kind: String) throws {
+        let (directory, daemon) = try Self.daemon()
+        _ = directory
+        let fd = try daemon.connect()
+        let client = LoopClient(fd, daemon)
+        let huge = String(repeating: "x", count: size)
+        let line = kind == "id" ? #"{"id":""# + huge + #"","cmd":"ping"}"# : #"{"cmd":"ping",""# + huge + #"":1}"#
+        #expect(line.utf8.count <= Limits().maxLineBytes)
+        try Self.sendTurning(Array((line + "\n").utf8), to: fd, daemon)
+        let replies = try client.take { $0["ok"] != nil }
+        let reply = try #require(replies.last)
+        #expect(reply["id"] == .null)
+        #expect(reply["error"]?["code"] == "invalid_request")
+        let message = reply["error"]?["message"]?.stringValue ?? ""
+        #expect(JSONWriter().encode(reply).count <= Limits().maxReplyBytes, "\(message.prefix(200))")
+        if kind == "id" { #expect(message.contains("at most \(Request.maxIDBytes) bytes"), "\(message.prefix(200))") }
+        // The same connection is answered again.
+        #expect(try client.result("ping") == "pong")
+    }
+
+    /// The longest id still allowed is echoed as it was sent.
+    @Test func anIdOfTheLongestAllowedLengthIsEchoed() throws {
+        let (directory, daemon) = try Self.daemon()
+        _ = directory
+        let client = LoopClient(try daemon.connect(), daemon)
+        let id = String(repeating: "i", count: Request.maxIDBytes - 2)  // with its quotes, the limit
+        try client.send(#"{"id":""# + id + #"","cmd":"ping"}"# + "\n")
+        let reply = try client.reply(to: id)
+        #expect(reply["result"] == "pong")
     }
 }

@@ -153,4 +153,38 @@ import Testing
         loop.advanceTime(by: .milliseconds(400))
         #expect(fired.last?.0 == "later" && fired.last?.1 == 900)
     }
+
+    /// A timer that comes due while a handler runs fires before the next handler of the same batch, not once
+    /// the whole turn is done, and the work it defers (the server's sending of its events) runs then too: a
+    /// meeting's tick reaches its subscribers after one client's slice, not after every client's. On the
+    /// real clock (a handler busy for 30 ms, a timer due in 10) and on the manual one (`skipTime`).
+    @Test func aTimerThatCameDueDuringAHandlerFiresWithItsWorkBeforeTheNextHandler() throws {
+        for isManual in [false, true] {
+            let loop =
+                isManual
+                ? try EventLoop(clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000_000)))
+                : try EventLoop()
+            let (first, second) = (try Pipe(), try Pipe())
+            var order: [String] = []
+            loop.schedule(after: .milliseconds(10)) {
+                order.append("timer")
+                loop.execute { order.append("timer's work") }
+            }
+            try first.watch(on: loop) {
+                order.append("first")
+                if isManual {
+                    loop.skipTime(by: .milliseconds(10))
+                } else {
+                    // Work, not a wait: the handler keeps the loop busy past the timer's deadline.
+                    let end = MonotonicInstant.now() + .milliseconds(30)
+                    while MonotonicInstant.now() < end {}
+                }
+            }
+            try second.watch(on: loop) { order.append("second") }
+            try first.poke()
+            try second.poke()
+            loop.runOnce(timeoutMilliseconds: 0)
+            #expect(order == ["first", "timer", "timer's work", "second"], "manual clock: \(isManual)")
+        }
+    }
 }

@@ -211,14 +211,13 @@ final class CommandHandler {
     }()
 
     /// `status` is what bars and scripts poll, so it is written straight to bytes (`StatusEncoder`), into this
-    /// buffer, reused.
+    /// buffer, reused. Not a cache: the one cache of its reply is the server's `ReplayCache`, whose generation
+    /// comes from `replayGeneration(for:)`.
     private var statusBuffer: [UInt8] = []
 
-    /// The stamp of the last replayable `status`; the generation counts its changes, and `statusBuffer` holds
-    /// the reply to the last while `isStatusBufferCurrent`.
+    /// The stamp of the last replayable `status`; the generation counts its changes.
     private var lastStamp: StatusFields.Counters?
     private var statusGeneration = 0
-    private var isStatusBufferCurrent = false
     /// The settings' names as of `settingsNamesGeneration` (read again only when the settings change).
     private var settingsNames = StatusFields.SettingsNames(speechEngine: nil, audioDevice: "", voices: "")
     private var settingsNamesGeneration = -1
@@ -252,18 +251,12 @@ final class CommandHandler {
             persistenceError: persistenceError)
     }
 
-    /// The generation of a reply with this stamp, if it may be replayed: a status bar, or a client asking
-    /// many times within a millisecond, gets the same reply again (`Server.replayGeneration`) without its
-    /// being encoded again.
-    private func statusGeneration(of stamp: StatusFields.Counters?) -> Int? {
-        guard let stamp else {
-            lastStamp = nil
-            return nil
-        }
+    /// The generation of a reply with this stamp: a status bar, or a client asking many times within a
+    /// millisecond, gets the same reply again (`Server.replayGeneration`) without its being encoded again.
+    private func statusGeneration(of stamp: StatusFields.Counters) -> Int {
         if stamp != lastStamp {
             lastStamp = stamp
             statusGeneration += 1
-            isStatusBufferCurrent = false
         }
         return statusGeneration
     }
@@ -276,19 +269,19 @@ final class CommandHandler {
     /// running session's object, or copying strings, would cost more than the replay saves).
     func replayGeneration(for request: Request) -> Int? {
         guard request.command == CommandName.status, request.arguments.isEmpty else { return nil }
-        guard session.active == nil, persistenceError == nil else {
+        guard
+            let stamp = StatusFields.stamp(
+                statusCounters(uptimeMilliseconds: uptimeMilliseconds), isSessionRunning: session.active != nil,
+                persistenceError: persistenceError)
+        else {
             lastStamp = nil
             return nil
         }
-        return statusGeneration(of: statusCounters(uptimeMilliseconds: uptimeMilliseconds))
+        return statusGeneration(of: stamp)
     }
 
     private func statusReply() -> [UInt8] {
         let fields = statusFields(uptimeMilliseconds: uptimeMilliseconds)
-        if statusGeneration(of: fields.stamp) != nil {
-            if isStatusBufferCurrent { return statusBuffer }
-            isStatusBufferCurrent = true
-        }
         // Reused: the server drops the previous reply's reference before the next request, so this
         // buffer is uniquely held again and refilling it allocates nothing.
         var bytes = statusBuffer

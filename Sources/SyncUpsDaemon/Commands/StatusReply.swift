@@ -51,7 +51,15 @@ struct StatusFields: Equatable {
     /// The replay cache's stamp: the counters, while a reply may be replayed (no session runs, its object
     /// changing every moment, and no write fails); nil otherwise. The other fields are then fixed: the
     /// session null, no error, the settings' names those of the settings' generation.
-    var stamp: Counters? { session == .null && persistenceError == nil ? counters : nil }
+    var stamp: Counters? {
+        Self.stamp(counters, isSessionRunning: session != .null, persistenceError: persistenceError)
+    }
+
+    /// The stamp's one rule, for `stamp` and for `CommandHandler.replayGeneration(for:)`, which asks it
+    /// without building the fields (a running session's object would cost more than the replay saves).
+    static func stamp(_ counters: Counters, isSessionRunning: Bool, persistenceError: String?) -> Counters? {
+        !isSessionRunning && persistenceError == nil ? counters : nil
+    }
 }
 
 /// Writes `status` straight to bytes, from the part that never changes and a `StatusFields`: no JSONValue

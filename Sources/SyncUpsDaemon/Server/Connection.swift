@@ -18,7 +18,8 @@ final class Connection {
     var topics: Set<Topic> = []
     var isSubscriber: Bool { !topics.isEmpty }
 
-    /// The last time some of `output` was accepted by the socket (or it went from empty to non-empty).
+    /// The last time some of `output` was accepted by the socket, or since when it has waited (written only by
+    /// `Server+Timeouts`: `noteOutputProgress`, `watchStall`).
     var lastProgress: MonotonicInstant
     var stallTimer: EventLoop.Timer?
     /// Since when the input has held part of a line and no newline, and the timer that closes it.

@@ -18,6 +18,8 @@ import SyncUpsJSON
 ///            │ drop                                   │ (done: flushed, nothing left to answer)
 ///            ▼                                        ▼
 ///         draining ──────────── flushed ──────────► closed
+///            │                                        ▲
+///            └─ exceededOutputLimit ─► cutOff ── its own turn (flush) ─┘   (from open too)
 /// ```
 struct ConnectionState: Equatable {
     /// Why an open connection handles no input for now.
@@ -45,6 +47,10 @@ struct ConnectionState: Equatable {
         case open(Hold, Input)
         /// Must be dropped once its output is sent (after `line_too_long`, `request_timeout`); reads nothing.
         case draining
+        /// Went over its output limit: closed on its own turn (`Server.flush`), never inside another
+        /// client's request (a subscriber overflowed by an event that request published), as MPD defers
+        /// closing a client to its own turn. Reads, queues and sends nothing meanwhile.
+        case cutOff
         case closed
     }
 
@@ -62,8 +68,12 @@ struct ConnectionState: Equatable {
     var isAwaitingReply: Bool {
         if case .open(.awaitingReply, _) = phase { true } else { false }
     }
-    var isPausedForOutput: Bool {
-        if case .open(.pausedForOutput, _) = phase { true } else { false }
+    /// Output may still be queued to it (not cut off, not closed).
+    var acceptsOutput: Bool {
+        switch phase {
+        case .open, .draining: true
+        case .cutOff, .closed: false
+        }
     }
 
     // MARK: - Facts and the actions they call for
@@ -146,6 +156,25 @@ struct ConnectionState: Equatable {
         return .updateInterest
     }
 
+    /// What to do about a connection whose unread output would pass the output limit.
+    enum OverLimitAction: Equatable {
+        /// Close it on its own turn: flush it on the loop's next turn (`Server.flushPending`), which closes it.
+        case closeOnItsTurn
+        /// It is already cut off or closed.
+        case none
+    }
+
+    /// Its unread output would pass the output limit.
+    mutating func exceededOutputLimit() -> OverLimitAction {
+        switch phase {
+        case .open, .draining:
+            phase = .cutOff
+            return .closeOnItsTurn
+        case .cutOff, .closed:
+            return .none
+        }
+    }
+
     /// What the server does when the socket reports a hang-up, once it has sent what it could.
     enum HangUpAction: Equatable {
         /// Read: the end of input, or what arrived before it.
@@ -157,7 +186,7 @@ struct ConnectionState: Equatable {
 
     mutating func hungUp() -> HangUpAction {
         switch phase {
-        case .open(.awaitingReply, _), .open(_, .closed): .close
+        case .open(.awaitingReply, _), .open(_, .closed), .cutOff: .close
         case .open, .draining, .closed: .read
         }
     }
@@ -172,6 +201,8 @@ struct ConnectionState: Equatable {
         case close(releasesBuffer: Bool)
         /// The client caught up with a paused reading: resume it.
         case resumeReading
+        /// It went over its output limit: close it now, its output unsent.
+        case cutOff
     }
 
     /// The server sent what the socket took. `resumeBelow` is half the read-pause threshold; a batch that
@@ -180,6 +211,7 @@ struct ConnectionState: Equatable {
     func afterSend(unsent: Int, resumeBelow: Int, hasPendingInput: Bool, isSubscriber: Bool) -> AfterSend {
         switch phase {
         case .closed: return .wait
+        case .cutOff: return .cutOff
         case .draining: return unsent == 0 ? .close(releasesBuffer: true) : .wait
         case .open(let hold, let input):
             let isDone = !isAwaitingReply && input == .closed && !hasPendingInput && !isSubscriber

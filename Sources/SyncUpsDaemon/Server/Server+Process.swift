@@ -11,9 +11,8 @@ extension Server {
     @discardableResult
     func handleLine(_ line: UnsafeRawBufferPointer, from connection: Connection) -> Bool {
         if let reply = replay.reply(to: line, generation: replayGeneration) {
-            if connection.output.isEmpty { connection.lastProgress = loop.now() }
             connection.output.append(reply)
-            closeIfOverOutputLimit(connection)
+            cutOffIfOverOutputLimit(connection)
             return true
         }
         // The handler runs first: it may queue events to this very connection (the change it made, when the
@@ -25,12 +24,11 @@ extension Server {
         case .failure(let failure): (request, id, outcome) = (nil, failure.id, .failure(failure.error))
         case .success(let decoded): (request, id, outcome) = (decoded, decoded.id, handler(decoded, connection))
         }
-        guard !connection.isClosed else { return false }
+        guard connection.state.acceptsOutput else { return false }
         if case .success(.later(let work)) = outcome {
             awaitReply(id: id, work: work, on: connection)
             return false
         }
-        if connection.output.isEmpty { connection.lastProgress = loop.now() }
         replyScratch.removeAll(keepingCapacity: true)
         appendReply(id: id, outcome: outcome, to: &replyScratch)
         connection.output.append(replyScratch)
@@ -40,32 +38,41 @@ extension Server {
         if replyScratch.capacity > OutputBuffer.keptCapacity {
             replyScratch = []  // a big page's reply does not stay
         }
-        closeIfOverOutputLimit(connection)
+        cutOffIfOverOutputLimit(connection)
         return false
     }
 
+    /// Appends the reply line to `bytes`. No reply is over `maxReplyBytes`: a result that would be is
+    /// refused with `internal_error` (ask for a smaller page), and an error whose message would be (one that
+    /// quotes a huge part of the line, an unknown field's name) keeps its code with a shorter message. The
+    /// id is at most `Request.maxIDBytes`, so what replaces it always fits.
     private func appendReply(id: JSONValue, outcome: Result<ReplyBody, ProtocolError>, to bytes: inout [UInt8]) {
         let start = bytes.count
+        let replacement: ProtocolError
         switch outcome {
         case .success(.value(let result)): Wire.appendSuccess(id: id, result: result, to: &bytes)
         case .success(.encoded(let result)): Wire.appendSuccess(id: id, encodedResult: result, to: &bytes)
         case .success(.later):
             let error = ProtocolError(.internalError, "the reply was to be made later once more")
             Wire.appendFailure(id: id, error: error, to: &bytes)
-            return
         case .failure(let error):
             Wire.appendFailure(id: id, error: error, to: &bytes)
-            return
         }
         let size = bytes.count - start
-        if size > limits.maxReplyBytes {
-            bytes.removeSubrange(start...)
-            let error = ProtocolError(
+        guard size > limits.maxReplyBytes else { return }
+        switch outcome {
+        case .failure(let error):
+            replacement = ProtocolError(
+                error.code,
+                "the error's message would make a \(size)-byte reply, over the \(limits.maxReplyBytes)-byte limit: "
+                    + String(decoding: error.message.utf8.prefix(200), as: UTF8.self) + "…")
+        default:
+            replacement = ProtocolError(
                 .internalError,
-                "the reply would be \(size) bytes, over the \(limits.maxReplyBytes)-byte limit; ask for a smaller page"
-            )
-            Wire.appendFailure(id: id, error: error, to: &bytes)
+                "the reply would be \(size) bytes, over the \(limits.maxReplyBytes)-byte limit; ask for a smaller page")
         }
+        bytes.removeSubrange(start...)
+        Wire.appendFailure(id: id, error: replacement, to: &bytes)
     }
 
     // MARK: - Replies made off the loop
@@ -127,10 +134,9 @@ extension Server {
     }
 
     private func queueReply(id: JSONValue, outcome: Result<ReplyBody, ProtocolError>, to connection: Connection) {
-        if connection.output.isEmpty { connection.lastProgress = loop.now() }
         var reply: [UInt8] = []
         appendReply(id: id, outcome: outcome, to: &reply)
         connection.output.append(reply)
-        closeIfOverOutputLimit(connection)
+        cutOffIfOverOutputLimit(connection)
     }
 }

@@ -48,9 +48,7 @@ extension Server {
         let line = Wire.event(name, seq: seq, data: data())
         for connection in connections.values where connection.topics.contains(topic) {
             enqueue(line, to: connection)
-            guard !connection.isClosed, pendingFlush[connection.number] == nil else { continue }
-            if pendingFlush.isEmpty { loop.execute { [weak self] in self?.flushPending() } }
-            pendingFlush[connection.number] = connection
+            flushOnNextTurn(connection)
         }
     }
 

@@ -32,8 +32,25 @@ extension Server {
         }
     }
 
+    /// After a flush: a connection with output waiting and no stall check armed starts waiting now (its
+    /// output went from empty to waiting); one with none has nothing to wait for. With `noteOutputProgress`,
+    /// the one place `lastProgress` is written.
+    func watchStall(_ connection: Connection) {
+        if connection.output.isEmpty {
+            cancelStallCheck(connection)
+        } else if connection.stallTimer == nil {
+            connection.lastProgress = loop.now()
+            scheduleStallCheck(connection)
+        }
+    }
+
+    /// The socket took some of the connection's output.
+    func noteOutputProgress(_ connection: Connection) {
+        connection.lastProgress = loop.now()
+    }
+
     /// Closes the connection if its output makes no progress for `stallTimeoutSeconds`.
-    func scheduleStallCheck(_ connection: Connection) {
+    private func scheduleStallCheck(_ connection: Connection) {
         let deadline = connection.lastProgress + .seconds(limits.stallTimeoutSeconds)
         connection.stallTimer = loop.schedule(at: deadline) { [unowned self, unowned connection] in
             connection.stallTimer = nil

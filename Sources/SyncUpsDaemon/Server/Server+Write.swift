@@ -7,33 +7,40 @@ import SyncUpsProtocol
 extension Server {
     /// Queues bytes for a client; one whose unsent output would pass the limit is cut off.
     func enqueue(_ bytes: [UInt8], to connection: Connection) {
-        guard !connection.isClosed, !closeIfOverOutputLimit(connection, adding: bytes.count) else { return }
-        if connection.output.isEmpty { connection.lastProgress = loop.now() }
+        guard connection.state.acceptsOutput, !cutOffIfOverOutputLimit(connection, adding: bytes.count) else { return }
         connection.output.append(bytes)
     }
 
     /// The output limit, the one place it is checked: a client with more than `maxOutputBytes` unread (with
-    /// `adding` more about to be queued) is closed. Returns whether it was.
+    /// `adding` more about to be queued) is cut off, and closed on its own turn, by `flush`: never inside the
+    /// request of another client whose event overflowed it. Returns whether it is over.
     @discardableResult
-    func closeIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
+    func cutOffIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
         let unread = connection.output.count + adding
         guard unread > limits.maxOutputBytes else { return false }
-        close(
-            connection, reason: "it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit")
+        guard connection.state.exceededOutputLimit() == .closeOnItsTurn else { return true }
+        logger.throttled(
+            .notice, "client.closed",
+            "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
+        )
+        flushOnNextTurn(connection)
         return true
+    }
+
+    /// Flushes `connection` on the loop's next turn (`flushPending`), once however often it is asked.
+    func flushOnNextTurn(_ connection: Connection) {
+        guard !connection.isClosed, pendingFlush[connection.number] == nil else { return }
+        if pendingFlush.isEmpty { loop.execute { [weak self] in self?.flushPending() } }
+        pendingFlush[connection.number] = connection
     }
 
     /// Sends what the socket takes now; arranges to be called again when it takes more. Never handles input:
     /// a paused reader that has caught up resumes on the loop's next turn.
     func flush(_ connection: Connection) {
         guard !connection.isClosed else { return }
-        sendQueued(connection)
+        if connection.state.acceptsOutput { sendQueued(connection) }
         if connection.isClosed { return }
-        if connection.output.isEmpty {
-            cancelStallCheck(connection)
-        } else if connection.stallTimer == nil {
-            scheduleStallCheck(connection)
-        }
+        watchStall(connection)
         let next = connection.state.afterSend(
             unsent: connection.output.count, resumeBelow: readPauseThreshold / 2,
             hasPendingInput: connection.hasPendingInput, isSubscriber: connection.isSubscriber)
@@ -49,6 +56,9 @@ extension Server {
             return
         case .resumeReading:
             resumeReading(connection)
+        case .cutOff:
+            close(connection, reason: nil)  // logged when it was cut off
+            return
         }
         updateInterest(connection)
     }
@@ -70,7 +80,7 @@ extension Server {
                 return false
             }
             if sent == 0 { return false }
-            connection.lastProgress = loop.now()
+            noteOutputProgress(connection)
         }
         return true
     }

@@ -1,7 +1,7 @@
 // syncups-bench: the figures of `make bench`, printed as a table and written as JSON.
 //
 //   syncups-bench [--quick] [--json FILE]
-//       [--only roundtrip,limit,instructions,fanout,store,scale,flood,startup,idle,speech,callaudio,mpris]
+//       [--only roundtrip,limit,instructions,bigreplies,fanout,store,scale,flood,startup,idle,speech,callaudio,mpris]
 //       [--speech-command COMMAND]
 //   syncups-bench soak [--seconds N] [--json FILE] [--language-model]      (make soak; see Soak.swift)
 //
@@ -38,7 +38,8 @@ struct Bench {
         var quick = false
         var jsonPath = ".build/bench/results.json"
         var only: Set<String> = [
-            "roundtrip", "instructions", "fanout", "store", "scale", "flood", "startup", "idle", "speech", "callaudio",
+            "roundtrip", "instructions", "bigreplies", "fanout", "store", "scale", "flood", "startup", "idle", "speech",
+            "callaudio",
             "mpris",
         ]
         var speechCommand: String?
@@ -66,6 +67,7 @@ struct Bench {
             report.append("limit", try limit(scale: scale, rounds: repeats))
         }
         if only.contains("instructions") { report.append("instructions", try instructions()) }
+        if only.contains("bigreplies") { report.append("bigReplies", try bigReplies(seconds: quick ? 4 : 12)) }
         if only.contains("fanout") { report.append("fanOut", try fanOut(rounds: quick ? 20 : 100)) }
         if only.contains("store") { report.append("store", try store(repeats: repeats)) }
         if only.contains("scale") { report.append("scale", try scaling(quick: quick)) }
@@ -254,6 +256,33 @@ struct Bench {
         print("| MPD | \(Int(mpd)) |")
         print("syncupsd/MPD: ×\(String(format2: syncupsd / mpd))")
         return ["syncupsd": .double(syncupsd), "mpd": .double(mpd), "ratio": .double(syncupsd / mpd)]
+    }
+
+    static func bigReplies(seconds: Int) throws -> JSONValue {
+        print("\n== Big replies and the meeting's ticks: N clients each keep 4 syncups.list pages (100 sync-ups)")
+        print("   in flight for \(seconds) s while a meeting runs; how late its ticks reach a subscriber (against the")
+        print("   earliest), and another client's ping round trip")
+        print("| clients | reply | replies/s | tick late p50 | max | ping p50 | p99 |")
+        print("|---|---|---|---|---|---|---|")
+        var results = JSONObject()
+        for clients in [1, 4] {
+            let result = try BigReplyBench.measure(clients: clients, depth: 4, seconds: seconds)
+            let rate = Double(result.replies) / result.seconds
+            print(
+                "| \(clients) | \(result.replyBytes / 1024) KiB | \(Int(rate)) | \(milliseconds(result.tickLateness.p50)) | \(milliseconds(result.tickLateness.max)) | \(milliseconds(result.pings.p50)) | \(milliseconds(result.pings.p99)) |"
+            )
+            results.append(
+                String(clients),
+                [
+                    "replyBytes": .int(result.replyBytes), "repliesPerSecond": .double(rate),
+                    "ticks": .int(result.tickLateness.count),
+                    "tickLatenessp50Milliseconds": .double(result.tickLateness.p50 / 1e6),
+                    "tickLatenessMaxMilliseconds": .double(result.tickLateness.max / 1e6),
+                    "pingp50Milliseconds": .double(result.pings.p50 / 1e6),
+                    "pingp99Milliseconds": .double(result.pings.p99 / 1e6),
+                ])
+        }
+        return .object(results)
     }
 
     static func fanOut(rounds: Int) throws -> JSONValue {

@@ -1,0 +1,82 @@
+import Glibc
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsProtocol
+import SyncUpsTestSupport
+import Testing
+
+@testable import SyncUpsDaemon
+
+/// What runs within whose turn: a subscriber is never closed inside another client's request, and a timer
+/// that comes due while a client's big replies are made waits for one of them, not for the whole pipeline.
+@Suite struct ServerTurnTests {
+    static let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+
+    /// A connected, non-blocking socket pair: the daemon's end, then the client's.
+    static func socketPair() throws -> (FileDescriptor, FileDescriptor) {
+        var fds: [CInt] = [-1, -1]
+        let flags = CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue) | CInt(SOCK_NONBLOCK.rawValue)
+        #expect(socketpair(AF_UNIX, flags, 0, &fds) == 0)
+        return (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
+    }
+
+    /// Events a request publishes overflow a subscriber's output limit: the subscriber is cut off then (its
+    /// output discarded, nothing more queued), but closed on its own turn, after the request, as MPD defers
+    /// it. It was closed inside `publish`, so the request that published saw the connections and the
+    /// subscriber count change under it.
+    @Test func aSubscriberOverItsOutputLimitIsClosedOnItsOwnTurnNotInsideAnotherClientsRequest() throws {
+        let loop = try EventLoop(clock: .manual(startingAt: Self.start))
+        var limits = Limits()
+        limits.maxOutputBytes = 4096
+        let server = Server(loop: loop, limits: limits, version: "test", logger: .discarding)
+        let (daemonEnd, clientEnd) = try Self.socketPair()
+        defer { clientEnd.close() }
+        let subscriber = try #require(server.adopt(daemonEnd))
+        try server.setTopics([.syncups], for: subscriber)
+        let payload: JSONValue = ["padding": .string(String(repeating: "p", count: 1000))]
+        // Within one request's turn: eight changes of a kilobyte each, twice the subscriber's limit.
+        for _ in 0..<8 {
+            server.publish(.syncups, "syncup.updated", payload)
+            #expect(!subscriber.isClosed)
+            #expect(server.connections[subscriber.number] != nil && server.subscriberCount == 1)
+        }
+        #expect(subscriber.output.count <= limits.maxOutputBytes)
+        #expect(subscriber.state.phase == .cutOff)
+        loop.runOnce(timeoutMilliseconds: 0)  // the subscriber's own turn
+        #expect(subscriber.isClosed)
+        #expect(server.connections.isEmpty && server.subscriberCount == 0)
+        // It got none of the output it was cut off with: only the end of the stream.
+        var byte: UInt8 = 0
+        #expect(Glibc.read(clientEnd.rawValue, &byte, 1) == 0)
+    }
+
+    /// A meeting's tick that comes due while a client's pipelined `syncups.list` pages (300 KB each) are made
+    /// is published after the first page, before the next line of that client is handled: a page ends its
+    /// slice, and the loop fires due timers between handlers. On the manual clock no slice ever runs out of
+    /// time, and timers fired only once per turn (the real clock) or never within one (the manual one), so
+    /// the whole pipeline ran first: the `status` after the first page said the `seq` before the tick.
+    @Test func aTickDueWhileBigRepliesArePipelinedIsPublishedBetweenTwoOfThem() throws {
+        let directory = TemporaryDirectory("big-replies")
+        let syncUps = (0..<100).map { SyncUp.realistic(index: $0, meetingCount: 28, transcriptBytes: 16) }
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.dataDirectory(holding: syncUps), readPauseThreshold: 64 << 20,
+            clock: .manual(startingAt: Self.start))
+        let client = LoopClient(try daemon.connect(), daemon)
+        let watcher = LoopClient(try daemon.connect(), daemon)
+        _ = try watcher.result("subscribe", ["topics": ["session"], "snapshot": false])
+        _ = try client.result("session.start", ["syncup": .string(syncUps[0].id.description), "audio": false])
+        let page = #"{"id":"page","cmd":"syncups.list","args":{"limit":100}}"# + "\n"
+        try client.send(page + #"{"id":"s1","cmd":"status"}"# + "\n" + page + #"{"id":"s2","cmd":"status"}"# + "\n")
+        daemon.skipTime(by: .seconds(1))  // the first tick is due; it fires once the loop turns
+        let first = try client.take { $0["id"] == "page" }.last
+        #expect((first?["result"]?["syncups"]?.arrayValue?.count ?? 0) == 100)
+        #expect(JSONWriter().encode(first ?? .null).count >= Server.sendChunk)
+        let tick = try watcher.events(until: "session.tick").last
+        let tickSeq = try #require(tick?["seq"]?.numberValue?.int64)
+        let status = try client.reply(to: "s1")
+        let seq = try #require(status["result"]?["seq"]?.numberValue?.int64)
+        #expect(seq >= tickSeq, "the line after the first page ran before the tick (seq \(seq) < \(tickSeq))")
+        #expect(try client.reply(to: "s2")["ok"] == true)
+    }
+}
