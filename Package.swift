@@ -63,7 +63,8 @@ let package = Package(
             swiftSettings: strictSettings + [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
         // The desktop's session bus (sd-bus): the MPRIS player and notifications.
-        .target(name: "SyncUpsBus", dependencies: ["SyncUpsPOSIX", "CSystemd"], swiftSettings: strictSettings),
+        .target(
+            name: "SyncUpsBus", dependencies: ["SyncUpsCore", "SyncUpsPOSIX", "CSystemd"], swiftSettings: strictSettings),
 
         // MARK: - Wiring and executables
 

@@ -1,5 +1,6 @@
 import CSystemd
 import Glibc
+import SyncUpsCore
 import SyncUpsPOSIX
 
 /// The user's session bus (D-Bus) through libsystemd's sd-bus, serviced by the daemon's one event loop: the

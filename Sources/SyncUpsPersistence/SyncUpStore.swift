@@ -55,7 +55,7 @@ public final class SyncUpStore {
     private var throttle: WriteThrottle
     private var throttleTimer: EventLoop.Timer?
     private var retryTimer: EventLoop.Timer?
-    private var retryDelay = StoreRetry.initialDelay
+    private var backoff = StoreRetry.backoff
     /// A write was refused because the file looked changed; resubmit once the file is found to be ours.
     private var isConflictPending = false
     /// Set by `close`: results are recorded, but start no more writes.
@@ -220,7 +220,7 @@ public final class SyncUpStore {
             durableGeneration = max(durableGeneration, durable)
             runActionsAfterWrite()
             guard durable >= failedGeneration else { return }
-            retryDelay = StoreRetry.initialDelay
+            backoff.reset()
             if lastError != nil {
                 lastError = nil
                 if !isClosing { onEvent(.writeRecovered) }
@@ -253,9 +253,7 @@ public final class SyncUpStore {
 
     private func scheduleRetry() {
         guard retryTimer == nil else { return }
-        let delay = retryDelay
-        retryDelay = StoreRetry.next(after: retryDelay)
-        retryTimer = loop.schedule(after: delay) { [unowned self] in
+        retryTimer = loop.schedule(after: backoff.next()) { [unowned self] in
             retryTimer = nil
             try? directory.create()  // the directory itself may have been removed
             submit()
@@ -385,9 +383,6 @@ public enum StoreRetry {
     public static let initialDelay = Duration.milliseconds(500)
     public static let maximumDelay = Duration.seconds(30)
 
-    /// The delay after `delay`.
-    public static func next(after delay: Duration) -> Duration { min(delay * 2, maximumDelay) }
-
-    /// The same policy as a `Backoff`, for a writer that keeps its own (`RetryingFileWriter`).
+    /// The policy as a `Backoff`: the store's, the details writes' and `RetryingFileWriter`'s.
     public static var backoff: Backoff { Backoff(initial: initialDelay, maximum: maximumDelay) }
 }

@@ -104,10 +104,10 @@ struct Watch {
     /// sesion`) is a usage error at once: waiting for a daemon that is up would make a typo look like an outage.
     func run() throws(CLIError) {
         let parent = Self.isOutputFollowedLive ? ParentWatch.start() : nil
-        var backoff = Self.initialBackoff
+        var backoff = Backoff(initial: Self.initialBackoff, maximum: Self.maximumBackoff)
         var lastLine: String?
         while parent?.isParentGone != true {
-            let ending = follow(lastLine: &lastLine, parent: parent, onConnected: { backoff = Self.initialBackoff })
+            let ending = follow(lastLine: &lastLine, parent: parent, onConnected: { backoff.reset() })
             switch ending {
             case .outputClosed: return
             case .refused(let error): throw CLIError(.usage, error.message, code: error.code)
@@ -129,8 +129,7 @@ struct Watch {
                         lastLine = offline
                     }
                 }
-                guard waitForReconnect(backoff) else { return }
-                backoff = min(backoff * 2, Self.maximumBackoff)
+                guard waitForReconnect(backoff.next()) else { return }
             }
         }
     }

@@ -7,8 +7,8 @@ public struct DetailsWrites<Details> {
         public var details: Details
         /// Whether a write of them failed (the first failure is when the daemon keeps them for a restart).
         public var hasFailed = false
-        /// How long after the latest failure the next write is tried.
-        public var retryDelay: Duration
+        /// The wait before the next try after a failure (`delay`), growing with each.
+        public var backoff: Backoff
     }
 
     /// What a write's report means.
@@ -17,20 +17,19 @@ public struct DetailsWrites<Details> {
         case written(recovered: Bool)
         /// The meeting was deleted while its details were written: a file written now goes too.
         case notPending
-        /// Failed: try again `after`; `isFirstFailure` says whether it failed before.
+        /// Failed: try again `after`; `isFirstFailure` is true when no write of these details failed before
+        /// (the daemon then keeps the meeting's journal for a restart).
         case retry(after: Duration, isFirstFailure: Bool)
     }
 
     public private(set) var pending: [Meeting.ID: Pending] = [:]
     /// Why writing failed, until no meeting's details wait any more (for `status` and `persistence.failed`).
     public private(set) var lastError: String?
-    private let initialDelay: Duration
-    private let maximumDelay: Duration
+    private let backoff: Backoff
 
     /// The back-off between failed writes: `initialDelay`, doubling to `maximumDelay`.
     public init(initialDelay: Duration, maximumDelay: Duration) {
-        self.initialDelay = initialDelay
-        self.maximumDelay = maximumDelay
+        backoff = Backoff(initial: initialDelay, maximum: maximumDelay)
     }
 
     public var isEmpty: Bool { pending.isEmpty }
@@ -40,7 +39,7 @@ public struct DetailsWrites<Details> {
 
     /// A saved meeting's details are to be written.
     public mutating func queue(_ meeting: Meeting.ID, _ details: Details) {
-        pending[meeting] = Pending(details: details, retryDelay: initialDelay)
+        pending[meeting] = Pending(details: details, backoff: backoff)
     }
 
     /// How a write of `meeting`'s details went: `error` nil when it was written.
@@ -52,13 +51,10 @@ public struct DetailsWrites<Details> {
         }
         lastError = error
         let isFirstFailure = !entry.hasFailed
-        if isFirstFailure {
-            entry.hasFailed = true
-        } else {
-            entry.retryDelay = min(entry.retryDelay * 2, maximumDelay)
-        }
+        entry.hasFailed = true
+        let delay = entry.backoff.next()
         pending[meeting] = entry
-        return .retry(after: entry.retryDelay, isFirstFailure: isFirstFailure)
+        return .retry(after: delay, isFirstFailure: isFirstFailure)
     }
 
     /// Saved meetings were deleted: their details are no longer written. Returns those that were waiting, and

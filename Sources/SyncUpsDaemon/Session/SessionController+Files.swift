@@ -153,7 +153,7 @@ extension SessionController {
     /// get the retry every other details write gets.
     func retryFailedDetails() {
         for (meeting, pending) in state.detailsWrites.pending where pending.hasFailed {
-            retryDetails(meeting, after: pending.retryDelay)
+            retryDetails(meeting, after: pending.backoff.delay)
         }
     }
 

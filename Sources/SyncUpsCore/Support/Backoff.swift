@@ -1,7 +1,8 @@
 /// The growing wait between attempts at something that keeps failing (a write, a connection): `initial`,
 /// doubling after each failure up to `maximum`, and back to `initial` once an attempt works. One policy
-/// type for every retry of the daemon (`StoreRetry.backoff` for the user's files, the session bus's
-/// reconnection), so none counts its own way.
+/// type for every retry (`StoreRetry.backoff` for the user's files: `sync-ups.json`, meetings' details,
+/// schedules, voice profiles; the session bus's reconnection; `syncupsctl watch` finding the daemon again),
+/// so none counts its own way.
 public struct Backoff: Sendable, Equatable {
     public let initial: Duration
     public let maximum: Duration
