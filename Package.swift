@@ -64,7 +64,8 @@ let package = Package(
         ),
         // The desktop's session bus (sd-bus): the MPRIS player and notifications.
         .target(
-            name: "SyncUpsBus", dependencies: ["SyncUpsCore", "SyncUpsPOSIX", "CSystemd"], swiftSettings: strictSettings),
+            name: "SyncUpsBus", dependencies: ["SyncUpsCore", "SyncUpsPOSIX", "CSystemd"], swiftSettings: strictSettings
+        ),
 
         // MARK: - Wiring and executables
 
