@@ -131,7 +131,7 @@ import Testing
     /// server reads, to see the end of input or what came before it.
     @Test func aHangUpClosesOnlyWhenNobodyIsLeftToAnswer() {
         for (phase, start) in Self.reachable {
-            var state = start
+            let state = start
             let action = state.hungUp()
             let closes: Bool
             switch phase {

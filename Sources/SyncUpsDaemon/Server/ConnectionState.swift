@@ -184,7 +184,7 @@ struct ConnectionState: Equatable {
         case close
     }
 
-    mutating func hungUp() -> HangUpAction {
+    func hungUp() -> HangUpAction {
         switch phase {
         case .open(.awaitingReply, _), .open(_, .closed), .cutOff: .close
         case .open, .draining, .closed: .read

@@ -48,7 +48,7 @@ extension Server {
         let line = Wire.event(name, seq: seq, data: data())
         for connection in connections.values where connection.topics.contains(topic) {
             enqueue(line, to: connection)
-            flushOnNextTurn(connection)
+            flushAtEndOfTurn(connection)
         }
     }
 

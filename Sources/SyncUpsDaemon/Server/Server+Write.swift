@@ -23,12 +23,12 @@ extension Server {
             .notice, "client.closed",
             "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
         )
-        flushOnNextTurn(connection)
+        flushAtEndOfTurn(connection)
         return true
     }
 
-    /// Flushes `connection` on the loop's next turn (`flushPending`), once however often it is asked.
-    func flushOnNextTurn(_ connection: Connection) {
+    /// Flushes `connection` at the end of the loop's turn (`flushPending`), once however often it is asked.
+    func flushAtEndOfTurn(_ connection: Connection) {
         guard !connection.isClosed, pendingFlush[connection.number] == nil else { return }
         if pendingFlush.isEmpty { loop.execute { [weak self] in self?.flushPending() } }
         pendingFlush[connection.number] = connection
