@@ -65,7 +65,8 @@ extension SessionController {
         guard
             // The live roster: someone added mid-meeting is matched and learned from the next window on.
             let listener = voices.begin(
-                session.meetingID, attendees: { [session] in session.machine.roster.members.map(\.attendee) },
+                session.meetingID,
+                attendees: { [session] in session.machine.roster.members.filter { !$0.hasLeft }.map(\.attendee) },
                 turns: { [session] in session.machine.record.turns })
         else { return .voiceListenerUnavailable("no speaker encoder (\(voices.model.status))") }
         session.relay.voice.withLock { $0 = listener }

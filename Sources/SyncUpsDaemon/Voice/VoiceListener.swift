@@ -24,6 +24,9 @@ final class VoiceListener: Sendable {
     private let thread: DedicatedThread
     /// Chunks of audio dropped because the encoder was behind.
     let dropped = Atomic<Int>(0)
+    /// The frame the audio handed to it so far reaches (from the recorder's writer thread): a window starting
+    /// before it was heard before now, however late the encoder embeds it.
+    let heardUpTo = Atomic<Int>(0)
 
     init(
         model: VoiceModel, onWindow: @escaping @Sendable (VoiceWindow, VoiceChannel?) -> Void
@@ -59,11 +62,13 @@ final class VoiceListener: Sendable {
         let samples = (0..<bytes.count / 2).map {
             Float(Int16(bitPattern: UInt16(bytes[2 * $0]) | UInt16(bytes[2 * $0 + 1]) << 8)) / 32767
         }
+        heardUpTo.store(Int(startFrame) + samples.count, ordering: .relaxed)
         push(.microphone(samples, startFrame: startFrame))
     }
 
     /// A call meeting's channels, from the mixer (on either recorder's writer thread): never blocks.
     func feed(microphone: [Int16], call: [Int16], startFrame: Int64) {
+        heardUpTo.store(Int(startFrame) + max(microphone.count, call.count), ordering: .relaxed)
         push(
             .call(
                 microphone: microphone.map { Float($0) / 32767 }, call: call.map { Float($0) / 32767 },

@@ -66,6 +66,9 @@ final class VoiceService {
         var call = CallLearning()
         /// Windows of the microphone found to be the call's echo, not heard.
         var echoWindows = 0
+        /// Attendees forgotten (or removed) during the meeting, with the frame the audio had reached then: a
+        /// window of earlier audio, embedded late, never teaches them again.
+        var forgottenBefore: [Attendee.ID: Int] = [:]
     }
 
     let store: VoiceProfileStore
@@ -171,6 +174,9 @@ final class VoiceService {
             // Only a window within one turn teaches: one straddling a change of floor is two people's.
             guard let turn = turns.last(where: { $0.start <= start }), (turn.end ?? .infinity) >= end else { return }
             let holder = turn.speaker.id
+            // Not someone forgotten since this audio was heard, nor someone who left the meeting.
+            guard window.start >= listening.forgottenBefore[holder] ?? 0, attendees.contains(where: { $0.id == holder })
+            else { return }
             let seconds = Double(window.count) / rate
             // A turn's end (another holder teaching) writes what the turn taught: a crash loses one turn at most.
             if let last = listening.lastHolder, last != holder { write() }
@@ -290,6 +296,9 @@ final class VoiceService {
         for id in ids {
             profiles[id] = nil
             unsaved.remove(id)
+            for (meeting, heard) in listening.mapValues({ $0.listener.heardUpTo.load(ordering: .relaxed) }) {
+                listening[meeting]?.forgottenBefore[id] = heard
+            }
         }
         let (store, logger, mailbox) = (store, logger, mailbox)
         writer.run {
