@@ -82,6 +82,14 @@ final class Services {
             throw StartupError("cannot set up voices: \(error)")
         }
         logger.info(voices.model.status)
+        // A profile of someone in no sync-up (removed while a write of theirs raced the removal, or while the
+        // daemon was down) is a voice print no command can reach any more: it goes.
+        let known = Set(owner.syncUps.lazy.flatMap { $0.attendees.map(\.id) })
+        let orphans = voices.profiles.keys.filter { !known.contains($0) }
+        if !orphans.isEmpty {
+            logger.notice("voices: removing \(orphans.count) profiles of people in no sync-up")
+            voices.forget(orphans)
+        }
         session.voices = voices
         voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
         // A profile that cannot be written is a failed write of the user's data like sync-ups.json's: the

@@ -1,5 +1,7 @@
 import Glibc
+import SyncUpsCore
 import SyncUpsJSON
+import SyncUpsPOSIX
 import SyncUpsTestSupport
 import SyncUpsVoice
 import Testing
@@ -28,6 +30,23 @@ import Testing
     }
 
     func path(_ id: String) -> String { directory.appending("voices/\(id).json") }
+
+    /// A profile of someone in no sync-up (the attack's orphan: a write that raced their removal) is removed at
+    /// start-up; a profile of someone in a sync-up is kept.
+    @Test func aProfileOfSomeoneInNoSyncUpIsRemovedAtStartUp() throws {
+        let syncUp = SyncUp.fixture(attendees: 1)
+        let data = directory.dataDirectory(holding: [syncUp])
+        func profile(_ id: String) -> String { data + "/voices/\(id).json" }
+        let kept = syncUp.attendees[0].id.description
+        let orphan = "00000000-0000-0000-0000-0000000000F0"
+        mkdir(data + "/voices", 0o700)
+        for id in [kept, orphan] { Files.write(profile(id), VoiceProfileValidationFile.sane) }
+        let daemon = try InProcessDaemon(dataDirectory: data)
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while Files.exists(profile(orphan)) && MonotonicInstant.now() < deadline { _ = daemon.turn(waitingUpTo: 50) }
+        #expect(!Files.exists(profile(orphan)), "the orphan's profile is still there")
+        #expect(Files.exists(profile(kept)))
+    }
 
     /// Solo's id cut to `length` characters (0 to 3) forgets nobody; four characters is enough.
     @Test(arguments: [0, 1, 3])
