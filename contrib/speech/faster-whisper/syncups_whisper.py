@@ -68,7 +68,9 @@ class EnergyVad:
         """drop_db: a frame more than this far below the loudest speech of the last `recent_frames` (1.5 s) is not
         speech either (0: no such bound): the end of speech is then told by the speech's own level, not only by
         the room's, so a recording's or a room's noisy tail (-42 to -47 dBFS after the LibriVox clips' last
-        words, 15 dB above a quiet room) does not hold the final back."""
+        words, 15 dB above a quiet room) does not hold the final back. The bound only ends speech in progress:
+        a frame at the room's level forgets the speech before it, so a quiet speaker's first words after a loud
+        one, or speech after a cough, start by the room's rule alone."""
         self.min_db = min_db
         self.snr_db = snr_db
         self.drop_db = drop_db
@@ -86,7 +88,11 @@ class EnergyVad:
         if level_db >= self.DIGITAL_SILENCE_DB:
             self.history.append(level_db)
         voiced = level_db >= self.min_db and level_db >= noise + self.snr_db
-        if voiced and self.drop_db > 0 and self.recent and level_db < max(self.recent) - self.drop_db:
+        if not voiced:
+            # Back at the room's level: what was heard before says nothing of the next utterance's level.
+            self.recent.clear()
+            return False
+        if self.drop_db > 0 and self.recent and level_db < max(self.recent) - self.drop_db:
             voiced = False
         self.recent.append(level_db if voiced else self.UNVOICED)
         return voiced

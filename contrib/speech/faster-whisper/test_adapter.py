@@ -273,6 +273,22 @@ class SegmenterTests(unittest.TestCase):
             vad(-60.0)
         self.assertTrue(vad(-38.0), "a quiet speaker 2 s after a loud one was not heard")
 
+    def test_a_quiet_speaker_right_after_a_loud_one_or_a_cough_is_speech(self):
+        """The bound below the loudest recent speech only ends speech in progress: once the audio is back at the
+        room's level, a new utterance starts by the room's rule alone. Measured against the last 1.5 s whatever
+        came between, a quiet speaker 0.2 s after a loud one (25 dB quieter) lost "He might" and speech 0.15 s
+        after a cough lost "He was not"."""
+        drop = engine.parse_args([]).vad_drop_db
+        for loud, gap in ((-16.0, 0.2), (-6.0, 0.15)):  # a loud speaker; a cough
+            vad = engine.EnergyVad(drop_db=drop)
+            for _ in range(self.frames(4)):
+                vad(-75.0)  # the room
+            self.assertTrue(all(vad(loud) for _ in range(self.frames(0.25))))
+            for _ in range(self.frames(gap)):
+                self.assertFalse(vad(-75.0))
+            self.assertTrue(all(vad(loud - 25.0) for _ in range(self.frames(1))),
+                            "speech %.2f s after a frame at %.0f dBFS was dropped" % (gap, loud))
+
     def test_silence_and_clicks_make_no_segment_and_progress_goes_on(self):
         flags = [False] * self.frames(10)
         flags[100] = True  # a 30 ms click
