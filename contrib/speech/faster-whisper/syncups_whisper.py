@@ -561,11 +561,15 @@ def control_fd_from_env(option):
     return 3
 
 
+LONGEST_MEETING = 1e6  # seconds (11.6 days): a turn later than this is a bad line, not a time
+
+
 def parse_turn(raw, rate):
-    """(seconds, speaker name) of a turn line; None for anything else (other types are ignored)."""
+    """(seconds, speaker name) of a turn line; None for anything else (other types are ignored; a line that is not
+    JSON, or a turn at a time that is not one, logged)."""
     try:
         message = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a line of 100,000 "["
         log("ignoring a control line that is not JSON: %r" % raw[:200])
         return None
     if not isinstance(message, dict) or message.get("type") != "turn":
@@ -576,8 +580,9 @@ def parse_turn(raw, rate):
         if not isinstance(frame, int) or isinstance(frame, bool):
             log("ignoring a turn without a time: %r" % raw[:200])
             return None
-        seconds = frame / rate
-    if not math.isfinite(seconds) or seconds < 0:
+        seconds = frame / rate if abs(frame) <= LONGEST_MEETING * rate else math.inf
+    if not math.isfinite(seconds) or not 0 <= seconds <= LONGEST_MEETING:
+        log("ignoring a turn at %r s: not a time in a meeting" % seconds)
         return None
     speaker = message.get("speaker")
     name = speaker.get("name") if isinstance(speaker, dict) else None
@@ -599,7 +604,11 @@ class Turns:
             with open(fd, "rb", closefd=False) as stream:
                 for raw in stream:
                     raw = raw.strip()
-                    turn = parse_turn(raw, rate) if raw else None
+                    try:
+                        turn = parse_turn(raw, rate) if raw else None
+                    except Exception as error:  # whatever a line holds, the lines after it are still read
+                        log("ignoring a control line (%s: %s): %r" % (type(error).__name__, error, raw[:200]))
+                        turn = None
                     if turn is not None:
                         with self.lock:
                             self.items.append(turn)

@@ -345,6 +345,34 @@ class SegmenterTests(unittest.TestCase):
         self.assertFalse(vad(-70.0))
 
 
+class ControlTests(unittest.TestCase):
+    """The control channel's lines, read by Turns on a pipe: no model."""
+
+    def read_lines(self, lines):
+        turns = engine.Turns(lambda: None)
+        with tempfile.TemporaryFile() as channel:
+            channel.write(b"".join(line + b"\n" for line in lines))
+            channel.seek(0)
+            turns.read(channel.fileno(), RATE)
+        self.assertTrue(turns.closed.is_set())
+        return turns.take()
+
+    def test_a_turn_at_an_absurd_time_is_ignored_and_the_turns_after_it_kept(self):
+        """{"time":1e308} is finite, and its sample (time x 16000) overflowed in the engine loop: the engine died
+        with OverflowError."""
+        for raw in (b'{"type":"turn","time":1e308}', b'{"type":"turn","frame":%d}' % (10 ** 400),
+                    b'{"type":"turn","time":-1}', b'{"type":"turn","time":NaN}'):
+            self.assertIsNone(engine.parse_turn(raw, RATE), raw[:60])
+        good = b'{"type":"turn","time":4.35,"speaker":{"name":"B"}}'
+        self.assertEqual(self.read_lines([b'{"type":"turn","time":1e308}', good]), [(4.35, "B")])
+
+    def test_a_line_too_deep_to_parse_is_ignored_and_the_channel_read_on(self):
+        """A 100,000-deep "[" line raised RecursionError in json.loads and ended the control thread: no turn
+        after it was ever seen."""
+        good = b'{"type":"turn","time":4.35,"speaker":{"name":"B"}}'
+        self.assertEqual(self.read_lines([b"[" * 100000, b"{" * 100000, good]), [(4.35, "B")])
+
+
 class DecodeTests(unittest.TestCase):
     """What each decode asks of faster-whisper, without it."""
 
