@@ -709,6 +709,50 @@ class CacheTests(unittest.TestCase):
                                  self.logged)
                 self.assertEqual(os.listdir(self.cache), [os.path.basename(destination)])
 
+    def test_a_damaged_copy_of_the_right_size_is_made_again(self):
+        """4 MB overwritten in the middle of model.bin, its size unchanged: the copy was taken as whole and loaded
+        at every start, giving garbage finals with exit 0, forever."""
+        destination = self.copy()
+        binary = os.path.join(destination, "model.bin")
+        size = os.path.getsize(binary)
+        with open(binary, "r+b") as f:
+            f.seek(size // 3)
+            f.write(b"\x7f" * (4 << 20))
+        with open(binary, "rb") as f:
+            self.assertEqual(f.read(size // 3 + 10)[-10:], b"\x7f" * 10)
+        del self.logged[:]
+        self.assertEqual(self.copy(), destination)
+        self.assertEqual(os.path.getsize(binary), size)
+        with open(binary, "rb") as f:
+            self.assertNotEqual(f.read(size // 3 + (4 << 20))[size // 3:], b"\x7f" * (4 << 20),
+                                "the damaged copy was kept")
+        self.assertTrue(any("checksum" in line for line in self.logged), self.logged)
+        self.assertEqual(len([line for line in self.logged if line.startswith("quantized")]), 1, self.logged)
+        del self.logged[:]
+        self.assertEqual(self.copy(), destination)
+        self.assertEqual(self.logged, [], "a whole copy was made again")
+
+    def test_copies_of_models_that_are_gone_and_of_an_older_format_are_removed(self):
+        """Each venv (each clone, each reinstall in another place) left its 40 MB copy for good, and so did the
+        copies of the name format before: 12 copies, 470 MB, in one cache."""
+        with tempfile.TemporaryDirectory() as tmp:
+            gone = os.path.join(tmp, "gone")
+            shutil.copytree(self.model, gone)
+            stale = self.copy(gone)
+            shutil.rmtree(gone)
+            kept_model = os.path.join(tmp, "other")
+            shutil.copytree(self.model, kept_model)
+            kept = self.copy(kept_model)
+            older = os.path.join(self.cache, "model-75537502-1796165158297649860-ct2-4.8.5-int8")
+            os.makedirs(older)
+            open(os.path.join(older, "model.bin"), "wb").close()
+            unrelated = os.path.join(self.cache, "notes.txt")
+            open(unrelated, "w").close()
+            destination = self.copy()
+            self.assertEqual(sorted(os.listdir(self.cache)),
+                             sorted(os.path.basename(path) for path in (destination, kept, unrelated)),
+                             "stale: %s" % os.path.basename(stale))
+
     def test_a_new_model_file_replaces_the_old_copy(self):
         """A reinstalled venv (the same model, a new mtime) made a new 40 MB copy and left the old one."""
         with tempfile.TemporaryDirectory() as tmp:
