@@ -104,9 +104,10 @@ class SegmentParams:
         """pad_s, tail_s: audio kept before an utterance's first voiced frame and after its last one: Whisper needs
         the soft start of the first word and the fading end of the last, under the VAD's threshold (on the
         LibriVox clips, 0.2 s before and 0.1-0.25 s after gave "ill-disposed young man" as "old-s-y-y-y-y" or
-        "old, as opposed"). min_silence_s: unvoiced audio that ends an utterance. long_s: once an utterance has
-        that much speech (0: never), a pause of `long_pause_s` ends it too (a breath between two phrases), so a
-        monologue is settled phrase by phrase and each decode of its part in progress stays short."""
+        "old, as opposed"). min_silence_s: unvoiced audio that ends an utterance. long_s: once an utterance's
+        last voiced frame is that long after its start (its pauses included; 0: never), a pause of `long_pause_s`
+        ends it too (a breath between two phrases), cut in the pause's middle, so a monologue is settled phrase by
+        phrase and each decode of its part in progress stays short."""
         self.frame = frame
         self.pad = int(pad_s * rate)
         self.tail = int(tail_s * rate)
@@ -168,7 +169,10 @@ def plan_segments(levels, flags, first_frame, end, boundaries, floor, eof, p):
             silence += 1
             if silence * F >= p.min_silence or (
                     0 < p.long_len <= last_voiced - open_start and silence * F >= p.long_pause):
-                seg_end = min(last_voiced + p.tail, b)
+                # At a short pause, the cut goes in its middle: the next utterance may start right after it,
+                # and the soft start of its first word (under the VAD's threshold) is its own, not the last
+                # one's (cut at the pause's end, "He" was lost after a breath).
+                seg_end = min(last_voiced + (p.tail if silence * F >= p.min_silence else p.long_pause // 2), b)
                 close(seg_end, i)
                 open_start = None
                 floor = max(floor, seg_end)
