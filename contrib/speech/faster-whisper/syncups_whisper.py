@@ -68,7 +68,9 @@ class EnergyVad:
         """drop_db: a frame more than this far below the loudest speech of the last `recent_frames` (1.5 s) is not
         speech either (0: no such bound): the end of speech is then told by the speech's own level, not only by
         the room's, so a recording's or a room's noisy tail (-42 to -47 dBFS after the LibriVox clips' last
-        words, 15 dB above a quiet room) does not hold the final back."""
+        words, 15 dB above a quiet room) does not hold the final back. The bound only ends speech in progress:
+        a frame at the room's level forgets the speech before it, so a quiet speaker's first words after a loud
+        one, or speech after a cough, start by the room's rule alone."""
         self.min_db = min_db
         self.snr_db = snr_db
         self.drop_db = drop_db
@@ -86,7 +88,11 @@ class EnergyVad:
         if level_db >= self.DIGITAL_SILENCE_DB:
             self.history.append(level_db)
         voiced = level_db >= self.min_db and level_db >= noise + self.snr_db
-        if voiced and self.drop_db > 0 and self.recent and level_db < max(self.recent) - self.drop_db:
+        if not voiced:
+            # Back at the room's level: what was heard before says nothing of the next utterance's level.
+            self.recent.clear()
+            return False
+        if self.drop_db > 0 and self.recent and level_db < max(self.recent) - self.drop_db:
             voiced = False
         self.recent.append(level_db if voiced else self.UNVOICED)
         return voiced
@@ -98,9 +104,10 @@ class SegmentParams:
         """pad_s, tail_s: audio kept before an utterance's first voiced frame and after its last one: Whisper needs
         the soft start of the first word and the fading end of the last, under the VAD's threshold (on the
         LibriVox clips, 0.2 s before and 0.1-0.25 s after gave "ill-disposed young man" as "old-s-y-y-y-y" or
-        "old, as opposed"). min_silence_s: unvoiced audio that ends an utterance. long_s: once an utterance has
-        that much speech (0: never), a pause of `long_pause_s` ends it too (a breath between two phrases), so a
-        monologue is settled phrase by phrase and each decode of its part in progress stays short."""
+        "old, as opposed"). min_silence_s: unvoiced audio that ends an utterance. long_s: once an utterance's
+        last voiced frame is that long after its start (its pauses included; 0: never), a pause of `long_pause_s`
+        ends it too (a breath between two phrases), cut in the pause's middle, so a monologue is settled phrase by
+        phrase and each decode of its part in progress stays short."""
         self.frame = frame
         self.pad = int(pad_s * rate)
         self.tail = int(tail_s * rate)
@@ -162,7 +169,10 @@ def plan_segments(levels, flags, first_frame, end, boundaries, floor, eof, p):
             silence += 1
             if silence * F >= p.min_silence or (
                     0 < p.long_len <= last_voiced - open_start and silence * F >= p.long_pause):
-                seg_end = min(last_voiced + p.tail, b)
+                # At a short pause, the cut goes in its middle: the next utterance may start right after it,
+                # and the soft start of its first word (under the VAD's threshold) is its own, not the last
+                # one's (cut at the pause's end, "He" was lost after a breath).
+                seg_end = min(last_voiced + (p.tail if silence * F >= p.min_silence else p.long_pause // 2), b)
                 close(seg_end, i)
                 open_start = None
                 floor = max(floor, seg_end)
@@ -324,9 +334,24 @@ def read_ct2_model(path):
     return variables, aliases
 
 
-COPY_FORMAT = 2  # in the copy's name: format 1 quantized the convolutions too (see quantize_whisper_model)
+# In the copy's name: format 1 quantized the convolutions too (see quantize_whisper_model); format 2's mark had
+# no checksum and no source.
+COPY_FORMAT = 3
 COPY_MARK = "syncups-whisper-copy.json"  # written last into a copy: it is whole
 TEMPORARY = re.compile(r"\.(\d+)(\.old)?\.tmp$")  # a copy in the making, or a broken one on its way out: its pid
+COPY_NAME = re.compile(r"-\d+-\d+-ct2-[^/]+-int8(-v(\d+))?$")  # a copy's name, in any format so far
+
+
+def checksum(path):
+    """The CRC-32 of a file (tiny.en's 39 MB int8 model.bin: 0.017 s of CPU, 0.03 s, from the page cache)."""
+    import zlib
+    value = 0
+    with open(path, "rb") as stream:
+        while True:
+            block = stream.read(1 << 20)
+            if not block:
+                return value
+            value = zlib.crc32(block, value)
 
 
 def quantize_whisper_model(source, destination, np):
@@ -367,8 +392,10 @@ def quantize_whisper_model(source, destination, np):
         for name in os.listdir(source):
             if name != "model.bin" and os.path.isfile(os.path.join(source, name)):
                 shutil.copyfile(os.path.join(source, name), os.path.join(partial, name))
+        binary = os.path.join(partial, "model.bin")
         with open(os.path.join(partial, COPY_MARK), "w", encoding="utf-8") as mark:
-            json.dump({"model.bin": os.path.getsize(os.path.join(partial, "model.bin"))}, mark)
+            json.dump({"model.bin": os.path.getsize(binary), "crc32": checksum(binary),
+                       "source": os.path.realpath(source)}, mark)
         try:
             os.rename(partial, destination)  # whole or not at all
             return True
@@ -382,13 +409,26 @@ def quantize_whisper_model(source, destination, np):
         shutil.rmtree(partial, ignore_errors=True)
 
 
-def whole_copy(directory):
-    """Whether `directory` holds a whole int8 copy: its mark, and a model.bin of the size the mark says."""
+def copy_mark(directory):
+    """The mark of the copy in `directory` ({"model.bin": size, "crc32": checksum, "source": model directory}),
+    or None."""
     try:
         with open(os.path.join(directory, COPY_MARK), encoding="utf-8") as mark:
-            size = json.load(mark)["model.bin"]
-        return os.path.getsize(os.path.join(directory, "model.bin")) == size
-    except (OSError, ValueError, KeyError, TypeError):
+            value = json.load(mark)
+        return value if isinstance(value, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def whole_copy(directory):
+    """Whether `directory` holds a whole int8 copy: its mark, and a model.bin of the size and checksum the mark says
+    (a copy damaged in place, its size unchanged, was loaded at every start and decoded garbage)."""
+    mark = copy_mark(directory)
+    try:
+        binary = os.path.join(directory, "model.bin")
+        return (mark is not None and os.path.getsize(binary) == mark["model.bin"]
+                and checksum(binary) == mark["crc32"])
+    except (OSError, KeyError, TypeError):
         return False
 
 
@@ -415,17 +455,26 @@ def process_alive(pid):
 
 def clean_cache(cache_dir, prefix, keep):
     """Removes from `cache_dir` the temporaries of engines that died making a copy (SIGKILLed with their process
-    group when syncupsd cancels them; a live engine's stays), and the other copies of this model (`prefix`: the
-    model's directory) but `keep`: those of its files before a reinstall, or of another CTranslate2."""
+    group when syncupsd cancels them; a live engine's stays), the other copies of this model (`prefix`: the
+    model's directory) but `keep`: those of its files before a reinstall, or of another CTranslate2; the copies
+    in an older format; and those of a model directory that is gone (a removed venv or clone). A copy of another
+    model that is still there stays."""
     import shutil
     for name in os.listdir(cache_dir):
         path = os.path.join(cache_dir, name)
         temporary = TEMPORARY.search(name)
+        copy = COPY_NAME.search(name)
         if temporary:
             if not process_alive(int(temporary.group(1))):
                 shutil.rmtree(path, ignore_errors=True)
-        elif name.startswith(prefix) and name != keep:
+        elif name == keep or not os.path.isdir(path) or not copy:
+            continue
+        elif name.startswith(prefix) or copy.group(2) is None or int(copy.group(2)) < COPY_FORMAT:
             discard(path)
+        else:
+            source = (copy_mark(path) or {}).get("source")
+            if not isinstance(source, str) or not os.path.isdir(source):
+                discard(path)
 
 
 def int8_model(model_dir, cache_dir, np, strict=False):
@@ -445,6 +494,9 @@ def int8_model(model_dir, cache_dir, np, strict=False):
         destination = os.path.join(cache_dir, key)
         if whole_copy(destination):
             return destination
+        if os.path.exists(destination):
+            log("the int8 copy %s is damaged (its size or checksum is not its mark's): making it again"
+                % destination)
         variables, _ = read_ct2_model(binary)
         if any(dtype == "int8" and name.endswith("weight") for name, _, dtype, _ in variables):
             return model_dir
@@ -555,11 +607,15 @@ def control_fd_from_env(option):
     return 3
 
 
+LONGEST_MEETING = 1e6  # seconds (11.6 days): a turn later than this is a bad line, not a time
+
+
 def parse_turn(raw, rate):
-    """(seconds, speaker name) of a turn line; None for anything else (other types are ignored)."""
+    """(seconds, speaker name) of a turn line; None for anything else (other types are ignored; a line that is not
+    JSON, or a turn at a time that is not one, logged)."""
     try:
         message = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a line of 100,000 "["
         log("ignoring a control line that is not JSON: %r" % raw[:200])
         return None
     if not isinstance(message, dict) or message.get("type") != "turn":
@@ -570,8 +626,9 @@ def parse_turn(raw, rate):
         if not isinstance(frame, int) or isinstance(frame, bool):
             log("ignoring a turn without a time: %r" % raw[:200])
             return None
-        seconds = frame / rate
-    if not math.isfinite(seconds) or seconds < 0:
+        seconds = frame / rate if abs(frame) <= LONGEST_MEETING * rate else math.inf
+    if not math.isfinite(seconds) or not 0 <= seconds <= LONGEST_MEETING:
+        log("ignoring a turn at %r s: not a time in a meeting" % seconds)
         return None
     speaker = message.get("speaker")
     name = speaker.get("name") if isinstance(speaker, dict) else None
@@ -593,7 +650,11 @@ class Turns:
             with open(fd, "rb", closefd=False) as stream:
                 for raw in stream:
                     raw = raw.strip()
-                    turn = parse_turn(raw, rate) if raw else None
+                    try:
+                        turn = parse_turn(raw, rate) if raw else None
+                    except Exception as error:  # whatever a line holds, the lines after it are still read
+                        log("ignoring a control line (%s: %s): %r" % (type(error).__name__, error, raw[:200]))
+                        turn = None
                     if turn is not None:
                         with self.lock:
                             self.items.append(turn)
