@@ -16,6 +16,16 @@ public struct VoiceProfile: Sendable, Equatable {
 
     public var centroid: [Float] { normalized(sum) }
 
+    /// The cosine a new window of this voice can expect with the profile: the square root of the mean cosine
+    /// between the windows learned (read off the sum's length: |sum|² = n + n(n-1)·mean), 1 below two windows.
+    public var typicalScore: Float {
+        let windows = (seconds * Double(MelFrontend.sampleRate) / Double(VoiceStream.windowSamples)).rounded()
+        guard windows >= 2 else { return 1 }
+        let length = sum.reduce(0) { $0 + $1 * $1 }
+        let mean = (length - Float(windows)) / Float(windows * (windows - 1))
+        return max(0, mean).squareRoot()
+    }
+
     public mutating func learn(_ embedding: [Float], seconds: Double, at time: Int64) {
         for index in sum.indices { sum[index] += embedding[index] }
         self.seconds += seconds
@@ -90,19 +100,23 @@ public struct VoiceMatcher: Sendable {
     }
 
     /// Whether a window heard in `holder`'s turn teaches their profile. A mature one learns only its own voice.
-    /// A young one takes what the floor gives unless the voice is someone else's: confidently another mature
-    /// profile's, and closer to it than to what the holder's young profile already holds (else a voice like a
-    /// known one, espeak-ng at pitch 60 beside pitch 40, could never learn past its first window).
+    /// A young one takes what the floor gives unless the voice is decisively someone else's: another mature
+    /// profile accepts it, it is as close to that profile as its owner's own windows typically are
+    /// (`typicalScore`: its owner is plausible), and `floorMargin` closer to it than to what the holder's young
+    /// profile already holds (a holder with nothing yet cannot outscore anyone). A voice merely like a known one,
+    /// espeak-ng at pitch 60 beside pitch 40 (0.82-0.85 to the other's profile, whose own windows reach 0.87), learns
+    /// its own turn; the known voice interjecting there (0.9 and more) does not teach it.
     public func teaches(_ embedding: [Float], holder: String, _ profiles: [String: VoiceProfile]) -> Bool {
         let own = profiles[holder]
         if let own, own.seconds >= matureSeconds {
             if case .voice(let id, _) = decide(embedding, floor: holder, profiles) { return id == holder }
             return false
         }
-        guard let other = scores(embedding, profiles.filter { $0.key != holder }).first, other.score >= acceptance
+        guard let other = scores(embedding, profiles.filter { $0.key != holder }).first, other.score >= acceptance,
+            let theirs = profiles[other.id], other.score >= theirs.typicalScore
         else { return true }
         guard let own, own.seconds > 0 else { return false }
-        return cosine(embedding, own.centroid) >= other.score
+        return other.score - cosine(embedding, own.centroid) < floorMargin
     }
 
     /// Teaches `holder`'s profile the window if `teaches` says so; returns whether it did.

@@ -112,4 +112,53 @@ let realWeights =
         }
         #expect(guestWindows >= 3)
     }
+
+    /// The attack's similar pair (espeak-ng en-us at pitch 40 and 60, cosine about 0.8 between their profiles):
+    /// amy's mature profile accepts ada's windows, yet ada's own turn teaches her; amy interjecting in ada's turn
+    /// while ada is still learning does not; and neither is ever named the other in their own turn.
+    @Test func similarVoicesEachLearnTheirOwnTurnAndNeitherIsNamedTheOther() throws {
+        let made = try CommandResult.run(BuiltProducts.repositoryRoot + "/scripts/voice-fixtures", [fixtures.path])
+        #expect(made.exitCode == 0, "\(made.standardError)")
+        let encoder = VoiceEncoder(model: try VoiceModel(bytes: try #require(Files.read(realWeights))))
+        let truth1 = try intervals("similar1.truth")
+        let turns = try windows("similar1", encoder).compactMap { window, center in
+            window.embedding.map { (embedding: $0, holder: who(truth1, at: center)) }
+        }
+        let amy = turns.filter { $0.holder == "amy" }.map(\.embedding)
+        let ada = turns.filter { $0.holder == "ada" }.map(\.embedding)
+        #expect(amy.count >= 3 && ada.count >= 3)
+
+        // similar1's floor: each turn teaches its holder.
+        var profiles: [String: VoiceProfile] = [:]
+        let floor1 = try intervals("similar1.floor")
+        for (window, center) in try windows("similar1", encoder) {
+            guard let embedding = window.embedding, let holder = who(floor1, at: center) else { continue }
+            matcher.learn(embedding, seconds: 1.6, holder: holder, at: 1, into: &profiles)
+        }
+        #expect(
+            profiles["ada"]?.seconds ?? 0 >= matcher.matureSeconds, "ada learned \(profiles["ada"]?.seconds ?? 0) s")
+        #expect(profiles["amy"]?.seconds ?? 0 >= matcher.matureSeconds)
+
+        // amy's turn again, then ada's with amy's windows interjected between ada's: none of amy's teaches ada.
+        var interjected: [String: VoiceProfile] = [:]
+        for embedding in amy.prefix(3) {
+            matcher.learn(embedding, seconds: 1.6, holder: "amy", at: 1, into: &interjected)
+        }
+        for (own, other) in zip(ada, amy.prefix(3)) {
+            matcher.learn(own, seconds: 1.6, holder: "ada", at: 1, into: &interjected)
+            #expect(!matcher.teaches(other, holder: "ada", interjected), "amy's window taught ada")
+        }
+        #expect(interjected["ada"]?.seconds ?? 0 >= 3 * 1.6, "ada learned \(interjected["ada"]?.seconds ?? 0) s")
+
+        // similar2: in their own turns, neither is named the other.
+        let truth2 = try intervals("similar2.truth")
+        let floor2 = try intervals("similar2.floor")
+        for (window, center) in try windows("similar2", encoder) {
+            guard let holder = who(floor2, at: center), who(truth2, at: center) == holder else { continue }
+            let decision = matcher.decide(window.embedding, floor: holder, profiles)
+            if case .voice(let id, _) = decision, id != holder {
+                Issue.record("\(holder) at \(center) s was named \(id)")
+            }
+        }
+    }
 }
