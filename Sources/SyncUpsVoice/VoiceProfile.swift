@@ -33,6 +33,17 @@ public struct VoiceProfile: Sendable, Equatable {
     }
 }
 
+/// The windows of a mature profile's holder, in their own turns, that their profile no longer accepts (a cold, a
+/// new microphone): kept aside, in memory only, until they show the voice changed for good (`VoiceMatcher.learn`).
+public struct VoiceChange: Sendable, Equatable {
+    public var sum = [Float](repeating: 0, count: VoiceModel.embeddingSize)
+    public var seconds = 0.0
+    /// The meetings they were heard in.
+    public var meetings: Set<String> = []
+
+    public init() {}
+}
+
 /// How a stretch of speech was attributed.
 public enum VoiceDecision: Sendable, Equatable {
     /// The voice is this attendee's, with the cosine to their profile.
@@ -58,16 +69,22 @@ public struct VoiceMatcher: Sendable {
     /// How much closer than the floor holder's own profile a voice must be to take the floor's words from
     /// them: two similar voices (espeak-ng at pitch 40 and 60) are both above `acceptance` for each other.
     public var floorMargin: Float
+    /// A mature profile is learned again from scratch once this much of its holder's own turns, in
+    /// `relearnMeetings` meetings or more, sounded like nobody's profile and not enough like their own.
+    public var relearnSeconds: Double
+    public var relearnMeetings: Int
 
     public init(
         acceptance: Float = 0.8, margin: Float = 0.05, rejection: Float = 0.66, matureSeconds: Double = 4.8,
-        floorMargin: Float = 0.1
+        floorMargin: Float = 0.1, relearnSeconds: Double = 9.6, relearnMeetings: Int = 2
     ) {
         self.acceptance = acceptance
         self.margin = margin
         self.rejection = rejection
         self.matureSeconds = matureSeconds
         self.floorMargin = floorMargin
+        self.relearnSeconds = relearnSeconds
+        self.relearnMeetings = relearnMeetings
     }
 
     /// Cosines of `embedding` to each mature profile, best first.
@@ -127,6 +144,42 @@ public struct VoiceMatcher: Sendable {
     ) -> Bool {
         guard teaches(embedding, holder: holder, profiles) else { return false }
         profiles[holder, default: VoiceProfile()].learn(embedding, seconds: seconds, at: time)
+        return true
+    }
+
+    /// `learn`, and a mature profile that stopped matching its holder relearned. A window of the holder's own
+    /// turn that their profile no longer accepts (between `rejection` and `acceptance`: too unlike to be theirs
+    /// for sure, too like to be a stranger) while no other profile accepts it is kept aside in `changes`; once
+    /// `relearnSeconds` of such windows were heard in `relearnMeetings` meetings or more, they replace the
+    /// profile (its old voice is gone; the rest of the meeting matches the new one). A window their profile
+    /// accepts again means the voice did not change: what was kept aside is dropped. So a guest who holds
+    /// someone's floor for a whole meeting, however long, never overwrites them, and neither does a stranger
+    /// (below `rejection`); a guest like the holder who holds their floor in two meetings while the holder is never
+    /// heard as themselves does. Returns whether the profile changed.
+    @discardableResult
+    public func learn(
+        _ embedding: [Float], seconds: Double, holder: String, meeting: String, at time: Int64,
+        into profiles: inout [String: VoiceProfile], changes: inout [String: VoiceChange]
+    ) -> Bool {
+        if learn(embedding, seconds: seconds, holder: holder, at: time, into: &profiles) {
+            changes[holder] = nil
+            return true
+        }
+        guard let own = profiles[holder], own.seconds >= matureSeconds else { return false }
+        let ranked = scores(embedding, profiles)
+        guard let score = ranked.first(where: { $0.id == holder })?.score, score >= rejection, score < acceptance,
+            !ranked.contains(where: { $0.id != holder && $0.score >= acceptance })
+        else { return false }
+        var change = changes[holder] ?? VoiceChange()
+        for index in change.sum.indices { change.sum[index] += embedding[index] }
+        change.seconds += seconds
+        change.meetings.insert(meeting)
+        guard change.seconds >= relearnSeconds, change.meetings.count >= relearnMeetings else {
+            changes[holder] = change
+            return false
+        }
+        profiles[holder] = VoiceProfile(sum: change.sum, seconds: change.seconds, updated: time)
+        changes[holder] = nil
         return true
     }
 }
