@@ -51,18 +51,29 @@ let realWeights =
         intervals.last { $0.start <= time && time < $0.end }?.name
     }
 
-    @Test func profilesLearnedFromTheFloorNameTheRealSpeakerAndNeverAGuest() throws {
+    /// The fixtures made and the real encoder loaded.
+    func realEncoder() throws -> VoiceEncoder {
         let made = try CommandResult.run(BuiltProducts.repositoryRoot + "/scripts/voice-fixtures", [fixtures.path])
         #expect(made.exitCode == 0, "\(made.standardError)")
-        let encoder = VoiceEncoder(model: try VoiceModel(bytes: try #require(Files.read(realWeights))))
+        return VoiceEncoder(model: try VoiceModel(bytes: try #require(Files.read(realWeights))))
+    }
 
-        // Meeting 1 keeps to the floor: each turn teaches its holder.
+    /// The profiles a meeting that keeps to the floor teaches: each turn its holder.
+    func learnedFromTheFloor(_ meeting: String, _ encoder: VoiceEncoder) throws -> [String: VoiceProfile] {
         var learned: [String: VoiceProfile] = [:]
-        let floor1 = try intervals("meeting1.floor")
-        for (window, center) in try windows("meeting1", encoder) {
-            guard let embedding = window.embedding, let holder = who(floor1, at: center) else { continue }
+        let floor = try intervals(meeting + ".floor")
+        for (window, center) in try windows(meeting, encoder) {
+            guard let embedding = window.embedding, let holder = who(floor, at: center) else { continue }
             matcher.learn(embedding, seconds: 1.6, holder: holder, at: 1, into: &learned)
         }
+        return learned
+    }
+
+    @Test func profilesLearnedFromTheFloorNameTheRealSpeakerAndNeverAGuest() throws {
+        let encoder = try realEncoder()
+
+        // Meeting 1 keeps to the floor: each turn teaches its holder.
+        let learned = try learnedFromTheFloor("meeting1", encoder)
         #expect(learned.keys.sorted() == ["ann", "ben", "cat"])
         #expect(learned.values.allSatisfy { $0.seconds >= matcher.matureSeconds })
 
@@ -117,9 +128,7 @@ let realWeights =
     /// amy's mature profile accepts ada's windows, yet ada's own turn teaches her; amy interjecting in ada's turn
     /// while ada is still learning does not; and neither is ever named the other in their own turn.
     @Test func similarVoicesEachLearnTheirOwnTurnAndNeitherIsNamedTheOther() throws {
-        let made = try CommandResult.run(BuiltProducts.repositoryRoot + "/scripts/voice-fixtures", [fixtures.path])
-        #expect(made.exitCode == 0, "\(made.standardError)")
-        let encoder = VoiceEncoder(model: try VoiceModel(bytes: try #require(Files.read(realWeights))))
+        let encoder = try realEncoder()
         let truth1 = try intervals("similar1.truth")
         let turns = try windows("similar1", encoder).compactMap { window, center in
             window.embedding.map { (embedding: $0, holder: who(truth1, at: center)) }
@@ -129,12 +138,7 @@ let realWeights =
         #expect(amy.count >= 3 && ada.count >= 3)
 
         // similar1's floor: each turn teaches its holder.
-        var profiles: [String: VoiceProfile] = [:]
-        let floor1 = try intervals("similar1.floor")
-        for (window, center) in try windows("similar1", encoder) {
-            guard let embedding = window.embedding, let holder = who(floor1, at: center) else { continue }
-            matcher.learn(embedding, seconds: 1.6, holder: holder, at: 1, into: &profiles)
-        }
+        let profiles = try learnedFromTheFloor("similar1", encoder)
         #expect(
             profiles["ada"]?.seconds ?? 0 >= matcher.matureSeconds, "ada learned \(profiles["ada"]?.seconds ?? 0) s")
         #expect(profiles["amy"]?.seconds ?? 0 >= matcher.matureSeconds)
@@ -168,15 +172,8 @@ let realWeights =
     /// reach 0.8, so hers is kept) and name them by voice again, and the guests
     /// of meeting 3 (under 0.66 to whoever's floor they hold) overwrite nobody.
     @Test func aProfileRelearnsItsHoldersChangedMicrophoneButNotAGuest() throws {
-        let made = try CommandResult.run(BuiltProducts.repositoryRoot + "/scripts/voice-fixtures", [fixtures.path])
-        #expect(made.exitCode == 0, "\(made.standardError)")
-        let encoder = VoiceEncoder(model: try VoiceModel(bytes: try #require(Files.read(realWeights))))
-        var profiles: [String: VoiceProfile] = [:]
-        let floor1 = try intervals("meeting1.floor")
-        for (window, center) in try windows("meeting1", encoder) {
-            guard let embedding = window.embedding, let holder = who(floor1, at: center) else { continue }
-            matcher.learn(embedding, seconds: 1.6, holder: holder, at: 1, into: &profiles)
-        }
+        let encoder = try realEncoder()
+        var profiles = try learnedFromTheFloor("meeting1", encoder)
         let original = profiles
         var changes: [String: VoiceChange] = [:]
         var relearned: Set<String> = []
