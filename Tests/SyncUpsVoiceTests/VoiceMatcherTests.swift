@@ -90,6 +90,65 @@ func profile(_ embedding: [Float], seconds: Double = 9.6) -> VoiceProfile {
         // In ann's own turn the same window is ann's by voice.
         #expect(matcher.decide(lean, floor: "ann", both) == .voice("ann", confidence: cosine(lean, voice(0))))
     }
+
+    /// Ann's voice after a cold: 0.707 to her profile (below acceptance, above rejection), nobody else's.
+    static let changed = voice(0, lean: 1, toward: 3)
+
+    @Test func aHolderWhoseVoiceChangedIsRelearnedOverTwoMeetings() {
+        var learned = profiles
+        var changes: [String: VoiceChange] = [:]
+        #expect(matcher.decide(Self.changed, floor: "ann", learned) == .floor)
+        // A whole meeting of her turns in the changed voice: kept aside, not yet learned.
+        for _ in 0..<10 {
+            #expect(
+                !matcher.learn(
+                    Self.changed, seconds: 1.6, holder: "ann", meeting: "m1", at: 1, into: &learned, changes: &changes))
+        }
+        #expect(learned["ann"] == profiles["ann"])
+        // Her next meeting confirms it: the profile is relearned from the new voice and names it again.
+        #expect(
+            matcher.learn(
+                Self.changed, seconds: 1.6, holder: "ann", meeting: "m2", at: 2, into: &learned, changes: &changes))
+        #expect(abs((learned["ann"]?.seconds ?? 0) - 11 * 1.6) < 1e-9)
+        #expect(changes["ann"] == nil)
+        guard case .voice("ann", _) = matcher.decide(Self.changed, floor: "ben", learned) else {
+            Issue.record("the relearned voice is not named ann")
+            return
+        }
+    }
+
+    @Test func aGuestHoldingSomeonesFloorDoesNotOverwriteTheirProfile() {
+        var learned = profiles
+        var changes: [String: VoiceChange] = [:]
+        // A guest like ann holds her floor for a whole meeting; a stranger holds it in the next.
+        for _ in 0..<20 {
+            matcher.learn(
+                Self.changed, seconds: 1.6, holder: "ann", meeting: "m1", at: 1, into: &learned, changes: &changes)
+        }
+        for _ in 0..<20 {
+            matcher.learn(
+                voice(7), seconds: 1.6, holder: "ann", meeting: "m2", at: 2, into: &learned, changes: &changes)
+        }
+        #expect(learned["ann"] == profiles["ann"])
+        // Ann herself speaks in the next meeting: the guest's windows kept aside are dropped, so the guest
+        // holding her floor once more does not complete them.
+        matcher.learn(voice(0), seconds: 1.6, holder: "ann", meeting: "m3", at: 3, into: &learned, changes: &changes)
+        #expect(changes["ann"] == nil)
+        let before = learned["ann"]
+        for _ in 0..<5 {
+            matcher.learn(
+                Self.changed, seconds: 1.6, holder: "ann", meeting: "m4", at: 4, into: &learned, changes: &changes)
+        }
+        #expect(learned["ann"] == before)
+        // Another attendee interjecting in ann's turns is theirs, never evidence that ann changed.
+        for meeting in ["m5", "m6", "m7"] {
+            for _ in 0..<10 {
+                matcher.learn(
+                    voice(1), seconds: 1.6, holder: "ann", meeting: meeting, at: 5, into: &learned, changes: &changes)
+            }
+        }
+        #expect(learned["ann"] == before)
+    }
 }
 
 @Suite struct VoiceStreamTests {

@@ -91,6 +91,9 @@ final class VoiceService {
     var onEvidence: (VoiceEvidence, Meeting.ID) -> Void = { _, _ in }
     private(set) var profiles: [Attendee.ID: VoiceProfile]
     private var listening: [Meeting.ID: Listening] = [:]
+    /// Windows of holders whose mature profile stopped matching them, kept aside until they show the voice
+    /// changed (`VoiceMatcher.learn`), by attendee id; in memory only: a restart starts the evidence anew.
+    private var changes: [String: VoiceChange] = [:]
     /// Windows of speech learned, and dropped for want of time, since start-up (for `voices`).
     private(set) var learnedWindows = 0
     /// Forgotten attendees whose files could not be removed: tried again at each forget.
@@ -230,8 +233,17 @@ final class VoiceService {
         _ keyed: inout [String: VoiceProfile]
     ) {
         let now = Int64(wallClock().timeIntervalSince1970)
-        guard matcher.learn(embedding, seconds: seconds, holder: holder.description, at: now, into: &keyed) else {
-            return
+        let before = keyed[holder.description]?.seconds ?? 0
+        guard
+            matcher.learn(
+                embedding, seconds: seconds, holder: holder.description, meeting: meeting.description, at: now,
+                into: &keyed, changes: &changes)
+        else { return }
+        // Not one window more: relearned from the windows kept aside since it stopped matching its holder.
+        if let after = keyed[holder.description]?.seconds, abs(after - before - seconds) > 1e-6 {
+            logger.notice(
+                "voices: \(holder)'s voice changed: their profile is relearned from \(after) s of it", .meeting(meeting)
+            )
         }
         record(keyed[holder.description], for: holder)
         listening[meeting]?.lastHolder = holder
@@ -295,6 +307,7 @@ final class VoiceService {
         unremoved = []
         for id in ids {
             profiles[id] = nil
+            changes[id.description] = nil
             unsaved.remove(id)
             for (meeting, heard) in listening.mapValues({ $0.listener.heardUpTo.load(ordering: .relaxed) }) {
                 listening[meeting]?.forgottenBefore[id] = heard

@@ -114,7 +114,12 @@ func attributionBench(encoder: VoiceEncoder, directory: String, verbose: Bool) {
             + "\(percent(totals.voiceWrong, totals.speech)); guest false acceptance \(percent(totals.guestNamed, totals.guest))\n"
     )
     callBench(encoder: encoder, directory: directory, profiles: profiles, verbose: verbose)
-    similarBench(encoder: encoder, directory: directory)
+    similarBench(
+        encoder: encoder, directory: directory, pair: ("similar1", "similar2"),
+        label: "espeak-ng en-us pitch 40 and 60")
+    similarBench(
+        encoder: encoder, directory: directory, pair: ("similar3", "similar4"),
+        label: "held out: espeak-ng en-gb pitch 45 and 65")
 }
 
 func format(_ value: Double) -> String { String((value * 10).rounded() / 10) }
@@ -250,19 +255,21 @@ func misattribution(
     return (speech, floorWrong, voiceWrong)
 }
 
-/// The attack's similar pair (scripts/voice-fixtures' similar1 and similar2: espeak-ng en-us at pitch 40 and
-/// 60): profiles from similar1's floor, then similar2 (an interjection each way) attributed; how often a
-/// speaker was named the other by voice in their own turn, and the misattribution by the floor and by voice.
-func similarBench(encoder: VoiceEncoder, directory: String) {
+/// A similar pair (scripts/voice-fixtures' similar1 and similar2, the attack's espeak-ng en-us at pitch 40 and
+/// 60; similar3 and similar4, a held-out en-gb pair): profiles from the first meeting's floor, then the second
+/// (an interjection each way) attributed; how often a speaker was named the other by voice in their own turn,
+/// and the misattribution by the floor and by voice.
+func similarBench(encoder: VoiceEncoder, directory: String, pair: (String, String), label: String) {
     let matcher = VoiceMatcher()
     var profiles: [String: VoiceProfile] = [:]
-    let training = Meeting(directory: directory, name: "similar1", encoder: encoder)
+    let training = Meeting(directory: directory, name: pair.0, encoder: encoder)
     for window in training.windows {
         guard let embedding = window.embedding, let holder = training.holder(of: window) else { continue }
         matcher.learn(embedding, seconds: Double(window.count) / Meeting.rate, holder: holder, at: 0, into: &profiles)
     }
-    let pair = cosine(profiles["amy"]?.centroid ?? [], profiles["ada"]?.centroid ?? [])
-    let meeting = Meeting(directory: directory, name: "similar2", encoder: encoder)
+    let centroids = profiles.values.map(\.centroid)
+    let between = centroids.count == 2 ? cosine(centroids[0], centroids[1]) : 0
+    let meeting = Meeting(directory: directory, name: pair.1, encoder: encoder)
     var own = 0
     var swapped = 0
     var decisions: [(VoiceWindow, VoiceDecision)] = []
@@ -277,8 +284,8 @@ func similarBench(encoder: VoiceEncoder, directory: String) {
     let (speech, floorWrong, voiceWrong) = misattribution(decisions, truth: meeting.truth, floor: meeting.floor)
     let learned = profiles.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.seconds) s" }
     _ = Console.out(
-        "similar2 (espeak-ng en-us pitch 40 and 60, profiles \(learned.joined(separator: ", ")), cosine "
-            + "\(format(Double(pair) * 100) ) % between them): named the other by voice in their own turn in "
+        "\(pair.1) (\(label), profiles \(learned.joined(separator: ", ")), cosine "
+            + "\(format(Double(between) * 100) ) % between them): named the other by voice in their own turn in "
             + "\(swapped) of \(own) windows; misattributed by the floor \(percent(floorWrong, speech)), by voice "
             + "\(percent(voiceWrong, speech))\n")
 }

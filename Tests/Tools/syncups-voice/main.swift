@@ -3,6 +3,9 @@
 //   syncups-voice embed WEIGHTS RAW...
 //       Resemblyzer's utterance embedding of each file (16 kHz mono signed 16-bit little-endian), one line of
 //       256 numbers each: what contrib/voice/reference.py compares with the Python implementation.
+//   syncups-voice windows WEIGHTS RAW
+//       The daemon's windows of one file (back-to-back 1.6 s partials): per line, the window's start in seconds
+//       and its 256 numbers, or only the start where the window is silence: for studying thresholds offline.
 //   syncups-voice cost WEIGHTS RAW
 //       CPU seconds per second of audio at the daemon's cadence (one 1.6 s partial per 1.6 s of speech) and the
 //       memory the model and its scratch add.
@@ -67,6 +70,12 @@ case "embed" where arguments.count >= 3:
         let embedding = encoder.embedUtterance(samples(path))
         _ = Console.out(embedding.map { String($0) }.joined(separator: " ") + "\n")
     }
+case "windows" where arguments.count == 3:
+    let stream = VoiceStream(encoder: VoiceEncoder(model: loadModel(arguments[1])))
+    for window in stream.append(samples(arguments[2])[...]) {
+        let start = String(Double(window.start) / Double(MelFrontend.sampleRate))
+        _ = Console.out(([start] + (window.embedding ?? []).map { String($0) }).joined(separator: " ") + "\n")
+    }
 case "cost" where arguments.count == 3:
     let audio = samples(arguments[2])
     let before = residentKiB()
@@ -93,6 +102,6 @@ case "attribution" where arguments.count >= 3:
         verbose: arguments.contains("--verbose"))
 default:
     fail(
-        "usage: syncups-voice embed WEIGHTS RAW... | cost WEIGHTS RAW | compare WEIGHTS DIR | attribution WEIGHTS DIR [--verbose]"
+        "usage: syncups-voice embed WEIGHTS RAW... | windows WEIGHTS RAW | cost WEIGHTS RAW | compare WEIGHTS DIR | attribution WEIGHTS DIR [--verbose]"
     )
 }
