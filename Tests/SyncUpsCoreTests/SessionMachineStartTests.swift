@@ -89,7 +89,7 @@ import Testing
             ])
         #expect(machine.hasReportedJournalFailure && machine.phase == .running && machine.startWarnings.isEmpty)
         #expect(machine.handle(.journalFailed(full), at: 0.5) == [])
-        #expect(machine.handle(.timerTicked, at: 1) == [.publish(.tick)])
+        #expect(machine.handle(.timerTicked, at: 1) == [.publish(.tick), .armTimer(at: 2_000_000_000)])
         #expect(machine.secondsElapsed == 1)
     }
 

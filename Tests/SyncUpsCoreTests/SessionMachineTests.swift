@@ -86,15 +86,18 @@ extension SessionMachine {
         ]
     }
 
+    /// The timer armed for the end of second `second`.
+    func arm(_ second: Int) -> SessionMachine.Effect { .armTimer(at: Int64(second) * 1_000_000_000) }
+
     /// `RecordMeetingTests.timer`: 3 attendees, 6 seconds.
     @Test func timerRotatesSpeakersAndSavesWhenTimeIsUp() throws {
         var machine = start(.fixture(attendees: 3, seconds: 6))
         let expected: [(speaker: Int, elapsed: Int, remaining: Int, effects: [SessionMachine.Effect])] = [
-            (0, 1, 5, [.publish(.tick)]),
-            (1, 2, 4, [.publish(.tick), turn(1, of: machine, at: 2), .playCue, .publish(.speaker)]),
-            (1, 3, 3, [.publish(.tick)]),
-            (2, 4, 2, [.publish(.tick), turn(2, of: machine, at: 4), .playCue, .publish(.speaker)]),
-            (2, 5, 1, [.publish(.tick)]),
+            (0, 1, 5, [.publish(.tick), arm(2)]),
+            (1, 2, 4, [.publish(.tick), turn(1, of: machine, at: 2), .playCue, .publish(.speaker), arm(3)]),
+            (1, 3, 3, [.publish(.tick), arm(4)]),
+            (2, 4, 2, [.publish(.tick), turn(2, of: machine, at: 4), .playCue, .publish(.speaker), arm(5)]),
+            (2, 5, 1, [.publish(.tick), arm(6)]),
         ]
         for step in expected {
             #expect(machine.handle(.timerTicked) == step.effects)
@@ -196,7 +199,7 @@ extension SessionMachine {
         #expect(machine.phase == .ending)
         // The schedule stood at the first second's deadline, long past: the timer is due at once.
         #expect(try machine.request(.resume) == [.armTimer(at: 2_000_000_000), .publish(.resumed)])
-        #expect(machine.handle(.timerTicked) == [.publish(.tick)])
+        #expect(machine.handle(.timerTicked) == [.publish(.tick), arm(4)])
         #expect(machine.handle(.timerTicked).contains(.saveMeeting(meeting(""), machine.record, of: machine.syncUp)))
     }
 
@@ -252,7 +255,7 @@ extension SessionMachine {
 
     @Test func endsOnTimeWithMoreAttendeesThanSeconds() throws {
         var machine = start(.fixture(attendees: 5, seconds: 3))
-        for _ in 0..<2 { #expect(machine.handle(.timerTicked) == [.publish(.tick)]) }
+        for second in 1...2 { #expect(machine.handle(.timerTicked) == [.publish(.tick), arm(second + 1)]) }
         #expect(machine.handle(.timerTicked).contains(.finish))
         #expect(machine.speakerIndex == 0)
     }
@@ -269,7 +272,7 @@ extension SessionMachine {
         #expect(machine.syncUp.title == "Renamed")
         #expect(
             machine.handle(.timerTicked) == [
-                .publish(.tick), turn(1, of: machine, at: 5), .playCue, .publish(.speaker),
+                .publish(.tick), turn(1, of: machine, at: 5), .playCue, .publish(.speaker), arm(6),
             ])
         for _ in 0..<2 { _ = machine.handle(.timerTicked) }
         #expect(machine.handle(.timerTicked).contains(.finish))  // 8: the new duration

@@ -198,10 +198,11 @@ final class SessionController {
         // A late wake-up (the daemon stopped or starved) catches up tick by tick: each tick's events are
         // published from its own state, not all from the last one's.
         let now = elapsed(session)
-        while active === session {
-            let (effects, isLast) = session.machine.nextTick(atNanoseconds: now)
+        SessionMachine.catchUp {
+            session.machine.nextTick(atNanoseconds: now)
+        } perform: { effects in
             perform(effects, in: session)
-            if isLast { break }
+            return active === session
         }
     }
 
