@@ -3,6 +3,13 @@ import SyncUpsCore
 import SyncUpsTestSupport
 import Testing
 
+extension SessionMachine.Effect {
+    /// The settle wait `deadline` armed at `time` (seconds of meeting), with the default timeouts.
+    static func settle(_ deadline: SessionMachine.SettleDeadline, from time: Double) -> Self {
+        .armSettleTimeout(deadline, at: Int64((time * 1e9).rounded()) + SessionMachine.SettleTimeouts()[deadline])
+    }
+}
+
 /// The meeting's time in these tests: one second of audio per second elapsed, a tick at the end of its second.
 extension SessionMachine {
     mutating func handle(_ event: Event) -> [Effect] {
@@ -126,7 +133,7 @@ extension SessionMachine {
         for _ in 0..<5 { _ = machine.handle(.timerTicked) }
         #expect(
             machine.handle(.timerTicked) == [
-                .publish(.tick), .disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving),
+                .publish(.tick), .disarmTimer, .publish(.ending), .flushJournal, .settle(.saving, from: 6),
                 .stopRecorder,
             ])
         #expect(machine.phase == .ending && !machine.isOver && machine.recorder == .stopping)
@@ -136,7 +143,7 @@ extension SessionMachine {
         #expect(machine.recognizer == .stopping)
         #expect(
             machine.handle(.speechRecognized(.init(isFinal: true, text: "I completed the project", start: 4, end: 5.5)))
-                == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
+                == [.publish(.transcript), .writeJournal, .settle(.saving, from: 6)])
         let effects = machine.handle(.recognizerFinished)
         #expect(effects == saved(.finished(meeting("I completed the project")), machine, waited: true))
     }
@@ -146,7 +153,7 @@ extension SessionMachine {
         _ = try machine.request(.pause)
         #expect(
             try machine.request(.end(.save)) == [
-                .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder,
+                .publish(.ending), .flushJournal, .settle(.saving, from: 0), .stopRecorder,
             ])
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         #expect(machine.handle(.recognizerFinished) == saved(.saved(meeting("")), machine, waited: true))
@@ -154,7 +161,13 @@ extension SessionMachine {
 
     @Test func discardingNeedsNoSettledTranscript() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
-        #expect(try machine.request(.end(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
+        // The timer, the recognizer and the recording are stopped by the machine, the audio deleted.
+        #expect(
+            try machine.request(.end(.discard)) == [
+                .discardMeeting, .disarmTimer, .cancelRecognizer, .abandonRecorder, .finish,
+                .publish(.ended(.discarded)),
+            ])
+        #expect(machine.recorder == .stopped && machine.recognizer == .stopped && machine.schedule.nextDeadline == nil)
     }
 
     /// `RecordMeetingTests.endMeetingSave`: the "End meeting?" alert pauses the timer; saving inserts the meeting.
@@ -226,7 +239,11 @@ extension SessionMachine {
         var machine = start(.fixture(attendees: 1, seconds: 6), records: true, transcribes: true)
         _ = machine.handle(.speechFailed("no model"))
         #expect(machine.transcript == "")
-        #expect(try machine.request(.end(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
+        // The failed recognizer was cancelled when it failed: only the timer and the recording are left.
+        #expect(
+            try machine.request(.end(.discard)) == [
+                .discardMeeting, .disarmTimer, .abandonRecorder, .finish, .publish(.ended(.discarded)),
+            ])
     }
 
     /// PF's `timer` test: 3 attendees, 3 seconds; a cue at each change, none at the end.
@@ -294,7 +311,10 @@ extension SessionMachine {
 
     @Test func discardsTheMeetingWhenItsSyncUpIsDeleted() throws {
         var machine = start(.fixture(), records: true)
-        #expect(machine.handle(.syncUpDeleted) == [.discardMeeting, .finish, .publish(.ended(.syncUpDeleted))])
+        #expect(
+            machine.handle(.syncUpDeleted) == [
+                .discardMeeting, .disarmTimer, .abandonRecorder, .finish, .publish(.ended(.syncUpDeleted)),
+            ])
     }
 
     // MARK: - The start: the machine starts what it stops
@@ -356,7 +376,7 @@ extension SessionMachine {
         var save = try machine.request(.end(.save))
         if microphoneOpens {
             #expect(
-                save == [.disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder])
+                save == [.disarmTimer, .publish(.ending), .flushJournal, .settle(.saving, from: 0), .stopRecorder])
             save = machine.handle(.recorderStopped)
             if recognizerStarts {
                 #expect(save == [.finishRecognizer])
@@ -364,11 +384,16 @@ extension SessionMachine {
             }
             #expect(
                 save == [
-                    .cancelSettleTimeout, .saveMeeting(machine.meeting, machine.record, of: machine.syncUp), .finish,
+                    .cancelSettleTimeout, .saveMeeting(machine.meeting, machine.record, of: machine.syncUp), .stopCue,
+                    .finish,
                 ]
                     + stopsVoices + [.publish(.ended(.saved(meeting(""))))])
         } else {
-            #expect(save == [.disarmTimer, .publish(.ending)] + saved(.saved(meeting("")), machine))
+            #expect(
+                save == [
+                    .disarmTimer, .publish(.ending), .saveMeeting(machine.meeting, machine.record, of: machine.syncUp),
+                    .stopCue, .finish, .publish(.ended(.saved(meeting("")))),
+                ])
         }
         #expect(machine.voiceListener == (listens ? .stopped : .absent))
     }
@@ -504,7 +529,7 @@ extension SessionMachine {
             end: 14.5)
         #expect(
             machine.handle(.speechRecognized(last), at: 16)
-                == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
+                == [.publish(.transcript), .writeJournal, .settle(.saving, from: 16)])
         let earlier = RecognizedSpeech(isFinal: true, text: "again", start: 12, end: 13)
         #expect(machine.handle(.speechRecognized(earlier), at: 17) == [.publish(.transcript), .writeJournal])
         let beyond = RecognizedSpeech(
@@ -532,10 +557,10 @@ extension SessionMachine {
         let late = RecognizedSpeech(isFinal: true, text: "the remote side", start: 1, end: 2)
         #expect(
             machine.handle(.speechRecognized(late), at: 15)
-                == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
+                == [.publish(.transcript), .writeJournal, .settle(.saving, from: 15)])
         let partial = RecognizedSpeech(isFinal: false, text: "still", start: 3, end: 4)
         #expect(
-            machine.handle(.speechRecognized(partial), at: 30) == [.publish(.transcript), .armSettleTimeout(.saving)])
+            machine.handle(.speechRecognized(partial), at: 30) == [.publish(.transcript), .settle(.saving, from: 30)])
         // A recognizer that talks on forever does not hold the save past the longest settle.
         let endless = RecognizedSpeech(isFinal: false, text: "still going", start: 3, end: 5)
         #expect(
@@ -571,7 +596,7 @@ extension SessionMachine {
         _ = machine.handle(.speechRecognized(.init(isFinal: false, text: "half a sen")))
         #expect(
             machine.handle(.daemonStopping) == [
-                .disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.stopping), .stopRecorder,
+                .disarmTimer, .publish(.ending), .flushJournal, .settle(.stopping, from: 1), .stopRecorder,
             ])
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         // The recognizer does not finish in time: its provisional words are saved as they stand.
@@ -586,7 +611,7 @@ extension SessionMachine {
     @Test func theDaemonStoppingDuringASaveShortensItsWaitAndKeepsItASave() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
         _ = try machine.request(.end(.save))
-        #expect(machine.handle(.daemonStopping) == [.armSettleTimeout(.stopping)])
+        #expect(machine.handle(.daemonStopping) == [.settle(.stopping, from: 0)])
         _ = machine.handle(.recorderStopped)
         let effects = machine.handle(.recognizerFinished)
         #expect(effects.last == .publish(.ended(.saved(machine.meeting))))
@@ -620,7 +645,14 @@ extension SessionMachine {
     @Test func aDeletedSyncUpDiscardsEvenASaveInProgress() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
         _ = try machine.request(.end(.save))
-        #expect(machine.handle(.syncUpDeleted) == [.discardMeeting, .finish, .publish(.ended(.syncUpDeleted))])
+        #expect(machine.settleDeadline?.at == 20_000_000_000)
+        // The wait, the recognizer and the recording still completing are stopped; the timer already was.
+        #expect(
+            machine.handle(.syncUpDeleted) == [
+                .discardMeeting, .cancelSettleTimeout, .cancelRecognizer, .abandonRecorder, .finish,
+                .publish(.ended(.syncUpDeleted)),
+            ])
+        #expect(machine.settleDeadline == nil)
         #expect(machine.handle(.recorderStopped) == [])
     }
 

@@ -163,6 +163,8 @@ final class SessionController {
             playsCue: settings.cueDeviceName != nil,
             warnings: request.warnings,
             roster: roster,
+            settleTimeouts: SessionMachine.SettleTimeouts(
+                saving: settings.settleTimeout.nanoseconds, stopping: settings.shutdownSettleTimeout.nanoseconds),
             atNanoseconds: elapsed(session)
         )
         session.machine = machine
@@ -247,7 +249,9 @@ final class SessionController {
                 handle(.settleTimedOut, in: session)
                 break
             }
-            let remaining = (session.settleDeadline?.instant ?? loop.now()) - loop.now()
+            // The machine's settle deadline; none armed (nothing to wait for) is the same as one passed.
+            let deadline = session.machine.settleDeadline.map { instant(session, $0.at) } ?? loop.now()
+            let remaining = deadline - loop.now()
             guard remaining > .zero else {
                 settleTimedOut(session)
                 break
@@ -256,25 +260,12 @@ final class SessionController {
         }
     }
 
+    /// The session is over: the machine's effects have stopped what it ran; what it held is released (the
+    /// journal's throttle is the controller's own).
     func finish(_ session: ActiveSession) {
-        session.timer.map(loop.cancel)
-        session.settleTimer.map(loop.cancel)
         session.journalTimer.map(loop.cancel)
-        let recorder = session.recorder
-        let callRecorder = session.callRecorder
-        let recognition = session.recognition
-        let cue = session.cue
-        let keepsAudio = !session.discardsAudio
+        session.journalTimer = nil
         session.recognition = nil
-        // A recognizer still running here (the meeting was discarded) is of no use any more: stopped, not
-        // left to run on in its own process group.
-        recognition?.finish()
-        recognition?.cancel()
-        cleanup.run {
-            recorder?.stop(keepsFile: keepsAudio)
-            callRecorder?.stop(keepsFile: keepsAudio)
-            cue?.stop()
-        }
         if active === session { active = nil }
     }
 }
