@@ -69,7 +69,7 @@ import Testing
         #expect(machine.handle(.recognizerFinished, at: 0.5) == [])
         #expect(machine == running)
         let save = try machine.request(.end(.save), at: 1)
-        #expect(save == [.disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder])
+        #expect(save == [.disarmTimer, .publish(.ending), .flushJournal, .settle(.saving, from: 1), .stopRecorder])
         let done = machine.handle(.recorderStopped, at: 1.2)
         #expect(done == [.cancelSettleTimeout] + ended(machine, .saved(machine.meeting)))
     }
@@ -89,7 +89,7 @@ import Testing
             ])
         #expect(machine.hasReportedJournalFailure && machine.phase == .running && machine.startWarnings.isEmpty)
         #expect(machine.handle(.journalFailed(full), at: 0.5) == [])
-        #expect(machine.handle(.timerTicked, at: 1) == [.publish(.tick)])
+        #expect(machine.handle(.timerTicked, at: 1) == [.publish(.tick), .armTimer(at: 2_000_000_000)])
         #expect(machine.secondsElapsed == 1)
     }
 
@@ -107,7 +107,11 @@ import Testing
         #expect(machine.handle(.recognizerStarted, at: 0) == started)
         #expect(machine.startWarnings.isEmpty && machine.isTranscribing)
         let discard = try machine.request(.end(.discard), at: 1)
-        #expect(discard == [.discardMeeting, .finish, .publish(.ended(.discarded))])
+        #expect(
+            discard == [
+                .discardMeeting, .disarmTimer, .cancelRecognizer, .abandonRecorder, .finish,
+                .publish(.ended(.discarded)),
+            ])
     }
 
     /// A speaker encoder that started is stopped once, after `finish` (which stops the capture feeding it),
@@ -127,7 +131,7 @@ import Testing
         default:
             #expect(
                 machine.handle(.daemonStopping, at: 1) == [
-                    .disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.stopping), .stopRecorder,
+                    .disarmTimer, .publish(.ending), .flushJournal, .settle(.stopping, from: 1), .stopRecorder,
                 ])
             effects = machine.handle(.recorderStopped, at: 1.1)
         }

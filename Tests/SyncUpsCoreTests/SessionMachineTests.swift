@@ -3,6 +3,13 @@ import SyncUpsCore
 import SyncUpsTestSupport
 import Testing
 
+extension SessionMachine.Effect {
+    /// The settle wait `deadline` armed at `time` (seconds of meeting), with the default timeouts.
+    static func settle(_ deadline: SessionMachine.SettleDeadline, from time: Double) -> Self {
+        .armSettleTimeout(deadline, at: Int64((time * 1e9).rounded()) + SessionMachine.SettleTimeouts()[deadline])
+    }
+}
+
 /// The meeting's time in these tests: one second of audio per second elapsed, a tick at the end of its second.
 extension SessionMachine {
     mutating func handle(_ event: Event) -> [Effect] {
@@ -86,15 +93,18 @@ extension SessionMachine {
         ]
     }
 
+    /// The timer armed for the end of second `second`.
+    func arm(_ second: Int) -> SessionMachine.Effect { .armTimer(at: Int64(second) * 1_000_000_000) }
+
     /// `RecordMeetingTests.timer`: 3 attendees, 6 seconds.
     @Test func timerRotatesSpeakersAndSavesWhenTimeIsUp() throws {
         var machine = start(.fixture(attendees: 3, seconds: 6))
         let expected: [(speaker: Int, elapsed: Int, remaining: Int, effects: [SessionMachine.Effect])] = [
-            (0, 1, 5, [.publish(.tick)]),
-            (1, 2, 4, [.publish(.tick), turn(1, of: machine, at: 2), .playCue, .publish(.speaker)]),
-            (1, 3, 3, [.publish(.tick)]),
-            (2, 4, 2, [.publish(.tick), turn(2, of: machine, at: 4), .playCue, .publish(.speaker)]),
-            (2, 5, 1, [.publish(.tick)]),
+            (0, 1, 5, [.publish(.tick), arm(2)]),
+            (1, 2, 4, [.publish(.tick), turn(1, of: machine, at: 2), .playCue, .publish(.speaker), arm(3)]),
+            (1, 3, 3, [.publish(.tick), arm(4)]),
+            (2, 4, 2, [.publish(.tick), turn(2, of: machine, at: 4), .playCue, .publish(.speaker), arm(5)]),
+            (2, 5, 1, [.publish(.tick), arm(6)]),
         ]
         for step in expected {
             #expect(machine.handle(.timerTicked) == step.effects)
@@ -123,7 +133,7 @@ extension SessionMachine {
         for _ in 0..<5 { _ = machine.handle(.timerTicked) }
         #expect(
             machine.handle(.timerTicked) == [
-                .publish(.tick), .disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving),
+                .publish(.tick), .disarmTimer, .publish(.ending), .flushJournal, .settle(.saving, from: 6),
                 .stopRecorder,
             ])
         #expect(machine.phase == .ending && !machine.isOver && machine.recorder == .stopping)
@@ -133,7 +143,7 @@ extension SessionMachine {
         #expect(machine.recognizer == .stopping)
         #expect(
             machine.handle(.speechRecognized(.init(isFinal: true, text: "I completed the project", start: 4, end: 5.5)))
-                == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
+                == [.publish(.transcript), .writeJournal, .settle(.saving, from: 6)])
         let effects = machine.handle(.recognizerFinished)
         #expect(effects == saved(.finished(meeting("I completed the project")), machine, waited: true))
     }
@@ -143,7 +153,7 @@ extension SessionMachine {
         _ = try machine.request(.pause)
         #expect(
             try machine.request(.end(.save)) == [
-                .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder,
+                .publish(.ending), .flushJournal, .settle(.saving, from: 0), .stopRecorder,
             ])
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         #expect(machine.handle(.recognizerFinished) == saved(.saved(meeting("")), machine, waited: true))
@@ -151,7 +161,13 @@ extension SessionMachine {
 
     @Test func discardingNeedsNoSettledTranscript() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
-        #expect(try machine.request(.end(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
+        // The timer, the recognizer and the recording are stopped by the machine, the audio deleted.
+        #expect(
+            try machine.request(.end(.discard)) == [
+                .discardMeeting, .disarmTimer, .cancelRecognizer, .abandonRecorder, .finish,
+                .publish(.ended(.discarded)),
+            ])
+        #expect(machine.recorder == .stopped && machine.recognizer == .stopped && machine.schedule.nextDeadline == nil)
     }
 
     /// `RecordMeetingTests.endMeetingSave`: the "End meeting?" alert pauses the timer; saving inserts the meeting.
@@ -196,7 +212,7 @@ extension SessionMachine {
         #expect(machine.phase == .ending)
         // The schedule stood at the first second's deadline, long past: the timer is due at once.
         #expect(try machine.request(.resume) == [.armTimer(at: 2_000_000_000), .publish(.resumed)])
-        #expect(machine.handle(.timerTicked) == [.publish(.tick)])
+        #expect(machine.handle(.timerTicked) == [.publish(.tick), arm(4)])
         #expect(machine.handle(.timerTicked).contains(.saveMeeting(meeting(""), machine.record, of: machine.syncUp)))
     }
 
@@ -223,7 +239,11 @@ extension SessionMachine {
         var machine = start(.fixture(attendees: 1, seconds: 6), records: true, transcribes: true)
         _ = machine.handle(.speechFailed("no model"))
         #expect(machine.transcript == "")
-        #expect(try machine.request(.end(.discard)) == [.discardMeeting, .finish, .publish(.ended(.discarded))])
+        // The failed recognizer was cancelled when it failed: only the timer and the recording are left.
+        #expect(
+            try machine.request(.end(.discard)) == [
+                .discardMeeting, .disarmTimer, .abandonRecorder, .finish, .publish(.ended(.discarded)),
+            ])
     }
 
     /// PF's `timer` test: 3 attendees, 3 seconds; a cue at each change, none at the end.
@@ -252,7 +272,7 @@ extension SessionMachine {
 
     @Test func endsOnTimeWithMoreAttendeesThanSeconds() throws {
         var machine = start(.fixture(attendees: 5, seconds: 3))
-        for _ in 0..<2 { #expect(machine.handle(.timerTicked) == [.publish(.tick)]) }
+        for second in 1...2 { #expect(machine.handle(.timerTicked) == [.publish(.tick), arm(second + 1)]) }
         #expect(machine.handle(.timerTicked).contains(.finish))
         #expect(machine.speakerIndex == 0)
     }
@@ -269,7 +289,7 @@ extension SessionMachine {
         #expect(machine.syncUp.title == "Renamed")
         #expect(
             machine.handle(.timerTicked) == [
-                .publish(.tick), turn(1, of: machine, at: 5), .playCue, .publish(.speaker),
+                .publish(.tick), turn(1, of: machine, at: 5), .playCue, .publish(.speaker), arm(6),
             ])
         for _ in 0..<2 { _ = machine.handle(.timerTicked) }
         #expect(machine.handle(.timerTicked).contains(.finish))  // 8: the new duration
@@ -291,7 +311,10 @@ extension SessionMachine {
 
     @Test func discardsTheMeetingWhenItsSyncUpIsDeleted() throws {
         var machine = start(.fixture(), records: true)
-        #expect(machine.handle(.syncUpDeleted) == [.discardMeeting, .finish, .publish(.ended(.syncUpDeleted))])
+        #expect(
+            machine.handle(.syncUpDeleted) == [
+                .discardMeeting, .disarmTimer, .abandonRecorder, .finish, .publish(.ended(.syncUpDeleted)),
+            ])
     }
 
     // MARK: - The start: the machine starts what it stops
@@ -353,7 +376,7 @@ extension SessionMachine {
         var save = try machine.request(.end(.save))
         if microphoneOpens {
             #expect(
-                save == [.disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.saving), .stopRecorder])
+                save == [.disarmTimer, .publish(.ending), .flushJournal, .settle(.saving, from: 0), .stopRecorder])
             save = machine.handle(.recorderStopped)
             if recognizerStarts {
                 #expect(save == [.finishRecognizer])
@@ -361,11 +384,16 @@ extension SessionMachine {
             }
             #expect(
                 save == [
-                    .cancelSettleTimeout, .saveMeeting(machine.meeting, machine.record, of: machine.syncUp), .finish,
+                    .cancelSettleTimeout, .saveMeeting(machine.meeting, machine.record, of: machine.syncUp), .stopCue,
+                    .finish,
                 ]
                     + stopsVoices + [.publish(.ended(.saved(meeting(""))))])
         } else {
-            #expect(save == [.disarmTimer, .publish(.ending)] + saved(.saved(meeting("")), machine))
+            #expect(
+                save == [
+                    .disarmTimer, .publish(.ending), .saveMeeting(machine.meeting, machine.record, of: machine.syncUp),
+                    .stopCue, .finish, .publish(.ended(.saved(meeting("")))),
+                ])
         }
         #expect(machine.voiceListener == (listens ? .stopped : .absent))
     }
@@ -501,7 +529,7 @@ extension SessionMachine {
             end: 14.5)
         #expect(
             machine.handle(.speechRecognized(last), at: 16)
-                == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
+                == [.publish(.transcript), .writeJournal, .settle(.saving, from: 16)])
         let earlier = RecognizedSpeech(isFinal: true, text: "again", start: 12, end: 13)
         #expect(machine.handle(.speechRecognized(earlier), at: 17) == [.publish(.transcript), .writeJournal])
         let beyond = RecognizedSpeech(
@@ -529,10 +557,10 @@ extension SessionMachine {
         let late = RecognizedSpeech(isFinal: true, text: "the remote side", start: 1, end: 2)
         #expect(
             machine.handle(.speechRecognized(late), at: 15)
-                == [.publish(.transcript), .writeJournal, .armSettleTimeout(.saving)])
+                == [.publish(.transcript), .writeJournal, .settle(.saving, from: 15)])
         let partial = RecognizedSpeech(isFinal: false, text: "still", start: 3, end: 4)
         #expect(
-            machine.handle(.speechRecognized(partial), at: 30) == [.publish(.transcript), .armSettleTimeout(.saving)])
+            machine.handle(.speechRecognized(partial), at: 30) == [.publish(.transcript), .settle(.saving, from: 30)])
         // A recognizer that talks on forever does not hold the save past the longest settle.
         let endless = RecognizedSpeech(isFinal: false, text: "still going", start: 3, end: 5)
         #expect(
@@ -568,7 +596,7 @@ extension SessionMachine {
         _ = machine.handle(.speechRecognized(.init(isFinal: false, text: "half a sen")))
         #expect(
             machine.handle(.daemonStopping) == [
-                .disarmTimer, .publish(.ending), .flushJournal, .armSettleTimeout(.stopping), .stopRecorder,
+                .disarmTimer, .publish(.ending), .flushJournal, .settle(.stopping, from: 1), .stopRecorder,
             ])
         #expect(machine.handle(.recorderStopped) == [.finishRecognizer])
         // The recognizer does not finish in time: its provisional words are saved as they stand.
@@ -583,7 +611,7 @@ extension SessionMachine {
     @Test func theDaemonStoppingDuringASaveShortensItsWaitAndKeepsItASave() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
         _ = try machine.request(.end(.save))
-        #expect(machine.handle(.daemonStopping) == [.armSettleTimeout(.stopping)])
+        #expect(machine.handle(.daemonStopping) == [.settle(.stopping, from: 0)])
         _ = machine.handle(.recorderStopped)
         let effects = machine.handle(.recognizerFinished)
         #expect(effects.last == .publish(.ended(.saved(machine.meeting))))
@@ -617,7 +645,14 @@ extension SessionMachine {
     @Test func aDeletedSyncUpDiscardsEvenASaveInProgress() throws {
         var machine = start(.fixture(), records: true, transcribes: true)
         _ = try machine.request(.end(.save))
-        #expect(machine.handle(.syncUpDeleted) == [.discardMeeting, .finish, .publish(.ended(.syncUpDeleted))])
+        #expect(machine.settleDeadline?.at == 20_000_000_000)
+        // The wait, the recognizer and the recording still completing are stopped; the timer already was.
+        #expect(
+            machine.handle(.syncUpDeleted) == [
+                .discardMeeting, .cancelSettleTimeout, .cancelRecognizer, .abandonRecorder, .finish,
+                .publish(.ended(.syncUpDeleted)),
+            ])
+        #expect(machine.settleDeadline == nil)
         #expect(machine.handle(.recorderStopped) == [])
     }
 

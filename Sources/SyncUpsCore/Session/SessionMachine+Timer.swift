@@ -11,19 +11,32 @@ extension SessionMachine {
     /// The nanoseconds of `seconds` of meeting.
     static func nanoseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1e9).rounded()) }
 
-    /// A fact at `now`. `timerTicked` is the timer's wake-up: each tick due by then (more than one after a
-    /// late wake-up) is handled at its own deadline, so a turn the timer ends lasts exactly its share however
-    /// late the wake-up; then the timer is armed for the next second unless a tick stopped it.
+    /// A fact at `now`. `timerTicked` is the timer's wake-up, caught up as `catchUp` does it, the effects of
+    /// every tick due by then returned together.
     public mutating func handle(_ event: Event, atNanoseconds now: Int64) -> [Effect] {
         guard event == .timerTicked else {
             clock.nanoseconds = now
             return apply(event, at: Self.seconds(now))
         }
         var effects: [Effect] = []
+        Self.catchUp {
+            nextTick(atNanoseconds: now)
+        } perform: {
+            effects += $0
+            return true
+        }
+        return effects
+    }
+
+    /// The timer's wake-up, the one catch-up loop: each tick due by then (more than one after a late wake-up)
+    /// is taken by `step` (`nextTick` of the machine, wherever it lives) at its own deadline, so a turn the
+    /// timer ends lasts exactly its share however late the wake-up, and its effects performed by `perform`
+    /// before the next is taken; the last one arms the timer for the next second unless a tick stopped it.
+    /// `perform` says whether to go on (the session it performs for may have ended).
+    public static func catchUp(step: () -> (effects: [Effect], isLast: Bool), perform: ([Effect]) -> Bool) {
         while true {
-            let (tick, isLast) = nextTick(atNanoseconds: now)
-            effects += tick
-            if isLast { return effects }
+            let (effects, isLast) = step()
+            guard perform(effects), !isLast else { return }
         }
     }
 
@@ -33,6 +46,7 @@ extension SessionMachine {
     /// the speaker) is the state of that tick, not of the last one caught up.
     public mutating func nextTick(atNanoseconds now: Int64) -> (effects: [Effect], isLast: Bool) {
         clock.nanoseconds = now
+        guard !isOver else { return ([], true) }
         guard let deadline = schedule.takeTick(at: now) else {
             return (schedule.nextDeadline.map { [.armTimer(at: $0)] } ?? [], true)
         }
@@ -48,14 +62,14 @@ extension SessionMachine {
         return try respond(to: request, at: Self.seconds(now))
     }
 
-    /// A fact at `time`, in seconds (the machine's tests). `timerTicked` is one tick at exactly `time`, whatever
-    /// the schedule says is due: while the timer runs, its next second then counts from `time`; nothing is armed.
+    /// A fact at `time`, in seconds (the machine's tests): `handle(_:atNanoseconds:)` at that instant. A
+    /// `timerTicked` is the armed timer firing at `time` (a test's clock may run ahead of the schedule, as
+    /// `next` moves the elapsed time on): the tick due is the one at `time`, taken by the same catch-up as the
+    /// daemon's, which arms the timer for the next second.
     public mutating func handle(_ event: Event, at time: Double) -> [Effect] {
-        clock.nanoseconds = Self.nanoseconds(time)
-        if event == .timerTicked, !isOver, !isStarting, phase == .running, pendingEnding == nil {
-            schedule = TickSchedule(startingAt: clock.nanoseconds)
-        }
-        return apply(event, at: time)
+        let now = Self.nanoseconds(time)
+        if event == .timerTicked, !isOver { schedule.fires(at: now) }
+        return handle(event, atNanoseconds: now)
     }
 
     /// A client's request at `time`, in seconds (the machine's tests).

@@ -101,6 +101,24 @@ public struct SessionMachine: Sendable, Equatable {
         case stopping
     }
 
+    /// How long each settle wait lasts, in nanoseconds: the daemon's configuration when the meeting started.
+    public struct SettleTimeouts: Sendable, Equatable {
+        public var saving: Int64
+        public var stopping: Int64
+
+        public init(saving: Int64 = 20_000_000_000, stopping: Int64 = 5_000_000_000) {
+            self.saving = saving
+            self.stopping = stopping
+        }
+
+        public subscript(_ deadline: SettleDeadline) -> Int64 {
+            switch deadline {
+            case .saving: saving
+            case .stopping: stopping
+            }
+        }
+    }
+
     /// What the daemon must do.
     public enum Effect: Sendable, Equatable {
         /// Tell `session` subscribers; the daemon attaches the whole session object.
@@ -121,6 +139,8 @@ public struct SessionMachine: Sendable, Equatable {
         case startRecognizer
         /// Open the speaker-change cue (a cue that cannot play is reported when it is played).
         case startCue
+        /// Close the cue opened by `startCue`: the meeting is over.
+        case stopCue
         /// A new speaker has the floor from `at` (meeting time; the turn is recorded in `turns`): force an
         /// utterance boundary. `speaker` is nil when the sync-up has nobody at `speakerIndex`.
         case beginTurn(speakerIndex: Int, speaker: Attendee?, at: Double)
@@ -138,19 +158,23 @@ public struct SessionMachine: Sendable, Equatable {
         case flushJournal
         /// Stop capturing audio and complete the file; `recorderStopped` follows.
         case stopRecorder
+        /// Stop capturing audio and delete the file (the meeting is discarded); no report follows.
+        case abandonRecorder
         /// The recognizer has all the audio: let it settle its last words; `recognizerFinished` follows.
         case finishRecognizer
-        /// Stop the recognizer now, without waiting for its last words (it failed, or took too long).
+        /// Stop the recognizer now, without waiting for its last words (it failed, took too long, or the
+        /// meeting was discarded): its input ends, and an external engine is killed.
         case cancelRecognizer
-        /// Start the wait for the recording and the recognizer; `settleTimedOut` follows unless cancelled.
-        case armSettleTimeout(SettleDeadline)
+        /// Start the wait for the recording and the recognizer, replacing any armed one: `settleTimedOut` at
+        /// `at` (nanoseconds since the session started, `settleDeadline`) unless cancelled.
+        case armSettleTimeout(SettleDeadline, at: Int64)
         case cancelSettleTimeout
         /// Insert this meeting in the history of `syncUp` (as the meeting had it: its attendees and duration)
         /// and persist it now, with its details (from `record`) beside it.
         case saveMeeting(Meeting, MeetingRecord, of: SyncUp)
         /// Delete the meeting's audio and journal; nothing is saved.
         case discardMeeting
-        /// Stop capture, timer and recognizer; the session is over.
+        /// The session is over, everything it ran stopped by the effects before: release what it held.
         case finish
     }
 
@@ -237,11 +261,26 @@ public struct SessionMachine: Sendable, Equatable {
     /// Set while the save waits for the recording and the recognizer.
     public private(set) var pendingEnding: Ending?
     /// The settle timeout while it is armed (and must be cancelled when the parts are done first): which
-    /// wait, and since when (meeting time) the save has been waiting.
+    /// wait, since when (meeting time) the save has been waiting, and when it passes.
     private var armedSettle: ArmedSettle?
     private struct ArmedSettle: Equatable {
         var deadline: SettleDeadline
         var since: Double
+        var at: Int64
+    }
+    /// How long the settle waits last.
+    public let settleTimeouts: SettleTimeouts
+    /// When the armed settle timeout passes (nanoseconds since the session started), and which wait it is:
+    /// what the daemon waits for when it stops with its loop no longer running.
+    public var settleDeadline: (at: Int64, deadline: SettleDeadline)? {
+        armedSettle.map { ($0.at, $0.deadline) }
+    }
+
+    /// Arms the settle timeout `deadline` from now.
+    private mutating func armSettle(_ deadline: SettleDeadline, since: Double) -> Effect {
+        let at = clock.nanoseconds + settleTimeouts[deadline]
+        armedSettle = ArmedSettle(deadline: deadline, since: since, at: at)
+        return .armSettleTimeout(deadline, at: at)
     }
 
     /// The longest an ordinary save waits for a recognizer that keeps giving words, in seconds. Its queue
@@ -277,11 +316,12 @@ public struct SessionMachine: Sendable, Equatable {
         playsCue: Bool = false,
         warnings: [String] = [],
         roster: MeetingRoster? = nil,
+        settleTimeouts: SettleTimeouts = SettleTimeouts(),
         atNanoseconds now: Int64 = 0
     ) -> (SessionMachine, [Effect]) {
         var machine = SessionMachine(
             syncUp: syncUp, meetingID: meetingID, startDate: startDate, records: records, transcribes: transcribes,
-            playsCue: playsCue, roster: roster ?? MeetingRoster(syncUp.attendees))
+            playsCue: playsCue, roster: roster ?? MeetingRoster(syncUp.attendees), settleTimeouts: settleTimeouts)
         machine.startWarnings = warnings
         machine.clock.nanoseconds = now
         guard records else {
@@ -300,8 +340,9 @@ public struct SessionMachine: Sendable, Equatable {
 
     private init(
         syncUp: SyncUp, meetingID: Meeting.ID, startDate: Date, records: Bool, transcribes: Bool, playsCue: Bool,
-        roster: MeetingRoster
+        roster: MeetingRoster, settleTimeouts: SettleTimeouts
     ) {
+        self.settleTimeouts = settleTimeouts
         self.syncUp = syncUp
         self.roster = roster
         self.meetingID = meetingID
@@ -493,7 +534,7 @@ public struct SessionMachine: Sendable, Equatable {
             guard movesOn, pendingEnding != nil, let armed = armedSettle, armed.deadline == .saving,
                 time - armed.since < Self.longestSettle
             else { return effects }
-            return effects + [.armSettleTimeout(.saving)]
+            return effects + [armSettle(.saving, since: armed.since)]
         case .voiceHeard(let evidence):
             // Only an attendee of this meeting's sync-up, only while it runs: a voice is never someone else's.
             guard !isOver, syncUp.attendees.contains(where: { $0.id == evidence.speaker.id }) else { return [] }
@@ -543,9 +584,8 @@ public struct SessionMachine: Sendable, Equatable {
         case .daemonStopping:
             guard pendingEnding != nil else { return end(.interrupted(meeting), at: time, deadline: .stopping) }
             // Already being saved as the user asked (or as time ran out): it stays that, with a shorter wait.
-            guard armedSettle != nil else { return [] }
-            armedSettle?.deadline = .stopping
-            return [.armSettleTimeout(.stopping)]
+            guard let armed = armedSettle else { return [] }
+            return [armSettle(.stopping, since: armed.since)]
         }
     }
 
@@ -562,9 +602,8 @@ public struct SessionMachine: Sendable, Equatable {
         record.markEnded(at: time)
         var effects: [Effect] = (wasRunning ? [stopTimer()] : []) + (wasEnding ? [] : [.publish(.ending)])
         guard recorder == .running || recognizer == .running else { return effects + settle(at: time) }
-        armedSettle = ArmedSettle(deadline: deadline, since: time)
         // The journal says when the meeting ended before the wait: a crash during it keeps the insights.
-        effects += [.flushJournal, .armSettleTimeout(deadline)]
+        effects += [.flushJournal, armSettle(deadline, since: time)]
         return effects + settle(at: time)
     }
 
@@ -607,10 +646,35 @@ public struct SessionMachine: Sendable, Equatable {
         case .discarded, .syncUpDeleted:
             effects.append(.discardMeeting)
         }
-        // The speaker encoder stops after the capture that feeds it (`finish` queues that stop first).
+        effects += stopEverything(keepsAudio: ending.keepsMeeting)
+        // The speaker encoder stops after the capture that feeds it (queued after the recorder's stop).
         let voices: [Effect] = voiceListener == .running ? [.stopVoiceListener] : []
         if voiceListener == .running { voiceListener = .stopped }
         return effects + [.finish] + voices + [.publish(.ended(final))]
+    }
+
+    /// The meeting is over: what it still runs is stopped. A save has stopped the recording and the
+    /// recognizer before (or given up on the recognizer); a discard stops them here, the audio deleted.
+    private mutating func stopEverything(keepsAudio: Bool) -> [Effect] {
+        var effects: [Effect] = []
+        if schedule.nextDeadline != nil { effects.append(stopTimer()) }
+        if armedSettle != nil {
+            armedSettle = nil
+            effects.append(.cancelSettleTimeout)
+        }
+        if recognizer == .running || recognizer == .stopping {
+            recognizer = .stopped
+            effects.append(.cancelRecognizer)
+        }
+        // A save has asked the recording to stop (it may still be completing when the wait times out); a
+        // discard deletes its files, even those of a recording that stopped when the sync-up was deleted
+        // during the save.
+        if !keepsAudio, recorder != .absent {
+            recorder = .stopped
+            effects.append(.abandonRecorder)
+        }
+        if playsCue { effects.append(.stopCue) }
+        return effects
     }
 
     // MARK: - The clock and the floor
@@ -670,6 +734,14 @@ public struct SessionMachine: Sendable, Equatable {
 }
 
 extension SessionMachine.Ending {
+    /// Whether the meeting is saved (its audio kept), not discarded.
+    var keepsMeeting: Bool {
+        switch self {
+        case .finished, .saved, .interrupted: true
+        case .discarded, .syncUpDeleted: false
+        }
+    }
+
     /// The same ending with the meeting as it is now (its transcript grew while the save settled).
     func with(_ meeting: Meeting) -> Self {
         switch self {

@@ -40,6 +40,13 @@ public struct TickSchedule: Sendable, Equatable {
     /// Whether a tick is due at `now`.
     public func isDue(at now: Instant) -> Bool { nextDeadline.map { $0 <= now } ?? false }
 
+    /// The timer fires at `now`, whatever was due (the machine's tests drive it so): the tick due is the one
+    /// at `now`, the next a second later. Nothing while paused.
+    mutating func fires(at now: Instant) {
+        guard nextDeadline != nil else { return }
+        nextDeadline = now
+    }
+
     public mutating func pause(at now: Instant) {
         guard let deadline = nextDeadline else { return }
         remainingAtPause = max(0, deadline - now)

@@ -12,8 +12,6 @@ final class ActiveSession {
     let start: MonotonicInstant
     var timer: EventLoop.Timer?
     var settleTimer: EventLoop.Timer?
-    /// When the armed settle timeout passes, and how long it was: what shutdown waits for, with the loop stopped.
-    var settleDeadline: (instant: MonotonicInstant, timeout: Duration)?
     var recorder: MeetingRecorder?
     var audioError: String?
     /// The microphone `default` is recorded through the sound server (its default source), not ALSA.
@@ -39,7 +37,6 @@ final class ActiveSession {
     /// When the journal was last written, and the timer of the next write (`writeJournal`).
     var lastJournal: MonotonicInstant?
     var journalTimer: EventLoop.Timer?
-    var discardsAudio = false
 
     init(machine: SessionMachine?, meetingID: Meeting.ID, start: MonotonicInstant) {
         self.machine = machine

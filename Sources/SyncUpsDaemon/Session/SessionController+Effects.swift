@@ -40,6 +40,10 @@ extension SessionController {
                 session.recognition?.turn(Int64(start * Double(AudioFormat.sampleRate)), speaker)
             case .playCue:
                 session.cue?.play()
+            case .stopCue:
+                let cue = session.cue
+                session.cue = nil
+                cleanup.run { cue?.stop() }
             case .armTimer(let deadline):
                 armTimer(session, at: deadline)
             case .disarmTimer:
@@ -61,19 +65,27 @@ extension SessionController {
                     mixer?.flush()
                     mailbox.post(.recorderStopped(meetingID))
                 }
+            case .abandonRecorder:
+                let recorder = session.recorder
+                let callRecorder = session.callRecorder
+                // After the discard's removal of the meeting's temporary files, on the same worker.
+                cleanup.run {
+                    recorder?.stop(keepsFile: false)
+                    callRecorder?.stop(keepsFile: false)
+                }
             case .finishRecognizer:
                 session.recognition?.finish()
             case .cancelRecognizer:
-                // Not left running (an external engine in its own process group would outlive the daemon).
+                // Its input ends (an engine in process stops there), and an external engine in its own process
+                // group is killed rather than left to outlive the daemon.
+                session.recognition?.finish()
                 session.recognition?.cancel()
                 session.recognition = nil
-            case .armSettleTimeout(let deadline):
-                let timeout = deadline == .saving ? settings.settleTimeout : settings.shutdownSettleTimeout
-                armSettleTimeout(session, after: timeout)
+            case .armSettleTimeout(_, let deadline):
+                armSettleTimeout(session, at: deadline)
             case .cancelSettleTimeout:
                 session.settleTimer.map(loop.cancel)
                 session.settleTimer = nil
-                session.settleDeadline = nil
             case .saveMeeting(let meeting, let record, let syncUp):
                 saveMeeting(meeting, record, of: syncUp, in: session)
             case .discardMeeting:
@@ -81,7 +93,6 @@ extension SessionController {
                 logger.info(
                     "discarded a meeting of \"\(session.machine.syncUp.title)\"", .syncUp(session.machine.syncUp.id),
                     .meeting(session.meetingID))
-                session.discardsAudio = true
                 // Lists `meetings/` for temporary files: on the clean-up worker, before `finish` queues the
                 // recorders' stop there, the order it had on the loop.
                 let (directory, meetingID) = (state.dataDirectory, session.meetingID)

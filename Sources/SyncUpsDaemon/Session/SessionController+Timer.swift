@@ -14,7 +14,7 @@ extension SessionController {
     /// The one timer: `timerTicked` at `deadline` (the machine's nanoseconds); the machine says what is due.
     func armTimer(_ session: ActiveSession, at deadline: Int64) {
         session.timer.map(loop.cancel)
-        session.timer = loop.schedule(at: MonotonicInstant(nanoseconds: session.start.nanoseconds + deadline)) {
+        session.timer = loop.schedule(at: instant(session, deadline)) {
             [unowned self, session] in
             session.timer = nil
             guard active === session else { return }
@@ -22,20 +22,25 @@ extension SessionController {
         }
     }
 
-    func armSettleTimeout(_ session: ActiveSession, after timeout: Duration) {
+    /// The settle timeout: `settleTimedOut` at `deadline` (the machine's nanoseconds, its `settleDeadline`).
+    func armSettleTimeout(_ session: ActiveSession, at deadline: Int64) {
         session.settleTimer.map(loop.cancel)
-        let deadline = loop.now() + timeout
-        session.settleDeadline = (deadline, timeout)
-        session.settleTimer = loop.schedule(at: deadline) { [unowned self, session] in
+        session.settleTimer = loop.schedule(at: instant(session, deadline)) { [unowned self, session] in
             session.settleTimer = nil
             guard active === session else { return }
             settleTimedOut(session)
         }
     }
 
+    /// The loop's instant of the machine's `nanoseconds` since the session started.
+    func instant(_ session: ActiveSession, _ nanoseconds: Int64) -> MonotonicInstant {
+        MonotonicInstant(nanoseconds: session.start.nanoseconds + nanoseconds)
+    }
+
     /// The wait armed by `armSettleTimeout` is over (on the loop, or in the wait at shutdown).
     func settleTimedOut(_ session: ActiveSession) {
-        let timeout = session.settleDeadline?.timeout ?? .zero
+        let timeout = Duration.nanoseconds(
+            session.machine.settleDeadline.map { session.machine.settleTimeouts[$0.deadline] } ?? 0)
         logger.warning(
             "the recognizer did not finish within \(timeout); saving without its last words",
             .meeting(session.meetingID))

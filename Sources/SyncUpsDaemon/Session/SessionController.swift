@@ -163,6 +163,8 @@ final class SessionController {
             playsCue: settings.cueDeviceName != nil,
             warnings: request.warnings,
             roster: roster,
+            settleTimeouts: SessionMachine.SettleTimeouts(
+                saving: settings.settleTimeout.nanoseconds, stopping: settings.shutdownSettleTimeout.nanoseconds),
             atNanoseconds: elapsed(session)
         )
         session.machine = machine
@@ -198,10 +200,11 @@ final class SessionController {
         // A late wake-up (the daemon stopped or starved) catches up tick by tick: each tick's events are
         // published from its own state, not all from the last one's.
         let now = elapsed(session)
-        while active === session {
-            let (effects, isLast) = session.machine.nextTick(atNanoseconds: now)
+        SessionMachine.catchUp {
+            session.machine.nextTick(atNanoseconds: now)
+        } perform: { effects in
             perform(effects, in: session)
-            if isLast { break }
+            return active === session
         }
     }
 
@@ -246,7 +249,9 @@ final class SessionController {
                 handle(.settleTimedOut, in: session)
                 break
             }
-            let remaining = (session.settleDeadline?.instant ?? loop.now()) - loop.now()
+            // The machine's settle deadline; none armed (nothing to wait for) is the same as one passed.
+            let deadline = session.machine.settleDeadline.map { instant(session, $0.at) } ?? loop.now()
+            let remaining = deadline - loop.now()
             guard remaining > .zero else {
                 settleTimedOut(session)
                 break
@@ -255,25 +260,12 @@ final class SessionController {
         }
     }
 
+    /// The session is over: the machine's effects have stopped what it ran; what it held is released (the
+    /// journal's throttle is the controller's own).
     func finish(_ session: ActiveSession) {
-        session.timer.map(loop.cancel)
-        session.settleTimer.map(loop.cancel)
         session.journalTimer.map(loop.cancel)
-        let recorder = session.recorder
-        let callRecorder = session.callRecorder
-        let recognition = session.recognition
-        let cue = session.cue
-        let keepsAudio = !session.discardsAudio
+        session.journalTimer = nil
         session.recognition = nil
-        // A recognizer still running here (the meeting was discarded) is of no use any more: stopped, not
-        // left to run on in its own process group.
-        recognition?.finish()
-        recognition?.cancel()
-        cleanup.run {
-            recorder?.stop(keepsFile: keepsAudio)
-            callRecorder?.stop(keepsFile: keepsAudio)
-            cue?.stop()
-        }
         if active === session { active = nil }
     }
 }
