@@ -8,19 +8,21 @@ import Testing
 @testable import SyncUpsDaemon
 @testable import SyncUpsVoice
 
+/// The test weights (`make voice-test-model`): the listener needs a model to start.
+let voiceRosterWeights =
+    (Subprocess.currentEnvironment()["SYNCUPS_VOICE_DIR"] ?? BuiltProducts.repositoryRoot + "/.build/voice")
+    + "/ge2e.weights"
+
 /// The voice side follows the meeting's live roster (issue 26): someone added mid-meeting is matched by voice.
 @Suite(
     .enabled(
-        if: FileManager.default.fileExists(atPath: VoiceRosterTests.weights),
+        if: FileManager.default.fileExists(atPath: voiceRosterWeights),
         "no voice model (make voice-test-model, which make test runs)")
 ) struct VoiceRosterTests {
     let directory = TemporaryDirectory("voice-roster")
     let ann = Attendee(id: Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000A")!, name: "Ann")
     let cat = Attendee(id: Attendee.ID(uuidString: "00000000-0000-0000-0000-00000000000C")!, name: "Cat")
-    /// The test weights (`make voice-test-model`): the listener needs a model to start.
-    static let weights =
-        (Subprocess.currentEnvironment()["SYNCUPS_VOICE_DIR"] ?? BuiltProducts.repositoryRoot + "/.build/voice")
-        + "/ge2e.weights"
+    static let weights = voiceRosterWeights
 
     @Test func anAttendeeAddedMidMeetingIsMatchedByVoice() throws {
         let model = VoiceService.Model.load(Self.weights)
