@@ -180,13 +180,19 @@ public final class CallStreams {
         if played.count > keep { played.removeFirst(played.count - keep) }
         let played = played
         let playedEnd = playedEnd
+        var similarities: [Int: Float] = [:]
         windows += microphone.append(heard) { samples, start in
             let first = playedEnd - played.count
             let from = max(first, start - EchoRule.maxDelay) - first
             let to = start + samples.count - first
             guard from >= 0, to <= played.count else { return false }
-            return EchoRule.isEcho(microphone: samples[...], call: played[from..<to])
-        }.map { (window: $0, channel: VoiceChannel.microphone) }
+            similarities[start] = EchoRule.similarity(microphone: samples[...], call: played[from..<to])
+            return (similarities[start] ?? -1) >= EchoRule.correlation
+        }.map { window in
+            var window = window
+            window.echoSimilarity = similarities[window.start]
+            return (window: window, channel: VoiceChannel.microphone)
+        }
         return windows
     }
 }

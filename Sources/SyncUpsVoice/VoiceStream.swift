@@ -10,6 +10,9 @@ public struct VoiceWindow: Sendable, Equatable {
     public var level: Float
     /// The microphone's window of a call meeting judged the call's echo (`EchoRule`): not embedded.
     public var echo = false
+    /// For a call meeting's microphone: how well it followed the call (`EchoRule.similarity`; nil where the
+    /// call was silent, the microphone much louder, or the call's audio was not there to compare).
+    public var echoSimilarity: Float?
 }
 
 /// Cuts a stream of 16 kHz samples into back-to-back 1.6 s partials and embeds each that is loud enough:

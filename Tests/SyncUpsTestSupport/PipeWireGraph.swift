@@ -89,17 +89,37 @@ public final class PipeWireGraph {
         return playback
     }
 
-    /// A remote attendee speaks: `voice` into the call sink and, if `leaks`, the same voice 3 dB down into
-    /// the microphone at the same time (what speakers without a headset do); returns when both are played.
+    /// A remote attendee speaks: `voice` into the call sink and, if `leaks`, what the call plays heard by the
+    /// microphone too, 3 dB down (speakers without a headset); returns when it is played.
+    ///
+    /// The leak is the call's own playback looped into `micfeed` by the server (`module-loopback` from the
+    /// call's monitor, 20 ms), as a room carries what the speakers play: one stream heard twice. A second
+    /// `paplay` of the same voice into `micfeed` was two streams that a loaded machine started up to 0.4 s
+    /// apart and stalled each on its own, so the "echo" no longer followed the call at all.
     public func playRemote(_ voice: [UInt8], leaks: Bool) throws {
-        let call = try play(voice, into: "call", wait: false)
-        if leaks {
-            let leaked = voice.withUnsafeBytes { raw in
-                raw.bindMemory(to: Int16.self).map { Int16((Double($0) * 0.708).rounded()) }
-            }
-            try play(leaked.withUnsafeBytes { Array($0) }, into: "micfeed")
+        guard leaks else {
+            try play(voice, into: "call")
+            return
         }
-        try call.wait()
+        let module = try pactl([
+            "load-module", "module-loopback", "source=call.monitor", "sink=micfeed", "latency_msec=20",
+            "source_dont_move=true", "sink_dont_move=true",
+        ]).filter(\.isNumber)
+        defer { _ = try? pactl(["unload-module", module]) }
+        // The loop's stream into micfeed (nothing else plays there meanwhile), 3 dB down once it exists.
+        let micfeed = try pactl(["list", "short", "sinks"]).split(separator: "\n")
+            .first { $0.split(separator: "\t").dropFirst().first == "micfeed" }?.split(separator: "\t").first
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        var loop: Substring?
+        while loop == nil {
+            loop = try pactl(["list", "short", "sink-inputs"]).split(separator: "\n")
+                .first { $0.split(separator: "\t").dropFirst().first == micfeed }?.split(separator: "\t").first
+            guard loop == nil else { break }
+            guard MonotonicInstant.now() < deadline else { throw TestFailure("the loopback into micfeed never ran") }
+            _ = poll(nil, 0, 20)  // the server has no event for this to wait on: ask again in 20 ms
+        }
+        try pactl(["set-sink-input-volume", String(loop!), "0.708"])
+        try play(voice, into: "call")
     }
 
     /// A `paplay` running.

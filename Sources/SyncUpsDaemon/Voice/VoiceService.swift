@@ -151,10 +151,21 @@ final class VoiceService {
         switch message {
         case .window(let window, let channel, let meeting):
             if window.echo { self.listening[meeting]?.echoWindows += 1 }
-            guard let embedding = window.embedding, let listening = listening[meeting] else { return }
             let rate = Double(MelFrontend.sampleRate)
             let start = Double(window.start) / rate
             let end = Double(window.start + window.count) / rate
+            // A call meeting's windows, each with what became of it: why a profile learned what it did.
+            func trace(_ outcome: String) {
+                guard let channel else { return }
+                let span = "\((start * 100).rounded() / 100)-\((end * 100).rounded() / 100) s"
+                let similarity = window.echoSimilarity.map { ", following the call \(($0 * 100).rounded() / 100)" }
+                logger.debug(
+                    "voices: \(channel) window \(span) (\(window.level.isFinite ? "\(Int(window.level.rounded()))" : "-inf") dBFS\(similarity ?? "")): \(outcome)",
+                    .meeting(meeting))
+            }
+            guard let embedding = window.embedding, let listening = listening[meeting] else {
+                return trace(window.echo ? "the call's echo" : "silence")
+            }
             let turns = listening.turns()
             let attendees = listening.attendees()
             var keyed: [String: VoiceProfile] = [:]
@@ -175,11 +186,13 @@ final class VoiceService {
                     VoiceEvidence(speaker: speaker, start: start, end: end, confidence: Double(confidence)), meeting)
             }
             // Only a window within one turn teaches: one straddling a change of floor is two people's.
-            guard let turn = turns.last(where: { $0.start <= start }), (turn.end ?? .infinity) >= end else { return }
+            guard let turn = turns.last(where: { $0.start <= start }), (turn.end ?? .infinity) >= end else {
+                return trace("straddles a change of floor")
+            }
             let holder = turn.speaker.id
             // Not someone forgotten since this audio was heard, nor someone who left the meeting.
             guard window.start >= listening.forgottenBefore[holder] ?? 0, attendees.contains(where: { $0.id == holder })
-            else { return }
+            else { return trace("\(holder) was forgotten since, or left the meeting") }
             let seconds = Double(window.count) / rate
             // A turn's end (another holder teaching) writes what the turn taught: a crash loses one turn at most.
             if let last = listening.lastHolder, last != holder { write() }
@@ -195,9 +208,13 @@ final class VoiceService {
                 let sides = self.listening[meeting]?.call.sides
             else { return }
             var candidates = sides.candidates(on: channel, keyed)
+            var taught = 0
             for heard in learnable {
-                teach(heard.embedding, seconds: heard.seconds, holder: holder, in: meeting, &candidates)
+                taught +=
+                    teach(heard.embedding, seconds: heard.seconds, holder: holder, in: meeting, &candidates) ? 1 : 0
             }
+            let side = sides.side(of: holder.description).map { "\($0)" } ?? "not known yet"
+            trace("in \(holder)'s turn (their side: \(side)), taught \(taught) of \(learnable.count) windows")
         case .drained(let meeting):
             guard let finished = listening.removeValue(forKey: meeting) else { return }
             let dropped = finished.listener.dropped.load(ordering: .relaxed)
@@ -227,18 +244,19 @@ final class VoiceService {
         writer.run { [mailbox] in mailbox.post(.model(Model.load(path))) }
     }
 
-    /// Teaches `holder`'s profile a window of their turn if `VoiceMatcher.learn` takes it.
+    /// Teaches `holder`'s profile a window of their turn if `VoiceMatcher.learn` takes it; returns whether it did.
+    @discardableResult
     private func teach(
         _ embedding: [Float], seconds: Double, holder: Attendee.ID, in meeting: Meeting.ID,
         _ keyed: inout [String: VoiceProfile]
-    ) {
+    ) -> Bool {
         let now = Int64(wallClock().timeIntervalSince1970)
         let before = keyed[holder.description]?.seconds ?? 0
         guard
             matcher.learn(
                 embedding, seconds: seconds, holder: holder.description, meeting: meeting.description, at: now,
                 into: &keyed, changes: &changes)
-        else { return }
+        else { return false }
         // Not one window more: relearned from the windows kept aside since it stopped matching its holder.
         if let after = keyed[holder.description]?.seconds, abs(after - before - seconds) > 1e-6 {
             logger.notice(
@@ -248,6 +266,7 @@ final class VoiceService {
         record(keyed[holder.description], for: holder)
         listening[meeting]?.lastHolder = holder
         learnedWindows += 1
+        return true
     }
 
     /// A profile learned: kept, and written at the next turn's end or the meeting's.
