@@ -90,7 +90,13 @@ enum MeetingRecovery {
                     continue
                 }
             }
-            state.whenSaved { MeetingJournal.remove(meeting, in: directory) }
+            state.whenSaved {
+                do throws(SystemError) {
+                    try MeetingJournal.remove(meeting, in: directory)
+                } catch {
+                    logger.error("cannot remove the journal of a recovered meeting: \(error)", .meeting(meeting))
+                }
+            }
         }
         return notes
     }

@@ -165,6 +165,28 @@ extension SessionController {
         if recovered { detailsRecovered() }
     }
 
+    /// A journal's removal went, or failed: a failure is retried with the store's back-off until it works (and
+    /// once more at shutdown), since the journal left behind would bring its meeting back at the next start.
+    func journalRemoved(_ meeting: Meeting.ID, error: SystemError?) {
+        guard let error else {
+            if journalRemovals.removeValue(forKey: meeting) != nil {
+                logger.notice("removed the meeting's journal after all", .meeting(meeting))
+            }
+            return
+        }
+        var backoff =
+            journalRemovals[meeting] ?? Backoff(initial: StoreRetry.initialDelay, maximum: StoreRetry.maximumDelay)
+        let delay = backoff.next()
+        journalRemovals[meeting] = backoff
+        logger.error(
+            "cannot remove the meeting's journal (\(error)); retrying, as a restart would recover the meeting from it",
+            .meeting(meeting))
+        loop.schedule(after: delay) { [weak self] in
+            guard let self, journalRemovals[meeting] != nil else { return }
+            journals.remove(meeting)
+        }
+    }
+
     /// No meeting's details wait to be written any more (written, or deleted) after a failure: the error
     /// `status` reported ends, and `persistence.recovered` says so to the clients that saw `persistence.failed`.
     private func detailsRecovered() {
@@ -175,6 +197,7 @@ extension SessionController {
     /// Finishes the journal writes still queued (the last removals come from the store's final write); call
     /// after the store is closed.
     func close() {
+        for meeting in journalRemovals.keys { journals.remove(meeting) }  // the last try of those failing
         journals.finish()
         settings.soundServer?.stop()
     }
