@@ -50,3 +50,52 @@ import Testing
         #expect(restarted.syncUpIDs.isEmpty)
     }
 }
+
+/// The journal's final version, kept while an ended meeting's details cannot be written, is what a crash
+/// recovers the meeting's end and insights from: when its own write failed too, it is written again at the
+/// next retries. Before, it was tried at the first failure only, and a kill -9 later lost the insights.
+@Suite struct FinalJournalRetryTests {
+    @Test func theFinalJournalIsWrittenAtALaterRetryWhenItFailedFirst() throws {
+        let directory = TemporaryDirectory("final-journal")
+        let lines = Mutex<[String]>([])
+        let logger = Logger(minimumLevel: .info) { _, message, _ in lines.withLock { $0.append(message) } }
+        let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+        let meetings = directory.appending("meetings")
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.path, logger: logger, clock: .manual(startingAt: start))
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result("syncups.create", ["title": "End", "duration": 60, "attendees": ["A", "B"]])
+        let started = try client.result("session.start", ["syncup": created["id"]!, "audio": false])
+        let meeting = try #require(started["meeting"]?.stringValue)
+        let journal = meetings + "/" + meeting + ".recording.json"
+        let details = meetings + "/" + meeting + ".json"
+        daemon.advanceTime(by: .seconds(2))
+        func turn(untilLogged text: String) {
+            let deadline = MonotonicInstant.now() + .seconds(5)
+            while !lines.withLock({ $0.contains { $0.contains(text) } }) && MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+        }
+        // `meetings/` aside and a file in its place: the details and the journal's final version both fail.
+        #expect(rename(meetings, meetings + ".away") == 0)
+        Files.write(meetings, "not a directory")
+        _ = try client.result("session.end", ["action": "save"])
+        turn(untilLogged: "cannot write the meeting journal")
+        // The directory is back (with the journal of the meeting's start), the details' path blocked still.
+        #expect(unlink(meetings) == 0 && rename(meetings + ".away", meetings) == 0)
+        #expect(mkdir(details, 0o700) == 0 && mkdir(details + "/in-the-way", 0o700) == 0)
+        func hasEnd() -> Bool {
+            guard let text = Files.readString(journal), let json = try? JSONParser().parse(text),
+                let end = json["timeline"]?["turns"]?.arrayValue?.last?["end"]
+            else { return false }
+            return end != .null
+        }
+        #expect(!hasEnd())
+        for _ in 0..<3 where !hasEnd() {
+            daemon.advanceTime(by: .seconds(4))
+            let deadline = MonotonicInstant.now() + .seconds(2)
+            while !hasEnd() && MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
+        }
+        #expect(hasEnd(), "\(Files.readString(journal) ?? "no journal")")
+    }
+}

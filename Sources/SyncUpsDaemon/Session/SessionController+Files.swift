@@ -134,8 +134,12 @@ extension SessionController {
                     "\(message); keeping them in memory, writing the journal's final version for a restart, and retrying",
                     .meeting(meeting))
             }
-            // The journal in its final version: what a restart completes the meeting from if this never works.
-            if isFirstFailure, let journal { journals.write(journal) }
+            // The journal in its final version: what a restart completes the meeting from if this never works;
+            // written again at each retry until a write of it did not fail (a crash must find the meeting's end).
+            if let journal, isFirstFailure || journalErrors[meeting] != nil {
+                journalErrors[meeting] = nil
+                journals.write(journal)
+            }
             publishEvent(.daemon, EventName.persistenceFailed) { ["error": .string(message)] }
             retryDetails(meeting, after: delay)
         }
