@@ -23,11 +23,19 @@ import Testing
         #expect(mkdir(details, 0o700) == 0 && mkdir(details + "/in-the-way", 0o700) == 0)
         faults.fail(.write, with: .noSpace)
         _ = try client.result("session.end", ["action": "save"])
-        daemon.advanceTime(by: .seconds(1))
-        _ = try watcher.events(until: "persistence.failed")
+        // Both fail: sync-ups.json's write and the details' (each on its own thread, so waited for).
+        var failures: [String] = []
+        while !(failures.contains { $0.contains("details") } && failures.contains { !$0.contains("details") }) {
+            daemon.advanceTime(by: .milliseconds(100))
+            failures += try watcher.events(until: "persistence.failed").compactMap { $0["data"]?["error"]?.stringValue }
+        }
         // Space again: sync-ups.json is written at its retry, the details are not.
         faults.heal()
-        for _ in 0..<4 { daemon.advanceTime(by: .seconds(2)) }
+        let saved = MonotonicInstant.now() + .seconds(20)
+        while try client.result("status")["persistence"]?["unsavedChanges"] != false && MonotonicInstant.now() < saved {
+            daemon.advanceTime(by: .seconds(1))
+            daemon.turn(waitingUpTo: 10)
+        }
         _ = try? watcher.take(timeout: .milliseconds(300)) { _ in false }
         let status = try client.result("status")
         #expect(status["persistence"]?["unsavedChanges"] == false, "\(status)")
