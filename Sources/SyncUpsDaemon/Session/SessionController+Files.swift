@@ -147,8 +147,10 @@ extension SessionController {
 
     /// The next try of a failed details write, `after` its back-off (unless the meeting was deleted meanwhile).
     func retryDetails(_ meeting: Meeting.ID, after delay: Duration) {
-        loop.schedule(after: delay) { [weak self] in
-            guard let self, let pending = state.detailsWrites.details(of: meeting) else { return }
+        detailsRetries[meeting] = loop.schedule(after: delay) { [weak self] in
+            guard let self else { return }
+            detailsRetries[meeting] = nil
+            guard let pending = state.detailsWrites.details(of: meeting) else { return }
             writeDetails(pending.details)
         }
     }
@@ -163,7 +165,10 @@ extension SessionController {
 
     /// Saved meetings were deleted: their details are no longer to be written, nor their journals kept.
     func meetingsDeleted(_ meetings: [Meeting.ID]) {
-        for meeting in meetings { journalErrors[meeting] = nil }
+        for meeting in meetings {
+            journalErrors[meeting] = nil
+            detailsRetries.removeValue(forKey: meeting).map(loop.cancel)
+        }
         let (deleted, recovered) = state.detailsWrites.delete(meetings)
         for meeting in deleted { journals.remove(meeting) }
         if recovered { detailsRecovered() }

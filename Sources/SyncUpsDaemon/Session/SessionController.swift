@@ -80,6 +80,9 @@ final class SessionController {
     /// The journals whose removal failed, with the back-off before the next try: one left behind would
     /// recover its meeting at the next start, even one the user deleted.
     var journalRemovals: [Meeting.ID: Backoff] = [:]
+    /// The next try of each failed details write, cancelled when the meeting is deleted (`status`'s `timers`
+    /// is 0 once nothing waits).
+    var detailsRetries: [Meeting.ID: EventLoop.Timer] = [:]
     /// While a mailbox batch is handled, `session.transcript` waits for its end (`publish`).
     var transcriptCoalescing = TranscriptCoalescing.off
 
