@@ -213,6 +213,21 @@ import Testing
         #expect(status["timers"] == 0, "\(status)")
     }
 
+    /// A request line completed while the daemon was stopped (SIGSTOP, a stalled loop) longer than the
+    /// partial-line limit is answered: the timer firing late reads what arrived meanwhile before it judges
+    /// the line. Before, it fired first and cut off the client with `request_timeout`.
+    @Test func aLineCompletedWhileTheDaemonWasStoppedIsAnswered() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let client = LoopClient(try daemon.connect(), daemon)
+        try client.send(#"{"id":"half","cmd":"pi"#)
+        daemon.advanceTime(by: .seconds(1))
+        try client.send(#"ng"}"# + "\n")  // sent while the daemon does not run
+        daemon.wakeLate(after: .seconds(12))
+        let reply = try client.take(timeout: .seconds(5)) { $0["id"] == "half" }.last
+        #expect(reply?["ok"] == true, "\(reply ?? .null)")
+    }
+
     /// A pause holds the timer for exactly as long as virtual time says, and the seconds after it count on.
     @Test func aPauseHoldsTheTimerForAsLongAsItLasts() throws {
         let directory = TemporaryDirectory("virtual")
