@@ -248,7 +248,9 @@ final class CommandHandler {
         return StatusFields(
             counters: statusCounters(uptimeMilliseconds: uptimeMilliseconds), session: session.json,
             settings: settingsNames, next: status.scheduler?.statusJSON ?? .null, desktop: status.desktop.json,
-            persistenceError: persistenceError)
+            persistenceError: persistenceError,
+            failingWarnings: state.recoveredDetailsWarnings.filter { state.detailsWrites.details(of: $0.key) != nil }
+                .map(\.value).sorted())
     }
 
     /// The generation of a reply with this stamp: a status bar, or a client asking many times within a

@@ -85,7 +85,7 @@ enum MeetingRecovery {
                     let note =
                         "cannot write the details of a recovered meeting (\(error)); retrying, and its journal stays until they are written"
                     logger.error(note, .meeting(meeting))
-                    notes.append(note)
+                    state.recoveredDetailsWarnings[meeting] = note
                     _ = state.detailsWrites.report(meeting, error: "cannot write the meeting's details: \(error)")
                     continue
                 }
