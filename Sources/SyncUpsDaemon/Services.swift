@@ -33,7 +33,12 @@ final class Services {
         fileSystem: FileSystem = .live,
         onPublish: @escaping PublishEvent = { _, _, _ in }
     ) throws(StartupError) {
+        // Each writer (the store, the details writes, the schedule's and the voices' writers) says when it
+        // recovers, but only the handler's `persistenceError` says whether any write still fails: the clients
+        // hear `persistence.recovered` once none does, not while another's error is still in `status`.
+        weak var commands: CommandHandler?
         let publish: PublishEvent = { topic, name, data in
+            if name == EventName.persistenceRecovered, commands?.persistenceError != nil { return }
             server.publish(topic, name, data())
             onPublish(topic, name, data)
         }
@@ -125,6 +130,7 @@ final class Services {
                 scheduler: scheduler
             )
         )
+        commands = handler
         server.handler = handler.handle
         server.replayGeneration = handler.replayGeneration
     }

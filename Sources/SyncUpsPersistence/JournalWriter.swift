@@ -21,13 +21,17 @@ public final class JournalWriter: Sendable {
     private let pending = Mutex(Pending())
     private let worker: SerialWorker
     private let onError: @Sendable (Meeting.ID, SystemError) -> Void
+    private let onRemoval: @Sendable (Meeting.ID, SystemError?) -> Void
 
-    /// `onError` runs on the writer's thread when a journal cannot be written.
-    public init(directory: DataDirectory, onError: @escaping @Sendable (Meeting.ID, SystemError) -> Void)
-        throws(SystemError)
-    {
+    /// `onError` runs on the writer's thread when a journal cannot be written; `onRemoval` after each removal,
+    /// with its error if the journal is still there (the caller retries: see `MeetingJournal.remove`).
+    public init(
+        directory: DataDirectory, onError: @escaping @Sendable (Meeting.ID, SystemError) -> Void,
+        onRemoval: @escaping @Sendable (Meeting.ID, SystemError?) -> Void
+    ) throws(SystemError) {
         self.directory = directory
         self.onError = onError
+        self.onRemoval = onRemoval
         worker = try SerialWorker(name: "syncups-journal")
     }
 
@@ -80,7 +84,12 @@ public final class JournalWriter: Sendable {
                     onError(meeting, error)
                 }
             case .remove?:
-                MeetingJournal.remove(meeting, in: directory)
+                do {
+                    try MeetingJournal.remove(meeting, in: directory)
+                    onRemoval(meeting, nil)
+                } catch {
+                    onRemoval(meeting, error)
+                }
             case nil:
                 break
             }

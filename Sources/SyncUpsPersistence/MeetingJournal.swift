@@ -104,8 +104,12 @@ public struct MeetingJournal: Sendable, Equatable {
         try directory.writingAgainIfGone { () throws(SystemError) in try file.write(bytes) }
     }
 
-    public static func remove(_ meeting: Meeting.ID, in directory: DataDirectory) {
-        unlink(directory.sidecar(meeting, MeetingFiles.journal))
+    /// Removes the journal; one already gone is removed. A journal left behind recovers its meeting at the
+    /// next start, even one the user deleted, so the caller retries a failure.
+    public static func remove(_ meeting: Meeting.ID, in directory: DataDirectory) throws(SystemError) {
+        guard unlink(directory.sidecar(meeting, MeetingFiles.journal)) == 0 || Errno.current == .noSuchFile else {
+            throw SystemError("unlink", Errno.current)
+        }
     }
 
     /// Every journal left in `meetings/`, with the file names of those that cannot be read (or are over

@@ -49,6 +49,12 @@ import Testing
         }
         #expect(Files.exists(details) && Files.readString(details)?.contains(meeting) == true)
         #expect(!Files.exists(journal))
-        #expect(try client.result("status")["persistence"]?["lastError"] == .null)
+        let recovered = try client.result("status")
+        #expect(recovered["persistence"]?["lastError"] == .null)
+        // And the warning that said they could not be written is gone with the failure.
+        #expect(
+            recovered["persistence"]?["warnings"]?.arrayValue?.contains {
+                $0.stringValue?.hasPrefix("cannot write the details of a recovered meeting") == true
+            } == false, "\(recovered)")
     }
 }

@@ -76,6 +76,14 @@ import Testing
             }
         ),
         ("persistenceError", { $0.persistenceError = "disk full" }),
+        // Only while a write fails (a recovered meeting's details), so never in a replayed reply.
+        (
+            "failingWarnings",
+            {
+                $0.persistenceError = "cannot write the meeting's details"
+                $0.failingWarnings = ["cannot write the details of a recovered meeting"]
+            }
+        ),
     ]
 
     static func encoded(_ fields: StatusFields) -> [UInt8] {

@@ -26,6 +26,22 @@ import Testing
         return (client, watcher, id)
     }
 
+    /// A meeting of `soloSyncUp`'s saved with its details' path blocked by a directory (the write fails, for
+    /// root too), once the first failure is published: the client, the daemon's watcher, the ids.
+    static func meetingWhoseDetailsFail(_ daemon: InProcessDaemon, in directory: TemporaryDirectory) throws
+        -> (LoopClient, LoopClient, String, String)
+    {
+        let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "daemon")
+        let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
+        let meeting = try #require(started["meeting"]?.stringValue)
+        // A directory where the details file goes: its write fails, for root too.
+        #expect(mkdir(directory.path + "/meetings/" + meeting + ".json", 0o700) == 0)
+        #expect(mkdir(directory.path + "/meetings/" + meeting + ".json/in-the-way", 0o700) == 0)
+        _ = try client.result("session.end", ["action": "save"])
+        _ = try watcher.events(until: "persistence.failed")
+        return (client, watcher, id, meeting)
+    }
+
     /// The app's own `timer` test through the whole daemon: 3 attendees, 6 seconds, speakers 0, 1, 1, 2, 2,
     /// then saved because time is up, with each turn exactly its share.
     @Test func runsTheAppsSixSecondMeetingInVirtualTime() throws {
@@ -164,19 +180,52 @@ import Testing
     @Test func deletingAMeetingWhoseDetailsFailedToWritePublishesTheRecovery() throws {
         let directory = TemporaryDirectory("virtual")
         let daemon = try Self.daemon(directory)
-        let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "daemon")
-        let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
-        let meeting = try #require(started["meeting"]?.stringValue)
-        // A directory where the details file goes: its write fails, for root too.
-        #expect(mkdir(directory.path + "/meetings/" + meeting + ".json", 0o700) == 0)
-        #expect(mkdir(directory.path + "/meetings/" + meeting + ".json/in-the-way", 0o700) == 0)
-        _ = try client.result("session.end", ["action": "save"])
-        _ = try watcher.events(until: "persistence.failed")
+        let (client, watcher, id, meeting) = try Self.meetingWhoseDetailsFail(daemon, in: directory)
         #expect(try client.result("status")["persistence"]?["lastError"] != .null)
         _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
         #expect(try client.result("status")["persistence"]?["lastError"] == .null)
         let recovered = try watcher.take(timeout: .seconds(5)) { $0["event"] == "persistence.recovered" }
         #expect(recovered.last?["event"] == "persistence.recovered")
+    }
+
+    /// A deleted meeting's details are no longer retried, and neither is their timer left waiting: `status`'s
+    /// `timers` is 0 again at once (it stayed 1 until the stale retry fired, up to 30 s later).
+    @Test func deletingAMeetingWhoseDetailsFailedLeavesNoRetryTimer() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let (client, watcher, id, meeting) = try Self.meetingWhoseDetailsFail(daemon, in: directory)
+        #expect(try client.result("status")["timers"] != 0)
+        // Three failures: the next retry is 4 s away.
+        for _ in 0..<2 {
+            daemon.advanceTime(by: .seconds(2))
+            _ = try watcher.events(until: "persistence.failed")
+        }
+        _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
+        // The deletion's own write of sync-ups.json, on its thread.
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while try client.result("status")["persistence"]?["unsavedChanges"] != false
+            && MonotonicInstant.now() < deadline
+        {
+            daemon.advanceTime(by: .milliseconds(100))
+            daemon.turn(waitingUpTo: 10)
+        }
+        let status = try client.result("status")
+        #expect(status["timers"] == 0, "\(status)")
+    }
+
+    /// A request line completed while the daemon was stopped (SIGSTOP, a stalled loop) longer than the
+    /// partial-line limit is answered: the timer firing late reads what arrived meanwhile before it judges
+    /// the line. Before, it fired first and cut off the client with `request_timeout`.
+    @Test func aLineCompletedWhileTheDaemonWasStoppedIsAnswered() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let client = LoopClient(try daemon.connect(), daemon)
+        try client.send(#"{"id":"half","cmd":"pi"#)
+        daemon.advanceTime(by: .seconds(1))
+        try client.send(#"ng"}"# + "\n")  // sent while the daemon does not run
+        daemon.wakeLate(after: .seconds(12))
+        let reply = try client.take(timeout: .seconds(5)) { $0["id"] == "half" }.last
+        #expect(reply?["ok"] == true, "\(reply ?? .null)")
     }
 
     /// A pause holds the timer for exactly as long as virtual time says, and the seconds after it count on.

@@ -248,7 +248,9 @@ final class CommandHandler {
         return StatusFields(
             counters: statusCounters(uptimeMilliseconds: uptimeMilliseconds), session: session.json,
             settings: settingsNames, next: status.scheduler?.statusJSON ?? .null, desktop: status.desktop.json,
-            persistenceError: persistenceError)
+            persistenceError: persistenceError,
+            failingWarnings: state.recoveredDetailsWarnings.filter { state.detailsWrites.details(of: $0.key) != nil }
+                .map(\.value).sorted())
     }
 
     /// The generation of a reply with this stamp: a status bar, or a client asking many times within a
@@ -293,8 +295,9 @@ final class CommandHandler {
     }
 
     /// The last failed write of the user's data, if it still fails: `sync-ups.json`, a meeting's details,
-    /// `syncups.schedule` or a voice profile.
-    private var persistenceError: String? {
+    /// `syncups.schedule` or a voice profile. The one answer to "is a write failing": `persistence.recovered`
+    /// is published only once it is nil (`Services`).
+    var persistenceError: String? {
         store.lastError ?? state.detailsWrites.lastError ?? status.scheduler?.lastError ?? voices.writeError
     }
 

@@ -39,6 +39,8 @@ struct StatusFields: Equatable {
     var desktop: JSONValue
     /// The last failed write of the user's data, if it still fails: `sync-ups.json` or a meeting's details.
     var persistenceError: String?
+    /// Warnings that hold only while a write still fails (a recovered meeting's details), after the load's.
+    var failingWarnings: [String] = []
 
     /// The speech engine, audio device and voices (`on: …`, or why they are off), as of
     /// `Counters.settingsGeneration`.
@@ -126,7 +128,7 @@ struct StatusEncoder {
             fields.counters.hasUnsavedChanges ? #","unsavedChanges":true"# : #","unsavedChanges":false"#, to: &bytes)
         JSONWriter.appendASCII(fields.counters.isSynced ? #","synced":true"# : #","synced":false"#, to: &bytes)
         JSONWriter.appendASCII(#","warnings":["#, to: &bytes)
-        for (index, warning) in warnings.enumerated() {
+        for (index, warning) in (warnings + fields.failingWarnings).enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
             JSONWriter.writeString(warning, into: &bytes)
         }

@@ -17,7 +17,9 @@ extension Server {
         if events.contains(.readable) || hungUp { read(connection) }
     }
 
-    private func read(_ connection: Connection) {
+    /// Reads what the socket holds now: on a readiness event, and before `watchPartialLine`'s timer judges a
+    /// line (it fires before the loop polls when the loop was stopped).
+    func read(_ connection: Connection) {
         guard connection.state.isReading else { return }
         let read = readBuffer.withUnsafeMutableBytes { buffer in
             Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }

@@ -22,6 +22,10 @@ extension Server {
             [unowned self, unowned connection] in
             connection.partialLineTimer = nil
             guard !connection.isClosed, connection.partialLineSince == since else { return }
+            // A loop that was stopped (SIGSTOP, a long stall) fires this before it polls: what the client sent
+            // meanwhile is read first, and may complete the line.
+            read(connection)
+            guard !connection.isClosed, connection.partialLineSince == since else { return }
             logger.throttled(
                 .notice, "client.partial",
                 "\(connection.label) left a request line incomplete for \(timeout) s; closing it")

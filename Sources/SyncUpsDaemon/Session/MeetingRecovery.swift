@@ -85,12 +85,18 @@ enum MeetingRecovery {
                     let note =
                         "cannot write the details of a recovered meeting (\(error)); retrying, and its journal stays until they are written"
                     logger.error(note, .meeting(meeting))
-                    notes.append(note)
+                    state.recoveredDetailsWarnings[meeting] = note
                     _ = state.detailsWrites.report(meeting, error: "cannot write the meeting's details: \(error)")
                     continue
                 }
             }
-            state.whenSaved { MeetingJournal.remove(meeting, in: directory) }
+            state.whenSaved {
+                do throws(SystemError) {
+                    try MeetingJournal.remove(meeting, in: directory)
+                } catch {
+                    logger.error("cannot remove the journal of a recovered meeting: \(error)", .meeting(meeting))
+                }
+            }
         }
         return notes
     }

@@ -134,8 +134,12 @@ extension SessionController {
                     "\(message); keeping them in memory, writing the journal's final version for a restart, and retrying",
                     .meeting(meeting))
             }
-            // The journal in its final version: what a restart completes the meeting from if this never works.
-            if isFirstFailure, let journal { journals.write(journal) }
+            // The journal in its final version: what a restart completes the meeting from if this never works;
+            // written again at each retry until a write of it did not fail (a crash must find the meeting's end).
+            if let journal, isFirstFailure || journalErrors[meeting] != nil {
+                journalErrors[meeting] = nil
+                journals.write(journal)
+            }
             publishEvent(.daemon, EventName.persistenceFailed) { ["error": .string(message)] }
             retryDetails(meeting, after: delay)
         }
@@ -143,8 +147,10 @@ extension SessionController {
 
     /// The next try of a failed details write, `after` its back-off (unless the meeting was deleted meanwhile).
     func retryDetails(_ meeting: Meeting.ID, after delay: Duration) {
-        loop.schedule(after: delay) { [weak self] in
-            guard let self, let pending = state.detailsWrites.details(of: meeting) else { return }
+        detailsRetries[meeting] = loop.schedule(after: delay) { [weak self] in
+            guard let self else { return }
+            detailsRetries[meeting] = nil
+            guard let pending = state.detailsWrites.details(of: meeting) else { return }
             writeDetails(pending.details)
         }
     }
@@ -159,10 +165,35 @@ extension SessionController {
 
     /// Saved meetings were deleted: their details are no longer to be written, nor their journals kept.
     func meetingsDeleted(_ meetings: [Meeting.ID]) {
-        for meeting in meetings { journalErrors[meeting] = nil }
+        for meeting in meetings {
+            journalErrors[meeting] = nil
+            detailsRetries.removeValue(forKey: meeting).map(loop.cancel)
+        }
         let (deleted, recovered) = state.detailsWrites.delete(meetings)
         for meeting in deleted { journals.remove(meeting) }
         if recovered { detailsRecovered() }
+    }
+
+    /// A journal's removal went, or failed: a failure is retried with the store's back-off until it works (and
+    /// once more at shutdown), since the journal left behind would bring its meeting back at the next start.
+    func journalRemoved(_ meeting: Meeting.ID, error: SystemError?) {
+        guard let error else {
+            if journalRemovals.removeValue(forKey: meeting) != nil {
+                logger.notice("removed the meeting's journal after all", .meeting(meeting))
+            }
+            return
+        }
+        var backoff =
+            journalRemovals[meeting] ?? Backoff(initial: StoreRetry.initialDelay, maximum: StoreRetry.maximumDelay)
+        let delay = backoff.next()
+        journalRemovals[meeting] = backoff
+        logger.error(
+            "cannot remove the meeting's journal (\(error)); retrying, as a restart would recover the meeting from it",
+            .meeting(meeting))
+        loop.schedule(after: delay) { [weak self] in
+            guard let self, journalRemovals[meeting] != nil else { return }
+            journals.remove(meeting)
+        }
     }
 
     /// No meeting's details wait to be written any more (written, or deleted) after a failure: the error
@@ -175,6 +206,7 @@ extension SessionController {
     /// Finishes the journal writes still queued (the last removals come from the store's final write); call
     /// after the store is closed.
     func close() {
+        for meeting in journalRemovals.keys { journals.remove(meeting) }  // the last try of those failing
         journals.finish()
         settings.soundServer?.stop()
     }

@@ -61,6 +61,8 @@ extension SessionController {
             journalErrors[meeting] = error.description
             guard let session = active, session.meetingID == meeting else { return }
             handle(.journalFailed(error.description), in: session)
+        case .journalRemoved(let meeting, let error):
+            journalRemoved(meeting, error: error)
         }
     }
 

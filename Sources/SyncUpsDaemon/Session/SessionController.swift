@@ -49,6 +49,8 @@ final class SessionController {
         case detailsWritten(Meeting.ID, error: String?)
         /// The meeting's journal could not be written.
         case journalFailed(Meeting.ID, SystemError)
+        /// A journal's removal went (error nil) or failed, and is retried.
+        case journalRemoved(Meeting.ID, error: SystemError?)
     }
 
     let loop: EventLoop
@@ -75,6 +77,12 @@ final class SessionController {
     /// The last journal write that failed, per meeting (until it is saved or deleted): the log must not say a
     /// meeting is kept in a journal that cannot be written.
     var journalErrors: [Meeting.ID: String] = [:]
+    /// The journals whose removal failed, with the back-off before the next try: one left behind would
+    /// recover its meeting at the next start, even one the user deleted.
+    var journalRemovals: [Meeting.ID: Backoff] = [:]
+    /// The next try of each failed details write, cancelled when the meeting is deleted (`status`'s `timers`
+    /// is 0 once nothing waits).
+    var detailsRetries: [Meeting.ID: EventLoop.Timer] = [:]
     /// While a mailbox batch is handled, `session.transcript` waits for its end (`publish`).
     var transcriptCoalescing = TranscriptCoalescing.off
 
@@ -100,9 +108,10 @@ final class SessionController {
         let mailbox = try Mailbox<Message>()
         self.mailbox = mailbox
         cleanup = try SerialWorker(name: "syncups-cleanup")
-        journals = try JournalWriter(directory: state.dataDirectory) { meeting, error in
-            mailbox.post(.journalFailed(meeting, error))
-        }
+        journals = try JournalWriter(
+            directory: state.dataDirectory,
+            onError: { meeting, error in mailbox.post(.journalFailed(meeting, error)) },
+            onRemoval: { meeting, error in mailbox.post(.journalRemoved(meeting, error: error)) })
         _ = try mailbox.attach(to: loop) { [unowned self] messages in
             // A batch of recognizer results publishes the transcript once, at its end.
             transcriptCoalescing = .collecting

@@ -30,6 +30,9 @@ final class DaemonState {
     private(set) var former: FormerAttendees
     /// Saved meetings whose details file is not written yet (the clean-up thread writes them, and retries):
     /// `meetings.get` has them at once; `SessionController` performs the writes and reports to it.
+    /// What `status` warns of a meeting recovered at start-up whose details could not be written, shown while
+    /// they still wait (`detailsWrites`).
+    var recoveredDetailsWarnings: [Meeting.ID: String] = [:]
     var detailsWrites = DetailsWrites<DetailsWrite>(
         initialDelay: StoreRetry.initialDelay, maximumDelay: StoreRetry.maximumDelay)
 

@@ -1,0 +1,101 @@
+import Glibc
+import SyncUpsDaemon
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Synchronization
+import Testing
+
+/// A journal the daemon fails to remove recovers its meeting at the next start, even one the user deleted:
+/// its removal is retried until it works. Before, it was one bare unlink, its failure ignored, and a deleted
+/// sync-up came back after a restart "interrupted by a crash" that never happened.
+@Suite struct JournalRemovalTests {
+    @Test func aJournalThatCannotBeRemovedAtDeleteIsRemovedOnceItCanBe() throws {
+        let directory = TemporaryDirectory("journal-removal")
+        let lines = Mutex<[String]>([])
+        let logger = Logger(minimumLevel: .info) { _, message, _ in lines.withLock { $0.append(message) } }
+        let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+        let meetings = directory.appending("meetings")
+        let journal: String
+        do {
+            let daemon = try InProcessDaemon(
+                dataDirectory: directory.path, logger: logger, clock: .manual(startingAt: start))
+            let client = LoopClient(try daemon.connect(), daemon)
+            let created = try client.result("syncups.create", ["title": "Gone", "duration": 60, "attendees": ["A"]])
+            let started = try client.result("session.start", ["syncup": created["id"]!, "audio": false])
+            journal = meetings + "/" + (try #require(started["meeting"]?.stringValue)) + ".recording.json"
+            #expect(Files.exists(journal))
+            // `meetings/` moved away and a file in its place: the details write, the journal's final version
+            // and its removal all fail (ENOTDIR, even for root); the journal written at the start waits aside.
+            #expect(rename(meetings, meetings + ".away") == 0)
+            Files.write(meetings, "not a directory")
+            _ = try client.result("session.end", ["action": "save"])
+            _ = try client.result("syncups.delete", ["id": created["id"]!])
+            func turn(untilLogged text: String) {
+                let deadline = MonotonicInstant.now() + .seconds(5)
+                while !lines.withLock({ $0.contains { $0.contains(text) } }) && MonotonicInstant.now() < deadline {
+                    daemon.turn(waitingUpTo: 10)
+                }
+            }
+            turn(untilLogged: "cannot remove the meeting's journal")
+            // The directory is back, with the journal in it: the retry after the back-off removes it.
+            #expect(unlink(meetings) == 0 && rename(meetings + ".away", meetings) == 0)
+            #expect(Files.exists(journal))
+            daemon.advanceTime(by: .seconds(1))
+            turn(untilLogged: "removed the meeting's journal after all")
+            #expect(!Files.exists(journal))
+        }
+        // And the next start does not bring the deleted sync-up back.
+        let restarted = try InProcessDaemon(dataDirectory: directory.path, clock: .manual(startingAt: start))
+        #expect(restarted.syncUpIDs.isEmpty)
+    }
+}
+
+/// The journal's final version, kept while an ended meeting's details cannot be written, is what a crash
+/// recovers the meeting's end and insights from: when its own write failed too, it is written again at the
+/// next retries. Before, it was tried at the first failure only, and a kill -9 later lost the insights.
+@Suite struct FinalJournalRetryTests {
+    @Test func theFinalJournalIsWrittenAtALaterRetryWhenItFailedFirst() throws {
+        let directory = TemporaryDirectory("final-journal")
+        let lines = Mutex<[String]>([])
+        let logger = Logger(minimumLevel: .info) { _, message, _ in lines.withLock { $0.append(message) } }
+        let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+        let meetings = directory.appending("meetings")
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.path, logger: logger, clock: .manual(startingAt: start))
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result("syncups.create", ["title": "End", "duration": 60, "attendees": ["A", "B"]])
+        let started = try client.result("session.start", ["syncup": created["id"]!, "audio": false])
+        let meeting = try #require(started["meeting"]?.stringValue)
+        let journal = meetings + "/" + meeting + ".recording.json"
+        let details = meetings + "/" + meeting + ".json"
+        daemon.advanceTime(by: .seconds(2))
+        func turn(untilLogged text: String) {
+            let deadline = MonotonicInstant.now() + .seconds(5)
+            while !lines.withLock({ $0.contains { $0.contains(text) } }) && MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+        }
+        // `meetings/` aside and a file in its place: the details and the journal's final version both fail.
+        #expect(rename(meetings, meetings + ".away") == 0)
+        Files.write(meetings, "not a directory")
+        _ = try client.result("session.end", ["action": "save"])
+        turn(untilLogged: "cannot write the meeting journal")
+        // The directory is back (with the journal of the meeting's start), the details' path blocked still.
+        #expect(unlink(meetings) == 0 && rename(meetings + ".away", meetings) == 0)
+        #expect(mkdir(details, 0o700) == 0 && mkdir(details + "/in-the-way", 0o700) == 0)
+        func hasEnd() -> Bool {
+            guard let text = Files.readString(journal), let json = try? JSONParser().parse(text),
+                let end = json["timeline"]?["turns"]?.arrayValue?.last?["end"]
+            else { return false }
+            return end != .null
+        }
+        #expect(!hasEnd())
+        for _ in 0..<3 where !hasEnd() {
+            daemon.advanceTime(by: .seconds(4))
+            let deadline = MonotonicInstant.now() + .seconds(2)
+            while !hasEnd() && MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
+        }
+        #expect(hasEnd(), "\(Files.readString(journal) ?? "no journal")")
+    }
+}
