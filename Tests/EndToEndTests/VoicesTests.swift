@@ -12,6 +12,15 @@ let voiceWeights =
 /// voices) through the real microphone path (ALSA's file plugin), the speaker encoder in the daemon.
 @Suite(.enabled(if: FileManager.default.fileExists(atPath: voiceWeights))) struct VoicesTests {
     /// Five seconds of each attendee's speech, one after the other: a 15 s meeting of three 5 s turns.
+    /// The meeting's audio (then 5 s of silence) as the ALSA microphone, and the daemon's arguments to record it
+    /// with voices on and no recognizer.
+    static func meetingMicrophone(_ fixtures: TemporaryDirectory) throws -> (ALSAFixture, [String]) {
+        let alsa = try ALSAFixture(microphone: try meetingAudio(in: fixtures) + SpeechFixture.silence(seconds: 5))
+        return (
+            alsa, ["--audio-device", "virtmic", "--no-cue", "--speech-engine", "none", "--voice-model", voiceWeights]
+        )
+    }
+
     static func meetingAudio(in directory: TemporaryDirectory) throws -> [UInt8] {
         let made = try CommandResult.run(BuiltProducts.repositoryRoot + "/scripts/voice-fixtures", [directory.path])
         guard made.exitCode == 0 else { throw TestFailure("voice-fixtures: \(made.standardError)") }
@@ -29,12 +38,7 @@ let voiceWeights =
     }
 
     @Test func profilesAreLearnedFromTheFloorLastAcrossARestartAndAreForgotten() throws {
-        let fixtures = TemporaryDirectory("voice-fixtures")
-        let audio = try Self.meetingAudio(in: fixtures) + SpeechFixture.silence(seconds: 5)
-        let alsa = try ALSAFixture(microphone: audio)
-        let arguments = [
-            "--audio-device", "virtmic", "--no-cue", "--speech-engine", "none", "--voice-model", voiceWeights,
-        ]
+        let (alsa, arguments) = try Self.meetingMicrophone(TemporaryDirectory("voice-fixtures"))
         let home = TemporaryDirectory("voices-daemon")
         var daemon: DaemonProcess? = try DaemonProcess(
             arguments: arguments, environment: alsa.environment, directory: home)
@@ -200,12 +204,7 @@ let voiceWeights =
     /// kill -9 in the third turn: what Ann's and Ben's turns taught was written when the floor passed, and a
     /// restarted daemon has it (only the turn under way is lost).
     @Test func killedMidMeetingKeepsWhatWasLearnedUpToTheLastFloorChange() throws {
-        let fixtures = TemporaryDirectory("voice-fixtures-kill")
-        let audio = try Self.meetingAudio(in: fixtures) + SpeechFixture.silence(seconds: 5)
-        let alsa = try ALSAFixture(microphone: audio)
-        let arguments = [
-            "--audio-device", "virtmic", "--no-cue", "--speech-engine", "none", "--voice-model", voiceWeights,
-        ]
+        let (alsa, arguments) = try Self.meetingMicrophone(TemporaryDirectory("voice-fixtures-kill"))
         let home = TemporaryDirectory("voices-kill")
         let daemon = try DaemonProcess(arguments: arguments, environment: alsa.environment, directory: home)
         let client = try daemon.client()
