@@ -103,7 +103,12 @@ public struct Logger: Sendable {
     public func warning(_ message: String, _ fields: Field...) { log(.warning, message, fields) }
     public func notice(_ message: String, _ fields: Field...) { log(.notice, message, fields) }
     public func info(_ message: String, _ fields: Field...) { log(.info, message, fields) }
-    public func debug(_ message: String, _ fields: Field...) { log(.debug, message, fields) }
+    /// The message is built only when debug messages are logged: a per-window or per-chunk trace costs nothing
+    /// otherwise.
+    public func debug(_ message: @autoclosure () -> String, _ fields: Field...) {
+        guard Level.debug >= minimumLevel else { return }
+        log(.debug, message(), fields)
+    }
 
     /// One line per message on standard error: `warning: message (syncup=…)`.
     public static func standardError(minimumLevel: Level = .info) -> Logger {

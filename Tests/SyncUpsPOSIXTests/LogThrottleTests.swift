@@ -88,3 +88,22 @@ import Testing
         #expect(lines.withLock { $0 } == ["warning: one", "warning: two"])
     }
 }
+
+/// A debug line's text is made only when debug lines are logged: per-window traces cost nothing otherwise.
+@Suite struct LoggerLevelTests {
+    @Test func aDebugMessageIsBuiltOnlyWhenDebugIsLogged() {
+        let built = Atomic<Int>(0)
+        func message() -> String {
+            built.add(1, ordering: .relaxed)
+            return "a window"
+        }
+        let lines = LogThrottleTests.Lines()
+        let logger = Logger(minimumLevel: .info) { level, message, _ in lines.append("\(level.name): \(message)") }
+        logger.debug(message())
+        #expect(built.load(ordering: .relaxed) == 0)
+        logger.changeMinimumLevel(to: .debug)
+        logger.debug(message())
+        #expect(built.load(ordering: .relaxed) == 1)
+        #expect(lines.withLock { $0 } == ["debug: a window"])
+    }
+}

@@ -147,6 +147,15 @@ final class VoiceService {
         }
     }
 
+    private static func traceLine(
+        _ window: VoiceWindow, channel: VoiceChannel, start: Double, end: Double, _ outcome: String
+    ) -> String {
+        let span = "\((start * 100).rounded() / 100)-\((end * 100).rounded() / 100) s"
+        let level = window.level.isFinite ? "\(Int(window.level.rounded()))" : "-inf"
+        let similarity = window.echoSimilarity.map { ", following the call \(($0 * 100).rounded() / 100)" } ?? ""
+        return "voices: \(channel) window \(span) (\(level) dBFS\(similarity)): \(outcome)"
+    }
+
     private func receive(_ message: Message) {
         switch message {
         case .window(let window, let channel, let meeting):
@@ -155,13 +164,11 @@ final class VoiceService {
             let start = Double(window.start) / rate
             let end = Double(window.start + window.count) / rate
             // A call meeting's windows, each with what became of it: why a profile learned what it did.
+            // Built only when debug messages are logged.
             func trace(_ outcome: String) {
                 guard let channel else { return }
-                let span = "\((start * 100).rounded() / 100)-\((end * 100).rounded() / 100) s"
-                let similarity = window.echoSimilarity.map { ", following the call \(($0 * 100).rounded() / 100)" }
                 logger.debug(
-                    "voices: \(channel) window \(span) (\(window.level.isFinite ? "\(Int(window.level.rounded()))" : "-inf") dBFS\(similarity ?? "")): \(outcome)",
-                    .meeting(meeting))
+                    Self.traceLine(window, channel: channel, start: start, end: end, outcome), .meeting(meeting))
             }
             guard let embedding = window.embedding, let listening = listening[meeting] else {
                 return trace(window.echo ? "the call's echo" : "silence")
