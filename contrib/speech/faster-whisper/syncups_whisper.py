@@ -335,8 +335,8 @@ def read_ct2_model(path):
 
 
 # In the copy's name: format 1 quantized the convolutions too (see quantize_whisper_model); format 2's mark had
-# no checksum and no source.
-COPY_FORMAT = 3
+# no checksum and no source; format 3's covered model.bin only (a vocabulary damaged in place failed every start).
+COPY_FORMAT = 4
 COPY_MARK = "syncups-whisper-copy.json"  # written last into a copy: it is whole
 TEMPORARY = re.compile(r"\.(\d+)(\.old)?\.tmp$")  # a copy in the making, or a broken one on its way out: its pid
 COPY_NAME = re.compile(r"-\d+-\d+-ct2-[^/]+-int8(-v(\d+))?$")  # a copy's name, in any format so far
@@ -392,10 +392,10 @@ def quantize_whisper_model(source, destination, np):
         for name in os.listdir(source):
             if name != "model.bin" and os.path.isfile(os.path.join(source, name)):
                 shutil.copyfile(os.path.join(source, name), os.path.join(partial, name))
-        binary = os.path.join(partial, "model.bin")
+        files = {name: [os.path.getsize(os.path.join(partial, name)), checksum(os.path.join(partial, name))]
+                 for name in os.listdir(partial)}
         with open(os.path.join(partial, COPY_MARK), "w", encoding="utf-8") as mark:
-            json.dump({"model.bin": os.path.getsize(binary), "crc32": checksum(binary),
-                       "source": os.path.realpath(source)}, mark)
+            json.dump({"files": files, "source": os.path.realpath(source)}, mark)
         try:
             os.rename(partial, destination)  # whole or not at all
             return True
@@ -410,8 +410,8 @@ def quantize_whisper_model(source, destination, np):
 
 
 def copy_mark(directory):
-    """The mark of the copy in `directory` ({"model.bin": size, "crc32": checksum, "source": model directory}),
-    or None."""
+    """The mark of the copy in `directory` ({"files": {name: [size, CRC-32]}, "source": model directory}), or
+    None."""
     try:
         with open(os.path.join(directory, COPY_MARK), encoding="utf-8") as mark:
             value = json.load(mark)
@@ -421,14 +421,16 @@ def copy_mark(directory):
 
 
 def whole_copy(directory):
-    """Whether `directory` holds a whole int8 copy: its mark, and a model.bin of the size and checksum the mark says
-    (a copy damaged in place, its size unchanged, was loaded at every start and decoded garbage)."""
+    """Whether `directory` holds a whole int8 copy: its mark, and every file the mark lists (model.bin among them)
+    of the size and checksum it says. A copy damaged in place, its size unchanged, was loaded at every start and
+    decoded garbage (model.bin) or failed (vocabulary.txt)."""
     mark = copy_mark(directory)
     try:
-        binary = os.path.join(directory, "model.bin")
-        return (mark is not None and os.path.getsize(binary) == mark["model.bin"]
-                and checksum(binary) == mark["crc32"])
-    except (OSError, KeyError, TypeError):
+        files = mark["files"]
+        return "model.bin" in files and all(
+            os.path.getsize(os.path.join(directory, name)) == size
+            and checksum(os.path.join(directory, name)) == crc for name, (size, crc) in files.items())
+    except (OSError, KeyError, TypeError, ValueError):
         return False
 
 

@@ -750,6 +750,26 @@ class CacheTests(unittest.TestCase):
         self.assertEqual(self.copy(), destination)
         self.assertEqual(self.logged, [], "a whole copy was made again")
 
+    def test_a_copy_whose_vocabulary_is_damaged_in_place_is_made_again(self):
+        """64 bytes of the copy's vocabulary.txt overwritten, its size unchanged: the mark covered model.bin only,
+        so the copy was kept and every start failed ("<|startoftranscript|> token was not found in the prompt")
+        until the user found the cache and deleted it."""
+        destination = self.copy()
+        vocabulary = os.path.join(destination, "vocabulary.txt")
+        with open(vocabulary, "rb") as f:
+            original = f.read()
+        with open(vocabulary, "r+b") as f:
+            f.seek(len(original) // 2)
+            f.write(b"#" * 64)
+        del self.logged[:]
+        self.assertEqual(self.copy(), destination)
+        with open(vocabulary, "rb") as f:
+            self.assertEqual(f.read(), original, "the damaged vocabulary was kept")
+        self.assertTrue(any("checksum" in line for line in self.logged), self.logged)
+        del self.logged[:]
+        self.assertEqual(self.copy(), destination)
+        self.assertEqual(self.logged, [], "a whole copy was made again")
+
     def test_copies_of_models_that_are_gone_and_of_an_older_format_are_removed(self):
         """Each venv (each clone, each reinstall in another place) left its 40 MB copy for good, and so did the
         copies of the name format before: 12 copies, 470 MB, in one cache."""
