@@ -270,32 +270,47 @@ def word_key(text):
     return "".join(character for character in text.lower() if character.isalnum())
 
 
-def agreed_words(previous, current):
-    """How many words two successive decodes of the same utterance agree on from its start (LocalAgreement-2 of
-    Machacek et al., 2023, "Turning Whisper into Real-Time Transcription System"): the words both heard, in the
-    same order from the first one, spelled alike but for case and punctuation. Each word is (text, start, end)."""
-    count = 0
-    for before, now in zip(previous, current):
-        if not word_key(before[0]) or word_key(before[0]) != word_key(now[0]):
-            break
-        count += 1
-    return count
+def timed_words(result):
+    """The words of a decode's result (_decode) as (text as Whisper spaced it, start, end); none for None."""
+    return [(spoken, word["start"], word["end"]) for spoken, word in zip(result["spoken"], result["words"])] \
+        if result else []
 
 
-def settled_words(words, agreed):
-    """How many of the first `agreed` words of a decode to settle: up to the last of them that ends a clause
-    (a comma, a full stop...: Whisper's mark of a pause), if a word the decode heard follows it. An utterance cut
-    between two words of a clause lost the next ones to tiny.en ("more respectable than he | was. Unless to be"
-    decoded after the cut as "must be"; "might be | prudently" as "currently"); at a clause's end the speaker
-    paused; an abbreviation's full stop ("Mr.") is no clause's end. 0: none."""
-    for count in range(min(agreed, len(words) - 1), 0, -1):
-        word = words[count - 1][0].strip()
-        if word[-1:] in CLAUSE_ENDS and not (word.endswith(".") and word_key(word) in ABBREVIATIONS):
-            return count
+def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0):
+    """How many words of a decode of the open utterance to settle: up to the last word that ends a clause (a
+    comma, a full stop...: Whisper's mark of a pause; not an abbreviation's "Mr.") and is followed by another,
+    where the decode before (`previous`) put the same boundary: the same word ends there and the
+    same word follows, each within `slack` seconds of the other decode's; or up to the last sentence's end
+    (a full stop, ? or !) that ends `margin` seconds or more before the end of the audio decoded (`heard_to`,
+    meeting seconds). 0: none. Each word is (text, start, end), in meeting seconds.
+
+    After LocalAgreement-2 (Machacek et al., 2023, "Turning Whisper into Real-Time Transcription System"), which
+    settles the words two successive decodes agree on from the start; tiny.en flipped a word between decodes
+    ("an old-sposed young man" and "an ill-disposed young man" three times in a row), and nothing of a monologue
+    was settled for 22 s. Here the boundary must be stable, the words before it are the later decode's. With
+    agreement alone, at the partials' pace (a tenth of a core: one every 2-4 s), a monologue's last settled
+    clause lagged 5-13 s behind its speech, and its final decoded as much (on a loaded machine, 2.3-4.8 s after
+    the speech ended); a sentence that ends a second before the audio does is not the decode's last words (a
+    comma is not enough alone: "He was not, | an ill-disposed young man" came back as "and old-s-y-y-y"). Cut
+    between any two words of a clause, tiny.en lost the next ones ("more respectable than he | was. Unless to be"
+    decoded after the cut as "must be"; "might be | prudently" as "currently"): at a clause's end the speaker
+    paused."""
+    for count in range(len(current) - 1, 0, -1):
+        word, following = current[count - 1], current[count]
+        text = word[0].strip()
+        if text[-1:] not in CLAUSE_ENDS or (text.endswith(".") and word_key(text) in ABBREVIATIONS):
+            continue
+        if heard_to is not None and word[2] <= heard_to - margin and text[-1:] in SENTENCE_ENDS:
+            return count  # a sentence's end `margin` seconds before the end of the audio decoded
+        for before, after in zip(previous, previous[1:]):
+            if (word_key(before[0]) == word_key(text) and word_key(after[0]) == word_key(following[0])
+                    and abs(before[2] - word[2]) <= slack and abs(after[1] - following[1]) <= slack):
+                return count
     return 0
 
 
 CLAUSE_ENDS = tuple(".,;:?!")
+SENTENCE_ENDS = tuple(".?!")
 ABBREVIATIONS = frozenset(("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "prof", "mt", "no", "co", "inc", "ltd")
                           + tuple("abcdefghijklmnopqrstuvwxyz"))
 
@@ -715,7 +730,6 @@ RETRY_EMPTY = 0.25  # seconds before the open segment is decoded again after a p
 PREROLL = int(0.15 * RATE)
 FIRST_PARTIAL_SPEECH = 0.5  # seconds of an utterance (from its first voiced frame) before its first partial
 MIN_SETTLED_WORDS = 2  # the fewest words settled ahead of an utterance's end (_commit)
-PROMPT_WORDS = 40  # the most settled words in the prompt of the decodes after them
 
 
 class Engine:
@@ -757,8 +771,6 @@ class Engine:
         # (open segment's start, [(text, start, end)] in meeting seconds): the words of the open segment's last
         # timed partial, which the next one must agree with for them to be settled (_commit).
         self.hypothesis = None
-        # (sample, text): the words settled just before that sample, the prompt of a decode that starts there.
-        self.context = None
         self.commits = 0
 
     # -- input
@@ -875,9 +887,8 @@ class Engine:
         Without `words` (a partial), also without the Silero VAD and timestamps: the text alone, sooner. Not
         `final` (by default: not `words`): a partial, without the Silero VAD, timestamp tokens or retries at
         higher temperatures, with the word timings of the alignment if `words`.
-        A segment that starts where the last one ended is decoded with the unvoiced audio before it too
-        (_keep_preroll), and one that starts where words of its utterance were settled with their text as the
-        prompt (_commit); no word of the result lies before `start`."""
+        A segment that starts where the last one ended is decoded with the audio before it too (_keep_preroll,
+        _commit); no word of the result lies before `start`."""
         if final is None:
             final = words
         args = self.args
@@ -908,8 +919,6 @@ class Engine:
         )
         if not final:
             kwargs["temperature"] = 0.0  # a partial is provisional: no retries at higher temperatures
-        if self.context is not None and self.context[0] <= start <= self.context[0] + self.params.pad:
-            kwargs["initial_prompt"] = self.context[1]  # the words settled right before (_commit)
         if args.vad_filter and final:
             kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
         segments, _ = self.model.transcribe(audio, **kwargs)
@@ -1011,6 +1020,9 @@ class Engine:
             if self.speculation is None or self.speculation[0] != (open_start, end):
                 result = self._decode(open_start, end)
                 self.speculation = ((open_start, end), result)
+                if self._timed(open_start):
+                    # If the speaker goes on after all, the next partial settles what this decode agrees with.
+                    self.hypothesis = (open_start, timed_words(result))
                 self._partial(result)
                 self.last_partial = time.monotonic()
                 self.partial_wait = self.args.partial_interval
@@ -1019,9 +1031,7 @@ class Engine:
             return 0.05  # maybe stopping: keep the engine free for the decode ahead of the final
         if now - self.last_partial >= self.partial_wait:
             cpu_before = self.compute_cpu_seconds
-            commit_after = int(self.args.commit_after * RATE)
-            timed = 0 < commit_after and (self.received - open_start >= commit_after or (
-                self.hypothesis is not None and self.hypothesis[0] <= open_start))
+            timed = self._timed(open_start)
             result = self._decode(open_start, self.received, words=timed, final=False)
             if timed:
                 result = self._commit(open_start, result)
@@ -1037,20 +1047,25 @@ class Engine:
             return self.partial_wait
         return self.partial_wait - (now - self.last_partial)
 
+    def _timed(self, open_start):
+        """Whether the open segment's partials are decoded with word timings (_commit): it is --commit-after long,
+        or words of its utterance were settled already."""
+        commit_after = int(self.args.commit_after * RATE)
+        return 0 < commit_after and (self.received - open_start >= commit_after or (
+            self.hypothesis is not None and self.hypothesis[0] <= open_start))
+
     def _commit(self, open_start, result):
-        """Settles the words of the open segment that this timed partial and the one before agree on (agreed_words)
-        as a final, when a word the decode heard follows them: the segment is cut between the last of them and
-        that one, at the quietest frame there, and goes on from the cut, decoded with the settled text as its
-        prompt. So a long utterance is settled as it goes at word boundaries, not at pauses (a 0.3 s pause inside
+        """Settles the words of the open segment up to a clause end this timed partial and the one before agree on
+        (settled_words) as a final: the segment is cut between that word and the next, at the quietest frame
+        there, and goes on from the cut. Not with the settled words as its prompt, as LocalAgreement does: tiny.en's
+        garbled words ("old-s-y") went on as loops in the decodes after them. So a long utterance is settled as it goes at word boundaries, not at pauses (a 0.3 s pause inside
         a word cut it), its final decode covers only its last unsettled words (a 7.7 s phrase decoded once it
         closed settled 1.33 s after its end) and each partial only the words after the last cut.
         Returns the partial to show: the words after the cut, or `result` if nothing was settled."""
-        words = [(spoken, word["start"], word["end"])
-                 for spoken, word in zip(result["spoken"], result["words"])] if result else []
+        words = timed_words(result)
         previous = self.hypothesis[1] if self.hypothesis is not None and self.hypothesis[0] <= open_start else []
         self.hypothesis = (open_start, words)
-        agreed = agreed_words([word for word in previous if word[2] > open_start / RATE], words)
-        count = settled_words(words, agreed)
+        count = settled_words(previous, words, self.received / RATE)
         if count < MIN_SETTLED_WORDS:
             return result
         # The quietest frame from a little before the last settled word's end to a little after the next word's
@@ -1071,8 +1086,6 @@ class Engine:
         self.commits += 1
         if self.args.verbose:
             log("settled %.2f-%.2f s: %r" % (open_start / RATE, seconds, text))
-        before = self.context[1] if self.context is not None and self.context[0] <= open_start else ""
-        self.context = (cut, " ".join((before + " " + text).split()[-PROMPT_WORDS:]))
         self.hypothesis = (cut, words[count:])
         self.speculation = None
         # The audio just before the cut goes with the decodes after it, for the soft start of the first word
