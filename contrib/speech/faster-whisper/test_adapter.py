@@ -661,6 +661,33 @@ class LiveTests(unittest.TestCase):
         samples, _ = decoder.model.calls[2]
         self.assertEqual(samples, decoder.received - cut + engine.PREROLL, "the rest, with 0.15 s before it")
 
+    def test_the_decode_ahead_of_a_final_counts_as_a_partial_when_the_speaker_goes_on(self):
+        """A pause of 0.3-0.4 s (a breath) is decoded for the final ahead of the utterance's closing; when the
+        speaker goes on, that decode is the one the next partial is compared with, so a clause end both put at
+        the same place settles at once, not two partials later."""
+        import io
+        heard = [(" Had", 2.0, 2.3), (" he", 2.3, 2.5), (" married,", 2.5, 3.0), (" a", 3.1, 3.3), (" more", 3.3, 3.7)]
+        ahead = fake_segment("".join(w for w, _, _ in heard), words=heard)
+        later = fake_segment(ahead.text + " amiable", words=heard + [(" amiable", 4.2, 4.6)])
+        stream = io.BytesIO()
+        decoder = engine.Engine(engine.parse_args([]), engine.Output(stream), self.numpy)
+        decoder.model = FakeModel([ahead], [later])
+        speech = self.numpy.frombuffer(self.speech(4.5), dtype="<i2").reshape(-1, engine.FRAME).copy()
+        speech[1::5] //= 50  # a quiet frame in five, as speech has
+        speech = speech.tobytes()
+        decoder._add_audio(silence(0.3) + speech[:int(3.5 * RATE) * 2] + silence(0.35), time.monotonic())
+        _, open_start, _ = decoder._plan()
+        decoder._live(open_start)
+        self.assertEqual(len(decoder.model.calls), 1)
+        self.assertTrue(decoder.model.calls[0][1]["vad_filter"], "the decode ahead of a final")
+        decoder._add_audio(speech[int(3.5 * RATE) * 2:], time.monotonic())
+        _, open_start, _ = decoder._plan()
+        decoder.last_partial -= 1.0
+        decoder._live(open_start)
+        self.assertEqual(len(decoder.model.calls), 2)
+        finals = [json.loads(line) for line in stream.getvalue().splitlines() if b'"final"' in line]
+        self.assertEqual([f["text"] for f in finals], ["Had he married,"])
+
     def test_words_are_settled_up_to_a_clause_end_two_decodes_put_at_the_same_place_or_a_second_back(self):
         """tiny.en flipped "an old-sposed young man" and "an ill-disposed young man" between decodes: settling only
         the words two decodes agree on from the start settled nothing of a monologue for 22 s. A boundary both
