@@ -315,7 +315,7 @@ ABBREVIATIONS = frozenset(("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "pro
                           + tuple("abcdefghijklmnopqrstuvwxyz"))
 
 # seconds: the longest the share of a core may space two partials. 2 s cost a monologue's partials up to a third of
-# a core when an utterance ran to 25 s; since a long utterance ends at a breath (--long-utterance), its part in
+# a core when an utterance ran to 25 s; since a long utterance is settled as it goes (Engine._commit), its part in
 # progress is short and its partials cost 0.1-0.5 s of CPU, so that at most 4 s keeps them within a tenth of a core.
 PARTIAL_MAX_WAIT = 4.0
 
@@ -769,7 +769,7 @@ class Engine:
         # segment that starts right there (a long utterance ended at a short pause; see _decode).
         self.preroll = None
         # (open segment's start, [(text, start, end)] in meeting seconds): the words of the open segment's last
-        # timed partial, which the next one must agree with for them to be settled (_commit).
+        # timed decode, the one the next timed partial is compared with (_commit).
         self.hypothesis = None
         self.commits = 0
 
@@ -1055,12 +1055,13 @@ class Engine:
             self.hypothesis is not None and self.hypothesis[0] <= open_start))
 
     def _commit(self, open_start, result):
-        """Settles the words of the open segment up to a clause end this timed partial and the one before agree on
-        (settled_words) as a final: the segment is cut between that word and the next, at the quietest frame
-        there, and goes on from the cut. Not with the settled words as its prompt, as LocalAgreement does: tiny.en's
-        garbled words ("old-s-y") went on as loops in the decodes after them. So a long utterance is settled as it goes at word boundaries, not at pauses (a 0.3 s pause inside
-        a word cut it), its final decode covers only its last unsettled words (a 7.7 s phrase decoded once it
-        closed settled 1.33 s after its end) and each partial only the words after the last cut.
+        """Settles the words of the open segment that this timed partial heard up to a clause end (settled_words) as
+        a final: the segment is cut between that word and the next, at the quietest frame there, and goes on from
+        the cut. Not with the settled words as its prompt, as LocalAgreement does: tiny.en's garbled words
+        ("old-s-y") went on as loops in the decodes after them. So a long utterance is settled as it goes, at word
+        boundaries, not at pauses (a 0.3 s pause inside a word cut it); its final decode covers only its last
+        unsettled words (a 7.7 s phrase decoded once it closed settled 1.33 s after its end), and each partial
+        only the words after the last cut.
         Returns the partial to show: the words after the cut, or `result` if nothing was settled."""
         words = timed_words(result)
         previous = self.hypothesis[1] if self.hypothesis is not None and self.hypothesis[0] <= open_start else []
@@ -1355,7 +1356,8 @@ def main(argv=None):
         return 1
     audio = engine.received / RATE
     cpu = time.process_time()
-    log("done: %.1f s of audio, %d finals (%d settled ahead of their utterance's end), %d partials, %.1f s decoding (%.1f s CPU) %.1f s of speech (%.1f s "
+    log("done: %.1f s of audio, %d finals (%d settled ahead of their utterance's end), %d partials, %.1f s decoding "
+        "(%.1f s CPU) %.1f s of speech (%.1f s "
         "wall); CPU %.2f s in all, %.2f s of it after the warm-up, %.2f s outside decodes"
         % (audio, engine.finals, engine.commits, engine.partials, engine.compute_seconds, engine.compute_cpu_seconds,
            engine.audio_seconds_transcribed, time.monotonic() - STARTED, cpu, cpu - ready_cpu,
