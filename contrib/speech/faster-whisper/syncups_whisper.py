@@ -265,8 +265,57 @@ def token_budget(seconds):
     return min(440, 16 + int(math.ceil(10 * seconds)))
 
 
+def word_key(text):
+    """A word as two decodes are compared: its letters and digits, lower case ("Dashwood," and "dashwood")."""
+    return "".join(character for character in text.lower() if character.isalnum())
+
+
+def timed_words(result):
+    """The words of a decode's result (_decode) as (text as Whisper spaced it, start, end); none for None."""
+    return [(spoken, word["start"], word["end"]) for spoken, word in zip(result["spoken"], result["words"])] \
+        if result else []
+
+
+def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0):
+    """How many words of a decode of the open utterance to settle: up to the last word that ends a clause (a
+    comma, a full stop...: Whisper's mark of a pause; not an abbreviation's "Mr.") and is followed by another,
+    where the decode before (`previous`) put the same boundary: the same word ends there and the
+    same word follows, each within `slack` seconds of the other decode's; or up to the last sentence's end
+    (a full stop, ? or !) that ends `margin` seconds or more before the end of the audio decoded (`heard_to`,
+    meeting seconds). 0: none. Each word is (text, start, end), in meeting seconds.
+
+    After LocalAgreement-2 (Machacek et al., 2023, "Turning Whisper into Real-Time Transcription System"), which
+    settles the words two successive decodes agree on from the start; tiny.en flipped a word between decodes
+    ("an old-sposed young man" and "an ill-disposed young man" three times in a row), and nothing of a monologue
+    was settled for 22 s. Here the boundary must be stable, the words before it are the later decode's. With
+    agreement alone, at the partials' pace (a tenth of a core: one every 2-4 s), a monologue's last settled
+    clause lagged 5-13 s behind its speech, and its final decoded as much (on a loaded machine, 2.3-4.8 s after
+    the speech ended); a sentence that ends a second before the audio does is not the decode's last words (a
+    comma is not enough alone: "He was not, | an ill-disposed young man" came back as "and old-s-y-y-y"). Cut
+    between any two words of a clause, tiny.en lost the next ones ("more respectable than he | was. Unless to be"
+    decoded after the cut as "must be"; "might be | prudently" as "currently"): at a clause's end the speaker
+    paused."""
+    for count in range(len(current) - 1, 0, -1):
+        word, following = current[count - 1], current[count]
+        text = word[0].strip()
+        if text[-1:] not in CLAUSE_ENDS or (text.endswith(".") and word_key(text) in ABBREVIATIONS):
+            continue
+        if heard_to is not None and word[2] <= heard_to - margin and text[-1:] in SENTENCE_ENDS:
+            return count  # a sentence's end `margin` seconds before the end of the audio decoded
+        for before, after in zip(previous, previous[1:]):
+            if (word_key(before[0]) == word_key(text) and word_key(after[0]) == word_key(following[0])
+                    and abs(before[2] - word[2]) <= slack and abs(after[1] - following[1]) <= slack):
+                return count
+    return 0
+
+
+CLAUSE_ENDS = tuple(".,;:?!")
+SENTENCE_ENDS = tuple(".?!")
+ABBREVIATIONS = frozenset(("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "prof", "mt", "no", "co", "inc", "ltd")
+                          + tuple("abcdefghijklmnopqrstuvwxyz"))
+
 # seconds: the longest the share of a core may space two partials. 2 s cost a monologue's partials up to a third of
-# a core when an utterance ran to 25 s; since a long utterance ends at a breath (--long-utterance), its part in
+# a core when an utterance ran to 25 s; since a long utterance is settled as it goes (Engine._commit), its part in
 # progress is short and its partials cost 0.1-0.5 s of CPU, so that at most 4 s keeps them within a tenth of a core.
 PARTIAL_MAX_WAIT = 4.0
 
@@ -682,6 +731,7 @@ RETRY_EMPTY = 0.25  # seconds before the open segment is decoded again after a p
 # more word, "him." or "them.", at the start of 4 of 5 such segments)
 PREROLL = int(0.15 * RATE)
 FIRST_PARTIAL_SPEECH = 0.5  # seconds of an utterance (from its first voiced frame) before its first partial
+MIN_SETTLED_WORDS = 2  # the fewest words settled ahead of an utterance's end (_commit)
 
 
 class Engine:
@@ -720,6 +770,10 @@ class Engine:
         # (sample, PCM bytes): the unvoiced audio just before the end of the last segment transcribed, for a
         # segment that starts right there (a long utterance ended at a short pause; see _decode).
         self.preroll = None
+        # (open segment's start, [(text, start, end)] in meeting seconds): the words of the open segment's last
+        # timed decode, the one the next timed partial is compared with (_commit).
+        self.hypothesis = None
+        self.commits = 0
 
     # -- input
 
@@ -829,11 +883,16 @@ class Engine:
         else:
             self.preroll = None
 
-    def _decode(self, start, end, words=True):
-        """The text of samples [start, end): {"text", "start", "end", "words"} in meeting seconds, or None.
-        Without `words` (a partial), also without the Silero VAD and timestamps: the text alone, sooner.
-        A segment that starts where the last one ended is decoded with the unvoiced audio before it too
-        (_keep_preroll); no word of the result lies before `start`."""
+    def _decode(self, start, end, words=True, final=None):
+        """The text of samples [start, end): {"text", "start", "end", "words", "spoken"} in meeting seconds, or
+        None ("spoken": the words' text as Whisper spaced it, for a text made of some of them).
+        Without `words` (a partial), also without the Silero VAD and timestamps: the text alone, sooner. Not
+        `final` (by default: not `words`): a partial, without the Silero VAD, timestamp tokens or retries at
+        higher temperatures, with the word timings of the alignment if `words`.
+        A segment that starts where the last one ended is decoded with the audio before it too (_keep_preroll,
+        _commit); no word of the result lies before `start`."""
+        if final is None:
+            final = words
         args = self.args
         audio = self._samples(start, end)
         t0 = start / RATE
@@ -854,19 +913,20 @@ class Engine:
             language=args.language,
             beam_size=args.beam_size,
             word_timestamps=words,
-            without_timestamps=not words,
+            without_timestamps=not final,
             condition_on_previous_text=False,
-            vad_filter=args.vad_filter and words,
+            vad_filter=args.vad_filter and final,
             # No one says more than ~5 tokens a second: a decode stuck on repeated words stops there.
             max_new_tokens=token_budget(t1 - t0),
         )
-        if not words:
+        if not final:
             kwargs["temperature"] = 0.0  # a partial is provisional: no retries at higher temperatures
-        if args.vad_filter and words:
+        if args.vad_filter and final:
             kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
         segments, _ = self.model.transcribe(audio, **kwargs)
         texts = []
         found = []
+        spoken_text = []
         for segment in segments:
             text = segment.text.strip()
             if not text:
@@ -898,6 +958,7 @@ class Engine:
                     ws = clamp(origin + start_s, found[-1]["start"] if found else t0)
                     we = clamp(origin + end_s, ws)
                     found.append({"word": w, "start": ws, "end": we})
+                    spoken_text.append(spoken)
             texts.append(text)
         elapsed = time.monotonic() - began
         cpu = time.process_time() - began_cpu
@@ -906,14 +967,15 @@ class Engine:
         text = " ".join(texts).strip()
         if args.verbose:
             log("%s %.2f-%.2f s (%.2f s) in %.2f s (%.2f s CPU): %r"
-                % ("segment" if words else "partial", t0, t1, t1 - t0, elapsed, cpu, text))
+                % ("segment" if final else "timed partial" if words else "partial", t0, t1, t1 - t0, elapsed, cpu,
+                   text))
         if not text:
             return None
         if found:
             start_s, end_s = found[0]["start"], max(w["end"] for w in found)
         else:
             start_s, end_s = clamp(t0), clamp(t1)
-        return {"text": text, "start": start_s, "end": end_s, "words": found}
+        return {"text": text, "start": start_s, "end": end_s, "words": found, "spoken": spoken_text}
 
     def _transcribe(self, start, end):
         """The final of the closed segment [start, end): the speculative decode if it covered exactly that."""
@@ -925,8 +987,12 @@ class Engine:
         self.audio_seconds_transcribed += (end - start) / RATE
         if result is None:
             return
+        self._final(result)
+
+    def _final(self, result):
         self.finals += 1
-        self.out.write(dict(type="final", **result))
+        self.out.write({"type": "final", "text": result["text"], "start": result["start"], "end": result["end"],
+                        "words": result["words"]})
 
     def _partial(self, result):
         if result is not None:
@@ -956,6 +1022,9 @@ class Engine:
             if self.speculation is None or self.speculation[0] != (open_start, end):
                 result = self._decode(open_start, end)
                 self.speculation = ((open_start, end), result)
+                if self._timed(open_start):
+                    # If the speaker goes on after all, the next partial settles what this decode agrees with.
+                    self.hypothesis = (open_start, timed_words(result))
                 self._partial(result)
                 self.last_partial = time.monotonic()
                 self.partial_wait = self.args.partial_interval
@@ -964,7 +1033,10 @@ class Engine:
             return 0.05  # maybe stopping: keep the engine free for the decode ahead of the final
         if now - self.last_partial >= self.partial_wait:
             cpu_before = self.compute_cpu_seconds
-            result = self._decode(open_start, self.received, words=False)
+            timed = self._timed(open_start)
+            result = self._decode(open_start, self.received, words=timed, final=False)
+            if timed:
+                result = self._commit(open_start, result)
             self._partial(result)
             self.last_partial = time.monotonic()
             # Nothing heard yet (the first word not complete, or dropped as made up): again as soon as a little
@@ -976,6 +1048,58 @@ class Engine:
                                  if result is not None else min(interval, RETRY_EMPTY))
             return self.partial_wait
         return self.partial_wait - (now - self.last_partial)
+
+    def _timed(self, open_start):
+        """Whether the open segment's partials are decoded with word timings (_commit): it is --commit-after long,
+        or words of its utterance were settled already."""
+        commit_after = int(self.args.commit_after * RATE)
+        return 0 < commit_after and (self.received - open_start >= commit_after or (
+            self.hypothesis is not None and self.hypothesis[0] <= open_start))
+
+    def _commit(self, open_start, result):
+        """Settles the words of the open segment that this timed partial heard up to a clause end (settled_words) as
+        a final: the segment is cut between that word and the next, at the quietest frame there, and goes on from
+        the cut. Not with the settled words as its prompt, as LocalAgreement does: tiny.en's garbled words
+        ("old-s-y") went on as loops in the decodes after them. So a long utterance is settled as it goes, at word
+        boundaries, not at pauses (a 0.3 s pause inside a word cut it); its final decode covers only its last
+        unsettled words (a 7.7 s phrase decoded once it closed settled 1.33 s after its end), and each partial
+        only the words after the last cut.
+        Returns the partial to show: the words after the cut, or `result` if nothing was settled."""
+        words = timed_words(result)
+        previous = self.hypothesis[1] if self.hypothesis is not None and self.hypothesis[0] <= open_start else []
+        self.hypothesis = (open_start, words)
+        count = settled_words(previous, words, self.received / RATE)
+        if count < MIN_SETTLED_WORDS:
+            return result
+        # The quietest frame from a little before the last settled word's end to a little after the next word's
+        # start (the alignment's word boundaries are within a frame or two of the audio's).
+        lo = max(int((words[count - 1][2] - 0.06) * RATE), open_start + FRAME, self.first_frame * FRAME)
+        hi = min(int((max(words[count][1], words[count - 1][2]) + 0.06) * RATE), self.received - FRAME)
+        frames = range(-(-lo // FRAME) - self.first_frame, hi // FRAME - self.first_frame + 1)
+        if not frames:
+            return result
+        cut = (self.first_frame + min(frames, key=lambda k: (self.levels[k], k))) * FRAME
+        settled = result["words"][:count]
+        text = "".join(result["spoken"][:count]).strip()
+        seconds = cut / RATE
+        for word in settled:
+            word["end"] = min(word["end"], seconds)
+            word["start"] = min(word["start"], word["end"])
+        self._final({"text": text, "start": settled[0]["start"], "end": settled[-1]["end"], "words": settled})
+        self.commits += 1
+        if self.args.verbose:
+            log("settled %.2f-%.2f s: %r" % (open_start / RATE, seconds, text))
+        self.hypothesis = (cut, words[count:])
+        self.speculation = None
+        # The audio just before the cut goes with the decodes after it, for the soft start of the first word
+        # after it; a word the decode puts there is the last settled one's end, and dropped (_decode).
+        base = self.first_frame * FRAME
+        self.preroll = (cut, bytes(self.pcm[(max(cut - PREROLL, base) - base) * 2:(cut - base) * 2]))
+        self.audio_seconds_transcribed += (cut - open_start) / RATE
+        self._advance(cut)
+        rest = words[count:]
+        return {"text": "".join(word[0] for word in rest).strip(), "start": max(rest[0][1], seconds),
+                "end": result["end"], "words": []}
 
     def warm_up(self):
         """One decode of faint noise before the meeting's first words: a process's first decode costs 0.2 s more
@@ -1025,6 +1149,7 @@ class Engine:
                 waited = time.monotonic() - self.arrivals[closing]
                 if self.eof or waited >= self.grace:
                     self._transcribe(start, end)
+                    self.hypothesis = None
                     self.transcribed.append((start, end))
                     self._keep_preroll(end)
                     self._advance(end)
@@ -1077,9 +1202,12 @@ def parse_args(argv):
     parser.add_argument("--max-segment", type=float, default=25.0, help="longest segment in seconds (default 25)")
     parser.add_argument("--min-silence", type=float, default=0.4,
                         help="silence that ends a segment, in seconds (default 0.4)")
-    parser.add_argument("--long-utterance", type=float, default=6.0,
+    parser.add_argument("--commit-after", type=float, default=3.0,
+                        help="seconds of an utterance after which its partials are decoded with word timings, and "
+                        "the words two of them in a row agree on are settled as a final (default 3; 0: never)")
+    parser.add_argument("--long-utterance", type=float, default=0.0,
                         help="seconds of an utterance after which a shorter pause (--long-pause) ends it too "
-                        "(default 6; 0: only --min-silence and --max-segment end one)")
+                        "(default 0: only --min-silence and --max-segment end one)")
     parser.add_argument("--long-pause", type=float, default=0.3,
                         help="the pause that ends an utterance longer than --long-utterance, seconds (default 0.3)")
     parser.add_argument("--partial-interval", type=float, default=0.7,
@@ -1230,9 +1358,10 @@ def main(argv=None):
         return 1
     audio = engine.received / RATE
     cpu = time.process_time()
-    log("done: %.1f s of audio, %d finals, %d partials, %.1f s decoding (%.1f s CPU) %.1f s of speech (%.1f s "
+    log("done: %.1f s of audio, %d finals (%d settled ahead of their utterance's end), %d partials, %.1f s decoding "
+        "(%.1f s CPU) %.1f s of speech (%.1f s "
         "wall); CPU %.2f s in all, %.2f s of it after the warm-up, %.2f s outside decodes"
-        % (audio, engine.finals, engine.partials, engine.compute_seconds, engine.compute_cpu_seconds,
+        % (audio, engine.finals, engine.commits, engine.partials, engine.compute_seconds, engine.compute_cpu_seconds,
            engine.audio_seconds_transcribed, time.monotonic() - STARTED, cpu, cpu - ready_cpu,
            cpu - ready_cpu - engine.compute_cpu_seconds))
     return code
