@@ -23,7 +23,7 @@ typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValu
 /// One file per concern, as MPD's `src/client/`: this one holds the state and closing;
 /// `Server+Accept` (the listener, admission), `Server+Read` (reading, framing, the turn budget),
 /// `Server+Process` (the one decode path: a line to its reply, replies made off the loop), `Server+Write`
-/// (sending, pausing, the output limit), `Server+Timeouts` (the stall and partial-line limits),
+/// (sending, pausing, the output limit), `Server+Timeouts` (one timer per connection at its state's next deadline),
 /// `Server+Subscriptions` (topics, `publish`), `ReplayCache`; each connection's state is a
 /// `ConnectionState`, whose methods say what the server is to do.
 final class Server {
