@@ -301,19 +301,20 @@ struct ConnectionState: Equatable {
 
     /// After a flush: whether output still waits for the client. Its wait starts when it goes from none to
     /// some, and restarts at each progress.
-    mutating func outputWaits(_ waits: Bool, at now: MonotonicInstant) {
-        outputWaitingSince = waits ? (outputWaitingSince ?? now) : nil
+    mutating func outputWaits(_ waits: Bool, at now: @autoclosure () -> MonotonicInstant) {
+        // The clock is read only when a wait starts: this runs at every flush.
+        outputWaitingSince = waits ? (outputWaitingSince ?? now()) : nil
     }
 
     /// After the input was handled: whether what is left of it is part of a line. Watched only while the
     /// connection reads (complete lines waiting behind a hold are the daemon's wait, not the client's).
-    mutating func inputWaits(partialLine: Bool, at now: MonotonicInstant) {
+    mutating func inputWaits(partialLine: Bool, at now: @autoclosure () -> MonotonicInstant) {
         guard isReading && partialLine else {
             partialLineSince = nil
             return
         }
         if partialLineSince == nil {
-            partialLineSince = now
+            partialLineSince = now()
             hasReadAfterPartialLineDeadline = false
         }
     }
