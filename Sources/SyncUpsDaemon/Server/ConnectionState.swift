@@ -14,15 +14,19 @@ import Synchronization
 /// timer that fires early finds the deadline moved and re-arms); MPD keeps the same facts in `src/client/`.
 ///
 /// ```
-///                      ┌── outputPassedPauseThreshold / turnBudgetSpent / replyDeferred ──┐
-///                      │     (and back: outputReadDown / loopPolled / deferredReplyMade)  │
-///                      ▼                                                                  │
-///  open(.none, input: .open) ── inputEnded ──► open(.none, input: .closed) ───────────────┘
-///            │ dropped (line too long,                 │ (afterSend: flushed, nothing left to answer)
-///            ▼  request_timeout from expire)           ▼
-///         draining ─────────────── flushed ──────────► closed
-///            │                                            ▲
-///            └─ outputOverLimit ─► cutOff ── its own turn (flush) ─┘   (from open too)
+/// holds: from open(.none, input) and back to it, the input unchanged
+///     outputPassedPauseThreshold ─► .pausedForOutput ─► outputReadDown
+///     turnBudgetSpent            ─► .yielding        ─► loopPolled
+///     replyDeferred(id, job)     ─► .awaitingReply   ─► deferredReplyMade (queue the reply)
+///
+/// open(.none, .open) ── inputEnded ──► open(_, .closed) ── flushed, all answered, no subscription ───┐
+///      │ dropped (line too long; request_timeout from expire)                                        │
+///      ▼                                                                                             ▼
+///   draining ─────────────────────────── flushed ─────────────────────────────────────────────► closed
+///      │ outputOverLimit (from open too)                                                             ▲
+///      └────────────────────────────► cutOff ── its own turn (flush) ────────────────────────────────┘
+/// every phase ── closed (hang-up, send error, closeStalled from expire) ──► closed
+/// leaving .awaitingReply but by deferredReplyMade cancels its job (`ReplyJob`)
 /// ```
 struct ConnectionState: Equatable {
     /// Why an open connection handles no input for now.

@@ -134,8 +134,8 @@ extension Server {
             queueReply(id: id, outcome: later.outcome, to: connection)
             flush(connection)
             if !connection.isClosed { handleInputOnNextTurn(connection) }
-        default:
-            break  // `.discardReply`: nobody waits for it
+        case let other:
+            perform(other, on: connection)  // `.discardReply`: nobody waits for it
         }
     }
 

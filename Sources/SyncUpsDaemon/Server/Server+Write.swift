@@ -18,14 +18,14 @@ extension Server {
     func cutOffIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
         let unread = connection.output.count + adding
         guard unread > limits.maxOutputBytes else { return false }
-        // Otherwise it was cut off already.
-        guard case .closeOnItsTurn(let job) = apply(.outputOverLimit, to: connection) else { return true }
-        logger.throttled(
-            .notice, "client.closed",
-            "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
-        )
-        job?.cancel()
-        flushAtEndOfTurn(connection)
+        let action = apply(.outputOverLimit, to: connection)
+        if case .closeOnItsTurn = action {  // else it was cut off already
+            logger.throttled(
+                .notice, "client.closed",
+                "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
+            )
+        }
+        perform(action, on: connection)
         return true
     }
 

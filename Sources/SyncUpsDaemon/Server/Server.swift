@@ -134,7 +134,13 @@ final class Server {
 
     /// Applies `fact` and performs the action it calls for.
     func handle(_ fact: ConnectionState.Fact, on connection: Connection) {
-        switch apply(fact, to: connection) {
+        perform(apply(fact, to: connection), on: connection)
+    }
+
+    /// Performs what a fact called for; the two actions that need what only their caller has (the reply
+    /// made off the loop, the error line) are performed there, `answer` and `drop`.
+    func perform(_ action: ConnectionState.Action, on connection: Connection) {
+        switch action {
         case .none, .discardReply:
             break
         case .updateInterest:
