@@ -1,43 +1,165 @@
 import SyncUpsJSON
+import SyncUpsPOSIX
 import Testing
 
 @testable import SyncUpsDaemon
 
-/// Every transition of a connection's state, from every phase it can be in, and the action each fact calls
-/// for: what the server used to rebuild from six booleans in four places.
+/// Every phase of a connection against every fact, its deadlines driven as values through time, and the
+/// action each calls for: what the server used to rebuild from six booleans in four places, and to decide
+/// from timers and fields beside the state.
 @Suite struct ConnectionStateTests {
     typealias Phase = ConnectionState.Phase
+    typealias Fact = ConnectionState.Fact
+
+    static let job = ReplyJob()
 
     /// Every phase a connection can be in, each reached from a new connection by the facts that lead there.
     static let reachable: [(Phase, ConnectionState)] = {
-        func state(_ facts: (inout ConnectionState) -> Void) -> ConnectionState {
+        func state(_ facts: [Fact]) -> ConnectionState {
             var state = ConnectionState()
-            facts(&state)
+            for fact in facts {
+                guard case .move = state.apply(fact) else { preconditionFailure("\(fact) from \(state.phase)") }
+            }
             return state
         }
-        let holds: [(ConnectionState.Hold, (inout ConnectionState) -> Void)] = [
-            (.none, { _ in }),
-            (.pausedForOutput, { _ = $0.pauseForOutput() }),
-            (.yielding, { _ = $0.yield() }),
-            (.awaitingReply(id: "r"), { _ = $0.awaitReply(id: "r") }),
+        let holds: [(ConnectionState.Hold, Fact?)] = [
+            (.none, nil),
+            (.pausedForOutput, .outputPassedPauseThreshold),
+            (.yielding, .turnBudgetSpent),
+            (.awaitingReply(id: "r", job: job), .replyDeferred(id: "r", job: job)),
         ]
         var all: [(Phase, ConnectionState)] = []
         for (hold, reach) in holds {
-            all.append((.open(hold, .open), state { reach(&$0) }))
-            all.append(
-                (
-                    .open(hold, .closed),
-                    state {
-                        $0.endOfInput()
-                        reach(&$0)
-                    }
-                ))
+            all.append((.open(hold, .open), state(reach.map { [$0] } ?? [])))
+            all.append((.open(hold, .closed), state([.inputEnded] + (reach.map { [$0] } ?? []))))
         }
-        all.append((.draining, state { _ = $0.drop() }))
-        all.append((.cutOff, state { _ = $0.exceededOutputLimit() }))
-        all.append((.closed, state { _ = $0.close() }))
+        all.append((.draining, state([.dropped])))
+        all.append((.cutOff, state([.outputOverLimit])))
+        all.append((.closed, state([.closed])))
         return all
     }()
+
+    /// Every fact, one of each kind.
+    static let facts: [Fact] = [
+        .outputPassedPauseThreshold, .outputReadDown, .turnBudgetSpent, .loopPolled,
+        .replyDeferred(id: "q", job: job), .deferredReplyMade, .inputEnded, .dropped, .outputOverLimit, .closed,
+    ]
+
+    /// A short name for a phase. No `default`: a new phase, hold or input does not compile here until it
+    /// has a name, and then `theTableDecidesEveryPhaseAgainstEveryFact` fails until it has a row.
+    static func name(_ phase: Phase) -> String {
+        switch phase {
+        case .open(let hold, let input):
+            let holdName =
+                switch hold {
+                case .none: "none"
+                case .pausedForOutput: "paused"
+                case .yielding: "yielding"
+                case .awaitingReply: "awaiting"
+                }
+            let inputName =
+                switch input {
+                case .open: "open"
+                case .closed: "closed"
+                }
+            return "\(holdName)/\(inputName)"
+        case .draining: return "draining"
+        case .cutOff: return "cutOff"
+        case .closed: return "closed"
+        }
+    }
+
+    /// A short name for a fact, the table's column. No `default`, as for phases.
+    static func name(_ fact: Fact) -> String {
+        switch fact {
+        case .outputPassedPauseThreshold: "pause"
+        case .outputReadDown: "readDown"
+        case .turnBudgetSpent: "budget"
+        case .loopPolled: "polled"
+        case .replyDeferred: "deferred"
+        case .deferredReplyMade: "replyMade"
+        case .inputEnded: "inputEnded"
+        case .dropped: "dropped"
+        case .outputOverLimit: "overLimit"
+        case .closed: "closed"
+        }
+    }
+
+    static func name(_ action: ConnectionState.Action) -> String {
+        func cancel(_ job: ReplyJob?) -> String {
+            guard let job else { return "" }
+            return job === Self.job ? "+cancel" : "+cancel(another job)"
+        }
+        switch action {
+        case .none: return "none"
+        case .updateInterest: return "interest"
+        case .resumeInput: return "resumeInput"
+        case .handleInput: return "handleInput"
+        case .queueReply(let id): return "queueReply(\(id.stringValue ?? "?"))"
+        case .discardReply: return "discardReply"
+        case .sendErrorThenClose(let job): return "sendError" + cancel(job)
+        case .closeOnItsTurn(let job): return "closeOnItsTurn" + cancel(job)
+        case .release(let job): return "release" + cancel(job)
+        }
+    }
+
+    static func name(_ transition: ConnectionState.Transition) -> String {
+        switch transition {
+        case .move(let phase, let action): "→\(name(phase)) \(name(action))"
+        case .ignore(let action): "= \(name(action))"
+        case .impossible: "!"
+        }
+    }
+
+    /// The table, a row per phase and a column per fact (`facts`' order): `→phase action` moves, `= action`
+    /// is a harmless repeat or a fact that came too late, `!` cannot happen (the server reports it and a debug
+    /// build stops).
+    static let table: [String: [String]] = [
+        "none/open": [
+            "→paused/open interest", "!", "→yielding/open interest", "!", "→awaiting/open interest", "!",
+            "→none/closed none", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+        ],
+        "none/closed": [
+            "→paused/closed interest", "!", "→yielding/closed interest", "!", "→awaiting/closed interest", "!",
+            "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+        ],
+        "paused/open": [
+            "!", "→none/open resumeInput", "!", "!", "!", "!",
+            "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+        ],
+        "paused/closed": [
+            "!", "→none/closed resumeInput", "!", "!", "!", "!",
+            "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+        ],
+        "yielding/open": [
+            "!", "!", "!", "→none/open handleInput", "!", "!",
+            "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+        ],
+        "yielding/closed": [
+            "!", "!", "!", "→none/closed handleInput", "!", "!",
+            "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+        ],
+        "awaiting/open": [
+            "!", "!", "!", "!", "!", "→none/open queueReply(r)",
+            "!", "→draining sendError+cancel", "→cutOff closeOnItsTurn+cancel", "→closed release+cancel",
+        ],
+        "awaiting/closed": [
+            "!", "!", "!", "!", "!", "→none/closed queueReply(r)",
+            "!", "→draining sendError+cancel", "→cutOff closeOnItsTurn+cancel", "→closed release+cancel",
+        ],
+        "draining": [
+            "!", "!", "!", "!", "!", "= discardReply",
+            "!", "!", "→cutOff closeOnItsTurn", "→closed release",
+        ],
+        "cutOff": [
+            "!", "!", "!", "= none", "!", "= discardReply",
+            "!", "!", "= none", "→closed release",
+        ],
+        "closed": [
+            "!", "!", "!", "= none", "!", "= discardReply",
+            "!", "!", "!", "= none",
+        ],
+    ]
 
     @Test func everyPhaseIsReachedByItsFacts() {
         for (phase, state) in Self.reachable { #expect(state.phase == phase) }
@@ -45,84 +167,55 @@ import Testing
         #expect(ConnectionState().phase == .open(.none, .open))
     }
 
-    @Test func onlyAnOpenUnheldConnectionReadsAndOnlyAnUnheldOneHandlesInput() {
-        for (phase, state) in Self.reachable {
-            #expect(state.isReading == (phase == .open(.none, .open)), "\(phase)")
-            #expect(state.handlesInput == (phase == .open(.none, .open) || phase == .open(.none, .closed)), "\(phase)")
-            #expect(state.isClosed == (phase == .closed), "\(phase)")
-        }
-    }
-
-    /// A pause, a yield and an awaited reply each start only from a connection that handles its input; from
-    /// any other phase they change nothing and ask for nothing.
-    @Test func aHoldStartsOnlyFromAnUnheldOpenConnection() {
-        let facts: [(ConnectionState.Hold, (inout ConnectionState) -> ConnectionState.Change)] = [
-            (.pausedForOutput, { $0.pauseForOutput() }),
-            (.yielding, { $0.yield() }),
-            (.awaitingReply(id: 7), { $0.awaitReply(id: 7) }),
-        ]
-        for (hold, fact) in facts {
-            for (phase, start) in Self.reachable {
+    /// Each (phase, fact) pair is decided as the table says, and `apply` moves the phase only for a legal
+    /// fact: a repeat and an impossible fact leave it where it was.
+    @Test func theTableDecidesEveryPhaseAgainstEveryFact() {
+        #expect(Set(Self.reachable.map { Self.name($0.0) }) == Set(Self.table.keys))
+        for (phase, start) in Self.reachable {
+            let row = Self.table[Self.name(phase)] ?? []
+            #expect(row.count == Self.facts.count, "\(Self.name(phase))")
+            for (column, fact) in Self.facts.enumerated() where column < row.count {
+                let transition = ConnectionState.transition(from: phase, on: fact)
+                #expect(
+                    Self.name(transition) == row[column],
+                    "\(Self.name(phase)) × \(Self.name(fact)): \(Self.name(transition)), not \(row[column])")
                 var state = start
-                let change = fact(&state)
-                switch phase {
-                case .open(.none, let input):
-                    #expect(change == .updateInterest)
-                    #expect(state.phase == .open(hold, input))
-                default:
-                    #expect(change == .none, "\(hold) from \(phase)")
-                    #expect(state.phase == phase, "\(hold) from \(phase)")
+                #expect(state.apply(fact) == transition)
+                if case .move(let next, _) = transition {
+                    #expect(state.phase == next)
+                } else {
+                    #expect(state == start, "\(Self.name(phase)) × \(Self.name(fact)) changed the state")
                 }
             }
         }
     }
 
-    @Test func eachHoldEndsOnlyByItsOwnFact() {
-        for (phase, start) in Self.reachable {
-            var resumed = start
-            let resume = resumed.resumeAfterPause()
-            var unyielded = start
-            let goesOn = unyielded.resumeAfterYield()
-            var answered = start
-            let reply = answered.replyMade()
-            switch phase {
-            case .open(.pausedForOutput, let input):
-                #expect(resume == .updateInterest && resumed.phase == .open(.none, input))
-            default:
-                #expect(resume == .none && resumed.phase == phase, "\(phase)")
-            }
-            switch phase {
-            case .open(.yielding, let input):
-                #expect(goesOn && unyielded.phase == .open(.none, input))
-            default:
-                #expect(!goesOn && unyielded.phase == phase, "\(phase)")
-            }
-            switch phase {
-            case .open(.awaitingReply(let id), let input):
-                #expect(reply == .queue(id: id) && answered.phase == .open(.none, input))
-                // Answered once: a second reply for it finds nobody waiting.
-                let second = answered.replyMade()
-                #expect(second == .discard)
-            default:
-                #expect(reply == .discard && answered.phase == phase, "\(phase)")
+    /// A deferred reply's job is handed back to be cancelled by whatever ends the wait but the reply itself:
+    /// the deferred reply of B3 (five abandoned 22 MB reads made for nobody).
+    @Test func whatEndsTheWaitForAReplyButTheReplyCancelsItsJob() {
+        let awaiting = Self.reachable.filter { if case .open(.awaitingReply, _) = $0.0 { true } else { false } }
+        #expect(awaiting.count == 2)
+        for (_, start) in awaiting {
+            for fact in [Fact.dropped, .outputOverLimit, .closed] {
+                var state = start
+                let cancelled: ReplyJob? =
+                    switch state.apply(fact) {
+                    case .move(_, .sendErrorThenClose(let job)), .move(_, .closeOnItsTurn(let job)),
+                        .move(_, .release(let job)):
+                        job
+                    default: nil
+                    }
+                #expect(cancelled === Self.job, "\(fact)")
             }
         }
     }
 
-    @Test func theEndOfInputKeepsTheHoldAndDropDiscardsEverything() {
-        for (phase, start) in Self.reachable {
-            var ended = start
-            ended.endOfInput()
-            var dropped = start
-            let change = dropped.drop()
-            switch phase {
-            case .open(let hold, _):
-                #expect(ended.phase == .open(hold, .closed))
-                #expect(change == .updateInterest && dropped.phase == .draining)
-            default:
-                #expect(ended.phase == phase)
-                #expect(change == .none && dropped.phase == phase)
-            }
+    @Test func onlyAnOpenUnheldConnectionReadsAndOnlyAnUnheldOneHandlesInput() {
+        for (phase, state) in Self.reachable {
+            #expect(state.isReading == (phase == .open(.none, .open)), "\(phase)")
+            #expect(state.handlesInput == (phase == .open(.none, .open) || phase == .open(.none, .closed)), "\(phase)")
+            #expect(state.isClosed == (phase == .closed), "\(phase)")
+            #expect(state.acceptsOutput == (phase != .cutOff && phase != .closed), "\(phase)")
         }
     }
 
@@ -161,8 +254,7 @@ import Testing
                         case .draining: expected = unsent == 0 ? .close(releasesBuffer: true) : .wait
                         case .open(let hold, let input):
                             let isDone =
-                                hold != .awaitingReply(id: "r") && input == .closed && !hasPendingInput
-                                && !isSubscriber
+                                hold.job == nil && input == .closed && !hasPendingInput && !isSubscriber
                             if unsent == 0 && isDone {
                                 expected = .close(releasesBuffer: hold == .none)
                             } else if hold == .pausedForOutput && unsent <= half {
@@ -185,7 +277,7 @@ import Testing
     /// The cases the table above derives, spelled out: what a client sees.
     @Test func aClientThatShutItsSideIsClosedOnceAnsweredUnlessItSubscribes() {
         var state = ConnectionState()
-        state.endOfInput()
+        _ = state.apply(.inputEnded)
         #expect(
             state.afterSend(unsent: 0, resumeBelow: 1, hasPendingInput: true, isSubscriber: false)
                 == .idle(releasesBuffer: true))
@@ -195,39 +287,92 @@ import Testing
         #expect(
             state.afterSend(unsent: 0, resumeBelow: 1, hasPendingInput: false, isSubscriber: false)
                 == .close(releasesBuffer: true))
-        _ = state.awaitReply(id: 1)
+        _ = state.apply(.replyDeferred(id: 1, job: ReplyJob()))
         #expect(
             state.afterSend(unsent: 0, resumeBelow: 1, hasPendingInput: false, isSubscriber: false)
                 == .idle(releasesBuffer: false))
     }
 
-    @Test func aConnectionClosesOnce() {
-        for (phase, start) in Self.reachable {
-            var state = start
-            let first = state.close()
-            #expect(first == (phase != .closed))
-            #expect(state.phase == .closed)
-            let again = state.close()
-            #expect(!again)
+    // MARK: - Deadlines, driven through time without a socket or a clock
+
+    static let t0 = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+    static let timeouts = ConnectionState.Timeouts(stall: .seconds(10), partialLine: .seconds(4))
+
+    /// Output that waits unread closes the connection `stall` after the socket last took any; each
+    /// progress moves the deadline, and output all sent clears it.
+    @Test func unreadOutputClosesTheConnectionAStallAfterItsLastProgress() {
+        var state = ConnectionState(timeouts: Self.timeouts)
+        #expect(state.nextDeadline == nil)
+        #expect(state.expire(at: Self.t0 + .seconds(3600)) == .none)
+        state.outputWaits(true, at: Self.t0)
+        #expect(state.nextDeadline == Self.t0 + .seconds(10))
+        // Still waiting at the next flush: the wait began at t0, not now.
+        state.outputWaits(true, at: Self.t0 + .seconds(2))
+        #expect(state.nextDeadline == Self.t0 + .seconds(10))
+        #expect(state.expire(at: Self.t0 + .milliseconds(9_999)) == .none)
+        state.outputProgressed(at: Self.t0 + .seconds(5))
+        #expect(state.nextDeadline == Self.t0 + .seconds(15))
+        // A timer armed at the old deadline fires early and finds nothing due.
+        #expect(state.expire(at: Self.t0 + .seconds(10)) == .none)
+        #expect(state.expire(at: Self.t0 + .seconds(15)) == .closeStalled)
+        state.outputWaits(false, at: Self.t0 + .seconds(15))
+        #expect(state.nextDeadline == nil)
+        #expect(state.expire(at: Self.t0 + .seconds(3600)) == .none)
+    }
+
+    /// A partial line's time is up `partialLine` after it began: the server reads what waits first, and
+    /// only if nothing completes it is the line timed out (the SIGSTOP case: the rest arrived while the loop
+    /// was stopped). A line that completes clears the deadline; a new partial line starts its own.
+    @Test func aPartialLineIsReadOnceMoreAtItsDeadlineThenTimedOut() {
+        var state = ConnectionState(timeouts: Self.timeouts)
+        state.inputWaits(partialLine: true, at: Self.t0)
+        state.inputWaits(partialLine: true, at: Self.t0 + .seconds(1))
+        #expect(state.nextDeadline == Self.t0 + .seconds(4))
+        #expect(state.expire(at: Self.t0 + .milliseconds(3_999)) == .none)
+        #expect(state.expire(at: Self.t0 + .seconds(4)) == .readFirst)
+        // The read brought nothing that ended the line.
+        state.inputWaits(partialLine: true, at: Self.t0 + .seconds(4))
+        #expect(state.expire(at: Self.t0 + .seconds(4)) == .timeOutPartialLine)
+
+        var completed = ConnectionState(timeouts: Self.timeouts)
+        completed.inputWaits(partialLine: true, at: Self.t0)
+        #expect(completed.expire(at: Self.t0 + .seconds(9)) == .readFirst)
+        // The read completed the line and began another.
+        completed.inputWaits(partialLine: false, at: Self.t0 + .seconds(9))
+        completed.inputWaits(partialLine: true, at: Self.t0 + .seconds(9))
+        #expect(completed.expire(at: Self.t0 + .seconds(9)) == .none)
+        #expect(completed.nextDeadline == Self.t0 + .seconds(13))
+        #expect(completed.expire(at: Self.t0 + .seconds(13)) == .readFirst)
+    }
+
+    /// A partial line is the client's wait only while the connection reads: lines held behind a pause, a
+    /// yield or a reply being made are the daemon's wait, and a dropped connection reads nothing more.
+    @Test func aPartialLineIsWatchedOnlyWhileTheConnectionReads() {
+        for fact in [
+            Fact.outputPassedPauseThreshold, .turnBudgetSpent, .replyDeferred(id: 1, job: ReplyJob()), .dropped,
+        ] {
+            var state = ConnectionState(timeouts: Self.timeouts)
+            state.inputWaits(partialLine: true, at: Self.t0)
+            #expect(state.nextDeadline != nil)
+            _ = state.apply(fact)
+            #expect(state.nextDeadline == nil, "\(Self.name(fact))")
+            state.inputWaits(partialLine: true, at: Self.t0 + .seconds(1))
+            #expect(state.nextDeadline == nil, "\(Self.name(fact))")
+            #expect(state.expire(at: Self.t0 + .seconds(3600)) == .none, "\(Self.name(fact))")
         }
     }
 
-    /// Over the output limit, an open or draining connection is cut off, once: the server closes it on its
-    /// own turn, and queues nothing more to it meanwhile.
-    @Test func goingOverTheOutputLimitCutsOffOnceAndTheCloseWaitsForItsTurn() {
-        for (phase, start) in Self.reachable {
-            var state = start
-            let action = state.exceededOutputLimit()
-            switch phase {
-            case .open, .draining:
-                #expect(start.acceptsOutput, "\(phase)")
-                #expect(action == .closeOnItsTurn && state.phase == .cutOff, "\(phase)")
-            case .cutOff, .closed:
-                #expect(!start.acceptsOutput, "\(phase)")
-                #expect(action == .none && state.phase == phase, "\(phase)")
-            }
-            let again = state.exceededOutputLimit()
-            #expect(again == .none)
-        }
+    /// With both deadlines, the timer is armed at the earlier, and a stalled reader is closed rather than
+    /// sent a `request_timeout` it would never read. A closed connection has no deadline.
+    @Test func theEarlierDeadlineComesFirstAndAClosedConnectionHasNone() {
+        var state = ConnectionState(timeouts: Self.timeouts)
+        state.outputWaits(true, at: Self.t0)
+        state.inputWaits(partialLine: true, at: Self.t0 + .seconds(1))
+        #expect(state.nextDeadline == Self.t0 + .seconds(5))
+        #expect(state.expire(at: Self.t0 + .seconds(5)) == .readFirst)
+        #expect(state.expire(at: Self.t0 + .seconds(10)) == .closeStalled)
+        _ = state.apply(.closed)
+        #expect(state.nextDeadline == nil)
+        #expect(state.expire(at: Self.t0 + .seconds(3600)) == .none)
     }
 }

@@ -76,14 +76,8 @@ import Testing
             }
         ),
         ("persistenceError", { $0.persistenceError = "disk full" }),
-        // Only while a write fails (a recovered meeting's details), so never in a replayed reply.
-        (
-            "failingWarnings",
-            {
-                $0.persistenceError = "cannot write the meeting's details"
-                $0.failingWarnings = ["cannot write the details of a recovered meeting"]
-            }
-        ),
+        // Alone: the stamp must not rely on `persistenceError` being set whenever a warning holds.
+        ("failingWarnings", { $0.failingWarnings = ["cannot write the details of a recovered meeting"] }),
     ]
 
     static func encoded(_ fields: StatusFields) -> [UInt8] {
@@ -119,6 +113,9 @@ import Testing
         #expect(fields.stamp == nil)
         fields = Self.idle
         fields.persistenceError = "disk full"
+        #expect(fields.stamp == nil)
+        fields = Self.idle
+        fields.failingWarnings = ["cannot write the details of a recovered meeting"]
         #expect(fields.stamp == nil)
     }
 }

@@ -277,6 +277,35 @@ import Testing
     @Test func cutsOffASubscriberThatReadsNothingForTheStallLimit() throws {
         let directory = TemporaryDirectory("virtual")
         let daemon = try Self.daemon(directory)
+        let (sleeper, producer) = try Self.sleepingSubscriber(of: daemon)
+        daemon.advanceTime(by: .milliseconds(9_990))
+        #expect(try producer.result("status")["subscribers"] == 1)
+        daemon.advanceTime(by: .milliseconds(10))
+        #expect(try producer.result("status")["subscribers"] == 0)
+        withExtendedLifetime(sleeper) {}  // its socket stayed open
+    }
+
+    /// The stall limit counts from the subscriber's last read: one that read at 5 s is not cut off at the
+    /// first deadline (its timer fires then, finds the deadline moved, and is armed again) but at 15 s.
+    @Test func aSubscriberThatReadSomeIsCutOffAStallAfterItsLastRead() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let (sleeper, producer) = try Self.sleepingSubscriber(of: daemon)
+        daemon.advanceTime(by: .seconds(5))
+        sleeper.drainSocket()
+        daemon.advanceTime(by: .zero)  // the socket takes more of what waits
+        #expect(sleeper.hasLine { $0["event"] == "syncup.updated" })
+        daemon.advanceTime(by: .seconds(5))
+        #expect(try producer.result("status")["subscribers"] == 1)
+        daemon.advanceTime(by: .milliseconds(4_990))
+        #expect(try producer.result("status")["subscribers"] == 1)
+        daemon.advanceTime(by: .milliseconds(10))
+        #expect(try producer.result("status")["subscribers"] == 0)
+    }
+
+    /// A subscriber with small socket buffers, and a producer whose 100 changes fill them with events the
+    /// subscriber does not read: its output waits from now on.
+    static func sleepingSubscriber(of daemon: InProcessDaemon) throws -> (sleeper: LoopClient, producer: LoopClient) {
         let sleeper = LoopClient(try daemon.connect(sendBufferBytes: 4096), daemon)
         var size: CInt = 4096
         setsockopt(sleeper.fd.rawValue, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<CInt>.size))
@@ -289,9 +318,6 @@ import Testing
                 "syncups.update", ["id": id, "title": .string("\(index) " + String(repeating: "y", count: 250))])
         }
         #expect(try producer.result("status")["subscribers"] == 1)
-        daemon.advanceTime(by: .milliseconds(9_990))
-        #expect(try producer.result("status")["subscribers"] == 1)
-        daemon.advanceTime(by: .milliseconds(10))
-        #expect(try producer.result("status")["subscribers"] == 0)
+        return (sleeper, producer)
     }
 }

@@ -249,8 +249,12 @@ final class CommandHandler {
             counters: statusCounters(uptimeMilliseconds: uptimeMilliseconds), session: session.json,
             settings: settingsNames, next: status.scheduler?.statusJSON ?? .null, desktop: status.desktop.json,
             persistenceError: persistenceError,
-            failingWarnings: state.recoveredDetailsWarnings.filter { state.detailsWrites.details(of: $0.key) != nil }
-                .map(\.value).sorted())
+            failingWarnings: state.recoveredDetailsWarnings.filter { isStillFailing($0.key) }.map(\.value).sorted())
+    }
+
+    /// Whether a recovered meeting's details still wait to be written: its warning holds until then.
+    private func isStillFailing(_ meeting: Meeting.ID) -> Bool {
+        state.detailsWrites.details(of: meeting) != nil
     }
 
     /// The generation of a reply with this stamp: a status bar, or a client asking many times within a
@@ -274,7 +278,8 @@ final class CommandHandler {
         guard
             let stamp = StatusFields.stamp(
                 statusCounters(uptimeMilliseconds: uptimeMilliseconds), isSessionRunning: session.active != nil,
-                persistenceError: persistenceError)
+                persistenceError: persistenceError,
+                hasFailingWarnings: state.recoveredDetailsWarnings.keys.contains(where: isStillFailing))
         else {
             lastStamp = nil
             return nil

@@ -51,16 +51,20 @@ struct StatusFields: Equatable {
     }
 
     /// The replay cache's stamp: the counters, while a reply may be replayed (no session runs, its object
-    /// changing every moment, and no write fails); nil otherwise. The other fields are then fixed: the
+    /// changing every moment, no write fails and no warning holds only while one does); nil otherwise. The other fields are then fixed: the
     /// session null, no error, the settings' names those of the settings' generation.
     var stamp: Counters? {
-        Self.stamp(counters, isSessionRunning: session != .null, persistenceError: persistenceError)
+        Self.stamp(
+            counters, isSessionRunning: session != .null, persistenceError: persistenceError,
+            hasFailingWarnings: !failingWarnings.isEmpty)
     }
 
     /// The stamp's one rule, for `stamp` and for `CommandHandler.replayGeneration(for:)`, which asks it
     /// without building the fields (a running session's object would cost more than the replay saves).
-    static func stamp(_ counters: Counters, isSessionRunning: Bool, persistenceError: String?) -> Counters? {
-        !isSessionRunning && persistenceError == nil ? counters : nil
+    static func stamp(
+        _ counters: Counters, isSessionRunning: Bool, persistenceError: String?, hasFailingWarnings: Bool
+    ) -> Counters? {
+        !isSessionRunning && persistenceError == nil && !hasFailingWarnings ? counters : nil
     }
 }
 

@@ -18,15 +18,11 @@ final class Connection {
     var topics: Set<Topic> = []
     var isSubscriber: Bool { !topics.isEmpty }
 
-    /// The last time some of `output` was accepted by the socket, or since when it has waited (written only by
-    /// `Server+Timeouts`: `noteOutputProgress`, `watchStall`).
-    var lastProgress: MonotonicInstant
-    var stallTimer: EventLoop.Timer?
-    /// Since when the input has held part of a line and no newline, and the timer that closes it.
-    var partialLineSince: MonotonicInstant?
-    var partialLineTimer: EventLoop.Timer?
-    /// Whether it reads, waits, drains or is closed, and what each fact about it calls for.
-    var state = ConnectionState()
+    /// The one timer that wakes `Server+Timeouts` at the state's next deadline, and when it fires.
+    var deadlineTimer: EventLoop.Timer?
+    var deadlineTimerAt: MonotonicInstant?
+    /// Whether it reads, waits, drains or is closed, its deadlines, and what each fact about it calls for.
+    var state: ConnectionState
     var isClosed: Bool { state.isClosed }
     /// Bytes received and not yet handled: complete lines, part of a line still arriving, or (after EOF) the
     /// last line, given its newline.
@@ -34,11 +30,11 @@ final class Connection {
     /// A complete line is waiting to be handled.
     var hasPendingLine: Bool { input[inputStart...].contains(0x0A) }
 
-    init(number: Int, fd: FileDescriptor, peer: PeerCredentials, now: MonotonicInstant) {
+    init(number: Int, fd: FileDescriptor, peer: PeerCredentials, timeouts: ConnectionState.Timeouts) {
         self.number = number
         self.fd = fd
         self.peer = peer
-        self.lastProgress = now
+        self.state = ConnectionState(timeouts: timeouts)
     }
 
     /// For logs: `client 7 (pid 1234)`.

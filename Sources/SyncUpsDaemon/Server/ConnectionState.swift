@@ -1,25 +1,32 @@
 import SyncUpsJSON
+import SyncUpsPOSIX
+import Synchronization
 
-/// Where one connection is in its life, as one value: what used to be six booleans (`isReadingPaused`,
-/// `isYielding`, `closesWhenFlushed`, `isInputClosed`, `isClosed`, and an awaited reply's id) whose
-/// conjunctions the server rebuilt in four places. Each method takes a fact (the socket hung up, the output
-/// was sent, a reply made off the loop came back) and moves the phase. The server still decides when a fact
-/// happens: it pauses reading and yields a turn by its own budgets (`Server+Read`'s `processInput`). Where the
-/// phase alone settles what follows, the method returns it (`hungUp`, `afterSend`, `replyMade`); `Change` says
-/// whether the socket's interest must be updated, and `drop`'s and `awaitReply`'s are ignored because the
-/// server flushes or re-reads the interest right after; `endOfInput` and `replyNotAwaited` return nothing,
-/// the server going on to handle the input either way. In the manner of SwiftNIO's
-/// `NIOTypedHTTPServerUpgraderStateMachine`; MPD keeps the same facts in `src/client/` by concern.
+/// Where one connection is in its life, and its deadlines, as one value. Each fact about it (the output
+/// passed the pause threshold, the socket hung up, a reply made off the loop came back) goes through
+/// `apply`, whose one table (`transition(from:on:)`) says for every phase what the fact does: a legal fact
+/// moves the phase and returns the action the server performs, a harmless repeat is a named no-op, and an
+/// impossible one is a programmer error (`Server.apply` reports it, and stops a debug build). Time is a fact
+/// too: the state keeps since when its output has waited unread and since when its input has held part of a
+/// line, and `expire(at:)` answers what to do at a given instant (read first, time out the line, close, or
+/// nothing), so a test drives the deadlines as values without a socket or a clock. In the manner of
+/// SwiftNIO's `NIOTypedHTTPServerUpgraderStateMachine` (methods return actions) and `IdleStateHandler` (a
+/// timer that fires early finds the deadline moved and re-arms); MPD keeps the same facts in `src/client/`.
 ///
 /// ```
-///            ┌──────── pauseForOutput / yield / awaitReply ───────┐
-///            ▼                                                     │
-///  open(.none, input: .open) ── endOfInput ──► open(.none, input: .closed)
-///            │ drop                                   │ (done: flushed, nothing left to answer)
-///            ▼                                        ▼
-///         draining ──────────── flushed ──────────► closed
-///            │                                        ▲
-///            └─ exceededOutputLimit ─► cutOff ── its own turn (flush) ─┘   (from open too)
+/// holds: from open(.none, input) and back to it, the input unchanged
+///     outputPassedPauseThreshold ─► .pausedForOutput ─► outputReadDown
+///     turnBudgetSpent            ─► .yielding        ─► loopPolled
+///     replyDeferred(id, job)     ─► .awaitingReply   ─► deferredReplyMade (queue the reply)
+///
+/// open(.none, .open) ── inputEnded ──► open(_, .closed) ── flushed, all answered, no subscription ───┐
+///      │ dropped (line too long; request_timeout from expire)                                        │
+///      ▼                                                                                             ▼
+///   draining ─────────────────────────── flushed ─────────────────────────────────────────────► closed
+///      │ outputOverLimit (from open too)                                                             ▲
+///      └────────────────────────────► cutOff ── its own turn (flush) ────────────────────────────────┘
+/// every phase ── closed (hang-up, send error, closeStalled from expire) ──► closed
+/// leaving .awaitingReply but by deferredReplyMade cancels its job (`ReplyJob`)
 /// ```
 struct ConnectionState: Equatable {
     /// Why an open connection handles no input for now.
@@ -30,9 +37,9 @@ struct ConnectionState: Equatable {
         case pausedForOutput
         /// Its backlog gave way to other clients for a turn (`Server.turnBudgetNanoseconds`).
         case yielding
-        /// The reply to the request with this id is being made off the loop (`ReplyBody.later`): nothing more
-        /// of its input is handled until that reply is queued, so replies keep their order.
-        case awaitingReply(id: JSONValue)
+        /// The reply to the request with this id is being made off the loop (`ReplyBody.later`) by `job`:
+        /// nothing more of its input is handled until that reply is queued, so replies keep their order.
+        case awaitingReply(id: JSONValue, job: ReplyJob)
     }
 
     /// Whether the client may still send.
@@ -54,7 +61,30 @@ struct ConnectionState: Equatable {
         case closed
     }
 
+    /// How long a client may leave its output unread, and a request line incomplete (`Limits`).
+    struct Timeouts: Equatable {
+        var stall: Duration
+        var partialLine: Duration
+
+        init(stall: Duration = .seconds(10), partialLine: Duration = .seconds(10)) {
+            self.stall = stall
+            self.partialLine = partialLine
+        }
+    }
+
     private(set) var phase: Phase = .open(.none, .open)
+    let timeouts: Timeouts
+    /// Since when output has waited for the client with none of it taken by the socket; nil while none
+    /// waits (as of the last flush).
+    private(set) var outputWaitingSince: MonotonicInstant?
+    /// Since when the input has held part of a line and nothing else, while the connection reads.
+    private(set) var partialLineSince: MonotonicInstant?
+    /// Whether the server has read the socket since the partial line's deadline passed (`expire`).
+    private var hasReadAfterPartialLineDeadline = false
+
+    init(timeouts: Timeouts = Timeouts()) {
+        self.timeouts = timeouts
+    }
 
     // MARK: - Questions the server asks
 
@@ -76,104 +106,149 @@ struct ConnectionState: Equatable {
         }
     }
 
-    // MARK: - Facts and the actions they call for
+    // MARK: - Facts, and the one table of what each does in each phase
 
-    enum Change: Equatable {
-        /// The state changed: the server updates the socket's interest.
+    /// Everything that happens to a connection, apart from time (`expire`) and sends (`afterSend`).
+    enum Fact: Equatable {
+        /// Its unsent output reached `readPauseThreshold`.
+        case outputPassedPauseThreshold
+        /// The client read its output down to half the threshold.
+        case outputReadDown
+        /// Its backlog ran out of the turn's budget with lines left.
+        case turnBudgetSpent
+        /// The loop polled once since it yielded.
+        case loopPolled
+        /// A request's reply is being made off the loop by `job` (already queued on the reply thread).
+        case replyDeferred(id: JSONValue, job: ReplyJob)
+        /// The reply made off the loop came back.
+        case deferredReplyMade
+        /// The client shut its sending side (read returned 0).
+        case inputEnded
+        /// One error line is to be sent and the connection closed once it is; what it sent is dropped.
+        case dropped
+        /// Its unread output would pass the output limit.
+        case outputOverLimit
+        /// The server closes it.
+        case closed
+    }
+
+    /// What the server does after a fact.
+    enum Action: Equatable {
+        /// Nothing.
+        case none
+        /// Update the socket's interest (`EPOLLIN` follows `isReading`).
         case updateInterest
-        /// Nothing changed.
-        case none
+        /// Update the interest, and handle the lines already received on the loop's next turn (they are in
+        /// our buffer, not the kernel's: the socket may never become readable again).
+        case resumeInput
+        /// Handle the input now (a yielded backlog's turn came).
+        case handleInput
+        /// Queue the reply made off the loop, answering `id`, flush, and handle the lines sent meanwhile.
+        case queueReply(id: JSONValue)
+        /// Nobody waits for the reply made off the loop: drop it.
+        case discardReply
+        /// Queue the one error line and flush; the connection closes once it is sent. `cancel` is a reply
+        /// being made off the loop that nobody will read (`ReplyJob.cancel`).
+        case sendErrorThenClose(cancel: ReplyJob?)
+        /// Close it on its own turn: flush it at the end of the loop's turn, which closes it.
+        case closeOnItsTurn(cancel: ReplyJob?)
+        /// Give back its descriptor, watch, timer and subscriptions.
+        case release(cancel: ReplyJob?)
     }
 
-    /// The output reached `readPauseThreshold` unsent.
-    mutating func pauseForOutput() -> Change {
-        guard case .open(.none, let input) = phase else { return .none }
-        phase = .open(.pausedForOutput, input)
-        return .updateInterest
+    /// What a fact does in a phase.
+    enum Transition: Equatable {
+        /// A legal fact: the phase moves and the server performs the action.
+        case move(to: Phase, Action)
+        /// A harmless repeat or a fact that came too late (a reply for a connection cut off meanwhile): the
+        /// phase stays, and the server performs the action.
+        case ignore(Action)
+        /// Cannot happen: a bug in the server.
+        case impossible
     }
 
-    /// The client read its output down to half the threshold (or a reply came back): reading resumes, and
-    /// the lines already received are handled on the loop's next turn.
-    mutating func resumeAfterPause() -> Change {
-        guard case .open(.pausedForOutput, let input) = phase else { return .none }
-        phase = .open(.none, input)
-        return .updateInterest
-    }
+    /// The table: every (phase, fact) pair, decided. No `default`: a new phase or fact does not compile until
+    /// each pair is decided here, and `ConnectionStateTests.theTableDecidesEveryPhaseAgainstEveryFact` fails
+    /// until it is decided there too.
+    static func transition(from phase: Phase, on fact: Fact) -> Transition {
+        switch (phase, fact) {
+        // Holds start only from a connection that handles its input: the server's input loop runs only then.
+        case (.open(.none, let input), .outputPassedPauseThreshold):
+            return .move(to: .open(.pausedForOutput, input), .updateInterest)
+        case (.open(.none, let input), .turnBudgetSpent):
+            return .move(to: .open(.yielding, input), .updateInterest)
+        case (.open(.none, let input), .replyDeferred(let id, let job)):
+            return .move(to: .open(.awaitingReply(id: id, job: job), input), .updateInterest)
+        case (_, .outputPassedPauseThreshold), (_, .turnBudgetSpent), (_, .replyDeferred):
+            return .impossible
 
-    /// Its backlog ran out of the turn's budget with lines left.
-    mutating func yield() -> Change {
-        guard case .open(.none, let input) = phase else { return .none }
-        phase = .open(.yielding, input)
-        return .updateInterest
-    }
+        // Each hold ends by its own fact.
+        case (.open(.pausedForOutput, let input), .outputReadDown):
+            return .move(to: .open(.none, input), .resumeInput)
+        case (_, .outputReadDown):
+            // `afterSend` asks for it only while paused.
+            return .impossible
+        case (.open(.yielding, let input), .loopPolled):
+            return .move(to: .open(.none, input), .handleInput)
+        case (.cutOff, .loopPolled), (.closed, .loopPolled):
+            // Cut off or closed (a send failed, a stall) while it waited for its turn.
+            return .ignore(.none)
+        case (_, .loopPolled):
+            return .impossible
+        case (.open(.awaitingReply(let id, _), let input), .deferredReplyMade):
+            return .move(to: .open(.none, input), .queueReply(id: id))
+        case (.draining, .deferredReplyMade), (.cutOff, .deferredReplyMade), (.closed, .deferredReplyMade):
+            // Dropped, cut off (an event overflowed it) or closed while the reply was made.
+            return .ignore(.discardReply)
+        case (.open, .deferredReplyMade):
+            return .impossible
 
-    /// The loop polled once: a yielding connection goes on. Returns whether it handles its input now.
-    mutating func resumeAfterYield() -> Bool {
-        guard case .open(.yielding, let input) = phase else { return false }
-        phase = .open(.none, input)
-        return true
-    }
+        // The end of input is read only while reading.
+        case (.open(.none, .open), .inputEnded):
+            return .move(to: .open(.none, .closed), .none)
+        case (_, .inputEnded):
+            return .impossible
 
-    /// A request's reply is to be made off the loop.
-    mutating func awaitReply(id: JSONValue) -> Change {
-        guard case .open(.none, let input) = phase else { return .none }
-        phase = .open(.awaitingReply(id: id), input)
-        return .updateInterest
-    }
+        // Dropping: from any open phase (a line too long is found after the input loop stopped for a hold).
+        case (.open(let hold, _), .dropped):
+            return .move(to: .draining, .sendErrorThenClose(cancel: hold.job))
+        case (.draining, .dropped), (.cutOff, .dropped), (.closed, .dropped):
+            // Reads nothing, so has no line to refuse and no partial line to time out.
+            return .impossible
 
-    /// What to do with a reply made off the loop.
-    enum ReplyAction: Equatable {
-        /// Queue it, answering `id`, flush, and handle the lines sent meanwhile on the next turn.
-        case queue(id: JSONValue)
-        /// Nobody waits for it (the connection closed meanwhile): drop it.
-        case discard
-    }
+        case (.open(let hold, _), .outputOverLimit):
+            return .move(to: .cutOff, .closeOnItsTurn(cancel: hold.job))
+        case (.draining, .outputOverLimit):
+            return .move(to: .cutOff, .closeOnItsTurn(cancel: nil))
+        case (.cutOff, .outputOverLimit):
+            // Queues nothing more, so cannot go over again; a repeat is harmless all the same.
+            return .ignore(.none)
+        case (.closed, .outputOverLimit):
+            // Nothing is queued to a closed connection: it left `connections` and its subscriptions.
+            return .impossible
 
-    /// The reply made off the loop came back.
-    mutating func replyMade() -> ReplyAction {
-        guard case .open(.awaitingReply(let id), let input) = phase else { return .discard }
-        phase = .open(.none, input)
-        return .queue(id: id)
-    }
-
-    /// The thread that makes replies off the loop would not take the work: the request is answered at once.
-    mutating func replyNotAwaited() {
-        guard case .open(.awaitingReply, let input) = phase else { return }
-        phase = .open(.none, input)
-    }
-
-    /// The client shut its sending side (read returned 0). The server answers what was sent, the last line
-    /// even without its newline.
-    mutating func endOfInput() {
-        guard case .open(let hold, .open) = phase else { return }
-        phase = .open(hold, .closed)
-    }
-
-    /// One error line is queued and the connection closes once it is sent; what it sent is dropped.
-    mutating func drop() -> Change {
-        guard case .open = phase else { return .none }
-        phase = .draining
-        return .updateInterest
-    }
-
-    /// What to do about a connection whose unread output would pass the output limit.
-    enum OverLimitAction: Equatable {
-        /// Close it on its own turn: flush it on the loop's next turn (`Server.flushPending`), which closes it.
-        case closeOnItsTurn
-        /// It is already cut off or closed.
-        case none
-    }
-
-    /// Its unread output would pass the output limit.
-    mutating func exceededOutputLimit() -> OverLimitAction {
-        switch phase {
-        case .open, .draining:
-            phase = .cutOff
-            return .closeOnItsTurn
-        case .cutOff, .closed:
-            return .none
+        case (.open(let hold, _), .closed):
+            return .move(to: .closed, .release(cancel: hold.job))
+        case (.draining, .closed), (.cutOff, .closed):
+            return .move(to: .closed, .release(cancel: nil))
+        case (.closed, .closed):
+            // Closing twice (a send failed inside a flush that was closing it anyway).
+            return .ignore(.none)
         }
     }
+
+    /// Applies `fact`; returns the transition, so that the caller reports an impossible one (`Server.apply`).
+    mutating func apply(_ fact: Fact) -> Transition {
+        let transition = Self.transition(from: phase, on: fact)
+        if case .move(let next, _) = transition {
+            phase = next
+            // A partial line is the client's wait only while the connection reads.
+            if !isReading { partialLineSince = nil }
+        }
+        return transition
+    }
+
+    // MARK: - Sending
 
     /// What the server does when the socket reports a hang-up, once it has sent what it could.
     enum HangUpAction: Equatable {
@@ -199,7 +274,7 @@ struct ConnectionState: Equatable {
         case idle(releasesBuffer: Bool)
         /// All sent and nothing more will be read or answered.
         case close(releasesBuffer: Bool)
-        /// The client caught up with a paused reading: resume it.
+        /// The client caught up with a paused reading: resume it (`Fact.outputReadDown`).
         case resumeReading
         /// It went over its output limit: close it now, its output unsent.
         case cutOff
@@ -221,10 +296,93 @@ struct ConnectionState: Equatable {
         }
     }
 
-    /// The connection is closed. Returns false if it already was.
-    mutating func close() -> Bool {
-        guard phase != .closed else { return false }
-        phase = .closed
-        return true
+    // MARK: - Time
+
+    /// The socket took some of the output.
+    mutating func outputProgressed(at now: MonotonicInstant) {
+        outputWaitingSince = now
     }
+
+    /// After a flush: whether output still waits for the client. Its wait starts when it goes from none to
+    /// some, and restarts at each progress.
+    mutating func outputWaits(_ waits: Bool, at now: @autoclosure () -> MonotonicInstant) {
+        // The clock is read only when a wait starts: this runs at every flush.
+        outputWaitingSince = waits ? (outputWaitingSince ?? now()) : nil
+    }
+
+    /// After the input was handled: whether what is left of it is part of a line. Watched only while the
+    /// connection reads (complete lines waiting behind a hold are the daemon's wait, not the client's).
+    mutating func inputWaits(partialLine: Bool, at now: @autoclosure () -> MonotonicInstant) {
+        guard isReading && partialLine else {
+            partialLineSince = nil
+            return
+        }
+        if partialLineSince == nil {
+            partialLineSince = now()
+            hasReadAfterPartialLineDeadline = false
+        }
+    }
+
+    /// The earliest instant at which `expire` may have something to do; nil if none. A deadline that moved
+    /// later (the output progressed) is found by `expire` at the earlier one, which then answers `.none`.
+    var nextDeadline: MonotonicInstant? {
+        guard !isClosed else { return nil }
+        let stall = outputWaitingSince.map { $0 + timeouts.stall }
+        let partial = partialLineSince.map { $0 + timeouts.partialLine }
+        switch (stall, partial) {
+        case (let stall?, let partial?): return min(stall, partial)
+        case (let stall?, nil): return stall
+        case (nil, let partial?): return partial
+        case (nil, nil): return nil
+        }
+    }
+
+    /// What time calls for.
+    enum Expiry: Equatable {
+        /// Nothing is due.
+        case none
+        /// The partial line's time is up: read what the socket holds first, then ask again. A loop that was
+        /// stopped (SIGSTOP, a long stall) fires its timers before it polls, and the client may have completed
+        /// the line meanwhile.
+        case readFirst
+        /// The line stayed incomplete: send `request_timeout` and close once it is sent (`Fact.dropped`).
+        case timeOutPartialLine
+        /// Its output made no progress for `timeouts.stall`: close it.
+        case closeStalled
+    }
+
+    /// What to do at `now`.
+    mutating func expire(at now: MonotonicInstant) -> Expiry {
+        guard !isClosed else { return .none }
+        if let since = outputWaitingSince, now - since >= timeouts.stall { return .closeStalled }
+        guard let since = partialLineSince, now - since >= timeouts.partialLine else { return .none }
+        guard hasReadAfterPartialLineDeadline else {
+            hasReadAfterPartialLineDeadline = true
+            return .readFirst
+        }
+        return .timeOutPartialLine
+    }
+}
+
+extension ConnectionState.Hold {
+    /// The reply job a hold waits for, if any.
+    var job: ReplyJob? {
+        if case .awaitingReply(_, let job) = self { job } else { nil }
+    }
+}
+
+/// A reply being made off the loop (`ReplyBody.later`): the reply thread skips it if the connection that
+/// asked closed, was cut off or dropped before it started (five clients that asked for a 22 MB meeting and
+/// hung up held another client's small read up for 33 s, each read done for nobody).
+final class ReplyJob: Sendable, Equatable {
+    private let cancelled = Mutex(false)
+
+    var isCancelled: Bool { cancelled.withLock { $0 } }
+
+    /// Nobody will read the reply: it is not made if it has not started.
+    func cancel() {
+        cancelled.withLock { $0 = true }
+    }
+
+    static func == (lhs: ReplyJob, rhs: ReplyJob) -> Bool { lhs === rhs }
 }

@@ -50,7 +50,10 @@ extension Server {
 
     /// A new connection on `fd`, watched by the loop and numbered.
     private func register(_ fd: FileDescriptor, peer: PeerCredentials) throws(SystemError) -> Connection {
-        let connection = Connection(number: nextNumber, fd: fd, peer: peer, now: loop.now())
+        let connection = Connection(
+            number: nextNumber, fd: fd, peer: peer,
+            timeouts: ConnectionState.Timeouts(
+                stall: .seconds(limits.stallTimeoutSeconds), partialLine: .seconds(limits.partialLineTimeoutSeconds)))
         nextNumber += 1
         connection.watch = try loop.watch(fd, for: .readable) { [unowned self, unowned connection] events in
             handleEvents(events, on: connection)

@@ -84,25 +84,28 @@ extension Server {
     }
 
     /// Runs `work` on the reply thread; the connection handles nothing more until its reply is queued
-    /// (`answer`). Jobs run one at a time, so two clients reading large files hold one in memory, not two.
+    /// (`answer`). Jobs run one at a time, so two clients reading large files hold one in memory, not two;
+    /// a job whose connection closed, was dropped or cut off before it started is skipped (`ReplyJob`).
     private func awaitReply(
         id: JSONValue, work: @escaping @Sendable () -> Result<ReplyBody, ProtocolError>, on connection: Connection
     ) {
-        _ = connection.state.awaitReply(id: id)
         let number = connection.number
+        let job = ReplyJob()
         let queued = replyThread().map { worker, mailbox in
-            worker.tryRun { mailbox.post(LaterReply(connection: number, outcome: work())) }
+            worker.tryRun {
+                guard !job.isCancelled else { return }
+                mailbox.post(LaterReply(connection: number, outcome: work()))
+            }
         }
         switch queued {
         case true?:
-            updateInterest(connection)
+            // The reply comes back through the loop's mailbox, so never before this.
+            handle(.replyDeferred(id: id, job: job), on: connection)
         case false?:
-            connection.state.replyNotAwaited()
             queueReply(
                 id: id, outcome: .failure(ProtocolError(.internalError, "too many replies are being made; try again")),
                 to: connection)
         case nil:
-            connection.state.replyNotAwaited()
             queueReply(id: id, outcome: work(), to: connection)  // no thread to be had: here, then
         }
     }
@@ -125,12 +128,15 @@ extension Server {
     /// Queues a reply made off the loop and lets its connection go on with the lines it sent meanwhile (on
     /// the loop's next turn, as a reader resumes). A connection closed meanwhile gets nothing.
     private func answer(_ later: LaterReply) {
-        guard let connection = connections[later.connection],
-            case .queue(let id) = connection.state.replyMade()
-        else { return }
-        queueReply(id: id, outcome: later.outcome, to: connection)
-        flush(connection)
-        if !connection.isClosed { resumeReading(connection) }
+        guard let connection = connections[later.connection] else { return }
+        switch apply(.deferredReplyMade, to: connection) {
+        case .queueReply(let id):
+            queueReply(id: id, outcome: later.outcome, to: connection)
+            flush(connection)
+            if !connection.isClosed { handleInputOnNextTurn(connection) }
+        case let other:
+            perform(other, on: connection)  // `.discardReply`: nobody waits for it
+        }
     }
 
     private func queueReply(id: JSONValue, outcome: Result<ReplyBody, ProtocolError>, to connection: Connection) {

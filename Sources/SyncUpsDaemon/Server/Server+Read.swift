@@ -17,7 +17,7 @@ extension Server {
         if events.contains(.readable) || hungUp { read(connection) }
     }
 
-    /// Reads what the socket holds now: on a readiness event, and before `watchPartialLine`'s timer judges a
+    /// Reads what the socket holds now: on a readiness event, and before the partial-line deadline judges a
     /// line (it fires before the loop polls when the loop was stopped).
     func read(_ connection: Connection) {
         guard connection.state.isReading else { return }
@@ -35,7 +35,7 @@ extension Server {
         if count == 0 {
             // End of input: answer what was sent (even a last line without "\n"), then close (`afterSend`).
             if connection.hasPendingInput { connection.input.append(0x0A) }
-            connection.state.endOfInput()
+            handle(.inputEnded, on: connection)
         } else {
             connection.input.append(contentsOf: readBuffer[0..<count])
         }
@@ -45,7 +45,7 @@ extension Server {
     /// Handles what the input holds, watches what is left of a line, and sends the replies.
     func processInputAndFlush(_ connection: Connection) {
         processInput(connection)
-        watchPartialLine(connection)
+        noteInput(connection)
         flush(connection)
     }
 
@@ -160,10 +160,10 @@ extension Server {
 
     /// Gives way to other clients for a turn: the rest of the backlog goes on once the loop has polled.
     private func yieldTurn(_ connection: Connection) {
-        if connection.state.yield() == .updateInterest { updateInterest(connection) }
+        handle(.turnBudgetSpent, on: connection)
         loop.executeAfterPolling { [weak self, weak connection] in
-            guard let self, let connection, connection.state.resumeAfterYield() else { return }
-            processInputAndFlush(connection)
+            guard let self, let connection else { return }
+            handle(.loopPolled, on: connection)
         }
     }
 
@@ -177,12 +177,14 @@ extension Server {
         )
     }
 
-    /// Sends one error line (id null) and closes the connection once it is sent; what it sent is dropped.
+    /// Sends one error line (id null) and closes the connection once it is sent; what it sent is dropped,
+    /// and a reply being made for it is not made if it has not started.
     func drop(_ connection: Connection, _ error: ProtocolError) {
+        guard case .sendErrorThenClose(let job) = apply(.dropped, to: connection) else { return }
+        job?.cancel()
         enqueue(Wire.failure(id: .null, error: error), to: connection)
         connection.input = []
         connection.inputStart = 0
-        _ = connection.state.drop()
         flush(connection)
     }
 

@@ -2,74 +2,72 @@ import SyncUpsPOSIX
 import SyncUpsProtocol
 
 /// Timeouts: a client that stops reading its output (`stallTimeoutSeconds`) or leaves a request line
-/// incomplete (`partialLineTimeoutSeconds`) is cut off. Both run on the loop's clock, so a test's manual
-/// clock drives them (`VirtualTimeTests`).
+/// incomplete (`partialLineTimeoutSeconds`) is cut off. The deadlines are the connection's state's
+/// (`ConnectionState.expire(at:)` says what each instant calls for); here is only the one timer per
+/// connection that wakes the server at the next of them, on the loop's clock, so a test's manual clock
+/// drives them (`VirtualTimeTests`).
 extension Server {
-    /// Arms the partial-line timeout while the input holds part of a line and nothing else; a complete line
-    /// disarms it. (Complete lines waiting behind a paused reader are the daemon's wait, not the client's.)
-    func watchPartialLine(_ connection: Connection) {
-        guard connection.state.isReading && connection.hasPendingInput else {
-            connection.partialLineSince = nil
-            connection.partialLineTimer.map(loop.cancel)
-            connection.partialLineTimer = nil
-            return
-        }
-        guard connection.partialLineSince == nil else { return }
-        let since = loop.now()
-        connection.partialLineSince = since
-        let timeout = limits.partialLineTimeoutSeconds
-        connection.partialLineTimer = loop.schedule(at: since + .seconds(timeout)) {
-            [unowned self, unowned connection] in
-            connection.partialLineTimer = nil
-            guard !connection.isClosed, connection.partialLineSince == since else { return }
-            // A loop that was stopped (SIGSTOP, a long stall) fires this before it polls: what the client sent
-            // meanwhile is read first, and may complete the line.
-            read(connection)
-            guard !connection.isClosed, connection.partialLineSince == since else { return }
-            logger.throttled(
-                .notice, "client.partial",
-                "\(connection.label) left a request line incomplete for \(timeout) s; closing it")
-            drop(
-                connection,
-                ProtocolError(
-                    .requestTimeout, "a request line stayed incomplete for \(timeout) seconds; closing the connection"))
-        }
+    /// After the input was handled: the state watches what is left of a line.
+    func noteInput(_ connection: Connection) {
+        connection.state.inputWaits(partialLine: connection.hasPendingInput, at: loop.now())
+        armDeadline(connection)
     }
 
-    /// After a flush: a connection with output waiting and no stall check armed starts waiting now (its
-    /// output went from empty to waiting); one with none has nothing to wait for. With `noteOutputProgress`,
-    /// the one place `lastProgress` is written.
-    func watchStall(_ connection: Connection) {
-        if connection.output.isEmpty {
-            cancelStallCheck(connection)
-        } else if connection.stallTimer == nil {
-            connection.lastProgress = loop.now()
-            scheduleStallCheck(connection)
-        }
+    /// After a flush: the state watches whether output waits for the client.
+    func noteOutput(_ connection: Connection) {
+        connection.state.outputWaits(!connection.output.isEmpty, at: loop.now())
+        armDeadline(connection)
     }
 
     /// The socket took some of the connection's output.
     func noteOutputProgress(_ connection: Connection) {
-        connection.lastProgress = loop.now()
+        connection.state.outputProgressed(at: loop.now())
     }
 
-    /// Closes the connection if its output makes no progress for `stallTimeoutSeconds`.
-    private func scheduleStallCheck(_ connection: Connection) {
-        let deadline = connection.lastProgress + .seconds(limits.stallTimeoutSeconds)
-        connection.stallTimer = loop.schedule(at: deadline) { [unowned self, unowned connection] in
-            connection.stallTimer = nil
-            guard !connection.isClosed, !connection.output.isEmpty else { return }
-            if loop.now() - connection.lastProgress >= .seconds(limits.stallTimeoutSeconds) {
-                close(connection, reason: "it read nothing for \(limits.stallTimeoutSeconds) seconds")
-            } else {
-                scheduleStallCheck(connection)
-            }
+    /// Arms the connection's timer at its state's next deadline. A deadline that moved later leaves the
+    /// timer where it is: it fires early, finds nothing due, and is armed again (as SwiftNIO's
+    /// `IdleStateHandler`), so a send's progress costs no timer operation.
+    private func armDeadline(_ connection: Connection) {
+        let next = connection.state.nextDeadline
+        if let armed = connection.deadlineTimerAt, let next, armed <= next { return }
+        cancelDeadline(connection)
+        guard let next else { return }
+        connection.deadlineTimerAt = next
+        connection.deadlineTimer = loop.schedule(at: next) { [unowned self, unowned connection] in
+            connection.deadlineTimer = nil
+            connection.deadlineTimerAt = nil
+            expire(connection)
         }
     }
 
-    func cancelStallCheck(_ connection: Connection) {
-        guard let timer = connection.stallTimer else { return }
-        loop.cancel(timer)
-        connection.stallTimer = nil
+    func cancelDeadline(_ connection: Connection) {
+        if let timer = connection.deadlineTimer { loop.cancel(timer) }
+        connection.deadlineTimer = nil
+        connection.deadlineTimerAt = nil
+    }
+
+    /// Does what the connection's state says the time calls for, then arms the next deadline.
+    private func expire(_ connection: Connection) {
+        while !connection.isClosed {
+            switch connection.state.expire(at: loop.now()) {
+            case .none:
+                armDeadline(connection)
+                return
+            case .readFirst:
+                read(connection)
+            case .timeOutPartialLine:
+                let timeout = limits.partialLineTimeoutSeconds
+                logger.throttled(
+                    .notice, "client.partial",
+                    "\(connection.label) left a request line incomplete for \(timeout) s; closing it")
+                drop(
+                    connection,
+                    ProtocolError(
+                        .requestTimeout,
+                        "a request line stayed incomplete for \(timeout) seconds; closing the connection"))
+            case .closeStalled:
+                close(connection, reason: "it read nothing for \(limits.stallTimeoutSeconds) seconds")
+            }
+        }
     }
 }

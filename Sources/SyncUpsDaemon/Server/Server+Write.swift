@@ -18,12 +18,14 @@ extension Server {
     func cutOffIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
         let unread = connection.output.count + adding
         guard unread > limits.maxOutputBytes else { return false }
-        guard connection.state.exceededOutputLimit() == .closeOnItsTurn else { return true }
-        logger.throttled(
-            .notice, "client.closed",
-            "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
-        )
-        flushAtEndOfTurn(connection)
+        let action = apply(.outputOverLimit, to: connection)
+        if case .closeOnItsTurn = action {  // else it was cut off already
+            logger.throttled(
+                .notice, "client.closed",
+                "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
+            )
+        }
+        perform(action, on: connection)
         return true
     }
 
@@ -40,7 +42,7 @@ extension Server {
         guard !connection.isClosed else { return }
         if connection.state.acceptsOutput { sendQueued(connection) }
         if connection.isClosed { return }
-        watchStall(connection)
+        noteOutput(connection)
         let next = connection.state.afterSend(
             unsent: connection.output.count, resumeBelow: readPauseThreshold / 2,
             hasPendingInput: connection.hasPendingInput, isSubscriber: connection.isSubscriber)
@@ -55,7 +57,7 @@ extension Server {
             close(connection, reason: nil)
             return
         case .resumeReading:
-            resumeReading(connection)
+            handle(.outputReadDown, on: connection)
         case .cutOff:
             close(connection, reason: nil)  // logged when it was cut off
             return
@@ -87,15 +89,14 @@ extension Server {
 
     /// Stops reading from a client with `readPauseThreshold` unsent.
     func pauseReading(_ connection: Connection) {
-        guard connection.state.pauseForOutput() == .updateInterest else { return }
         readPauses += 1
-        updateInterest(connection)
+        handle(.outputPassedPauseThreshold, on: connection)
     }
 
-    /// Lets a paused connection read again, and handles the lines it already sent on the loop's next turn
-    /// (the socket may never become readable again: they are in our buffer, not the kernel's).
-    func resumeReading(_ connection: Connection) {
-        if connection.state.resumeAfterPause() == .updateInterest { updateInterest(connection) }
+    /// Handles the lines a connection already received on the loop's next turn, if it still handles input
+    /// then: after a pause or an awaited reply (the socket may never become readable again: they are in
+    /// our buffer, not the kernel's).
+    func handleInputOnNextTurn(_ connection: Connection) {
         loop.execute { [weak self, weak connection] in
             guard let self, let connection, connection.state.handlesInput else { return }
             processInputAndFlush(connection)

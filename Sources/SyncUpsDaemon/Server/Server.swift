@@ -23,7 +23,7 @@ typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValu
 /// One file per concern, as MPD's `src/client/`: this one holds the state and closing;
 /// `Server+Accept` (the listener, admission), `Server+Read` (reading, framing, the turn budget),
 /// `Server+Process` (the one decode path: a line to its reply, replies made off the loop), `Server+Write`
-/// (sending, pausing, the output limit), `Server+Timeouts` (the stall and partial-line limits),
+/// (sending, pausing, the output limit), `Server+Timeouts` (one timer per connection at its state's next deadline),
 /// `Server+Subscriptions` (topics, `publish`), `ReplayCache`; each connection's state is a
 /// `ConnectionState`, whose methods say what the server is to do.
 final class Server {
@@ -116,18 +116,70 @@ final class Server {
         self.logger = logger
     }
 
+    // MARK: - Facts about a connection
+
+    /// Applies `fact` to the connection's state and returns the action it calls for. An impossible fact
+    /// is a bug here: it is logged, stops a debug build, and changes nothing.
+    func apply(_ fact: ConnectionState.Fact, to connection: Connection) -> ConnectionState.Action {
+        switch connection.state.apply(fact) {
+        case .move(_, let action), .ignore(let action):
+            return action
+        case .impossible:
+            let message = "\(connection.label): \(fact) cannot happen while \(connection.state.phase); ignored"
+            logger.error(message)
+            assertionFailure(message)
+            return .none
+        }
+    }
+
+    /// Applies `fact` and performs the action it calls for.
+    func handle(_ fact: ConnectionState.Fact, on connection: Connection) {
+        perform(apply(fact, to: connection), on: connection)
+    }
+
+    /// Performs what a fact called for; the two actions that need what only their caller has (the reply
+    /// made off the loop, the error line) are performed there, `answer` and `drop`.
+    func perform(_ action: ConnectionState.Action, on connection: Connection) {
+        switch action {
+        case .none, .discardReply:
+            break
+        case .updateInterest:
+            updateInterest(connection)
+        case .resumeInput:
+            updateInterest(connection)
+            handleInputOnNextTurn(connection)
+        case .handleInput:
+            processInputAndFlush(connection)
+        case .closeOnItsTurn(let job):
+            job?.cancel()
+            flushAtEndOfTurn(connection)
+        case .release(let job):
+            job?.cancel()
+            release(connection)
+        case .queueReply(let id):
+            assertionFailure("a reply for \(id) must be queued where it came back (`answer`)")
+        case .sendErrorThenClose(let job):
+            job?.cancel()
+            assertionFailure("an error line must be queued where the connection is dropped (`drop`)")
+        }
+    }
+
     // MARK: - Closing
 
     func close(_ connection: Connection, reason: String?) {
-        guard connection.state.close() else { return }
+        guard !connection.isClosed else { return }
         if let reason {
             logger.throttled(.notice, "client.closed", "closing \(connection.label): \(reason)")
         } else {
             logger.debug("\(connection.label) disconnected")
         }
+        handle(.closed, on: connection)
+    }
+
+    /// Gives back what a closed connection held.
+    private func release(_ connection: Connection) {
         if let watch = connection.watch { loop.unwatch(watch) }
-        if let timer = connection.stallTimer { loop.cancel(timer) }
-        if let timer = connection.partialLineTimer { loop.cancel(timer) }
+        cancelDeadline(connection)
         subscriptions.remove(connection.topics)
         connection.fd.close()
         listenerGate?.resume()  // a descriptor is free: accept again if short of them
