@@ -27,7 +27,7 @@ let package = Package(
 
         .target(name: "CSyncUpsShims", cSettings: [.define("_GNU_SOURCE")]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
-        // No pkgConfig: libpulse-simple.pc adds -D_REENTRANT and -pthread, which SwiftPM refuses; the modulemap links.
+        // No pkgConfig: libpulse.pc adds -D_REENTRANT and -pthread, which SwiftPM refuses; the modulemap links.
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // No pkgConfig: pocketsphinx.pc would link libsphinxad and its 30 dependencies (see shim.h).

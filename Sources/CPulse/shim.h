@@ -1,8 +1,7 @@
-// libpulse for Swift: the asynchronous API (a pa_mainloop for introspection) and pa_simple for the
-// blocking record streams. PipeWire's pipewire-pulse serves the same protocol.
+// libpulse for Swift: the asynchronous API (a pa_mainloop for introspection, and one per record stream,
+// iterated by its capture thread with bounded waits). PipeWire's pipewire-pulse serves the same protocol.
 #pragma once
 #include <pulse/pulseaudio.h>
-#include <pulse/simple.h>
 #include <pulse/error.h>
 
 // PA_INVALID_INDEX is a cast macro, which Swift does not import.

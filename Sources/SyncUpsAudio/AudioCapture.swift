@@ -7,7 +7,9 @@ import Synchronization
 /// Captures from a device on its own thread, keeping audio time equal to meeting time.
 ///
 /// Overruns are recovered with `snd_pcm_recover` and counted. A device that disappears (USB microphone
-/// unplugged) is reopened every second, and the time it was missing is filled with silence. A device that
+/// unplugged), or a sound server that delivers nothing within its stream's bound (`ETIMEDOUT`: stopped, hung),
+/// is reported once and reopened every second, and the time it was missing is filled with silence; it is back
+/// (`reconnected`) once a read delivers audio again, not when a sound server's stream merely opens. A device that
 /// delivers faster than real time (ALSA's `null` and `file` test plugins) is paced to real time.
 public final class AudioCapture: Sendable {
     /// Something the session should hear about; sent from the capture thread.
@@ -57,6 +59,9 @@ public final class AudioCapture: Sendable {
     private let output: BlockingQueue<AudioChunk>
     private let report: @Sendable (Report) -> Void
     private let isStopping = Atomic(false)
+    /// When `stop` was called (nanoseconds of `MonotonicInstant`), 0 before: the recording ends there, even if
+    /// the thread, in a read that waits for a stalled server, ends a little later.
+    private let stoppedAt = Atomic<Int64>(0)
     private let wake: WakeSignal
     private let exited: WakeSignal
     private let statistics = Mutex(Statistics())
@@ -113,6 +118,7 @@ public final class AudioCapture: Sendable {
     /// on a stalled test FIFO can outlive the wait; the thread then ends on its own.)
     @discardableResult
     public func stop(timeout: Duration = .seconds(2)) -> Bool {
+        stoppedAt.store(MonotonicInstant.now().nanoseconds, ordering: .relaxed)
         isStopping.store(true, ordering: .relaxed)
         wake.signal()
         let ended = exited.wait(timeout: timeout)
@@ -141,22 +147,26 @@ public final class AudioCapture: Sendable {
             }
         }
         /// Silence for time the device could not deliver, keeping `tolerance` frames of ordinary lag.
-        func fillGap(tolerance: Int64) {
-            var missing = expectedFrames() - delivered - tolerance
+        func fillGap(tolerance: Int64, until instant: MonotonicInstant = .now()) {
+            var missing = expectedFrames(at: instant) - delivered - tolerance
             while missing > 0 {
                 let frames = min(missing, period)
                 deliver([UInt8](repeating: 0, count: Int(frames) * AudioFormat.bytesPerFrame), isFiller: true)
                 missing -= frames
             }
         }
-        /// The device is gone (the loop tries to reopen it every second).
+        /// The device is gone (the loop tries to reopen it every second): said once, not at each retry.
         func disconnected(_ error: AudioError) {
-            statistics.withLock {
+            let wasOpen = statistics.withLock {
+                let wasOpen = $0.isDeviceOpen
                 $0.isDeviceOpen = false
                 $0.error = error.description
+                return wasOpen
             }
-            report(.disconnected(error))
+            if wasOpen { report(.disconnected(error)) }
         }
+        /// Reopened, but not yet read from: back only once audio comes.
+        var isReopened = false
 
         while !isStopping.load(ordering: .relaxed) {
             guard let current = stream else {
@@ -166,15 +176,8 @@ public final class AudioCapture: Sendable {
                 fillGap(tolerance: 0)
                 if let reopened = try? device.open(deviceName) {
                     stream = reopened
-                    statistics.withLock {
-                        $0.reconnects += 1
-                        $0.isDeviceOpen = true
-                        $0.error = nil
-                        $0.device = reopened.device
-                    }
-                    report(
-                        .reconnected(
-                            missingSeconds: Double(currentStatistics.fillerFrames) / Double(AudioFormat.sampleRate)))
+                    statistics.withLock { $0.device = reopened.device }
+                    isReopened = true
                 }
                 continue
             }
@@ -206,6 +209,17 @@ public final class AudioCapture: Sendable {
                     fillGap(tolerance: Int64(count) + 2 * period + (waited ? 0 : Int64(buffered() ?? 0)))
                 }
                 deliver(bytes, isFiller: false)
+                if isReopened {
+                    isReopened = false
+                    statistics.withLock {
+                        $0.reconnects += 1
+                        $0.isDeviceOpen = true
+                        $0.error = nil
+                    }
+                    report(
+                        .reconnected(
+                            missingSeconds: Double(currentStatistics.fillerFrames) / Double(AudioFormat.sampleRate)))
+                }
                 statistics.withLock {
                     $0.level = loudest > 0 ? ((20 * log10(loudest / 32_768)) * 10).rounded() / 10 : nil
                     if rms >= Statistics.silenceRMS { $0.lastSoundFrame = $0.deliveredFrames }
@@ -241,10 +255,17 @@ public final class AudioCapture: Sendable {
             }
             current.close()
             stream = nil
-            disconnected(AudioError(.system, operation: "reading \(deviceName)", code: error))
+            disconnected(
+                AudioError(
+                    .system, operation: "reading \(deviceName)", code: error,
+                    message: error == -ETIMEDOUT ? "no audio came: the sound server does not answer" : nil))
         }
         stream?.close()
-        if stream == nil { fillGap(tolerance: 0) }
+        if stream == nil {
+            // Up to the stop, not to the end of a read that waited past it for a stalled server.
+            let end = stoppedAt.load(ordering: .relaxed)
+            fillGap(tolerance: 0, until: end > 0 ? MonotonicInstant(nanoseconds: end) : .now())
+        }
     }
 }
 

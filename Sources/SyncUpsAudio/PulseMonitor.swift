@@ -10,8 +10,8 @@ import Synchronization
 /// The introspection side of libpulse is asynchronous only, so this thread owns a `pa_mainloop` and iterates
 /// it (blocking in its poll, no timer: an idle daemon does not wake up), subscribed to server and source
 /// changes: a new default sink is known within one round trip. The recording itself goes through
-/// `pa_simple` on the capture thread (`CaptureDevice.pulse`), whose blocking reads fit that thread as
-/// `snd_pcm_readi` does; a `pa_simple` has no introspection, hence this second context. When the server goes
+/// a `PulseRecordStream` of its own on the capture thread (`CaptureDevice.pulse`), whose bounded reads fit
+/// that thread as `snd_pcm_readi` does. When the server goes
 /// away the snapshot becomes nil and the thread reconnects after 1, 2, 4… up to 30 s, or at once when a
 /// capture asks (`reconnectNow`).
 public final class PulseMonitor: Sendable {

@@ -87,14 +87,8 @@ final class Services {
             throw StartupError("cannot set up voices: \(error)")
         }
         logger.info(voices.model.status)
-        // A profile of someone in no sync-up (removed while a write of theirs raced the removal, or while the
-        // daemon was down) is a voice print no command can reach any more: it goes.
-        let known = Set(owner.syncUps.lazy.flatMap { $0.attendees.map(\.id) })
-        let orphans = voices.profiles.keys.filter { !known.contains($0) }
-        if !orphans.isEmpty {
-            logger.notice("voices: removing \(orphans.count) profiles of people in no sync-up")
-            voices.forget(orphans)
-        }
+        let keptProfiles = Self.removeOrphanedProfiles(
+            of: voices, in: owner.syncUps, rosterIsFromFile: loaded.isFromFile, logger: logger)
         session.voices = voices
         voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
         // A profile that cannot be written is a failed write of the user's data like sync-ups.json's: the
@@ -109,7 +103,7 @@ final class Services {
         scheduler = Scheduler(
             loop: loop, directory: directory, state: owner, logger: logger, wallClock: wallClock,
             environment: environment, fileSystem: fileSystem)
-        let scheduleWarnings = scheduler.load()
+        let scheduleWarnings = scheduler.load(rosterIsFromFile: loaded.isFromFile)
         for warning in scheduleWarnings { logger.warning(warning) }
         scheduler.onAction = { [unowned owner, unowned session, unowned scheduler] action in
             Self.perform(action, state: owner, session: session, scheduler: scheduler, logger: logger, publish: publish)
@@ -125,7 +119,8 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: wallClock(),
-                loadWarnings: loaded.warnings + shared + recovered + loaded.formerProblems + scheduleWarnings,
+                loadWarnings: loaded.warnings + shared + recovered + loaded.formerProblems + keptProfiles
+                    + scheduleWarnings,
                 desktop: desktop,
                 scheduler: scheduler
             )
@@ -133,6 +128,30 @@ final class Services {
         commands = handler
         server.handler = handler.handle
         server.replayGeneration = handler.replayGeneration
+    }
+
+    /// A profile of someone in no sync-up (removed while a write of theirs raced the removal, or while the
+    /// daemon was down) is a voice print no command can reach any more: it goes, each named in the log. Only
+    /// against the roster of a `sync-ups.json` read whole: after a fallback (`.prev`, one write behind) or an
+    /// empty start (the file missing, empty or damaged) the people missing from the roster may well exist, and
+    /// a learned voice is not removed on a guess. They are judged again at the next start that reads the file.
+    /// Returns the warning for `status` when profiles were kept for that reason.
+    static func removeOrphanedProfiles(
+        of voices: VoiceService, in syncUps: [SyncUp], rosterIsFromFile: Bool, logger: Logger
+    ) -> [String] {
+        let known = Set(syncUps.lazy.flatMap { $0.attendees.map(\.id) })
+        let orphans = voices.profiles.keys.filter { !known.contains($0) }.sorted { $0.description < $1.description }
+        guard !orphans.isEmpty else { return [] }
+        guard rosterIsFromFile else {
+            let warning =
+                "voices: kept \(orphans.count) profiles of people in none of the sync-ups loaded, which did not "
+                + "come from \(DataDirectory.fileName) itself: it may hold them"
+            logger.warning(warning)
+            return [warning]
+        }
+        for id in orphans { logger.notice("voices: removing the profile of \(id), who is in no sync-up") }
+        voices.forget(orphans)
+        return []
     }
 
     /// `idle · 3 sync-ups` or `recording "Design" 03:12 · Blob Jr 2/6`: systemd's status line.

@@ -16,6 +16,10 @@ public struct StoreLoader {
     let wallClock: WallClock
     /// Set when the state loaded is not what `sync-ups.json` holds (it came from `.prev`): write it back at once.
     private(set) var needsRewrite = false
+    /// Set when the state loaded is `sync-ups.json`'s own, read whole: not `.prev`, and not the empty start of a
+    /// missing, empty or damaged file. Only such a roster may judge what else refers to it (a voice profile of
+    /// someone in no sync-up, a schedule of no sync-up): a fallback can lack what the real file held.
+    private(set) var isFromFile = false
 
     init(directory: DataDirectory, fileSystem: FileSystem, wallClock: WallClock) {
         self.directory = directory
@@ -29,6 +33,7 @@ public struct StoreLoader {
         let outcome = Self.parse(main)
         switch outcome {
         case .loaded(let syncUps):
+            isFromFile = true
             return (syncUps, warnings)
         case .missing, .empty:
             guard case .loaded(let syncUps) = Self.parse(directory.previousFile), !syncUps.isEmpty else {

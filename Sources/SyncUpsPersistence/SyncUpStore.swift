@@ -30,6 +30,10 @@ public final class SyncUpStore {
         public var formerProblems: [String]
         /// Problems found and dealt with (a corrupt file moved aside, a fallback used), for the log and `status`.
         public var warnings: [String]
+        /// Whether `syncUps` is `sync-ups.json`'s own, read whole: false after a fallback to `.prev` or an empty
+        /// start for a missing, empty or damaged file, when it may lack sync-ups the real file held. Only a
+        /// roster read whole may decide that something referring to a sync-up or an attendee refers to nobody.
+        public var isFromFile = true
     }
 
     public let directory: DataDirectory
@@ -121,7 +125,8 @@ public final class SyncUpStore {
         try writer.start()
         if loader.needsRewrite { save(latest, urgent: true) }
         return LoadResult(
-            syncUps: result.syncUps, former: former, formerProblems: formerProblems, warnings: result.warnings)
+            syncUps: result.syncUps, former: former, formerProblems: formerProblems, warnings: result.warnings,
+            isFromFile: loader.isFromFile)
     }
 
     private func removeStaleTemporaryFiles() {

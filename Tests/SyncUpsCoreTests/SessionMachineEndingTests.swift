@@ -31,7 +31,8 @@ import Testing
         -> [SessionMachine.Effect]
     {
         waited + [
-            .saveMeeting(machine.meeting, machine.record, of: machine.syncUp), .stopCue, .finish, .stopVoiceListener,
+            .saveMeeting(machine.meeting, machine.record, of: machine.syncUp), .stopCue, .finish,
+            .stopVoiceListener(keepsLearning: true),
             .publish(.ended(ending)),
         ]
     }
@@ -78,7 +79,7 @@ import Testing
         #expect(
             try machine.request(.end(.discard), at: 1.5) == [
                 .discardMeeting, .disarmTimer, .cancelRecognizer, .abandonRecorder, .stopCue, .finish,
-                .stopVoiceListener, .publish(.ended(.discarded)),
+                .stopVoiceListener(keepsLearning: false), .publish(.ended(.discarded)),
             ])
         expectAllStopped(machine)
         #expect(machine.recorder == .stopped && machine.recognizer == .stopped)
@@ -89,7 +90,7 @@ import Testing
         #expect(
             machine.handle(.syncUpDeleted, at: 1.5) == [
                 .discardMeeting, .disarmTimer, .cancelRecognizer, .abandonRecorder, .stopCue, .finish,
-                .stopVoiceListener, .publish(.ended(.syncUpDeleted)),
+                .stopVoiceListener(keepsLearning: false), .publish(.ended(.syncUpDeleted)),
             ])
         expectAllStopped(machine)
     }
@@ -103,7 +104,7 @@ import Testing
         #expect(
             machine.handle(.syncUpDeleted, at: 2.5) == [
                 .discardMeeting, .cancelSettleTimeout, .cancelRecognizer, .abandonRecorder, .stopCue, .finish,
-                .stopVoiceListener, .publish(.ended(.syncUpDeleted)),
+                .stopVoiceListener(keepsLearning: false), .publish(.ended(.syncUpDeleted)),
             ])
         expectAllStopped(machine)
     }

@@ -372,7 +372,7 @@ extension SessionMachine {
         #expect(machine.voiceListener == (listens ? .running : .absent))
         // The save waits for exactly the parts that run; the speaker encoder stops after the capture that feeds
         // it (`finish` queues that first), and only if it started.
-        let stopsVoices: [SessionMachine.Effect] = listens ? [.stopVoiceListener] : []
+        let stopsVoices: [SessionMachine.Effect] = listens ? [.stopVoiceListener(keepsLearning: true)] : []
         var save = try machine.request(.end(.save))
         if microphoneOpens {
             #expect(

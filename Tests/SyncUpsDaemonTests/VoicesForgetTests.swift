@@ -48,6 +48,49 @@ import Testing
         #expect(Files.exists(profile(kept)))
     }
 
+    /// K3: a `sync-ups.json` that is damaged (a torn write: restored from `.prev`, one write behind, which lacks
+    /// the sync-up B) or gone with its `.prev` (the daemon starts empty) judges nobody's profile: Cat of B (and,
+    /// with no file at all, everybody) keeps the voice learned; `status` says why, and B's schedule stays in
+    /// `syncups.schedule`. Before, the start-up sweep deleted those profiles for good.
+    @Test(arguments: ["garbage", "bothgone"])
+    func aRosterNotReadFromSyncUpsJSONRemovesNoProfile(damage: String) throws {
+        let a = SyncUp.fixture(seed: 1, title: "A", attendees: 2)
+        let b = SyncUp.fixture(seed: 2, title: "B", attendees: 1)
+        let data = directory.dataDirectory(holding: [a, b])
+        Files.write(data + "/sync-ups.json.prev", SyncUpsFile.encode([a]))
+        if damage == "garbage" {
+            Files.write(data + "/sync-ups.json", #"{"oops": tr"#)
+        } else {
+            unlink(data + "/sync-ups.json")
+            unlink(data + "/sync-ups.json.prev")
+        }
+        let scheduled =
+            #"{"syncup":"\#(b.id)","schedule":"daily 10:00","timeZone":"UTC"}"#
+        Files.write(data + "/syncups.schedule", #"{"version":1,"schedules":[\#(scheduled)]}"#)
+        func profile(_ id: Attendee.ID) -> String { data + "/voices/\(id).json" }
+        mkdir(data + "/voices", 0o700)
+        let everyone = a.attendees + b.attendees
+        for attendee in everyone { Files.write(profile(attendee.id), VoiceProfileValidationFile.sane) }
+        let daemon = try InProcessDaemon(dataDirectory: data)
+        let client = LoopClient(try daemon.connect(), daemon)
+        // A forget runs on the voices' writer after any removal queued before it (the sweep's), and is answered
+        // once done: by its reply, what start-up removed is gone.
+        let probe = try client.result("syncups.create", ["title": "Probe", "attendees": ["Probe"]])
+        let probeID = try #require(probe["attendees"]?[0]?["id"]?.stringValue)
+        _ = try client.result("voices.forget", ["attendee": .string(probeID)])
+        for attendee in everyone {
+            #expect(Files.exists(profile(attendee.id)), "\(attendee.name)'s profile was removed (\(damage))")
+        }
+        let warnings = try client.result("status")["persistence"]?["warnings"]?.arrayValue ?? []
+        #expect(warnings.contains { $0.stringValue?.contains("voices: kept") == true }, "\(warnings)")
+        _ = try client.result(
+            "schedule.set", ["syncup": try #require(probe["id"]), "schedule": "daily 09:00", "timeZone": "UTC"])
+        let schedule = data + "/syncups.schedule"
+        _ = try client.waitForStatus { _ in (Files.readString(schedule) ?? "").contains("09:00") }
+        let onDisk = Files.readString(schedule) ?? ""
+        #expect(onDisk.contains(b.id.description), "B's schedule was dropped: \(onDisk)")
+    }
+
     /// Solo's id cut to `length` characters (0 to 3) forgets nobody; four characters is enough.
     @Test(arguments: [0, 1, 3])
     func aPrefixShorterThanFourCharactersForgetsNobody(length: Int) throws {

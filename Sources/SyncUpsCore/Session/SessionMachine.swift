@@ -132,8 +132,10 @@ public struct SessionMachine: Sendable, Equatable {
         /// `voiceListenerStarted` or `voiceListenerUnavailable` follows.
         case startVoiceListener
         /// The recording has ended (after `finish`, whose clean-up stops the capture first): the speaker encoder
-        /// finishes what it heard, and the voice profiles are written.
-        case stopVoiceListener
+        /// finishes what it heard, and the voice profiles are written. `keepsLearning` is false when the meeting
+        /// is discarded: what it taught is dropped, every profile put back as it was before the meeting (a
+        /// discard saves nothing).
+        case stopVoiceListener(keepsLearning: Bool)
         /// Start the recognizer on the recording's audio; `recognizerStarted` or `recognizerFailedToStart`
         /// follows.
         case startRecognizer
@@ -648,7 +650,8 @@ public struct SessionMachine: Sendable, Equatable {
         }
         effects += stopEverything(keepsAudio: ending.keepsMeeting)
         // The speaker encoder stops after the capture that feeds it (queued after the recorder's stop).
-        let voices: [Effect] = voiceListener == .running ? [.stopVoiceListener] : []
+        let voices: [Effect] =
+            voiceListener == .running ? [.stopVoiceListener(keepsLearning: ending.keepsMeeting)] : []
         if voiceListener == .running { voiceListener = .stopped }
         return effects + [.finish] + voices + [.publish(.ended(final))]
     }

@@ -113,8 +113,10 @@ final class Scheduler {
 
     /// Reads `syncups.schedule`; returns what could not be read (a warning each). A file over 1 MiB or not a
     /// schedule file is moved aside (`.corrupt-*`, as `sync-ups.json`); an entry that does not parse is kept
-    /// verbatim in the file; the schedules of sync-ups that do not exist are dropped, with one warning.
-    func load() -> [String] {
+    /// verbatim in the file; the schedules of sync-ups that do not exist are dropped, with one warning, but
+    /// only when `rosterIsFromFile` (the sync-ups are `sync-ups.json`'s own): after a fallback they are kept
+    /// verbatim, as an unreadable entry is, since the sync-up may well exist.
+    func load(rosterIsFromFile: Bool = true) -> [String] {
         // One descriptor for the size check and the read; only a missing file is "no schedules": any other
         // error (EACCES, EIO, not a regular file) sets the file aside, so the next save never overwrites it.
         let read: (identity: FileIdentity, bytes: [UInt8]?)
@@ -147,6 +149,7 @@ final class Scheduler {
                 continue
             }
             guard known.contains(id) else {
+                if !rosterIsFromFile { unreadEntries.append((id.description, entry)) }
                 unknown += 1
                 continue
             }
@@ -162,7 +165,11 @@ final class Scheduler {
             }
         }
         if unknown > 0 {
-            warnings.append("\(path): \(unknown) schedules of sync-ups that do not exist are dropped")
+            warnings.append(
+                rosterIsFromFile
+                    ? "\(path): \(unknown) schedules of sync-ups that do not exist are dropped"
+                    : "\(path): \(unknown) schedules of sync-ups not loaded are not used (kept in the file): "
+                        + "the sync-ups were not loaded from \(DataDirectory.fileName) itself")
         }
         return warnings
     }

@@ -23,9 +23,9 @@ extension SessionController {
                 handle(startRecorder(session, call: call), in: session)
             case .startVoiceListener:
                 handle(startVoiceListener(session), in: session)
-            case .stopVoiceListener:
+            case .stopVoiceListener(let keepsLearning):
                 // After the recorder's stop (the same worker, in order): the encoder has heard the last audio.
-                voices?.end(session.meetingID, cleanup: cleanup)
+                voices?.end(session.meetingID, keepsLearning: keepsLearning, cleanup: cleanup)
             case .startRecognizer:
                 handle(startRecognizer(session), in: session)
             case .startCue:

@@ -9,6 +9,11 @@ import SyncUpsVoice
 /// at start-up, learns from the floor while a meeting runs (each 1.6 s window that lies wholly in one turn
 /// may teach that turn's holder, as `VoiceMatcher.teaches` rules), writes what a meeting taught when it ends
 /// (on the clean-up thread), and forgets profiles on request or with their attendee.
+///
+/// What a meeting teaches is the meeting's: used at once (its later windows are matched with it) and written at
+/// each change of floor, since a crash recovers the meeting (its journal) and so keeps what it taught up to
+/// there; but a discarded meeting saves nothing, so its end (`end(_:keepsLearning:cleanup:)`) puts every
+/// profile it taught back as it was before the meeting, and a file it created is removed.
 final class VoiceService {
     /// The encoder's weights, or why there are none (the daemon then attributes by the floor alone).
     enum Model: Sendable {
@@ -69,6 +74,17 @@ final class VoiceService {
         /// Attendees forgotten (or removed) during the meeting, with the frame the audio had reached then: a
         /// window of earlier audio, embedded late, never teaches them again.
         var forgottenBefore: [Attendee.ID: Int] = [:]
+        /// What each attendee this meeting's windows reached had before it (their profile and the windows kept
+        /// aside for a changed voice): what a discard puts back.
+        var before: [Attendee.ID: Prior] = [:]
+        /// False once the meeting is discarded: its windows still being embedded teach nothing.
+        var keepsLearning = true
+    }
+
+    /// An attendee's learning before a meeting.
+    private struct Prior {
+        var profile: VoiceProfile?
+        var change: VoiceChange?
     }
 
     let store: VoiceProfileStore
@@ -137,9 +153,11 @@ final class VoiceService {
         }
     }
 
-    /// The meeting's audio has ended: its encoder finishes on `cleanup`, then its profiles are written.
-    func end(_ meeting: Meeting.ID, cleanup: SerialWorker) {
+    /// The meeting's audio has ended: its encoder finishes on `cleanup`, then its profiles are written. A
+    /// meeting discarded (`keepsLearning` false) taught nothing: its profiles are put back at once.
+    func end(_ meeting: Meeting.ID, keepsLearning: Bool = true, cleanup: SerialWorker) {
         guard let listener = listening[meeting]?.listener else { return }
+        if !keepsLearning { dropLearning(of: meeting) }
         listening[meeting]?.cleanup = cleanup
         cleanup.run { [mailbox] in
             listener.finishAndJoin()
@@ -173,6 +191,7 @@ final class VoiceService {
             guard let embedding = window.embedding, let listening = listening[meeting] else {
                 return trace(window.echo ? "the call's echo" : "silence")
             }
+            guard listening.keepsLearning else { return trace("the meeting was discarded") }
             let turns = listening.turns()
             let attendees = listening.attendees()
             var keyed: [String: VoiceProfile] = [:]
@@ -259,6 +278,9 @@ final class VoiceService {
     ) -> Bool {
         let now = Int64(wallClock().timeIntervalSince1970)
         let before = keyed[holder.description]?.seconds ?? 0
+        if listening[meeting]?.before.keys.contains(holder) == false {
+            listening[meeting]?.before[holder] = Prior(profile: profiles[holder], change: changes[holder.description])
+        }
         guard
             matcher.learn(
                 embedding, seconds: seconds, holder: holder.description, meeting: meeting.description, at: now,
@@ -280,6 +302,34 @@ final class VoiceService {
     func record(_ profile: VoiceProfile?, for attendee: Attendee.ID) {
         profiles[attendee] = profile
         unsaved.insert(attendee)
+    }
+
+    /// A discarded meeting's learning dropped: each profile it taught is put back as it was before the meeting
+    /// (written again, or its file removed if the meeting created it), and so are the windows kept aside.
+    private func dropLearning(of meeting: Meeting.ID) {
+        guard let taught = listening[meeting]?.before else { return }
+        listening[meeting]?.before = [:]
+        listening[meeting]?.keepsLearning = false
+        var created: Set<Attendee.ID> = []
+        var restored = 0
+        for (id, prior) in taught {
+            changes[id.description] = prior.change
+            guard profiles[id] != prior.profile else { continue }
+            profiles[id] = prior.profile
+            if prior.profile == nil {
+                unsaved.remove(id)
+                created.insert(id)
+            } else {
+                unsaved.insert(id)
+                restored += 1
+            }
+        }
+        guard restored + created.count > 0 else { return }
+        logger.notice(
+            "voices: the meeting was discarded: \(restored + created.count) profiles it taught are as they were before it",
+            .meeting(meeting))
+        if restored > 0 { write() }
+        if !created.isEmpty { remove(created) }
     }
 
     /// Writes the unsaved profiles on the writer thread (one write at a time; a failure is logged, reported
@@ -329,16 +379,23 @@ final class VoiceService {
     /// is gone.
     func forget(_ attendees: some Sequence<Attendee.ID>, done: @escaping @Sendable (SystemError?) -> Void = { _ in }) {
         let ids = Set(attendees)
-        let again = unremoved
-        unremoved = []
         for id in ids {
             profiles[id] = nil
             changes[id.description] = nil
             unsaved.remove(id)
             for (meeting, heard) in listening.mapValues({ $0.listener.heardUpTo.load(ordering: .relaxed) }) {
                 listening[meeting]?.forgottenBefore[id] = heard
+                listening[meeting]?.before[id] = nil  // a discard never brings a forgotten profile back
             }
         }
+        remove(ids, done: done)
+    }
+
+    /// Removes the attendees' files on the writer thread, after the write under way (and those a removal
+    /// failed to remove before); `done` is called there with the failure.
+    private func remove(_ ids: Set<Attendee.ID>, done: @escaping @Sendable (SystemError?) -> Void = { _ in }) {
+        let again = unremoved
+        unremoved = []
         let (store, logger, mailbox) = (store, logger, mailbox)
         writer.run {
             if !again.isEmpty, let left = Self.remove(again, from: store, logger: logger) {
