@@ -89,15 +89,17 @@ run: build
 ## Installs what the tests need, checks formatting, builds, and runs the whole suite; as root, the Debian package
 ## on a clean Debian 12 too (test-deb).
 ## Its parts run side by side, each as soon as what it needs is there (make -j; each part printed whole when it
-## ends, with a line saying when it ran and its CPU; the timeline again at the end): the adapter's tests once
-## its venv is installed, the Swift shares once the debug build is done, test-deb once its two packages are built
-## and the clean root is made (mostly download and unpack, while the compiler runs). SwiftPM builds one thing at
-## a time in .build, so the packages' release build waits for the debug build, and runs niced beside the tests,
-## which mostly wait on processes they started.
+## ends, with a line saying when it ran and its CPU; the timeline again at the end). SwiftPM builds one thing at
+## a time in .build, and each build keeps the 2 cores busy, so as root the packages' release build goes first
+## and the debug build after it; meanwhile lint, the venv, the voice model and the clean Debian root (mostly
+## download and unpack), then test-deb once its packages and root are there. The Swift shares and the adapter's
+## tests start once the debug build is done: no compiler then competes with the tests, which mostly wait on
+## processes they started. The tests run without make's environment (a make they run must not see -j).
 ADAPTER_TESTS = cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
 AS_ROOT := $(filter 0,$(shell id -u))
 TEST_TIMELINE = $(CURDIR)/.build/test-timeline
 TEST_DEB_ROOT = .build/test-deb-root.tar
+WITHOUT_MAKE = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL
 test: deps-test $(if $(AS_ROOT),deps-test-deb)
 	$(if $(AS_ROOT),,@echo "make test: make test-deb skipped: it needs root (mmdebstrap, a PID and mount namespace)")
 	@mkdir -p .build && rm -f $(TEST_TIMELINE)
@@ -114,19 +116,19 @@ test-whisper:
 	@scripts/timed whisper-venv $(MAKE) --no-print-directory whisper
 test-voice:
 	@scripts/timed voice-model $(MAKE) --no-print-directory voice-test-model
-test-build:
+test-deb-built:
+	@scripts/timed packages $(MAKE) --no-print-directory test-deb-packages
+test-build: $(if $(AS_ROOT),test-deb-built)
 	@scripts/timed debug-build $(SWIFT) build --build-tests
 test-swift: test-build test-whisper test-voice
 	@SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) \
-		scripts/timed swift-tests scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
-test-adapter: test-whisper
-	@scripts/timed adapter sh -c '$(ADAPTER_TESTS)'
+		scripts/timed swift-tests $(WITHOUT_MAKE) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
+test-adapter: test-whisper test-build
+	@scripts/timed adapter $(WITHOUT_MAKE) sh -c '$(ADAPTER_TESTS)'
 test-deb-root:
 	@scripts/timed clean-root scripts/test-deb --make-root $(TEST_DEB_ROOT)
-test-deb-built: test-build
-	@scripts/timed packages nice -n 10 $(MAKE) --no-print-directory test-deb-packages
 test-deb-run: test-deb-built test-deb-root
-	@scripts/timed test-deb $(TEST_DEB) $(TEST_DEB_ROOT)
+	@scripts/timed test-deb $(WITHOUT_MAKE) $(TEST_DEB) $(TEST_DEB_ROOT)
 
 ## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
 ## useradd if missing). `make test` runs it too, as one of the InstallTests.
