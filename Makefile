@@ -92,9 +92,10 @@ run: build
 ## ends, with a line saying when it ran and its CPU; the timeline again at the end). SwiftPM builds one thing at
 ## a time in .build, and each build keeps the 2 cores busy, so as root the packages' release build goes first
 ## and the debug build after it; meanwhile lint, the venv, the voice model and the clean Debian root (mostly
-## download and unpack), then test-deb once its packages and root are there. The Swift shares and the adapter's
-## tests start once the debug build is done: no compiler then competes with the tests, which mostly wait on
-## processes they started. The tests run without make's environment (a make they run must not see -j).
+## download and unpack). The tests start once the debug build is done, the Swift shares, the adapter's and
+## test-deb side by side: no compiler then competes with them, and their checks wait on real time (test-deb's
+## 1-minute meeting ended on its own during a reinstall slowed by the compiler at load 25). The tests run
+## without make's environment (a make they run must not see -j).
 ADAPTER_TESTS = cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
 AS_ROOT := $(filter 0,$(shell id -u))
 TEST_TIMELINE = $(CURDIR)/.build/test-timeline
@@ -127,7 +128,7 @@ test-adapter: test-whisper test-build
 	@scripts/timed adapter $(WITHOUT_MAKE) sh -c '$(ADAPTER_TESTS)'
 test-deb-root:
 	@scripts/timed clean-root scripts/test-deb --make-root $(TEST_DEB_ROOT)
-test-deb-run: test-deb-built test-deb-root
+test-deb-run: test-deb-built test-deb-root test-build
 	@scripts/timed test-deb $(WITHOUT_MAKE) $(TEST_DEB) $(TEST_DEB_ROOT)
 
 ## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
