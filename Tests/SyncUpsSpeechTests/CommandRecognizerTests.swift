@@ -7,11 +7,11 @@ import Testing
 
 /// The `command` engine against a scripted recognizer that speaks the protocol, behaves, or misbehaves.
 @Suite struct CommandRecognizerTests {
-    static func recognizer(_ mode: String, textClock: (@Sendable () -> MonotonicInstant)? = nil) -> SpeechRecognizer {
+    static func recognizer(_ mode: String, clock: (@Sendable () -> MonotonicInstant)? = nil) -> SpeechRecognizer {
         let script = Bundle.module.url(forResource: "Fixtures/fake-recognizer", withExtension: "py")!.path
         let command = "python3 '\(script)' \(mode)"
-        guard let textClock else { return CommandRecognizer.recognizer(command: command) }
-        return CommandRecognizer.recognizer(command: command, textClock: textClock)
+        guard let clock else { return CommandRecognizer.recognizer(command: command) }
+        return CommandRecognizer.recognizer(command: command, clock: clock)
     }
 
     func failure(_ harness: RecognizerHarness) -> String? {
@@ -59,10 +59,17 @@ import Testing
         #expect(harness.finish())
     }
 
+    /// A real engine that reads its audio and writes nothing, on a clock the test moves: alive a moment before
+    /// the silence limit (several polls of its output later), killed at it. Before, the test waited 10 real s.
     @Test func killsAnEngineThatHangs() throws {
-        let harness = try RecognizerHarness(Self.recognizer("hang"))
+        let clock = ManualClock()
+        let harness = try RecognizerHarness(Self.recognizer("hang", clock: { clock.now }))
         harness.feed(SpeechFixture.silence(seconds: 1))
-        #expect(harness.wait(timeout: .seconds(20)) { if case .failed = $0 { true } else { false } })
+        let failed: (RecognizerEvent) -> Bool = { if case .failed = $0 { true } else { false } }
+        clock.advance(by: CommandRecognizer.silenceLimit - .milliseconds(1))
+        #expect(!harness.wait(timeout: .seconds(1), for: failed))
+        clock.advance(by: .milliseconds(1))
+        #expect(harness.wait(timeout: .seconds(20), for: failed))
         #expect(failure(harness) == "the speech command wrote nothing for 10 s; killed it")
         #expect(harness.finish())
     }
@@ -71,7 +78,7 @@ import Testing
     /// first 4 MiB fall in one window.
     @Test func killsAnEngineThatFloodsItsOutput() throws {
         let still = MonotonicInstant.now()
-        let harness = try RecognizerHarness(Self.recognizer("flood", textClock: { still }))
+        let harness = try RecognizerHarness(Self.recognizer("flood", clock: { still }))
         #expect(harness.wait { if case .failed = $0 { true } else { false } })
         #expect(failure(harness)?.hasPrefix("the speech command flooded its output") == true)
         #expect(harness.finish())
@@ -104,7 +111,7 @@ import Testing
     @Test func dropsResultsPastTheTextASecondATranscriptTakes() throws {
         // The whole burst in one window, however long this machine takes to read it.
         let start = MonotonicInstant.now()
-        let harness = try RecognizerHarness(Self.recognizer("chatty", textClock: { start }))
+        let harness = try RecognizerHarness(Self.recognizer("chatty", clock: { start }))
         harness.feed(SpeechFixture.silence(seconds: 1))
         #expect(harness.finish())
         #expect(failure(harness) == nil)
@@ -176,7 +183,7 @@ import Testing
     /// Words take memory and disk as text does: they count against the text a second a transcript takes.
     @Test func countsTheWordsAgainstTheTextASecondATranscriptTakes() throws {
         let start = MonotonicInstant.now()
-        let harness = try RecognizerHarness(Self.recognizer("wordytext", textClock: { start }))
+        let harness = try RecognizerHarness(Self.recognizer("wordytext", clock: { start }))
         harness.feed(SpeechFixture.silence(seconds: 1))
         #expect(harness.finish())
         let kept = harness.finals.filter { $0.text == "long words" }

@@ -5,12 +5,6 @@ import Testing
 /// A call meeting's two channels heard apart: the call's echo in the microphone is not a voice, and a voice
 /// is never given to an attendee on the other side of the call.
 @Suite struct CallChannelsTests {
-    static func floats(_ bytes: [UInt8]) -> [Float] {
-        stride(from: 0, to: bytes.count - 1, by: 2).map {
-            Float(Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)) / 32767
-        }
-    }
-
     /// `samples` `delay` seconds later and `gain` times as loud, as long as `samples`.
     static func leaked(_ samples: [Float], delay: Double, gain: Float) -> [Float] {
         let shift = Int(delay * 16_000)
@@ -25,8 +19,9 @@ import Testing
 
     /// A remote voice (espeak-ng en-us) on the call and a local one (en-gb, another sentence) in the room.
     static func voices() throws -> (remote: [Float], local: [Float]) {
-        let remote = floats(try SpeechFixture.say("today i will deploy the payment service to staging", voice: "en-us"))
-        let local = floats(try SpeechFixture.say(Self.localText, voice: "en-gb"))
+        let remote = VoiceStream.samples(
+            pcm: try SpeechFixture.say("today i will deploy the payment service to staging", voice: "en-us"))
+        let local = VoiceStream.samples(pcm: try SpeechFixture.say(Self.localText, voice: "en-gb"))
         let window = VoiceStream.windowSamples
         let count = (max(remote.count, local.count) + window - 1) / window * window
         return (padded(remote, to: count), padded(local, to: count))

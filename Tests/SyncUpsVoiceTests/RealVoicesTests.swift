@@ -39,9 +39,7 @@ let realWeights =
 
     func windows(_ meeting: String, _ encoder: VoiceEncoder) throws -> [(window: VoiceWindow, center: Double)] {
         let bytes = try #require(Files.read(fixtures.appending(meeting + ".raw")))
-        let samples = (0..<bytes.count / 2).map {
-            Float(Int16(bitPattern: UInt16(bytes[2 * $0]) | UInt16(bytes[2 * $0 + 1]) << 8)) / 32767
-        }
+        let samples = VoiceStream.samples(pcm: bytes)
         return VoiceStream(encoder: encoder).append(samples[...]).map {
             ($0, (Double($0.start) + Double($0.count) / 2) / Self.rate)
         }

@@ -45,9 +45,7 @@ import Testing
 
     @Test(.enabled(if: Files.exists(librivox))) func aLibriVoxReaderIsSpeech() throws {
         let bytes = try #require(Files.read(Self.librivox)).dropFirst(44)
-        let samples = stride(from: bytes.startIndex, to: bytes.endIndex - 1, by: 2).map {
-            Float(Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)) / 32767
-        }
+        let samples = VoiceStream.samples(pcm: bytes)
         let loud = Self.windows(samples).filter { VoiceStream.level($0) > VoiceStream.silenceLevel }
         #expect(loud.count >= 3)
         let speech = loud.filter(VoiceStream.isSpeechLike).count

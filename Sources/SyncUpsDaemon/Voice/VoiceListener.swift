@@ -59,9 +59,7 @@ final class VoiceListener: Sendable {
 
     /// From the recorder's writer thread: never blocks.
     func feed(_ bytes: [UInt8], startFrame: Int64) {
-        let samples = (0..<bytes.count / 2).map {
-            Float(Int16(bitPattern: UInt16(bytes[2 * $0]) | UInt16(bytes[2 * $0 + 1]) << 8)) / 32767
-        }
+        let samples = VoiceStream.samples(pcm: bytes)
         heardUpTo.store(Int(startFrame) + samples.count, ordering: .relaxed)
         push(.microphone(samples, startFrame: startFrame))
     }
@@ -71,7 +69,7 @@ final class VoiceListener: Sendable {
         heardUpTo.store(Int(startFrame) + max(microphone.count, call.count), ordering: .relaxed)
         push(
             .call(
-                microphone: microphone.map { Float($0) / 32767 }, call: call.map { Float($0) / 32767 },
+                microphone: VoiceStream.samples(microphone), call: VoiceStream.samples(call),
                 startFrame: startFrame))
     }
 

@@ -142,9 +142,7 @@ func callBench(encoder: VoiceEncoder, directory: String, profiles: [String: Voic
     // Before: the mix, in 0.1 s chunks as the recorders deliver them.
     let mixed = Mutex<[Float]>([])
     let mixer = AudioMixer { bytes, _ in
-        let floats = (0..<bytes.count / 2).map {
-            Float(Int16(bitPattern: UInt16(bytes[2 * $0]) | UInt16(bytes[2 * $0 + 1]) << 8)) / 32767
-        }
+        let floats = VoiceStream.samples(pcm: bytes)
         mixed.withLock { $0 += floats }
     }
     func bytes(_ samples: ArraySlice<Float>) -> [UInt8] {

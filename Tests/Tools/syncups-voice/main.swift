@@ -41,10 +41,7 @@ func readFile(_ path: String) -> [UInt8] {
 }
 
 func samples(_ path: String) -> [Float] {
-    let bytes = readFile(path)
-    return (0..<bytes.count / 2).map {
-        Float(Int16(bitPattern: UInt16(bytes[2 * $0]) | UInt16(bytes[2 * $0 + 1]) << 8)) / 32767
-    }
+    VoiceStream.samples(pcm: readFile(path))
 }
 
 func loadModel(_ path: String) -> VoiceModel {
