@@ -11,12 +11,23 @@ enum MeetingRecovery {
         let directory = state.dataDirectory
         let (journals, unreadable) = MeetingJournal.leftBehind(in: directory)
         var notes: [String] = []
+        // Deleted by the user, their journal not removed before the daemon stopped: not to be recovered (the
+        // journal writer removes them at start-up).
+        let (deleted, problem) = DeletedMeetingsFile(directory: directory).load()
+        if let problem {
+            logger.error(problem)
+            notes.append(problem)
+        }
         for path in unreadable {
             let note = "cannot read the meeting journal \(path); left it in place"
             logger.error(note)
             notes.append(note)
         }
         for journal in journals {
+            if deleted.contains(journal.meeting) {
+                logger.notice("left out the journal of a deleted meeting", .meeting(journal.meeting))
+                continue
+            }
             if !state.syncUps.contains(where: { $0.id == journal.syncUp }) {
                 // The crash came before the sync-up itself reached the disk: recreate it from the journal.
                 state.restore(

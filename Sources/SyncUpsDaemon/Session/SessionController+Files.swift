@@ -169,8 +169,10 @@ extension SessionController {
             journalErrors[meeting] = nil
             detailsRetries.removeValue(forKey: meeting).map(loop.cancel)
         }
-        let (deleted, recovered) = state.detailsWrites.delete(meetings)
-        for meeting in deleted { journals.remove(meeting) }
+        let (_, recovered) = state.detailsWrites.delete(meetings)
+        // Each, not only those whose details waited: a journal may also stay because its removal after the save
+        // failed, or is still to come. (One that is gone costs an unlink on the journal's thread.)
+        for meeting in meetings { journals.remove(meeting, isDeletion: true) }
         if recovered { detailsRecovered() }
     }
 
