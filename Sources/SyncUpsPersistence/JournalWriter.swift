@@ -24,22 +24,23 @@ public final class JournalWriter: Sendable {
     private let directory: DataDirectory
     private let pending = Mutex(Pending())
     private let worker: SerialWorker
-    private let onError: @Sendable (Meeting.ID, SystemError) -> Void
+    private let onWrite: @Sendable (Meeting.ID, SystemError?) -> Void
     private let onRemoval: @Sendable (Meeting.ID, SystemError?) -> Void
     private let deletedFile: DeletedMeetingsFile
     /// What `deleted-meetings.json` holds: deleted meetings whose journal is still there. Used by the drain.
     private let deleted: Mutex<Set<Meeting.ID>>
 
-    /// `onError` runs on the writer's thread when a journal cannot be written; `onRemoval` after each removal,
+    /// `onWrite` runs after each write (on the writer's thread, or the caller's for `writeFirst`), with its error
+    /// if it failed; `onRemoval` after each removal,
     /// with its error if the journal is still there (the caller retries: see `MeetingJournal.remove`).
     /// The journals `deleted-meetings.json` names (recovery skipped them) are removed at once.
     public init(
         directory: DataDirectory,
-        onError: @escaping @Sendable (Meeting.ID, SystemError) -> Void,
+        onWrite: @escaping @Sendable (Meeting.ID, SystemError?) -> Void,
         onRemoval: @escaping @Sendable (Meeting.ID, SystemError?) -> Void
     ) throws(SystemError) {
         self.directory = directory
-        self.onError = onError
+        self.onWrite = onWrite
         self.onRemoval = onRemoval
         deletedFile = DeletedMeetingsFile(directory: directory)
         let deleted = deletedFile.load().meetings
@@ -58,8 +59,9 @@ public final class JournalWriter: Sendable {
     public func writeFirst(_ journal: MeetingJournal) {
         do {
             try journal.write(in: directory)
+            onWrite(journal.meeting, nil)
         } catch {
-            onError(journal.meeting, error)
+            onWrite(journal.meeting, error)
         }
     }
 
@@ -94,8 +96,9 @@ public final class JournalWriter: Sendable {
             case .write(let journal)?:
                 do {
                     try journal.write(in: directory)
+                    onWrite(meeting, nil)
                 } catch {
-                    onError(meeting, error)
+                    onWrite(meeting, error)
                 }
             case .remove(let isDeletion)?:
                 onRemoval(meeting, removeNow(meeting, isDeletion: isDeletion))
