@@ -173,7 +173,7 @@ private struct FileDecoder {
                 isRepeated = seenKeys & key.bit != 0
                 seenKeys |= key.bit
             }
-            if isRepeated { throw .syntax(JSONParseError("duplicate key \"\(name)\"", at: keyOffset)) }
+            if isRepeated { throw .syntax(JSONParseError("duplicate key \(ErrorQuote.quoted(name))", at: keyOffset)) }
             guard scanner.consume(UInt8(ascii: ":")) else {
                 throw syntax("unexpected \(scanner.describeCurrent()) after object key, expected ':'")
             }
