@@ -17,7 +17,8 @@ import Testing
         daemon.advanceTime(by: .seconds(2))
         _ = try client.result("session.end", ["action": "save"])
         let path = directory.path + "/meetings/" + meeting + ".json"
-        _ = try client.waitForStatus { _ in Files.exists(path) }
+        // The journal goes once the details are written and reported: from then on they are read from the file.
+        _ = try client.waitForStatus { _ in !Files.exists(directory.path + "/meetings/" + meeting + ".recording.json") }
         let key = String(repeating: "k", count: 700_000)
         Files.write(path, "{\"\(key)\":1,\"\(key)\":2}")
         let read = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meeting)])

@@ -181,7 +181,8 @@ extension SessionController {
     }
 
     /// A journal was written, or failed to be: a failure is a failed write of the user's data until a later
-    /// write of it (or its removal) works.
+    /// write of it (or its removal) works. The running meeting's is written again within the second, as if it
+    /// had changed; an ended meeting's final version, at each retry of its details.
     func journalWritten(_ meeting: Meeting.ID, error: SystemError?) {
         guard let error else { return state.writesWorked([.journal(meeting)]) }
         logger.throttled(.warning, "journal", "cannot write the meeting journal: \(error)", .meeting(meeting))
@@ -189,6 +190,7 @@ extension SessionController {
         if state.failingWrites.error(of: .journal(meeting)) != message { state.writeFailed(.journal(meeting), message) }
         guard let session = active, session.meetingID == meeting else { return }
         handle(.journalFailed(error.description), in: session)
+        if active === session { writeJournal(session) }
     }
 
     /// A journal's removal went, or failed: a failure is retried with the store's back-off until it works (and
