@@ -43,6 +43,13 @@ import Testing
         let started = try client.result("session.start", ["syncup": running, "audio": false])
         let kept = try #require(started["meeting"])
         #expect(Files.exists(journalPath(daemon, kept)))
+        // The deletion in sync-ups.json, past the write throttle's second (a kill before it loses the deletion,
+        // as it loses any change the throttle held back): from here on only the journal could bring it back.
+        #expect(
+            try waitFor {
+                let persistence = try client.result("status")["persistence"]
+                return persistence?["unsavedChanges"] == false && persistence?["synced"] == true
+            })
         #expect(daemon.stop(signal: SIGKILL) == .signaled(SIGKILL))
         return kept
     }
