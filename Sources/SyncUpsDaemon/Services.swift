@@ -33,12 +33,7 @@ final class Services {
         fileSystem: FileSystem = .live,
         onPublish: @escaping PublishEvent = { _, _, _ in }
     ) throws(StartupError) {
-        // Each writer (the store, the details writes, the schedule's and the voices' writers) says when it
-        // recovers, but only the handler's `persistenceError` says whether any write still fails: the clients
-        // hear `persistence.recovered` once none does, not while another's error is still in `status`.
-        weak var commands: CommandHandler?
         let publish: PublishEvent = { topic, name, data in
-            if name == EventName.persistenceRecovered, commands?.persistenceError != nil { return }
             server.publish(topic, name, data())
             onPublish(topic, name, data)
         }
@@ -78,7 +73,7 @@ final class Services {
             throw StartupError("cannot set up sessions: \(error)")
         }
         owner.session = session
-        session.retryFailedDetails()
+        session.retryFailedWrites()
         do {
             voices = try VoiceService(
                 loop: loop, directory: directory, model: voiceModel, logger: logger, wallClock: wallClock,
@@ -93,11 +88,11 @@ final class Services {
         voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
         // A profile that cannot be written is a failed write of the user's data like sync-ups.json's: the
         // daemon's subscribers (and the desktop's notification) hear of it, and of its end.
-        voices.writer.onErrorChange = { [unowned voices] in
+        voices.writer.onErrorChange = { [unowned voices, unowned owner] in
             if let error = voices.writeError {
-                publish(.daemon, EventName.persistenceFailed) { ["error": .string(error)] }
+                owner.writeFailed(.voiceProfiles, error)
             } else {
-                publish(.daemon, EventName.persistenceRecovered) { [:] }
+                owner.writesWorked([.voiceProfiles])
             }
         }
         scheduler = Scheduler(
@@ -125,7 +120,6 @@ final class Services {
                 scheduler: scheduler
             )
         )
-        commands = handler
         server.handler = handler.handle
         server.replayGeneration = handler.replayGeneration
     }
@@ -206,10 +200,10 @@ final class Services {
             }
         case .writeFailed(let message):
             logger.error("\(message); keeping the state in memory and retrying")
-            publish(.daemon, EventName.persistenceFailed) { ["error": .string(message)] }
+            state?.writeFailed(.syncUps, message)
         case .writeRecovered:
             logger.notice("writing sync-ups.json works again")
-            publish(.daemon, EventName.persistenceRecovered) { [:] }
+            state?.writesWorked([.syncUps])
         }
     }
 }

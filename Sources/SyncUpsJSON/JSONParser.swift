@@ -198,11 +198,13 @@ public struct JSONScanner {
             let key = try parseString()
             if members.count < 16 {
                 if members.contains(where: { $0.key == key }) {
-                    throw JSONParseError("duplicate key \"\(key)\"", at: keyOffset)
+                    throw JSONParseError("duplicate key \(ErrorQuote.quoted(key))", at: keyOffset)
                 }
             } else {
                 if seenKeys == nil { seenKeys = Set(members.map(\.key)) }
-                if !seenKeys!.insert(key).inserted { throw JSONParseError("duplicate key \"\(key)\"", at: keyOffset) }
+                if !seenKeys!.insert(key).inserted {
+                    throw JSONParseError("duplicate key \(ErrorQuote.quoted(key))", at: keyOffset)
+                }
             }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {

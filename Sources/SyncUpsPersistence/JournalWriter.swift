@@ -5,10 +5,14 @@ import Synchronization
 /// Writes meeting journals off the event loop. Only the newest version of a meeting's journal waiting to be
 /// written is written (a long meeting's journal is megabytes, rewritten at every settled utterance), and a
 /// removal replaces any write still waiting, so a journal never comes back after it was removed.
+///
+/// The removal of a deleted meeting's journal that fails is recorded in `deleted-meetings.json`
+/// (`DeletedMeetingsFile`) before anything else is done, so a restart does not recover what the user deleted;
+/// the record goes once the journal does.
 public final class JournalWriter: Sendable {
     private enum Job: Sendable {
         case write(MeetingJournal)
-        case remove
+        case remove(isDeletion: Bool)
     }
 
     private struct Pending: Sendable {
@@ -20,19 +24,29 @@ public final class JournalWriter: Sendable {
     private let directory: DataDirectory
     private let pending = Mutex(Pending())
     private let worker: SerialWorker
-    private let onError: @Sendable (Meeting.ID, SystemError) -> Void
+    private let onWrite: @Sendable (Meeting.ID, SystemError?) -> Void
     private let onRemoval: @Sendable (Meeting.ID, SystemError?) -> Void
+    private let deletedFile: DeletedMeetingsFile
+    /// What `deleted-meetings.json` holds: deleted meetings whose journal is still there. Used by the drain.
+    private let deleted: Mutex<Set<Meeting.ID>>
 
-    /// `onError` runs on the writer's thread when a journal cannot be written; `onRemoval` after each removal,
+    /// `onWrite` runs after each write (on the writer's thread, or the caller's for `writeFirst`), with its error
+    /// if it failed; `onRemoval` after each removal,
     /// with its error if the journal is still there (the caller retries: see `MeetingJournal.remove`).
+    /// The journals `deleted-meetings.json` names (recovery skipped them) are removed at once.
     public init(
-        directory: DataDirectory, onError: @escaping @Sendable (Meeting.ID, SystemError) -> Void,
+        directory: DataDirectory,
+        onWrite: @escaping @Sendable (Meeting.ID, SystemError?) -> Void,
         onRemoval: @escaping @Sendable (Meeting.ID, SystemError?) -> Void
     ) throws(SystemError) {
         self.directory = directory
-        self.onError = onError
+        self.onWrite = onWrite
         self.onRemoval = onRemoval
+        deletedFile = DeletedMeetingsFile(directory: directory)
+        let deleted = deletedFile.load().meetings
+        self.deleted = Mutex(deleted)
         worker = try SerialWorker(name: "syncups-journal")
+        for meeting in deleted { remove(meeting, isDeletion: true) }
     }
 
     /// Queues `journal` in place of any version of it not yet written.
@@ -45,14 +59,16 @@ public final class JournalWriter: Sendable {
     public func writeFirst(_ journal: MeetingJournal) {
         do {
             try journal.write(in: directory)
+            onWrite(journal.meeting, nil)
         } catch {
-            onError(journal.meeting, error)
+            onWrite(journal.meeting, error)
         }
     }
 
     /// Removes the meeting's journal after the write in progress, if any; drops the ones waiting.
-    public func remove(_ meeting: Meeting.ID) {
-        enqueue(.remove, for: meeting)
+    /// `isDeletion`: the user deleted or discarded the meeting, so a journal that stays must not recover it.
+    public func remove(_ meeting: Meeting.ID, isDeletion: Bool = false) {
+        enqueue(.remove(isDeletion: isDeletion), for: meeting)
     }
 
     /// Does what is queued, then ends the thread; for shutdown.
@@ -80,19 +96,47 @@ public final class JournalWriter: Sendable {
             case .write(let journal)?:
                 do {
                     try journal.write(in: directory)
+                    onWrite(meeting, nil)
                 } catch {
-                    onError(meeting, error)
+                    onWrite(meeting, error)
                 }
-            case .remove?:
-                do {
-                    try MeetingJournal.remove(meeting, in: directory)
-                    onRemoval(meeting, nil)
-                } catch {
-                    onRemoval(meeting, error)
-                }
+            case .remove(let isDeletion)?:
+                onRemoval(meeting, removeNow(meeting, isDeletion: isDeletion))
             case nil:
                 break
             }
         }
+    }
+
+    /// Removes the journal, keeping `deleted-meetings.json` true: a deleted meeting whose journal stays is
+    /// recorded there first thing, and goes from it once the journal is gone (a retry of a recorded one is a
+    /// deletion too). Returns what still fails.
+    private func removeNow(_ meeting: Meeting.ID, isDeletion: Bool) -> SystemError? {
+        var failure: SystemError?
+        do {
+            try MeetingJournal.remove(meeting, in: directory)
+        } catch {
+            failure = error
+        }
+        let recorded = deleted.withLock { $0 }
+        var next = recorded
+        if failure == nil {
+            next.remove(meeting)
+        } else if isDeletion {
+            next.insert(meeting)
+        }
+        guard next != recorded else { return failure }
+        do {
+            try deletedFile.write(next)
+            deleted.withLock { $0 = next }
+        } catch {
+            if let failure {
+                return SystemError(
+                    "\(failure.operation) (and recording the deletion in \(DeletedMeetingsFile.fileName) failed too, "
+                        + "\(error), so a restart would bring the meeting back)", failure.errno)
+            }
+            // The journal is gone; a stale entry names nothing, and goes with the next write of the record.
+        }
+        return failure
     }
 }

@@ -108,7 +108,8 @@ private struct RequestReader {
         }
         if let unknownKey {
             return failure(
-                id: id, "unknown request field \"\(unknownKey)\"; a request has \"id\", \"cmd\" and \"args\"")
+                id: id,
+                "unknown request field \(ErrorQuote.quoted(unknownKey)); a request has \"id\", \"cmd\" and \"args\"")
         }
         if let notStringCommand { return failure(id: id, "\"cmd\" must be a string, got \(notStringCommand.typeName)") }
         guard let command else { return failure(id: id, "missing \"cmd\"") }
@@ -143,7 +144,7 @@ private struct RequestReader {
             default: 0
             }
         let isRepeated = bit == 0 ? !otherKeys.insert(Array(key.utf8)).inserted : knownKeys & bit != 0
-        if isRepeated { throw JSONParseError("duplicate key \"\(key)\"", at: keyOffset) }
+        if isRepeated { throw JSONParseError("duplicate key \(ErrorQuote.quoted(key))", at: keyOffset) }
         knownKeys |= bit
         guard scanner.consume(UInt8(ascii: ":")) else {
             throw JSONParseError(

@@ -88,4 +88,42 @@ import Testing
         #expect(abs(insights.pausedSeconds - 7.5) < 0.000_001)
         #expect(abs((insights.attendees.first?.floor ?? 0) - 32.5) < 0.000_001)
     }
+
+    /// B8: thousands of pauses in each turn of three, one across a turn's change: each floor is exactly the
+    /// time the timer ran in that turn, and the record stays bounded. Before, merging the older pauses in
+    /// pairs moved paused time across turns (8 bursts of 2000 pause+resume pairs gave 12.86/7.14/10 for 10/10/10).
+    @Test func floorsStayExactWhateverThePausesAndTheRecordBounded() {
+        var record = MeetingRecord()
+        let people = SyncUp.fixture(attendees: 3).attendees
+        var time = 0.0
+        var floors: [Double] = []
+        for (index, person) in people.enumerated() {
+            record.beginTurn(person, at: time)
+            if index > 0 { record.startTimer(at: time + 1.5) }  // the pause across the change ends in this turn
+            time += index > 0 ? 1.5 : 0
+            var ran = 0.0
+            for step in 0..<(6_000 + 1_000 * index) {
+                time += 0.000_7 + Double(step % 3) * 0.000_1
+                ran += 0.000_7 + Double(step % 3) * 0.000_1
+                record.stopTimer(at: time)
+                time += 0.000_3
+                record.startTimer(at: time)
+            }
+            time += 10 - ran - (index == people.count - 1 ? 0 : 0.25)
+            if index < people.count - 1 {
+                // The timer stops with a quarter second of the share left, and stands still into the next turn.
+                record.stopTimer(at: time)
+                time += 0.25 + 1.5
+                floors.append(10 - 0.25)
+            } else {
+                floors.append(10)
+            }
+        }
+        record.finish(at: time)
+        #expect(record.pauses.count <= MeetingRecord.maxPauses + 6)
+        let insights = MeetingInsights(timeline: record.timeline(durationSeconds: 30), attendees: people, segments: [])
+        for (row, floor) in zip(insights.attendees, floors) {
+            #expect(abs(row.floor - floor) < 0.000_001, "\(row.attendee.name): \(row.floor), not \(floor)")
+        }
+    }
 }

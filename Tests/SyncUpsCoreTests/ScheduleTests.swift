@@ -43,6 +43,11 @@ import Testing
         ("mon-fri -0:30", "\"-0:30\" is not a time: give HH:MM, as in 09:30"),
         ("mon-fri", "the schedule \"mon-fri\" has no time: end it with one, as in \"mon-fri 09:30\""),
         ("mon-fri 9h30", "the schedule \"mon-fri 9h30\" has no time: end it with one, as in \"mon-fri 09:30\""),
+        // A hand-edited schedule of any length is quoted cut short (B10: every parse error is bounded).
+        (
+            String(repeating: "x", count: 100_000),
+            "the schedule \"\(String(repeating: "x", count: 80))…\" has no time: end it with one, as in \"mon-fri 09:30\""
+        ),
     ])
     func refusesWhatIsNotASchedule(text: String, message: String) {
         #expect(

@@ -51,6 +51,51 @@ import Testing
     }
 }
 
+/// A journal that cannot be removed is a failing write of the user's data like any other: `status` names it and
+/// `persistence.recovered` waits for it. Before, it was only logged: deleting the sync-up whose details failed
+/// published `persistence.recovered` and `status` said nothing failed while the journal stayed.
+@Suite struct JournalRemovalStatusTests {
+    @Test func aJournalThatCannotBeRemovedShowsInStatusUntilItIsRemoved() throws {
+        let directory = TemporaryDirectory("journal-removal-status")
+        let lines = Mutex<[String]>([])
+        let logger = Logger(minimumLevel: .info) { _, message, _ in lines.withLock { $0.append(message) } }
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.path, logger: logger,
+            clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000_000)))
+        func turn(untilLogged text: String) {
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while !lines.withLock({ $0.contains { $0.contains(text) } }) && MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+        }
+        let (client, watcher, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "daemon")
+        let meetings = directory.appending("meetings")
+        _ = try client.result("session.start", ["syncup": .string(id), "audio": false])
+        // `meetings/` aside and a file in its place: the details write, the journal's final version written for
+        // a restart, and the journal's removal all fail.
+        #expect(rename(meetings, meetings + ".away") == 0)
+        Files.write(meetings, "not a directory")
+        _ = try client.result("session.end", ["action": "save"])
+        turn(untilLogged: "cannot write the meeting journal")
+        _ = try client.result("syncups.delete", ["id": .string(id)])
+        turn(untilLogged: "cannot remove the meeting's journal")
+        let status = try client.result("status")
+        #expect(
+            status["persistence"]?["lastError"]?.stringValue?.hasPrefix("cannot remove the meeting's journal") == true,
+            "\(status)")
+        let events = try watcher.take {
+            $0["id"] == nil && $0["event"] == "persistence.failed"
+                && $0["data"]?["error"]?.stringValue?.hasPrefix("cannot remove the meeting's journal") == true
+        }
+        #expect(!events.contains { $0["event"] == "persistence.recovered" }, "\(events)")
+        // The directory is back: the next try removes the journal, and only now is it over.
+        #expect(unlink(meetings) == 0 && rename(meetings + ".away", meetings) == 0)
+        daemon.advanceTime(by: .seconds(2))
+        _ = try watcher.events(until: "persistence.recovered")
+        #expect(try client.result("status")["persistence"]?["lastError"] == .null)
+    }
+}
+
 /// The journal's final version, kept while an ended meeting's details cannot be written, is what a crash
 /// recovers the meeting's end and insights from: when its own write failed too, it is written again at the
 /// next retries. Before, it was tried at the first failure only, and a kill -9 later lost the insights.

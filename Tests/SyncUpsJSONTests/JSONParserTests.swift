@@ -31,6 +31,24 @@ import Testing
         #expect(value == .string("a\"b\\c/d\u{8}\u{c}\n\r\té😀"))
     }
 
+    /// B10: an error quotes at most `ErrorQuote.excerptLength` characters of the text, escaped: a 700 KB key
+    /// repeated made a 700 KB message before (and a meeting whose details said so could not be read).
+    @Test func anErrorQuotesAHugeKeyCutShort() {
+        let key = String(repeating: "k", count: 700_000)
+        do {
+            _ = try parser.parse("{\"\(key)\":1,\"\(key)\":2}")
+            Issue.record("a repeated key parsed")
+        } catch {
+            let quoted = String(repeating: "k", count: ErrorQuote.excerptLength)
+            #expect(error.description == "duplicate key \"\(quoted)…\" at byte 700006")
+        }
+        do {
+            _ = try parser.parse("{\"a\\n\\\"b\":1,\"a\\n\\\"b\":2}")
+        } catch {
+            #expect(error.description == #"duplicate key "a\n\"b" at byte 12"#)
+        }
+    }
+
     @Test func keepsRawUTF8() throws {
         #expect(try parser.parse("\"Ça va ❌ 日本\"") == .string("Ça va ❌ 日本"))
     }

@@ -173,7 +173,7 @@ private struct FileDecoder {
                 isRepeated = seenKeys & key.bit != 0
                 seenKeys |= key.bit
             }
-            if isRepeated { throw .syntax(JSONParseError("duplicate key \"\(name)\"", at: keyOffset)) }
+            if isRepeated { throw .syntax(JSONParseError("duplicate key \(ErrorQuote.quoted(name))", at: keyOffset)) }
             guard scanner.consume(UInt8(ascii: ":")) else {
                 throw syntax("unexpected \(scanner.describeCurrent()) after object key, expected ':'")
             }
@@ -241,7 +241,7 @@ private struct FileDecoder {
         }
         let text = try string()  // a string with escapes or other characters
         if let uuid = UUID(uuidString: text) { return uuid }
-        throw schema(place, field, "\"\(text)\" is not a UUID")
+        throw schema(place, field, "\(ErrorQuote.quoted(text)) is not a UUID")
     }
 
     mutating func number(at place: Place, _ field: String) throws(FileDecodingError) -> JSONNumber {
@@ -294,7 +294,7 @@ private struct FileDecoder {
             case .theme:
                 let name = try decoder.string(at: place, "theme")
                 guard let value = Theme(rawValue: name) else {
-                    throw decoder.schema(place, "theme", "unknown theme \"\(name)\"")
+                    throw decoder.schema(place, "theme", "unknown theme \(ErrorQuote.quoted(name))")
                 }
                 theme = value
             case .title: title = try decoder.string(at: place, "title")

@@ -1,3 +1,5 @@
+import SyncUpsJSON
+
 /// When a sync-up meets: days of the week, a time of day, in a named time zone, with a reminder lead and an
 /// optional automatic start. Pure: the zone's rules are handed in (`TimeZoneRules`).
 public struct StandupSchedule: Sendable, Equatable {
@@ -32,12 +34,14 @@ public struct StandupSchedule: Sendable, Equatable {
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { String($0).lowercased() }
         guard let timeWord = words.last, timeWord.contains(":") else {
             throw ParseError(
-                description: "the schedule \"\(text)\" has no time: end it with one, as in \"mon-fri 09:30\"")
+                description:
+                    "the schedule \(ErrorQuote.quoted(text)) has no time: end it with one, as in \"mon-fri 09:30\"")
         }
         let dayWords = words.dropLast()
         guard !dayWords.isEmpty else {
             throw ParseError(
-                description: "the schedule \"\(text)\" names no day: give days before the time, as in \"mon-fri 09:30\""
+                description:
+                    "the schedule \(ErrorQuote.quoted(text)) names no day: give days before the time, as in \"mon-fri 09:30\""
             )
         }
         var days = Set<Int>()
@@ -47,7 +51,7 @@ public struct StandupSchedule: Sendable, Equatable {
             }
         }
         guard !days.isEmpty else {
-            throw ParseError(description: "the schedule \"\(text)\" names no day")
+            throw ParseError(description: "the schedule \(ErrorQuote.quoted(text)) names no day")
         }
         let minute = try minuteOfDay(timeWord)
         guard (0...1440).contains(reminderMinutes) else {
@@ -65,7 +69,7 @@ public struct StandupSchedule: Sendable, Equatable {
         guard let index = dayNames.firstIndex(of: name) ?? fullDayNames.firstIndex(of: name) else {
             throw ParseError(
                 description:
-                    "\"\(name)\" is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
+                    "\(ErrorQuote.quoted(name)) is not a day: use mon, tue, wed, thu, fri, sat, sun or their full names, daily, weekdays, weekends (or mon-fri)"
             )
         }
         return index
@@ -83,7 +87,7 @@ public struct StandupSchedule: Sendable, Equatable {
         let ends = part.split(omittingEmptySubsequences: false, whereSeparator: { dashes.contains($0) })
             .map(String.init)
         guard ends.count <= 2, !ends.contains(where: \.isEmpty) else {
-            throw ParseError(description: "\"\(part)\" is not a day or a range of days (mon-fri)")
+            throw ParseError(description: "\(ErrorQuote.quoted(part)) is not a day or a range of days (mon-fri)")
         }
         let first = try day(ends[0])
         guard ends.count == 2 else { return [first] }
@@ -103,7 +107,7 @@ public struct StandupSchedule: Sendable, Equatable {
         let isDigits = parts.allSatisfy { $0.allSatisfy { $0.isASCII && $0.isNumber } }  // no sign: "+9:30"
         guard isDigits, parts.count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]), parts[1].count == 2,
             (1...2).contains(parts[0].count)
-        else { throw ParseError(description: "\"\(word)\" is not a time: give HH:MM, as in 09:30") }
+        else { throw ParseError(description: "\(ErrorQuote.quoted(word)) is not a time: give HH:MM, as in 09:30") }
         guard (0...23).contains(hour), (0...59).contains(minute) else {
             throw ParseError(description: "\(word) is not a time of day: 00:00 to 23:59")
         }

@@ -1,6 +1,7 @@
-/// Saved meetings whose details file is not written yet: the one record of what waits to be written, whether
-/// its write failed, when to try again, and the failure `status` reports meanwhile. Pure: the daemon performs
-/// each write and hands back how it went; a meeting deleted meanwhile is no longer waited for.
+/// Saved meetings whose files are not yet as they should be: details waiting to be written, and journals whose
+/// removal failed. The one record of what waits, whether it failed and when to try again (the failure itself is
+/// `FailingWrites`'). Pure: the daemon performs each write or removal and hands back how it went; a meeting
+/// deleted meanwhile is no longer waited for (its journal's removal still is).
 public struct DetailsWrites<Details> {
     /// A meeting's details waiting to be written.
     public struct Pending {
@@ -13,8 +14,8 @@ public struct DetailsWrites<Details> {
 
     /// What a write's report means.
     public enum Outcome: Sendable, Equatable {
-        /// Written: the meeting's journal may go. `recovered`: no write is failing any more (the error ends).
-        case written(recovered: Bool)
+        /// Written: the meeting's journal may go.
+        case written
         /// The meeting was deleted while its details were written: a file written now goes too.
         case notPending
         /// Failed: try again `after`; `isFirstFailure` is true when no write of these details failed before
@@ -23,8 +24,9 @@ public struct DetailsWrites<Details> {
     }
 
     public private(set) var pending: [Meeting.ID: Pending] = [:]
-    /// Why writing failed, until no meeting's details wait any more (for `status` and `persistence.failed`).
-    public private(set) var lastError: String?
+    /// The journals whose removal failed, with the back-off before the next try: one left behind would recover
+    /// its meeting at the next start.
+    public private(set) var removals: [Meeting.ID: Backoff] = [:]
     private let backoff: Backoff
 
     /// The back-off between failed writes: `initialDelay`, doubling to `maximumDelay`.
@@ -42,14 +44,13 @@ public struct DetailsWrites<Details> {
         pending[meeting] = Pending(details: details, backoff: backoff)
     }
 
-    /// How a write of `meeting`'s details went: `error` nil when it was written.
-    public mutating func report(_ meeting: Meeting.ID, error: String?) -> Outcome {
+    /// How a write of `meeting`'s details went.
+    public mutating func report(_ meeting: Meeting.ID, failed: Bool) -> Outcome {
         guard var entry = pending[meeting] else { return .notPending }
-        guard let error else {
+        guard failed else {
             pending[meeting] = nil
-            return .written(recovered: clearErrorIfNonePending())
+            return .written
         }
-        lastError = error
         let isFirstFailure = !entry.hasFailed
         entry.hasFailed = true
         let delay = entry.backoff.next()
@@ -57,18 +58,21 @@ public struct DetailsWrites<Details> {
         return .retry(after: delay, isFirstFailure: isFirstFailure)
     }
 
-    /// Saved meetings were deleted: their details are no longer written. Returns those that were waiting, and
-    /// whether the failure reported ends with them.
-    public mutating func delete(_ meetings: [Meeting.ID]) -> (deleted: [Meeting.ID], recovered: Bool) {
-        let deleted = meetings.filter { pending.removeValue(forKey: $0) != nil }
-        return (deleted, clearErrorIfNonePending())
+    /// Saved meetings were deleted: their details are no longer written. Returns those that were waiting.
+    public mutating func delete(_ meetings: [Meeting.ID]) -> [Meeting.ID] {
+        meetings.filter { pending.removeValue(forKey: $0) != nil }
     }
 
-    /// Once nothing waits (written, or deleted), the error ends; true when it did just now.
-    private mutating func clearErrorIfNonePending() -> Bool {
-        guard lastError != nil && pending.isEmpty else { return false }
-        lastError = nil
-        return true
+    /// How the removal of `meeting`'s journal went: nil when it is gone, else the wait before the next try.
+    public mutating func journalRemoved(_ meeting: Meeting.ID, failed: Bool) -> Duration? {
+        guard failed else {
+            removals[meeting] = nil
+            return nil
+        }
+        var backoff = removals[meeting] ?? backoff
+        let delay = backoff.next()
+        removals[meeting] = backoff
+        return delay
     }
 }
 

@@ -125,8 +125,8 @@ public struct MeetingRecord: Sendable, Equatable {
         turns[turns.count - 1].end = moment(time)
     }
 
-    /// The most pauses a record keeps: at it, the older half are merged in pairs (`stopTimer`), so a client
-    /// pausing and resuming in a loop cannot grow the record without end.
+    /// The most pauses a record keeps, give or take two a turn: at it, the older half are merged (`stopTimer`),
+    /// so a client pausing and resuming in a loop cannot grow the record without end.
     public static let maxPauses = 1_000
 
     /// The timer stops at `time` (a pause, the wait for `end`, the save), unless it stands still already.
@@ -146,21 +146,43 @@ public struct MeetingRecord: Sendable, Equatable {
         pauses.append(TimerPause(start: time))
     }
 
-    /// Merges the older half of the pauses in pairs. Each pair becomes one pause as long as both together,
-    /// ending where the second ended: the time the timer stood still stays what it was (and `MeetingInsights`'
-    /// totals with it); only where it lies within the pair's stretch moves.
+    /// Merges the older half of the pauses: those that lie within one turn (between two consecutive moments a
+    /// turn began or ended, or the meeting was ended) become one pause as long as all of them together, ending
+    /// where the last ended. The time the timer stood still stays what it was, and within each turn too, so
+    /// each floor in `MeetingInsights` is exact however many pauses there were; only where the paused time
+    /// lies within a turn moves. A pause across such a moment is kept as it is.
     private mutating func mergeOlderPauses() {
-        let pairs = pauses.count / 4
+        var boundaries = turns.flatMap { [$0.start] + ($0.end.map { [$0] } ?? []) }
+        if let endedAt { boundaries.append(endedAt) }
+        boundaries.sort()
+        let older = pauses.count / 2
         var merged: [TimerPause] = []
-        merged.reserveCapacity(pauses.count - pairs)
-        for index in 0..<pairs {
-            let first = pauses[2 * index]
-            let second = pauses[2 * index + 1]
-            let end = second.end ?? second.start
-            let stood = ((first.end ?? first.start) - first.start) + (end - second.start)
-            merged.append(TimerPause(start: max(first.start, end - stood), end: end))
+        merged.reserveCapacity(pauses.count)
+        var next = 0  // the first boundary after the current pause's start
+        var group: (window: Int, stood: Double, end: Double)?
+        func close() {
+            guard let current = group else { return }
+            merged.append(TimerPause(start: current.end - current.stood, end: current.end))
+            group = nil
         }
-        merged += pauses[(2 * pairs)...]
+        for pause in pauses[..<older] {
+            let end = pause.end ?? pause.start
+            while next < boundaries.count, boundaries[next] <= pause.start { next += 1 }
+            // Across a boundary: as it is.
+            if next < boundaries.count, boundaries[next] < end {
+                close()
+                merged.append(pause)
+                continue
+            }
+            if let current = group, current.window == next {
+                group = (next, current.stood + (end - pause.start), end)
+            } else {
+                close()
+                group = (next, end - pause.start, end)
+            }
+        }
+        close()
+        merged += pauses[older...]
         pauses = merged
     }
 

@@ -299,12 +299,8 @@ final class CommandHandler {
         return bytes
     }
 
-    /// The last failed write of the user's data, if it still fails: `sync-ups.json`, a meeting's details,
-    /// `syncups.schedule` or a voice profile. The one answer to "is a write failing": `persistence.recovered`
-    /// is published only once it is nil (`Services`).
-    var persistenceError: String? {
-        store.lastError ?? state.detailsWrites.lastError ?? status.scheduler?.lastError ?? voices.writeError
-    }
+    /// The last failed write of the user's data, if it still fails (`DaemonState.failingWrites`).
+    var persistenceError: String? { state.failingWrites.lastError }
 
     // MARK: - Sync-ups
 

@@ -1,3 +1,5 @@
+import SyncUpsJSON
+
 /// One line of `syncupsd.conf`: `key = value`, where the value may be quoted.
 ///
 /// `#` starts a comment only outside quotes, so `speech-command = "run --tag #1"` keeps its `#`.
@@ -11,7 +13,7 @@ enum ConfigurationLine {
         let beforeComment = content.prefix { $0 != "#" }
         guard let equals = beforeComment.firstIndex(of: "=") else {
             throw .syntax(
-                "expected \"key = value\", got \(ConfigurationError.quoted(String(beforeComment).trimmingWhitespace()))"
+                "expected \"key = value\", got \(ErrorQuote.quoted(String(beforeComment).trimmingWhitespace()))"
             )
         }
         let key = String(content[..<equals]).trimmingWhitespace()
@@ -39,12 +41,12 @@ enum ConfigurationLine {
             value.append(character)
         }
         guard closed else {
-            throw .syntax("the value of \(ConfigurationError.excerpt(key)) opens a \(quote) quote that is never closed")
+            throw .syntax("the value of \(ErrorQuote.excerpt(key)) opens a \(quote) quote that is never closed")
         }
         let trailing = rest[index...].drop { $0 == " " || $0 == "\t" || $0 == "\r" }
         guard trailing.isEmpty || trailing.first == "#" else {
             throw .syntax(
-                "unexpected \(ConfigurationError.quoted(String(trailing).trimmingWhitespace())) after the quoted value of \(ConfigurationError.excerpt(key))"
+                "unexpected \(ErrorQuote.quoted(String(trailing).trimmingWhitespace())) after the quoted value of \(ErrorQuote.excerpt(key))"
             )
         }
         return (key, value)

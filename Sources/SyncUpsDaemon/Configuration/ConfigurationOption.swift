@@ -276,8 +276,6 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
         case unreadable(String)
     }
 
-    /// The most characters (Unicode scalars) of a name, value or line an error quotes.
-    public static let excerptLength = 80
     /// The most errors of one file described; the rest are counted.
     public static let maximumReported = 10
 
@@ -299,33 +297,17 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
             switch reason {
             case .unknownOption(let name):
                 // A flag (`--audio-devcie`) or a key of the file (`audio-devcie`), each among its own kind.
-                "unknown option \(Self.quoted(name))"
+                "unknown option \(ErrorQuote.quoted(name))"
                     + Suggestion.phrase(
                         for: name,
                         among: ConfigurationOption.all.map { name.hasPrefix("--") ? "--" + $0.name : $0.name })
-            case .missingValue(let name): "\(Self.quoted(name)) needs a value"
-            case .invalidValue(let value, let expected): "\(Self.quoted(value)) is not \(expected)"
+            case .missingValue(let name): "\(ErrorQuote.quoted(name)) needs a value"
+            case .invalidValue(let value, let expected): "\(ErrorQuote.quoted(value)) is not \(expected)"
             case .syntax(let text): text
             case .unreadable(let text): text
             }
         // One line per error (main prints them under one "syncupsd:").
         let more = unreported > 0 ? ["and \(unreported) more lines with errors"] : []
         return (["\(location): \(detail)"] + following.map(\.description) + more).joined(separator: "\n")
-    }
-
-    /// What an error quotes of the user's text, in double quotes: `excerpt(text)`.
-    public static func quoted(_ text: some StringProtocol) -> String { "\"" + excerpt(text) + "\"" }
-
-    /// What an error shows of the user's text: control characters and quotes escaped as in JSON, at most
-    /// `excerptLength` scalars and then "…". A line of any size or content makes a short one-line message (the
-    /// log's, and a `daemon.warning` that every subscriber can take).
-    public static func excerpt(_ text: some StringProtocol) -> String {
-        let scalars = text.unicodeScalars
-        var kept = String.UnicodeScalarView()
-        kept.append(contentsOf: scalars.prefix(excerptLength))
-        var output: [UInt8] = []
-        JSONWriter.writeString(String(kept), into: &output)
-        let isCut = !scalars.dropFirst(excerptLength).isEmpty
-        return String(decoding: output.dropFirst().dropLast(), as: UTF8.self) + (isCut ? "…" : "")
     }
 }

@@ -77,8 +77,6 @@ final class Scheduler {
     /// The schedules' version (bumped by each change) and the last one on disk.
     private var version = 0
     private var savedVersion = 0
-    /// The last failed write of `syncups.schedule`, while it still fails (`status.persistence`).
-    var lastError: String? { writer.lastError }
     /// Whether a change is not on disk yet.
     var hasUnsavedChanges: Bool { savedVersion < version }
     /// Counts the changes of what `status` says about the schedules (for the replayed `status`).
@@ -108,7 +106,14 @@ final class Scheduler {
             evaluate()
         }
         writer.prepare = { [unowned self] in write() }
-        writer.onErrorChange = { [unowned self] in generation += 1 }
+        writer.onErrorChange = { [unowned self] in
+            generation += 1
+            if let error = writer.lastError {
+                state.writeFailed(.schedule, error)
+            } else {
+                state.writesWorked([.schedule])
+            }
+        }
     }
 
     /// Reads `syncups.schedule`; returns what could not be read (a warning each). A file over 1 MiB or not a

@@ -11,12 +11,23 @@ enum MeetingRecovery {
         let directory = state.dataDirectory
         let (journals, unreadable) = MeetingJournal.leftBehind(in: directory)
         var notes: [String] = []
+        // Deleted by the user, their journal not removed before the daemon stopped: not to be recovered (the
+        // journal writer removes them at start-up).
+        let (deleted, problem) = DeletedMeetingsFile(directory: directory).load()
+        if let problem {
+            logger.error(problem)
+            notes.append(problem)
+        }
         for path in unreadable {
             let note = "cannot read the meeting journal \(path); left it in place"
             logger.error(note)
             notes.append(note)
         }
         for journal in journals {
+            if deleted.contains(journal.meeting) {
+                logger.notice("left out the journal of a deleted meeting", .meeting(journal.meeting))
+                continue
+            }
             if !state.syncUps.contains(where: { $0.id == journal.syncUp }) {
                 // The crash came before the sync-up itself reached the disk: recreate it from the journal.
                 state.restore(
@@ -78,23 +89,28 @@ enum MeetingRecovery {
             if let pending = state.detailsWrites.details(of: meeting) {
                 do {
                     try pending.details.write(in: directory)
-                    _ = state.detailsWrites.report(meeting, error: nil)
+                    _ = state.detailsWrites.report(meeting, failed: false)
                 } catch {
-                    // Retried as every details write is (`SessionController.retryFailedDetails`), and said in
+                    // Retried as every details write is (`SessionController.retryFailedWrites`), and said in
                     // `status`'s `persistence` meanwhile; the journal stays until they are written.
                     let note =
                         "cannot write the details of a recovered meeting (\(error)); retrying, and its journal stays until they are written"
                     logger.error(note, .meeting(meeting))
                     state.recoveredDetailsWarnings[meeting] = note
-                    _ = state.detailsWrites.report(meeting, error: "cannot write the meeting's details: \(error)")
+                    _ = state.detailsWrites.report(meeting, failed: true)
+                    state.writeFailed(.details(meeting), "cannot write the meeting's details: \(error)")
                     continue
                 }
             }
-            state.whenSaved {
+            state.whenSaved { [unowned state] in
+                // Once the session controller exists, its journal writer removes it (and retries a failure).
+                if let session = state.session { return session.journals.remove(meeting) }
                 do throws(SystemError) {
                     try MeetingJournal.remove(meeting, in: directory)
                 } catch {
                     logger.error("cannot remove the journal of a recovered meeting: \(error)", .meeting(meeting))
+                    _ = state.detailsWrites.journalRemoved(meeting, failed: true)
+                    state.writeFailed(.journalRemoval(meeting), "cannot remove the meeting's journal: \(error)")
                 }
             }
         }

@@ -97,7 +97,7 @@ extension SessionController {
                 // recorders' stop there, the order it had on the loop.
                 let (directory, meetingID) = (state.dataDirectory, session.meetingID)
                 cleanup.run { directory.removeSidecars(of: meetingID) }
-                journals.remove(meetingID)  // after a write that may still be in progress
+                journals.remove(meetingID, isDeletion: true)  // after a write that may still be in progress
             case .finish:
                 finish(session)
             }

@@ -109,104 +109,112 @@ extension SessionController {
     /// The details file was written, or failed to be. The journal (what a crash recovers the meeting from)
     /// goes only once the details are written and the meeting is in sync-ups.json and synced.
     func detailsWritten(_ meeting: Meeting.ID, error: String?) {
-        let message = error.map { "cannot write the meeting's details: \($0)" }
-        switch state.detailsWrites.report(meeting, error: message) {
+        switch state.detailsWrites.report(meeting, failed: error != nil) {
         case .notPending:
             // Deleted while its details were being written: the file written just now goes too.
             if error == nil { state.dataDirectory.removeSidecars(of: meeting) }
-        case .written(let recovered):
-            if recovered { detailsRecovered() }
-            journalErrors[meeting] = nil
+        case .written:
+            state.writesWorked([.details(meeting)])
             state.whenSaved { [journals] in journals.remove(meeting) }
         case .retry(let delay, let isFirstFailure):
-            let message = message ?? ""
+            let message = "cannot write the meeting's details: \(error ?? "")"
             let journal = state.detailsWrites.details(of: meeting)?.journal
+            let journalError = state.failingWrites.error(of: .journal(meeting))
             if journal == nil {
                 // Recovered at start-up: the journal they were recovered from stays on disk.
                 logger.error(
                     "\(message); keeping them in memory and in the meeting's journal, and retrying", .meeting(meeting))
-            } else if let journalError = journalErrors[meeting] {
+            } else if let journalError {
                 logger.error(
-                    "\(message); keeping them in memory and retrying (the meeting's journal could not be written either: "
-                        + "\(journalError); a crash before a retry works loses them)", .meeting(meeting))
+                    "\(message); keeping them in memory and retrying (the meeting's journal could not be written "
+                        + "either, \(journalError); a crash before a retry works loses them)", .meeting(meeting))
             } else {
                 logger.error(
                     "\(message); keeping them in memory, writing the journal's final version for a restart, and retrying",
                     .meeting(meeting))
             }
             // The journal in its final version: what a restart completes the meeting from if this never works;
-            // written again at each retry until a write of it did not fail (a crash must find the meeting's end).
-            if let journal, isFirstFailure || journalErrors[meeting] != nil {
-                journalErrors[meeting] = nil
-                journals.write(journal)
-            }
-            publishEvent(.daemon, EventName.persistenceFailed) { ["error": .string(message)] }
-            retryDetails(meeting, after: delay)
+            // written again at each retry until a write of it works (a crash must find the meeting's end).
+            if let journal, isFirstFailure || journalError != nil { journals.write(journal) }
+            state.writeFailed(.details(meeting), message)
+            retry(meeting, after: delay)
         }
     }
 
-    /// The next try of a failed details write, `after` its back-off (unless the meeting was deleted meanwhile).
-    func retryDetails(_ meeting: Meeting.ID, after delay: Duration) {
-        detailsRetries[meeting] = loop.schedule(after: delay) { [weak self] in
+    /// The next try of what failed for `meeting` after its back-off: the details write, or else the journal's
+    /// removal (unless the meeting was deleted meanwhile: its deletion removes the journal itself). One timer
+    /// a meeting, cancelled when it is deleted (`status`'s `timers` is 0 once nothing waits).
+    func retry(_ meeting: Meeting.ID, after delay: Duration) {
+        retries.removeValue(forKey: meeting).map(loop.cancel)
+        retries[meeting] = loop.schedule(after: delay) { [weak self] in
             guard let self else { return }
-            detailsRetries[meeting] = nil
-            guard let pending = state.detailsWrites.details(of: meeting) else { return }
-            writeDetails(pending.details)
+            retries[meeting] = nil
+            if let pending = state.detailsWrites.details(of: meeting) {
+                writeDetails(pending.details)
+            } else if state.detailsWrites.removals[meeting] != nil {
+                journals.remove(meeting)
+            }
         }
     }
 
-    /// The details that failed to be written before the controller existed (meetings recovered at start-up)
-    /// get the retry every other details write gets.
-    func retryFailedDetails() {
+    /// What failed before the controller existed (meetings recovered at start-up: their details, their
+    /// journals' removal) gets the retry every other failed write gets.
+    func retryFailedWrites() {
         for (meeting, pending) in state.detailsWrites.pending where pending.hasFailed {
-            retryDetails(meeting, after: pending.backoff.delay)
+            retry(meeting, after: pending.backoff.delay)
+        }
+        for (meeting, backoff) in state.detailsWrites.removals where retries[meeting] == nil {
+            retry(meeting, after: backoff.delay)
         }
     }
 
     /// Saved meetings were deleted: their details are no longer to be written, nor their journals kept.
     func meetingsDeleted(_ meetings: [Meeting.ID]) {
-        for meeting in meetings {
-            journalErrors[meeting] = nil
-            detailsRetries.removeValue(forKey: meeting).map(loop.cancel)
-        }
-        let (deleted, recovered) = state.detailsWrites.delete(meetings)
-        for meeting in deleted { journals.remove(meeting) }
-        if recovered { detailsRecovered() }
+        for meeting in meetings { retries.removeValue(forKey: meeting).map(loop.cancel) }
+        _ = state.detailsWrites.delete(meetings)
+        // Each, not only those whose details waited: a journal may also stay because its removal after the save
+        // failed, or is still to come. (One that is gone costs an unlink on the journal's thread.)
+        for meeting in meetings { journals.remove(meeting, isDeletion: true) }
+        // Their details are no longer wanted; a journal that could not be written is on disk still (its
+        // removal's report ends that failure, or turns it into the removal's).
+        state.writesWorked(meetings.map { .details($0) })
+    }
+
+    /// A journal was written, or failed to be: a failure is a failed write of the user's data until a later
+    /// write of it (or its removal) works. The running meeting's is written again within the second, as if it
+    /// had changed; an ended meeting's final version, at each retry of its details.
+    func journalWritten(_ meeting: Meeting.ID, error: SystemError?) {
+        guard let error else { return state.writesWorked([.journal(meeting)]) }
+        logger.throttled(.warning, "journal", "cannot write the meeting journal: \(error)", .meeting(meeting))
+        let message = "cannot write the meeting's journal: \(error)"
+        if state.failingWrites.error(of: .journal(meeting)) != message { state.writeFailed(.journal(meeting), message) }
+        guard let session = active, session.meetingID == meeting else { return }
+        handle(.journalFailed(error.description), in: session)
+        if active === session { writeJournal(session) }
     }
 
     /// A journal's removal went, or failed: a failure is retried with the store's back-off until it works (and
     /// once more at shutdown), since the journal left behind would bring its meeting back at the next start.
     func journalRemoved(_ meeting: Meeting.ID, error: SystemError?) {
         guard let error else {
-            if journalRemovals.removeValue(forKey: meeting) != nil {
+            if state.detailsWrites.removals[meeting] != nil {
                 logger.notice("removed the meeting's journal after all", .meeting(meeting))
             }
-            return
+            _ = state.detailsWrites.journalRemoved(meeting, failed: false)
+            return state.writesWorked([.journalRemoval(meeting), .journal(meeting)])
         }
-        var backoff =
-            journalRemovals[meeting] ?? Backoff(initial: StoreRetry.initialDelay, maximum: StoreRetry.maximumDelay)
-        let delay = backoff.next()
-        journalRemovals[meeting] = backoff
+        let delay = state.detailsWrites.journalRemoved(meeting, failed: true) ?? StoreRetry.maximumDelay
         logger.error(
             "cannot remove the meeting's journal (\(error)); retrying, as a restart would recover the meeting from it",
             .meeting(meeting))
-        loop.schedule(after: delay) { [weak self] in
-            guard let self, journalRemovals[meeting] != nil else { return }
-            journals.remove(meeting)
-        }
-    }
-
-    /// No meeting's details wait to be written any more (written, or deleted) after a failure: the error
-    /// `status` reported ends, and `persistence.recovered` says so to the clients that saw `persistence.failed`.
-    private func detailsRecovered() {
-        logger.notice("writing meetings' details works again")
-        publishEvent(.daemon, EventName.persistenceRecovered) { [:] }
+        state.writeFailed(.journalRemoval(meeting), "cannot remove the meeting's journal: \(error)")
+        retry(meeting, after: delay)
     }
 
     /// Finishes the journal writes still queued (the last removals come from the store's final write); call
     /// after the store is closed.
     func close() {
-        for meeting in journalRemovals.keys { journals.remove(meeting) }  // the last try of those failing
+        for meeting in state.detailsWrites.removals.keys { journals.remove(meeting) }  // the last try of those failing
         journals.finish()
         settings.soundServer?.stop()
     }

@@ -56,11 +56,8 @@ extension SessionController {
             handle(.audioTrouble(text), in: session)
         case .detailsWritten(let meeting, let error):
             detailsWritten(meeting, error: error)
-        case .journalFailed(let meeting, let error):
-            logger.throttled(.warning, "journal", "cannot write the meeting journal: \(error)", .meeting(meeting))
-            journalErrors[meeting] = error.description
-            guard let session = active, session.meetingID == meeting else { return }
-            handle(.journalFailed(error.description), in: session)
+        case .journalWritten(let meeting, let error):
+            journalWritten(meeting, error: error)
         case .journalRemoved(let meeting, let error):
             journalRemoved(meeting, error: error)
         }

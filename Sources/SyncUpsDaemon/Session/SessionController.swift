@@ -48,7 +48,7 @@ final class SessionController {
         /// A saved meeting's details file was written (or failed to be, with the error).
         case detailsWritten(Meeting.ID, error: String?)
         /// The meeting's journal could not be written.
-        case journalFailed(Meeting.ID, SystemError)
+        case journalWritten(Meeting.ID, error: SystemError?)
         /// A journal's removal went (error nil) or failed, and is retried.
         case journalRemoved(Meeting.ID, error: SystemError?)
     }
@@ -74,15 +74,8 @@ final class SessionController {
     private var hasSaidTranscriptionIsOff = false
     /// The speaker encoder and the voice profiles (nil in the fuzzer's daemon).
     var voices: VoiceService?
-    /// The last journal write that failed, per meeting (until it is saved or deleted): the log must not say a
-    /// meeting is kept in a journal that cannot be written.
-    var journalErrors: [Meeting.ID: String] = [:]
-    /// The journals whose removal failed, with the back-off before the next try: one left behind would
-    /// recover its meeting at the next start, even one the user deleted.
-    var journalRemovals: [Meeting.ID: Backoff] = [:]
-    /// The next try of each failed details write, cancelled when the meeting is deleted (`status`'s `timers`
-    /// is 0 once nothing waits).
-    var detailsRetries: [Meeting.ID: EventLoop.Timer] = [:]
+    /// The next try of each meeting's failed details write or journal removal (`retry`).
+    var retries: [Meeting.ID: EventLoop.Timer] = [:]
     /// While a mailbox batch is handled, `session.transcript` waits for its end (`publish`).
     var transcriptCoalescing = TranscriptCoalescing.off
 
@@ -110,7 +103,7 @@ final class SessionController {
         cleanup = try SerialWorker(name: "syncups-cleanup")
         journals = try JournalWriter(
             directory: state.dataDirectory,
-            onError: { meeting, error in mailbox.post(.journalFailed(meeting, error)) },
+            onWrite: { meeting, error in mailbox.post(.journalWritten(meeting, error: error)) },
             onRemoval: { meeting, error in mailbox.post(.journalRemoved(meeting, error: error)) })
         _ = try mailbox.attach(to: loop) { [unowned self] messages in
             // A batch of recognizer results publishes the transcript once, at its end.

@@ -35,6 +35,9 @@ final class DaemonState {
     var recoveredDetailsWarnings: [Meeting.ID: String] = [:]
     var detailsWrites = DetailsWrites<DetailsWrite>(
         initialDelay: StoreRetry.initialDelay, maximumDelay: StoreRetry.maximumDelay)
+    /// Which writes of the user's data fail now: every writer reports to it through `writeFailed` and
+    /// `writeWorked`, which publish what it says; `status.persistence.lastError` is its `lastError`.
+    private(set) var failingWrites = FailingWrites()
 
     init(
         syncUps: [SyncUp],
@@ -221,6 +224,28 @@ final class DaemonState {
         ids.append(syncUp.id.description)
         store.save(syncUps, urgent: true)
         publish(.syncups, EventName.syncUpCreated, ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
+    }
+
+    /// A write of the user's data failed (again): `persistence.failed` says what.
+    func writeFailed(_ write: FailingWrites.Write, _ error: String) {
+        publishChange(failingWrites.failed(write, error))
+    }
+
+    /// Writes worked, or are no longer wanted (a deleted meeting's): `persistence.recovered` once none fails.
+    func writesWorked(_ writes: [FailingWrites.Write]) {
+        publishChange(failingWrites.succeeded(writes))
+    }
+
+    private func publishChange(_ change: FailingWrites.Change) {
+        switch change {
+        case .failed(let error):
+            publish(.daemon, EventName.persistenceFailed, ["error": .string(error)])
+        case .recovered:
+            logger.notice("writing the user's data works again")
+            publish(.daemon, EventName.persistenceRecovered, [:])
+        case .unchanged:
+            break
+        }
     }
 
     /// Publishes `daemon.warning` (and logs it): something was done to keep the user's data.

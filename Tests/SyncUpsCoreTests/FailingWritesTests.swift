@@ -1,0 +1,50 @@
+import Foundation
+import SyncUpsCore
+import SyncUpsTestSupport
+import Testing
+
+/// The one owner of "which writes of the user's data are failing": `persistence.failed` names each failure,
+/// `persistence.recovered` comes only when nothing fails, and `lastError` is what `status` shows.
+@Suite struct FailingWritesTests {
+    let meeting = Meeting.ID(UUID(counting: 1))
+    let other = Meeting.ID(UUID(counting: 2))
+
+    @Test func eachFailureIsSaidAndTheRecoveryOnlyOnceNothingFails() {
+        var writes = FailingWrites()
+        #expect(writes.isEmpty && writes.lastError == nil)
+        #expect(writes.failed(.syncUps, "disk full") == .failed("disk full"))
+        #expect(writes.failed(.details(meeting), "no details") == .failed("no details"))
+        #expect(writes.failed(.journalRemoval(other), "no unlink") == .failed("no unlink"))
+        #expect(writes.lastError == "no unlink")
+        // A retry failing again is said again, and is the latest.
+        #expect(writes.failed(.syncUps, "disk full") == .failed("disk full"))
+        #expect(writes.lastError == "disk full")
+        #expect(writes.succeeded(.syncUps) == .unchanged)
+        #expect(writes.lastError == "no unlink")
+        #expect(writes.succeeded(.journalRemoval(other)) == .unchanged)
+        #expect(writes.lastError == "no details" && writes.error(of: .details(meeting)) == "no details")
+        #expect(writes.succeeded(.details(meeting)) == .recovered)
+        #expect(writes.isEmpty && writes.lastError == nil)
+    }
+
+    /// A write that works without having failed, or one reported twice, says nothing.
+    @Test func aWriteThatNeverFailedRecoversNothing() {
+        var writes = FailingWrites()
+        #expect(writes.succeeded(.schedule) == .unchanged)
+        _ = writes.failed(.voiceProfiles, "read-only")
+        #expect(writes.succeeded(.voiceProfiles) == .recovered)
+        #expect(writes.succeeded(.voiceProfiles) == .unchanged)
+    }
+
+    /// A deleted meeting's details and journal writes are no longer wanted: they end with it, and that is the
+    /// recovery when nothing else fails; its journal's removal still fails until it works.
+    @Test func aDeletedMeetingsWritesEndButItsJournalsRemovalStays() {
+        var writes = FailingWrites()
+        _ = writes.failed(.details(meeting), "no details")
+        _ = writes.failed(.journal(meeting), "no journal")
+        _ = writes.failed(.journalRemoval(meeting), "no unlink")
+        #expect(writes.succeeded([.details(meeting), .journal(meeting), .details(other)]) == .unchanged)
+        #expect(writes.lastError == "no unlink")
+        #expect(writes.succeeded([.journalRemoval(meeting), .journal(meeting)]) == .recovered)
+    }
+}
