@@ -94,7 +94,16 @@ public final class RetryingFileWriter {
 
     private func start() {
         changedSince = false
-        guard let write = prepare() else { return }
+        guard let write = prepare() else {
+            // Nothing is left to write (what failed was forgotten or deleted): nothing fails any more.
+            backoff.reset()
+            if lastError != nil {
+                logger.info("\(what): nothing left to write; the failed write is moot")
+                lastError = nil
+                onErrorChange()
+            }
+            return
+        }
         inFlight = write
         guard let outcomes, outcomesWatch != nil, let worker = startedWorker() else {
             // No thread or no way back (out of descriptors): written here, and not retried.

@@ -13,12 +13,15 @@ import Testing
         let failing = Mutex(true)
         let attempts = Mutex<[Int]>([])
         let saved = Mutex(0)
+        /// Nothing is left to write (what failed was forgotten or deleted).
+        let isEmpty = Mutex(false)
     }
 
     func writer(_ loop: EventLoop, _ owner: Owner) -> RetryingFileWriter {
         let writer = RetryingFileWriter(
             loop: loop, threadName: "test-writer", writing: "the test file", logger: .discarding)
         writer.prepare = {
+            guard !owner.isEmpty.withLock({ $0 }) else { return nil }
             let version = owner.state.withLock { $0 }
             return RetryingFileWriter.Write(
                 run: {
@@ -69,5 +72,33 @@ import Testing
         #expect(loop.run(until: { owner.attempts.withLock { $0.count } == 6 && writer.isWaitingToRetry }))
         loop.advanceTime(by: StoreRetry.initialDelay)
         #expect(loop.run(until: { owner.attempts.withLock { $0.count } == 7 }), "the back-off started over")
+    }
+
+    /// The attack's K6: a voice profile whose write failed was forgotten, so the retry found nothing to write,
+    /// and `lastError` (and `status.persistence.lastError`, with `persistence.recovered` held back) stayed
+    /// until a restart.
+    @Test func aRetryThatFindsNothingLeftToWriteEndsTheFailure() throws {
+        let loop = try EventLoop(clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000)))
+        let owner = Owner()
+        let writer = writer(loop, owner)
+        defer { writer.close() }
+        var errorChanges = 0
+        writer.onErrorChange = { errorChanges += 1 }
+        owner.state.withLock { $0 = 1 }
+        writer.changed()
+        #expect(loop.run(until: { writer.lastError != nil && writer.isWaitingToRetry }))
+        owner.isEmpty.withLock { $0 = true }
+        writer.changed()
+        loop.advanceTime(by: StoreRetry.initialDelay)
+        #expect(loop.run(until: { !writer.isBusy }))
+        #expect(writer.lastError == nil)
+        #expect(errorChanges == 2)
+        #expect(owner.attempts.withLock { $0 } == [1])
+        // The next write starts with the back-off's first delay again.
+        owner.isEmpty.withLock { $0 = false }
+        writer.changed()
+        #expect(loop.run(until: { owner.attempts.withLock { $0.count } == 2 && writer.isWaitingToRetry }))
+        loop.advanceTime(by: StoreRetry.initialDelay)
+        #expect(loop.run(until: { owner.attempts.withLock { $0.count } == 3 }))
     }
 }
