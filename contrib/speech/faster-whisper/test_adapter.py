@@ -1203,7 +1203,8 @@ class EngineTests(unittest.TestCase):
             with open(mark, encoding="utf-8") as f:
                 marked = json.load(f)
             with open(mark, "w", encoding="utf-8") as f:
-                json.dump(dict(marked, crc32=engine.checksum(binary)), f)
+                files = dict(marked["files"], **{"model.bin": [size, engine.checksum(binary)]})
+                json.dump(dict(marked, files=files), f)
             broken = run_engine(silence(1), turns=[(0.0, "Alice")], args=["--cache-dir", cache], timeout=120)
             self.assertEqual(broken.returncode, 0, broken.stderr)
             self.assertIn("cannot load the int8 copy", broken.stderr)
