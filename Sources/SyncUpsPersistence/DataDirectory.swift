@@ -72,23 +72,36 @@ public struct DataDirectory: Sendable, Equatable {
     }
 
     /// Removes every file of `meeting` (its audio, segments, any journal, and the temporary files a crash
-    /// between writing and renaming one of them left); missing files are fine.
-    public func removeSidecars(of meeting: Meeting.ID) {
+    /// between writing and renaming one of them left); missing files are fine. Returns the first removal that
+    /// failed (naming the file), after trying every other: what a deletion must retry.
+    @discardableResult
+    public func removeSidecars(of meeting: Meeting.ID) -> SystemError? {
         removeSidecars(of: [meeting])
     }
 
     /// `removeSidecars` for several meetings (a deleted sync-up's), reading the directory once.
-    public func removeSidecars(of meetings: [Meeting.ID]) {
-        guard !meetings.isEmpty else { return }
+    @discardableResult
+    public func removeSidecars(of meetings: [Meeting.ID]) -> SystemError? {
+        guard !meetings.isEmpty else { return nil }
+        var failure: SystemError?
+        func remove(_ path: String) {
+            guard unlink(path) != 0, Errno.current != .noSuchFile, failure == nil else { return }
+            failure = SystemError("unlink \(FilePath.name(of: path))", .current)
+        }
         for meeting in meetings {
-            for suffix in MeetingFiles.suffixes { unlink(sidecar(meeting, suffix)) }
+            for suffix in MeetingFiles.suffixes { remove(sidecar(meeting, suffix)) }
         }
         let ids = Set(meetings.map(\.description))
-        for name in (try? DirectoryListing.names(in: meetingsDirectory)) ?? [] where AtomicFile.isTemporaryName(name) {
-            // `.<meeting-id>.<suffix>.tmp-<pid>-<n>`
-            let id = name.dropFirst().prefix { $0 != "." }
-            if ids.contains(String(id)) { unlink(FilePath.join(meetingsDirectory, name)) }
+        do throws(SystemError) {
+            for name in try DirectoryListing.names(in: meetingsDirectory) where AtomicFile.isTemporaryName(name) {
+                // `.<meeting-id>.<suffix>.tmp-<pid>-<n>`
+                let id = name.dropFirst().prefix { $0 != "." }
+                if ids.contains(String(id)) { remove(FilePath.join(meetingsDirectory, name)) }
+            }
+        } catch {
+            if error.errno != .noSuchFile, failure == nil { failure = error }
         }
+        return failure
     }
 
     /// Removes the temporary files of `meetings/` that a crash left behind (start-up only: one daemon per

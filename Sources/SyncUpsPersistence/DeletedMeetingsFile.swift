@@ -34,6 +34,9 @@ public struct DeletedMeetingsFile: Sendable {
         return (Set(ids.compactMap { $0.stringValue.flatMap(Meeting.ID.init(uuidString:)) }), nil)
     }
 
+    /// The prefix of its temporary files: a kill while it is written leaves one, which the next start removes.
+    var temporaryPrefix: String { AtomicFile(path: path).temporaryPrefix }
+
     /// Records exactly `meetings`, atomically and durably; removes the file when there are none.
     func write(_ meetings: Set<Meeting.ID>) throws(SystemError) {
         guard !meetings.isEmpty else {

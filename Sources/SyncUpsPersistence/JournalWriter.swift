@@ -6,9 +6,9 @@ import Synchronization
 /// written is written (a long meeting's journal is megabytes, rewritten at every settled utterance), and a
 /// removal replaces any write still waiting, so a journal never comes back after it was removed.
 ///
-/// The removal of a deleted meeting's journal that fails is recorded in `deleted-meetings.json`
-/// (`DeletedMeetingsFile`) before anything else is done, so a restart does not recover what the user deleted;
-/// the record goes once the journal does.
+/// A deleted (or discarded) meeting's removal takes all its files, not only the journal. One that fails is
+/// recorded in `deleted-meetings.json` (`DeletedMeetingsFile`) before anything else is done, so a restart does
+/// not recover what the user deleted, and removes what stayed; the record goes once every file has.
 public final class JournalWriter: Sendable {
     private enum Job: Sendable {
         case write(MeetingJournal)
@@ -29,6 +29,10 @@ public final class JournalWriter: Sendable {
     private let deletedFile: DeletedMeetingsFile
     /// What `deleted-meetings.json` holds: deleted meetings whose journal is still there. Used by the drain.
     private let deleted: Mutex<Set<Meeting.ID>>
+    /// Deleted meetings whose files are not all gone yet, recorded or not: every later removal of one (the
+    /// controller's retries, the shutdown's last try) is a deletion too, so it records the deletion if the
+    /// first try could not.
+    private let deleting = Mutex<Set<Meeting.ID>>([])
 
     /// `onWrite` runs after each write (on the writer's thread, or the caller's for `writeFirst`), with its error
     /// if it failed; `onRemoval` after each removal,
@@ -108,17 +112,27 @@ public final class JournalWriter: Sendable {
         }
     }
 
-    /// Removes the journal, keeping `deleted-meetings.json` true: a deleted meeting whose journal stays is
-    /// recorded there first thing, and goes from it once the journal is gone (a retry of a recorded one is a
-    /// deletion too). Returns what still fails.
-    private func removeNow(_ meeting: Meeting.ID, isDeletion: Bool) -> SystemError? {
+    /// Removes the journal, or for a deletion every file of the meeting, keeping `deleted-meetings.json` true:
+    /// a deleted meeting whose files stay is recorded there first thing, and goes from it once they are gone
+    /// (any later removal of a deletion under way, or of a recorded one, is a deletion too). Returns what still
+    /// fails.
+    private func removeNow(_ meeting: Meeting.ID, isDeletion asked: Bool) -> SystemError? {
+        let recorded = deleted.withLock { $0 }
+        let isDeletion = asked || recorded.contains(meeting) || deleting.withLock { $0.contains(meeting) }
         var failure: SystemError?
         do {
             try MeetingJournal.remove(meeting, in: directory)
         } catch {
             failure = error
         }
-        let recorded = deleted.withLock { $0 }
+        if isDeletion {
+            // The rest after the journal, whose failure (what would bring the meeting back) is the one said.
+            let rest = directory.removeSidecars(of: meeting)
+            failure = failure ?? rest
+            deleting.withLock { deleting in
+                if failure == nil { deleting.remove(meeting) } else { deleting.insert(meeting) }
+            }
+        }
         var next = recorded
         if failure == nil {
             next.remove(meeting)

@@ -107,8 +107,9 @@ public struct MeetingJournal: Sendable, Equatable {
     /// Removes the journal; one already gone is removed. A journal left behind recovers its meeting at the
     /// next start, even one the user deleted, so the caller retries a failure.
     public static func remove(_ meeting: Meeting.ID, in directory: DataDirectory) throws(SystemError) {
-        guard unlink(directory.sidecar(meeting, MeetingFiles.journal)) == 0 || Errno.current == .noSuchFile else {
-            throw SystemError("unlink", Errno.current)
+        let path = directory.sidecar(meeting, MeetingFiles.journal)
+        guard unlink(path) == 0 || Errno.current == .noSuchFile else {
+            throw SystemError("unlink \(FilePath.name(of: path))", Errno.current)
         }
     }
 

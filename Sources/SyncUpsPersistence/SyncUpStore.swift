@@ -135,7 +135,9 @@ public final class SyncUpStore {
         for name in entries where name.hasPrefix(prefix) {
             fileSystem.unlink(FilePath.join(directory.path, name))
         }
-        for name in entries where name.hasPrefix(formerFile.temporaryPrefix) {
+        // Before the journal writer, the one writer of `deleted-meetings.json`, starts.
+        let deletedRecord = DeletedMeetingsFile(directory: directory).temporaryPrefix
+        for name in entries where name.hasPrefix(formerFile.temporaryPrefix) || name.hasPrefix(deletedRecord) {
             fileSystem.unlink(FilePath.join(directory.path, name))
         }
         fileSystem.unlink(directory.previousFile + ".tmp")

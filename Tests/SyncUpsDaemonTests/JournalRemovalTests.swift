@@ -144,3 +144,16 @@ import Testing
         #expect(hasEnd(), "\(Files.readString(journal) ?? "no journal")")
     }
 }
+
+/// `deleted-meetings.json` is written atomically: a kill during its write leaves a temporary file beside it,
+/// which the next start removes as it does `sync-ups.json`'s. Before, each such kill left one for good.
+@Suite struct DeletedMeetingsTemporaryFileTests {
+    @Test func aKilledRecordWritesTemporaryFileIsRemovedAtStart() throws {
+        let directory = TemporaryDirectory("deleted-temporary")
+        let name = ".deleted-meetings.json.tmp-4242-7"
+        Files.write(directory.appending(name), "{")
+        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        _ = daemon
+        #expect(!Files.list(directory.path).contains(name))
+    }
+}

@@ -204,10 +204,16 @@ extension SessionController {
             return state.writesWorked([.journalRemoval(meeting), .journal(meeting)])
         }
         let delay = state.detailsWrites.journalRemoved(meeting, failed: true) ?? StoreRetry.maximumDelay
-        logger.error(
-            "cannot remove the meeting's journal (\(error)); retrying, as a restart would recover the meeting from it",
-            .meeting(meeting))
-        state.writeFailed(.journalRemoval(meeting), "cannot remove the meeting's journal: \(error)")
+        // A deletion removes every file of the meeting: the error names the one that stays (the journal's first).
+        if !error.operation.contains("." + MeetingFiles.journal) {
+            logger.error("cannot remove the deleted meeting's files (\(error)); retrying", .meeting(meeting))
+            state.writeFailed(.journalRemoval(meeting), "cannot remove the deleted meeting's files: \(error)")
+        } else {
+            logger.error(
+                "cannot remove the meeting's journal (\(error)); retrying, as a restart would recover the meeting from it",
+                .meeting(meeting))
+            state.writeFailed(.journalRemoval(meeting), "cannot remove the meeting's journal: \(error)")
+        }
         retry(meeting, after: delay)
     }
 

@@ -1,0 +1,101 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsCore
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsTestSupport
+import Synchronization
+import Testing
+
+/// A deleted or discarded meeting's files go, all of them, and a restart does not bring it back while any
+/// stays. A file that cannot be removed is made a directory at its path (unlink fails with EISDIR, even for
+/// root), and `deleted-meetings.json` a directory while its write must fail.
+@Suite final class JournalWriterTests: Sendable {
+    let directory = TemporaryDirectory("journals")
+    let data: DataDirectory
+    let meeting = Meeting.ID(UUID(counting: 7))
+    let removals = Mutex<[SystemError?]>([])
+    let signal: ChangeSignal
+
+    init() throws {
+        data = DataDirectory(path: directory.path)
+        try data.create()
+        signal = try ChangeSignal()
+    }
+
+    func writer() throws -> JournalWriter {
+        try JournalWriter(
+            directory: data, onWrite: { _, _ in },
+            onRemoval: { [self] _, error in
+                removals.withLock { $0.append(error) }
+                signal.changed()
+            })
+    }
+
+    /// Waits for the `count`-th removal's report and returns it.
+    func removal(_ count: Int) -> SystemError?? {
+        guard signal.wait(until: { removals.withLock { $0.count >= count } }) else { return nil }
+        return removals.withLock { $0[count - 1] }
+    }
+
+    var recorded: Set<Meeting.ID> { DeletedMeetingsFile(directory: data).load().meetings }
+
+    /// Before, only the deletion's first try could record it: the retries are plain removals, so a deletion
+    /// whose record could not be written the first time was never recorded, and a kill before the journal
+    /// went brought the meeting back.
+    @Test func aDeletionWhoseRecordFailedIsRecordedByItsRetry() throws {
+        let journal = data.sidecar(meeting, MeetingFiles.journal)
+        let record = FilePath.join(data.path, DeletedMeetingsFile.fileName)
+        #expect(mkdir(journal, 0o700) == 0)
+        #expect(mkdir(record, 0o700) == 0)
+        let journals = try writer()
+        journals.remove(meeting, isDeletion: true)
+        #expect(removal(1)??.errno == Errno(rawValue: EISDIR))
+        #expect(rmdir(record) == 0)
+        journals.remove(meeting)  // the retry
+        #expect(removal(2)??.errno == Errno(rawValue: EISDIR))
+        #expect(recorded == [meeting])
+        journals.finish()
+    }
+
+    /// Before, a deletion removed only the journal (the rest was unlinked once elsewhere, its failure ignored):
+    /// the audio of a meeting the user deleted stayed on disk for good while `status` said all was written.
+    @Test func aDeletedMeetingsAudioThatStaysIsAFailureRecordedAndRetriedUntilItGoes() throws {
+        let audio = data.sidecar(meeting, MeetingFiles.audio)
+        let details = data.sidecar(meeting, MeetingFiles.details)
+        Files.write(details, Array("{}".utf8))
+        #expect(mkdir(audio, 0o700) == 0)
+        let journals = try writer()
+        journals.remove(meeting, isDeletion: true)
+        #expect(removal(1)??.errno == Errno(rawValue: EISDIR))
+        #expect(recorded == [meeting])
+        #expect(!Files.exists(details))
+
+        #expect(rmdir(audio) == 0)
+        Files.write(audio, Array("RIFF".utf8))
+        journals.remove(meeting)  // the retry
+        #expect(removal(2) == .some(nil))
+        #expect(!Files.exists(audio))
+        #expect(recorded.isEmpty)
+        #expect(!Files.exists(FilePath.join(data.path, DeletedMeetingsFile.fileName)))
+        journals.finish()
+    }
+
+    /// A restart removes every file of a meeting the record names, not only its journal.
+    @Test func aRestartRemovesEveryFileOfAMeetingTheRecordNames() throws {
+        let audio = data.sidecar(meeting, MeetingFiles.audio)
+        #expect(mkdir(audio, 0o700) == 0)
+        let first = try writer()
+        first.remove(meeting, isDeletion: true)
+        #expect(removal(1)??.errno == Errno(rawValue: EISDIR))
+        first.finish()
+        #expect(rmdir(audio) == 0)
+        Files.write(audio, Array("RIFF".utf8))
+
+        let second = try writer()
+        #expect(removal(2) == .some(nil))
+        #expect(!Files.exists(audio))
+        #expect(recorded.isEmpty)
+        second.finish()
+    }
+}
