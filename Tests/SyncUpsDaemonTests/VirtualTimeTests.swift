@@ -182,6 +182,10 @@ import Testing
         let daemon = try Self.daemon(directory)
         let (client, watcher, id, meeting) = try Self.meetingWhoseDetailsFail(daemon, in: directory)
         #expect(try client.result("status")["persistence"]?["lastError"] != .null)
+        // The obstruction goes (the details' retry is not due in virtual time): else the deletion could not
+        // remove the meeting's files either, a failure of its own that `status` would name.
+        let details = directory.path + "/meetings/" + meeting + ".json"
+        #expect(rmdir(details + "/in-the-way") == 0 && rmdir(details) == 0)
         _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
         #expect(try client.result("status")["persistence"]?["lastError"] == .null)
         let recovered = try watcher.take(timeout: .seconds(5)) { $0["event"] == "persistence.recovered" }
@@ -200,6 +204,9 @@ import Testing
             daemon.advanceTime(by: .seconds(2))
             _ = try watcher.events(until: "persistence.failed")
         }
+        // The obstruction goes, else the deletion's own removal of the files would fail and be retried.
+        let details = directory.path + "/meetings/" + meeting + ".json"
+        #expect(rmdir(details + "/in-the-way") == 0 && rmdir(details) == 0)
         _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
         // The deletion's own write of sync-ups.json, on its thread.
         let deadline = MonotonicInstant.now() + .seconds(10)
