@@ -298,8 +298,8 @@ import Testing
     static let t0 = MonotonicInstant(nanoseconds: 1_000_000_000_000)
     static let timeouts = ConnectionState.Timeouts(stall: .seconds(10), partialLine: .seconds(4))
 
-    /// Output that waits unread closes the connection `stall` after the socket last took any; each
-    /// progress moves the deadline, and output all sent clears it.
+    /// Output that waits unread closes the connection `stall` after the socket last took any, once a send
+    /// at the deadline took none either; each progress moves the deadline, and output all sent clears it.
     @Test func unreadOutputClosesTheConnectionAStallAfterItsLastProgress() {
         var state = ConnectionState(timeouts: Self.timeouts)
         #expect(state.nextDeadline == nil)
@@ -314,10 +314,29 @@ import Testing
         #expect(state.nextDeadline == Self.t0 + .seconds(15))
         // A timer armed at the old deadline fires early and finds nothing due.
         #expect(state.expire(at: Self.t0 + .seconds(10)) == .none)
+        #expect(state.expire(at: Self.t0 + .seconds(15)) == .sendFirst)
+        // The send took nothing.
+        state.outputWaits(true, at: Self.t0 + .seconds(15))
         #expect(state.expire(at: Self.t0 + .seconds(15)) == .closeStalled)
         state.outputWaits(false, at: Self.t0 + .seconds(15))
         #expect(state.nextDeadline == nil)
         #expect(state.expire(at: Self.t0 + .seconds(3600)) == .none)
+    }
+
+    /// Output that the client read while the daemon was stopped (SIGSTOP, a stalled loop) past the stall's
+    /// deadline: the timer firing late sends first, and the socket taking some moves the deadline on. Before,
+    /// the timer closed the connection as "it read nothing" without trying (the attack's B4).
+    @Test func aStallDeadlineSendsOnceMoreBeforeItCloses() {
+        var state = ConnectionState(timeouts: Self.timeouts)
+        state.outputWaits(true, at: Self.t0)
+        #expect(state.expire(at: Self.t0 + .seconds(12)) == .sendFirst)
+        state.outputProgressed(at: Self.t0 + .seconds(12))
+        state.outputWaits(true, at: Self.t0 + .seconds(12))
+        #expect(state.expire(at: Self.t0 + .seconds(12)) == .none)
+        #expect(state.nextDeadline == Self.t0 + .seconds(22))
+        // A later stall gets its own send first.
+        #expect(state.expire(at: Self.t0 + .seconds(22)) == .sendFirst)
+        #expect(state.expire(at: Self.t0 + .seconds(22)) == .closeStalled)
     }
 
     /// A partial line's time is up `partialLine` after it began: the server reads what waits first, and
@@ -370,6 +389,7 @@ import Testing
         state.inputWaits(partialLine: true, at: Self.t0 + .seconds(1))
         #expect(state.nextDeadline == Self.t0 + .seconds(5))
         #expect(state.expire(at: Self.t0 + .seconds(5)) == .readFirst)
+        #expect(state.expire(at: Self.t0 + .seconds(10)) == .sendFirst)
         #expect(state.expire(at: Self.t0 + .seconds(10)) == .closeStalled)
         _ = state.apply(.closed)
         #expect(state.nextDeadline == nil)

@@ -310,6 +310,20 @@ import Testing
         #expect(try producer.result("status")["subscribers"] == 0)
     }
 
+    /// A subscriber that read everything while the daemon was stopped past the stall's deadline (SIGSTOP, a
+    /// stalled loop) is sent the rest, not cut off: the timer firing late sends first. Before, it closed the
+    /// connection as "it read nothing for 10 seconds" (the attack's B4: 3 of 3 runs).
+    @Test func aSubscriberThatReadEverythingWhileTheDaemonWasStoppedIsNotCutOff() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let (sleeper, producer) = try Self.sleepingSubscriber(of: daemon)
+        daemon.advanceTime(by: .seconds(1))
+        sleeper.drainSocket()  // while the daemon does not run
+        daemon.wakeLate(after: .seconds(12))
+        #expect(try producer.result("status")["subscribers"] == 1)
+        #expect(sleeper.hasLine { $0["event"] == "syncup.updated" })
+    }
+
     /// A subscriber with small socket buffers, and a producer whose 100 changes fill them with events the
     /// subscriber does not read: its output waits from now on.
     static func sleepingSubscriber(of daemon: InProcessDaemon) throws -> (sleeper: LoopClient, producer: LoopClient) {

@@ -81,6 +81,8 @@ struct ConnectionState: Equatable {
     private(set) var partialLineSince: MonotonicInstant?
     /// Whether the server has read the socket since the partial line's deadline passed (`expire`).
     private var hasReadAfterPartialLineDeadline = false
+    /// Whether the server has tried to send since the stall's deadline passed (`expire`).
+    private var hasSentAfterStallDeadline = false
 
     init(timeouts: Timeouts = Timeouts()) {
         self.timeouts = timeouts
@@ -301,12 +303,14 @@ struct ConnectionState: Equatable {
     /// The socket took some of the output.
     mutating func outputProgressed(at now: MonotonicInstant) {
         outputWaitingSince = now
+        hasSentAfterStallDeadline = false
     }
 
     /// After a flush: whether output still waits for the client. Its wait starts when it goes from none to
     /// some, and restarts at each progress.
     mutating func outputWaits(_ waits: Bool, at now: @autoclosure () -> MonotonicInstant) {
         // The clock is read only when a wait starts: this runs at every flush.
+        if !waits || outputWaitingSince == nil { hasSentAfterStallDeadline = false }
         outputWaitingSince = waits ? (outputWaitingSince ?? now()) : nil
     }
 
@@ -347,14 +351,23 @@ struct ConnectionState: Equatable {
         case readFirst
         /// The line stayed incomplete: send `request_timeout` and close once it is sent (`Fact.dropped`).
         case timeOutPartialLine
-        /// Its output made no progress for `timeouts.stall`: close it.
+        /// The stall's time is up: try to send what waits first, then ask again. A loop that was stopped fires
+        /// its timers before it polls, and the client may have read everything meanwhile.
+        case sendFirst
+        /// Its output made no progress for `timeouts.stall`, even at a send after the deadline: close it.
         case closeStalled
     }
 
     /// What to do at `now`.
     mutating func expire(at now: MonotonicInstant) -> Expiry {
         guard !isClosed else { return .none }
-        if let since = outputWaitingSince, now - since >= timeouts.stall { return .closeStalled }
+        if let since = outputWaitingSince, now - since >= timeouts.stall {
+            guard hasSentAfterStallDeadline else {
+                hasSentAfterStallDeadline = true
+                return .sendFirst
+            }
+            return .closeStalled
+        }
         guard let since = partialLineSince, now - since >= timeouts.partialLine else { return .none }
         guard hasReadAfterPartialLineDeadline else {
             hasReadAfterPartialLineDeadline = true

@@ -55,6 +55,8 @@ extension Server {
                 return
             case .readFirst:
                 read(connection)
+            case .sendFirst:
+                flush(connection)
             case .timeOutPartialLine:
                 let timeout = limits.partialLineTimeoutSeconds
                 logger.throttled(
