@@ -157,3 +157,30 @@ import Testing
         #expect(!Files.list(directory.path).contains(name))
     }
 }
+
+/// A deleted meeting's details failure ends with its removal's report, not before it: the attack's B6 saw
+/// `persistence.recovered` and then `persistence.failed` in the same instant when the removal failed too (a
+/// status bar flashed green).
+@Suite struct DeletedMeetingFailureTests {
+    @Test func aDeletionWhoseRemovalFailsPublishesNoRecoveryBeforeIt() throws {
+        let directory = TemporaryDirectory("deleted-failure")
+        let daemon = try VirtualTimeTests.daemon(directory)
+        let (client, watcher, id, meeting) = try VirtualTimeTests.meetingWhoseDetailsFail(daemon, in: directory)
+        // Its journal cannot be removed either: a directory, not empty, in its place.
+        let journal = directory.path + "/meetings/" + meeting + ".recording.json"
+        #expect(unlink(journal) == 0 && mkdir(journal, 0o700) == 0 && mkdir(journal + "/in-the-way", 0o700) == 0)
+        _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
+        let events = try watcher.take {
+            $0["event"] == "persistence.failed"
+                && $0["data"]?["error"]?.stringValue?.hasPrefix("cannot remove the meeting's journal") == true
+        }
+        #expect(!events.contains { $0["event"] == "persistence.recovered" }, "\(events)")
+        // Both obstructions gone: the next try removes what is left, and only now is it over.
+        let details = directory.path + "/meetings/" + meeting + ".json"
+        #expect(rmdir(journal + "/in-the-way") == 0 && rmdir(journal) == 0)
+        #expect(rmdir(details + "/in-the-way") == 0 && rmdir(details) == 0)
+        daemon.advanceTime(by: .seconds(1))
+        _ = try watcher.events(until: "persistence.recovered")
+        #expect(try client.result("status")["persistence"]?["lastError"] == .null)
+    }
+}

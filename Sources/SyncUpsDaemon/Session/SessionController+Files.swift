@@ -175,9 +175,8 @@ extension SessionController {
         // Each, not only those whose details waited: a journal may also stay because its removal after the save
         // failed, or is still to come. (One that is gone costs an unlink on the journal's thread.)
         for meeting in meetings { journals.remove(meeting, isDeletion: true) }
-        // Their details are no longer wanted; a journal that could not be written is on disk still (its
-        // removal's report ends that failure, or turns it into the removal's).
-        state.writesWorked(meetings.map { .details($0) })
+        // Their details are no longer wanted, but a failure of theirs ends only with the removal's report
+        // (`journalRemoved`): ended here, a removal about to fail too flashed `persistence.recovered` first.
     }
 
     /// A journal was written, or failed to be: a failure is a failed write of the user's data until a later
@@ -201,7 +200,8 @@ extension SessionController {
                 logger.notice("removed the meeting's journal after all", .meeting(meeting))
             }
             _ = state.detailsWrites.journalRemoved(meeting, failed: false)
-            return state.writesWorked([.journalRemoval(meeting), .journal(meeting)])
+            // A deleted meeting's details failure ends here too (a saved one's ended when they were written).
+            return state.writesWorked([.journalRemoval(meeting), .journal(meeting), .details(meeting)])
         }
         let delay = state.detailsWrites.journalRemoved(meeting, failed: true) ?? StoreRetry.maximumDelay
         // A deletion removes every file of the meeting: the error names the one that stays (the journal's first).
@@ -214,6 +214,8 @@ extension SessionController {
                 .meeting(meeting))
             state.writeFailed(.journalRemoval(meeting), "cannot remove the meeting's journal: \(error)")
         }
+        // A deleted meeting's details are no longer wanted: what fails now is the removal, said above.
+        state.writesWorked([.details(meeting)])
         retry(meeting, after: delay)
     }
 
