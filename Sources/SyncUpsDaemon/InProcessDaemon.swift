@@ -167,6 +167,9 @@ public final class InProcessDaemon {
     /// The sync-ups' ids, in order, as the owner holds them now.
     public var syncUpIDs: [String] { services.state.syncUps.map(\.id.description) }
 
+    /// The session's journal writer: a test holds its thread (`whenDone`) to widen a race.
+    var journals: JournalWriter { services.session.journals }
+
     private func currentConnection() -> Connection? {
         if let connection, !connection.isClosed { return connection }
         peer?.close()

@@ -75,6 +75,13 @@ public final class JournalWriter: Sendable {
         enqueue(.remove(isDeletion: isDeletion), for: meeting)
     }
 
+    /// Calls `done` on the writer's thread once everything queued before it is done: the removals of
+    /// deleted meetings, and their record in `deleted-meetings.json` where one stays. (At once on the
+    /// caller's thread after `finish`.)
+    public func whenDone(_ done: @escaping @Sendable () -> Void) {
+        worker.run(done)
+    }
+
     /// Does what is queued, then ends the thread; for shutdown.
     public func finish() {
         worker.finish()

@@ -1,10 +1,12 @@
 import Glibc
-import SyncUpsDaemon
 import SyncUpsJSON
 import SyncUpsPOSIX
+import SyncUpsPersistence
 import SyncUpsTestSupport
 import Synchronization
 import Testing
+
+@testable import SyncUpsDaemon
 
 /// A journal the daemon fails to remove recovers its meeting at the next start, even one the user deleted:
 /// its removal is retried until it works. Before, it was one bare unlink, its failure ignored, and a deleted
@@ -182,5 +184,48 @@ import Testing
         daemon.advanceTime(by: .seconds(1))
         _ = try watcher.events(until: "persistence.recovered")
         #expect(try client.result("status")["persistence"]?["lastError"] == .null)
+    }
+}
+
+/// A delete or a discard is answered once the meeting's files are gone (or its deletion recorded), so a kill
+/// -9 right after the reply cannot bring it back. Before, a discard was answered at once and a delete once
+/// the reply thread had unlinked the files, both before the journal writer had removed the journal or
+/// recorded the deletion (the attack's B7: 2 of 20 discarded meetings back after a kill 0-8 ms after the
+/// reply). Here the journal writer's thread is held while the client waits.
+@Suite struct DeletionReplyTests {
+    @Test(arguments: ["discard", "meetings.delete", "syncups.delete"])
+    func aDeletionIsAnsweredOnlyOnceItsJournalIsGone(_ how: String) throws {
+        let directory = TemporaryDirectory("deletion-reply")
+        let daemon = try VirtualTimeTests.daemon(directory)
+        let (client, watcher, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
+        let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
+        let meeting = try #require(started["meeting"]?.stringValue)
+        let journal = directory.path + "/meetings/" + meeting + ".recording.json"
+        if how != "discard" {
+            _ = try client.result("session.end", ["action": "save"])
+            _ = try watcher.events(until: "session.ended")
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while Files.exists(journal) && MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
+            // A saved meeting's journal is gone: one put back stands for a removal the deletion must make.
+            Files.write(journal, "{}")
+        }
+        let gate = try Gate()
+        gate.close()
+        daemon.journals.whenDone { gate.pass() }
+        let request: JSONValue =
+            switch how {
+            case "discard": ["id": "end", "cmd": "session.end", "args": ["action": "discard"]]
+            case "meetings.delete":
+                ["id": "end", "cmd": "meetings.delete", "args": ["syncup": .string(id), "meeting": .string(meeting)]]
+            default: ["id": "end", "cmd": "syncups.delete", "args": ["id": .string(id)]]
+            }
+        try client.send(JSONWriter().string(request) + "\n")
+        for _ in 0..<20 { daemon.turn(waitingUpTo: 5) }
+        client.drainSocket()
+        #expect(!client.hasLine { $0["id"] == "end" }, "answered while the journal writer was held")
+        #expect(Files.exists(journal))
+        gate.open()
+        #expect(try client.reply(to: "end")["ok"] == true)
+        #expect(!Files.exists(journal))
     }
 }

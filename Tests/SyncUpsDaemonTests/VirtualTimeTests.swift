@@ -149,8 +149,9 @@ import Testing
             #expect(BlockingWork.callsOnLoopOnThisThread == before)
         }
 
-        /// A discarded meeting's files (its journal, written at the start) are removed by the clean-up worker:
-        /// the loop listed `meetings/` for their temporary files in `.discardMeeting` before.
+        /// A discarded meeting's files (its journal, written at the start) are removed off the loop, on the
+        /// journal writer's thread: the loop listed `meetings/` for their temporary files in `.discardMeeting`
+        /// before.
         @Test func aDiscardedMeetingDoesNoBlockingWorkOnTheLoop() throws {
             let directory = TemporaryDirectory("virtual")
             let daemon = try Self.daemon(directory)

@@ -130,11 +130,9 @@ final class CommandHandler {
             value: { (handler, _, _) throws(ProtocolError) in
                 try handler.session.request(.resume)
             }),
-        Command(
-            CommandName.sessionEnd, ["action"],
-            value: { (handler, arguments, _) throws(ProtocolError) in
-                try handler.endSession(arguments)
-            }),
+        Command(CommandName.sessionEnd, ["action"]) { (handler, arguments, _) throws(ProtocolError) in
+            try handler.endSession(arguments)
+        },
         Command(
             CommandName.sessionAbsent, ["attendee"],
             value: { (handler, arguments, _) throws(ProtocolError) in
@@ -441,26 +439,27 @@ final class CommandHandler {
     }
 
     private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
-        let (syncUp, orphaned) = state.delete(try state.index(of: try arguments.string("id")))
+        let (syncUp, _) = state.delete(try state.index(of: try arguments.string("id")))
         let voicesGone = forgetVoices(Set(syncUp.attendees.map(\.id)))
         status.scheduler?.forget(syncUp.id)
         let result: JSONValue = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
-        let directory = state.dataDirectory
+        // Its meetings' files (and a meeting of it being recorded, discarded) go on the journal writer's thread.
+        let caughtUp = session.journalsCaughtUp()
         return .later {
             _ = voicesGone()
-            if !orphaned.isEmpty { directory.removeSidecars(of: orphaned) }
+            caughtUp()
             return .success(.value(result))
         }
     }
 
-    /// The reply to a delete, once the deleted meetings' files are gone: removed off the loop (unlinks and a
-    /// listing of `meetings/`), so the client that asked finds them gone when it reads the reply; at once
-    /// when there are none (a sync-up without meetings touches no disk).
+    /// The reply to a delete, once the deleted meetings' files are gone (the journal writer removes them, off
+    /// the loop, and records a deletion whose files stay), so the client that asked finds them gone when it
+    /// reads the reply, and a kill after it does not bring them back; at once when there are none.
     private func removingFiles(of meetings: [Meeting.ID], then result: JSONValue) -> ReplyBody {
         guard !meetings.isEmpty else { return .value(result) }
-        let directory = state.dataDirectory
+        let caughtUp = session.journalsCaughtUp()
         return .later {
-            directory.removeSidecars(of: meetings)
+            caughtUp()
             return .success(.value(result))
         }
     }
@@ -611,9 +610,17 @@ final class CommandHandler {
         )
     }
 
-    private func endSession(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+    /// A discard is answered once its files are gone (or recorded as deleted): a kill -9 right after the
+    /// reply does not bring the meeting back.
+    private func endSession(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let action = try arguments.optionalChoice("action", ["save", "discard"]) ?? "save"
-        return try session.request(.end(action == "save" ? .save : .discard))
+        let result = try session.request(.end(action == "save" ? .save : .discard))
+        guard action == "discard" else { return .value(result) }
+        let caughtUp = session.journalsCaughtUp()
+        return .later {
+            caughtUp()
+            return .success(.value(result))
+        }
     }
 
     // MARK: - Subscriptions

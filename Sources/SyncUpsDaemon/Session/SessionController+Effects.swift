@@ -93,11 +93,9 @@ extension SessionController {
                 logger.info(
                     "discarded a meeting of \"\(session.machine.syncUp.title)\"", .syncUp(session.machine.syncUp.id),
                     .meeting(session.meetingID))
-                // Lists `meetings/` for temporary files: on the clean-up worker, before `finish` queues the
-                // recorders' stop there, the order it had on the loop.
-                let (directory, meetingID) = (state.dataDirectory, session.meetingID)
-                cleanup.run { directory.removeSidecars(of: meetingID) }
-                journals.remove(meetingID, isDeletion: true)  // after a write that may still be in progress
+                // Every file of it, on the journal writer's thread after a write that may still be in progress
+                // (the audio being written is unlinked: the recorder writes on into nothing until it stops).
+                journals.remove(session.meetingID, isDeletion: true)
             case .finish:
                 finish(session)
             }

@@ -132,8 +132,8 @@ final class DaemonState {
         return syncUp
     }
 
-    /// Removes the sync-up; returns it and its meetings that nothing holds any more, whose files the caller
-    /// removes off the loop (`DataDirectory.removeSidecars`: unlinks and a directory listing).
+    /// Removes the sync-up; returns it and its meetings that nothing holds any more, whose files the session's
+    /// journal writer removes off the loop (`meetingsDeleted`).
     func delete(_ index: Int) -> (syncUp: SyncUp, orphaned: [Meeting.ID]) {
         let syncUp = syncUps.remove(at: index)
         let formerChanged = former.forget(syncUp.id)
@@ -149,8 +149,8 @@ final class DaemonState {
         return (syncUp, orphaned)
     }
 
-    /// Removes the meeting; returns it and, if nothing holds it any more, its id, whose files the caller
-    /// removes off the loop.
+    /// Removes the meeting; returns it and, if nothing holds it any more, its id, whose files the session's
+    /// journal writer removes off the loop (`meetingsDeleted`).
     func deleteMeeting(_ syncUpIndex: Int, _ meetingIndex: Int) -> (meeting: Meeting, orphaned: [Meeting.ID]) {
         let meeting = syncUps[syncUpIndex].meetings.remove(at: meetingIndex)
         meetingCount -= 1
