@@ -320,25 +320,28 @@ def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0, opene
 
 def begins_whole(previous, current, opened=None, slack=0.3, lead=0.5):
     """Whether a decode of the open utterance (`current`) holds its first words, so that settling the words before a
-    boundary loses none: its first word starts within `lead` seconds of the utterance's start (`opened`, meeting
-    seconds; None: not checked) or where the decode before (`previous`) began, the same word within `slack`
-    seconds; and it holds that decode's first word (a decode that begins with a word the one before missed
-    is fine). tiny.en sometimes skips an utterance's first words, from one decode to the next: a live run-on's
-    decode ahead of its final held "is to be ill disposed. And Mr. John Dashwood ... for them.", the partial
-    after it began 1.2 s in, at "Mr.", and a sentence's end a second before its audio's end settled that
-    partial's words: the cut committed the utterance up to there, and the five words before "Mr." were never
-    sent. Where no decode holds them, the utterance's final (decoded whole) or a later partial that does settles
-    them. Each word is (text, start, end), in meeting seconds."""
+    boundary loses none: it begins no later than the decode before (`previous`), give or take `slack` seconds,
+    and where both begin at about the same time it holds that decode's first word (within `lead` seconds of it);
+    and its first word starts within `lead` seconds of the utterance's start (`opened`, meeting seconds; None: not
+    checked), or is the decode before's first word (within `slack`). tiny.en sometimes skips an utterance's first
+    words, from one decode to the next: a live run-on's decode ahead of its final held "is to be ill disposed. And
+    Mr. John Dashwood ... for them.", the partial after it began 1.2 s in, at "Mr.", and a sentence's end a
+    second before its audio's end settled that partial's words: the cut committed the utterance up to there, and
+    the five words before "Mr." were never sent. (Or it began at the same time, the alignment's start of the
+    first word it heard, "Mr.", where "And" was.) Where no decode holds them, a later partial that does settles
+    them, or the utterance's final, decoded whole. Each word is (text, start, end), in meeting seconds."""
     if not current:
         return False
     first = current[0]
+    before = previous[0] if previous else None
 
-    def same(word, other):
-        return word_key(word[0]) == word_key(other[0]) and abs(word[1] - other[1]) <= slack
+    def same(word, other, tolerance):
+        return word_key(word[0]) == word_key(other[0]) and abs(word[1] - other[1]) <= tolerance
 
-    if previous and not any(same(word, previous[0]) for word in current):
-        return False  # the decode before began with a word this one lacks
-    return opened is None or first[1] <= opened + lead or bool(previous) and same(first, previous[0])
+    if before is not None and (before[1] < first[1] - slack or (
+            before[1] <= first[1] + slack and not any(same(word, before, lead) for word in current))):
+        return False  # the decode before began earlier, or at the same time with a word this one lacks
+    return opened is None or first[1] <= opened + lead or before is not None and same(first, before, slack)
 
 
 CLAUSE_ENDS = tuple(".,;:?!")

@@ -791,6 +791,9 @@ class LiveTests(unittest.TestCase):
                          "the first word half a second in")
         self.assertEqual(engine.settled_words(late, late, heard_to=6.7, opened=0.0), 7,
                          "two decodes that agree where the words begin (after a cough, say)")
+        stretched = [(" Mr.", 0.1, 0.9)] + later[1:]  # a decode that skipped "And", its "Mr." stretched back
+        self.assertEqual(engine.settled_words(stretched, whole, heard_to=6.0, opened=0.0), 8,
+                         "after a decode that skipped the first word, one that holds it")
 
     def test_the_model_is_warmed_up_before_the_meeting(self):
         decoder = self.engine([], args=["--no-vad-filter"])
