@@ -321,9 +321,10 @@ def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0, opene
 def begins_whole(previous, current, opened=None, slack=0.3, lead=0.5):
     """Whether a decode of the open utterance (`current`) holds its first words, so that settling the words before a
     boundary loses none: it begins no later than the decode before (`previous`), give or take `slack` seconds,
-    and where both begin at about the same time it holds that decode's first word (within `lead` seconds of it);
-    and its first word starts within `lead` seconds of the utterance's start (`opened`, meeting seconds; None: not
-    checked), or is the decode before's first word (within `slack`). tiny.en sometimes skips an utterance's first
+    and where both begin at about the same time it holds that decode's first word (ending within `slack` of it: a
+    decode that skipped a word stretches the next one back over it, "Mr." 0.24-0.98 s where "And" is 0.24-0.8 and
+    "Mr." 0.8-1.0); and its first word starts within `lead` seconds of the utterance's start (`opened`, meeting
+    seconds; None: not checked), or is the decode before's first word (starting within `slack`). tiny.en sometimes skips an utterance's first
     words, from one decode to the next: a live run-on's decode ahead of its final held "is to be ill disposed. And
     Mr. John Dashwood ... for them.", the partial after it began 1.2 s in, at "Mr.", and a sentence's end a
     second before its audio's end settled that partial's words: the cut committed the utterance up to there, and
@@ -335,13 +336,13 @@ def begins_whole(previous, current, opened=None, slack=0.3, lead=0.5):
     first = current[0]
     before = previous[0] if previous else None
 
-    def same(word, other, tolerance):
-        return word_key(word[0]) == word_key(other[0]) and abs(word[1] - other[1]) <= tolerance
+    def same(word, other, at):  # at: 1, the same start; 2, the same end
+        return word_key(word[0]) == word_key(other[0]) and abs(word[at] - other[at]) <= slack
 
     if before is not None and (before[1] < first[1] - slack or (
-            before[1] <= first[1] + slack and not any(same(word, before, lead) for word in current))):
+            before[1] <= first[1] + slack and not any(same(word, before, 2) for word in current))):
         return False  # the decode before began earlier, or at the same time with a word this one lacks
-    return opened is None or first[1] <= opened + lead or before is not None and same(first, before, slack)
+    return opened is None or first[1] <= opened + lead or before is not None and same(first, before, 1)
 
 
 CLAUSE_ENDS = tuple(".,;:?!")

@@ -776,9 +776,6 @@ class LiveTests(unittest.TestCase):
         self.assertEqual(engine.settled_words(full, later, heard_to=6.0, opened=0.0), 0,
                          "a sentence's end a second back, but \"And\" skipped")
         self.assertEqual(engine.settled_words(full, later, opened=0.0), 0, "the same boundary, but \"And\" skipped")
-        squeezed = [(" Mr.", 0.0, 0.2)] + later[1:]  # the alignment put "Mr." where "And" was
-        self.assertEqual(engine.settled_words(full, squeezed, heard_to=6.0, opened=0.0), 0,
-                         "\"And\" skipped though \"Mr.\" starts where it did")
         late = [(word, start + 0.7, end + 0.7) for word, start, end in later]  # "Mr." 1.2 s in
         self.assertEqual(engine.settled_words([], late, heard_to=6.7, opened=0.0), 0,
                          "no decode before, and the first word 1.2 s after the utterance's start")
@@ -791,9 +788,16 @@ class LiveTests(unittest.TestCase):
                          "the first word half a second in")
         self.assertEqual(engine.settled_words(late, late, heard_to=6.7, opened=0.0), 7,
                          "two decodes that agree where the words begin (after a cough, say)")
-        stretched = [(" Mr.", 0.1, 0.9)] + later[1:]  # a decode that skipped "And", its "Mr." stretched back
-        self.assertEqual(engine.settled_words(stretched, whole, heard_to=6.0, opened=0.0), 8,
+        # tiny.en's partials of the bench's monologue, 3.5 s and 8.3 s of it: the first skipped "And" and stretched
+        # "Mr." back over it.
+        skipping = [(" Mr.", 0.24, 0.98), (" John", 1.16, 1.4), (" Dashwood", 1.4, 2.0), (" had", 2.0, 2.28)]
+        holding = [(" And", 0.24, 0.8), (" Mr.", 0.8, 1.0), (" John", 1.16, 1.4), (" Dashwood", 1.4, 1.98),
+                   (" had", 1.98, 2.28)]
+        tail = [(" them.", 2.3, 2.6), (" Had", 4.0, 4.2)]
+        self.assertEqual(engine.settled_words(skipping, holding + tail, heard_to=5.0, opened=0.24), 6,
                          "after a decode that skipped the first word, one that holds it")
+        self.assertEqual(engine.settled_words(holding, skipping + tail, heard_to=5.0, opened=0.24), 0,
+                         "\"And\" skipped, \"Mr.\" stretched over it")
 
     def test_the_model_is_warmed_up_before_the_meeting(self):
         decoder = self.engine([], args=["--no-vad-filter"])
