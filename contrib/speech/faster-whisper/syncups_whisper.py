@@ -324,13 +324,13 @@ def begins_whole(previous, current, opened=None, slack=0.3, lead=0.5):
     and where both begin at about the same time it holds that decode's first word (ending within `slack` of it: a
     decode that skipped a word stretches the next one back over it, "Mr." 0.24-0.98 s where "And" is 0.24-0.8 and
     "Mr." 0.8-1.0); and its first word starts within `lead` seconds of the utterance's start (`opened`, meeting
-    seconds; None: not checked), or is the decode before's first word (starting within `slack`). tiny.en sometimes skips an utterance's first
-    words, from one decode to the next: a live run-on's decode ahead of its final held "is to be ill disposed. And
-    Mr. John Dashwood ... for them.", the partial after it began 1.2 s in, at "Mr.", and a sentence's end a
-    second before its audio's end settled that partial's words: the cut committed the utterance up to there, and
-    the five words before "Mr." were never sent. (Or it began at the same time, the alignment's start of the
-    first word it heard, "Mr.", where "And" was.) Where no decode holds them, a later partial that does settles
-    them, or the utterance's final, decoded whole. Each word is (text, start, end), in meeting seconds."""
+    seconds; None: not checked), or is the decode before's first word (starting within `slack`). tiny.en sometimes
+    skips an utterance's first words, from one decode to the next: a live run-on's decode ahead of its final held
+    "is to be ill disposed. And Mr. John Dashwood ... for them.", the partial after it began 1.2 s in, at "Mr.", and
+    a sentence's end a second before its audio's end settled that partial's words: the cut committed the utterance
+    up to there, and the five words before "Mr." were never sent. Where no decode holds them, a later partial that
+    does settles them, or the utterance's final, decoded whole. Each word is (text, start, end), in meeting
+    seconds."""
     if not current:
         return False
     first = current[0]
