@@ -229,15 +229,21 @@ def has_no_word(text):
 
 
 def made_up(text, no_speech_prob, avg_logprob, no_speech_threshold=0.6):
-    """Whether a Whisper segment is text made up from silence: probably no speech; or a poor decode with some
-    doubt about speech, the mark of the sign-offs tiny.en appends in the silence after an utterance ("I'll
-    see you next time.", "Thank you.": avg_logprob -1.2 to -1.5, no_speech_prob 0.3-0.6, where the words
-    spoken scored -0.2 to -0.6 and 0.01-0.31); or no word at all (" . .")."""
-    if no_speech_prob > no_speech_threshold:
+    """Whether a Whisper segment is text made up from silence: probably no speech and a poor decode, Whisper's own
+    rule (openai/whisper's transcribe.py, faster-whisper's: no_speech_prob over the threshold and avg_logprob
+    under -1); or a poor decode with some doubt about speech, the mark of the sign-offs tiny.en appends in the
+    silence after an utterance ("I'll see you next time.", "Thank you.": avg_logprob -1.2 to -1.5,
+    no_speech_prob 0.3-0.6, where the words spoken scored -0.2 to -0.6 and 0.01-0.31); or no word at all (" . .").
+    A high no_speech_prob alone is no sign: tiny.en scored whole windows of espeak-ng speech without a pause 0.62-0.78
+    with avg_logprob -0.34 to -0.55, and dropping them lost 47 of 58 s of a run-on fed live."""
+    if no_speech_prob > no_speech_threshold and avg_logprob < LOG_PROB_THRESHOLD:
         return True
-    if avg_logprob < -1.0 and no_speech_prob > 0.2:
+    if avg_logprob < LOG_PROB_THRESHOLD and no_speech_prob > 0.2:
         return True
     return has_no_word(text)
+
+
+LOG_PROB_THRESHOLD = -1.0  # Whisper's log_prob_threshold: a decode scoring under it is a poor one
 
 
 def spoken_words(words):
@@ -276,13 +282,14 @@ def timed_words(result):
         if result else []
 
 
-def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0):
+def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0, opened=None, lead=0.5):
     """How many words of a decode of the open utterance to settle: up to the last word that ends a clause (a
     comma, a full stop...: Whisper's mark of a pause; not an abbreviation's "Mr.") and is followed by another,
     where the decode before (`previous`) put the same boundary: the same word ends there and the
     same word follows, each within `slack` seconds of the other decode's; or up to the last sentence's end
     (a full stop, ? or !) that ends `margin` seconds or more before the end of the audio decoded (`heard_to`,
-    meeting seconds). 0: none. Each word is (text, start, end), in meeting seconds.
+    meeting seconds). 0: none. Each word is (text, start, end), in meeting seconds. Either way only if the
+    decode holds the utterance's first words (begins_whole; `opened`: the utterance's start, meeting seconds).
 
     After LocalAgreement-2 (Machacek et al., 2023, "Turning Whisper into Real-Time Transcription System"), which
     settles the words two successive decodes agree on from the start; tiny.en flipped a word between decodes
@@ -295,6 +302,8 @@ def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0):
     between any two words of a clause, tiny.en lost the next ones ("more respectable than he | was. Unless to be"
     decoded after the cut as "must be"; "might be | prudently" as "currently"): at a clause's end the speaker
     paused."""
+    if not begins_whole(previous, current, opened, slack, lead):
+        return 0
     for count in range(len(current) - 1, 0, -1):
         word, following = current[count - 1], current[count]
         text = word[0].strip()
@@ -307,6 +316,33 @@ def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0):
                     and abs(before[2] - word[2]) <= slack and abs(after[1] - following[1]) <= slack):
                 return count
     return 0
+
+
+def begins_whole(previous, current, opened=None, slack=0.3, lead=0.5):
+    """Whether a decode of the open utterance (`current`) holds its first words, so that settling the words before a
+    boundary loses none: it begins no later than the decode before (`previous`), give or take `slack` seconds,
+    and where both begin at about the same time it holds that decode's first word (ending within `slack` of it: a
+    decode that skipped a word stretches the next one back over it, "Mr." 0.24-0.98 s where "And" is 0.24-0.8 and
+    "Mr." 0.8-1.0); and its first word starts within `lead` seconds of the utterance's start (`opened`, meeting
+    seconds; None: not checked), or is the decode before's first word (starting within `slack`). tiny.en sometimes
+    skips an utterance's first words, from one decode to the next: a live run-on's decode ahead of its final held
+    "is to be ill disposed. And Mr. John Dashwood ... for them.", the partial after it began 1.2 s in, at "Mr.", and
+    a sentence's end a second before its audio's end settled that partial's words: the cut committed the utterance
+    up to there, and the five words before "Mr." were never sent. Where no decode holds them, a later partial that
+    does settles them, or the utterance's final, decoded whole. Each word is (text, start, end), in meeting
+    seconds."""
+    if not current:
+        return False
+    first = current[0]
+    before = previous[0] if previous else None
+
+    def same(word, other, at):  # at: 1, the same start; 2, the same end
+        return word_key(word[0]) == word_key(other[0]) and abs(word[at] - other[at]) <= slack
+
+    if before is not None and (before[1] < first[1] - slack or (
+            before[1] <= first[1] + slack and not any(same(word, before, 2) for word in current))):
+        return False  # the decode before began earlier, or at the same time with a word this one lacks
+    return opened is None or first[1] <= opened + lead or before is not None and same(first, before, 1)
 
 
 CLAUSE_ENDS = tuple(".,;:?!")
@@ -1068,7 +1104,7 @@ class Engine:
         words = timed_words(result)
         previous = self.hypothesis[1] if self.hypothesis is not None and self.hypothesis[0] <= open_start else []
         self.hypothesis = (open_start, words)
-        count = settled_words(previous, words, self.received / RATE)
+        count = settled_words(previous, words, self.received / RATE, opened=open_start / RATE)
         if count < MIN_SETTLED_WORDS:
             return result
         # The quietest frame from a little before the last settled word's end to a little after the next word's
