@@ -143,8 +143,8 @@ public struct MeetingDetails: Sendable, Equatable {
 
     /// Reads `meetings/<meeting-id>.json`: nil if there is none; throws, saying why, if it is there but cannot
     /// be read, is over `maxFileBytes` or is not a meeting's details, so that a client can tell "never kept"
-    /// from "damaged". `stillWanted` is asked before each `readChunkBytes` and before the parse, and after it:
-    /// once false, the read stops there and throws `abandoned` (its client hung up).
+    /// from "damaged". `stillWanted` is asked before each `readChunkBytes`, before the parse, at each megabyte
+    /// of it and after it: once false, the read stops there and throws `abandoned` (its client hung up).
     public static func read(
         _ meeting: Meeting.ID, in directory: DataDirectory, while stillWanted: () -> Bool = { true }
     )
@@ -182,7 +182,9 @@ public struct MeetingDetails: Sendable, Equatable {
             )
         }
         let json: JSONValue
-        do { json = try JSONParser().parse(bytes) } catch { throw Unreadable(description: "\(name): \(error)") }
+        do { json = try JSONParser().parse(bytes, while: stillWanted) } catch {
+            throw error.isAbandoned ? .abandoned : Unreadable(description: "\(name): \(error)")
+        }
         guard stillWanted() else { throw .abandoned }
         guard let details = MeetingDetails(json: json) else {
             throw Unreadable(description: "\(name): not a meeting's details (no \"meeting\" and \"syncup\" ids)")
