@@ -4,6 +4,7 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
 import SyncUpsVoice
+import Synchronization
 import Testing
 
 @testable import SyncUpsDaemon
@@ -104,6 +105,28 @@ import Testing
         _ = try client.waitForStatus { _ in (try? catsSeconds(client)) == 9.6 }
         #expect(Files.readString(data + "/voices/\(cat).json") == VoiceProfileValidationFile.sane)
         #expect(!Files.exists(aside))
+    }
+
+    /// A profile being brought back (its person named again) and forgotten at once stays forgotten: the move
+    /// back runs first on the writer thread, the removal after it, and the profile the move read is not put
+    /// back in memory when its message arrives after the forget.
+    @Test func aProfileForgottenWhileItIsBroughtBackStaysForgotten() throws {
+        let syncUp = SyncUp.fixture(attendees: 1)
+        let data = directory.dataDirectory(holding: [syncUp])
+        let cat = Attendee.ID(uuidString: "00000000-0000-0000-0000-0000000000CA")!
+        mkdir(data + "/voices", 0o700)
+        mkdir(data + "/voices/orphaned", 0o700)
+        Files.write(data + "/voices/orphaned/\(cat).json", VoiceProfileValidationFile.sane)
+        let daemon = try InProcessDaemon(dataDirectory: data)
+        let removed = Mutex(false)
+        daemon.voices.bringBack([cat])
+        daemon.voices.forget([cat]) { _ in removed.withLock { $0 = true } }
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while !removed.withLock({ $0 }) && MonotonicInstant.now() < deadline { _ = daemon.turn(waitingUpTo: 20) }
+        #expect(removed.withLock { $0 })
+        for _ in 0..<5 { _ = daemon.turn(waitingUpTo: 20) }  // the move's message, posted before the removal
+        #expect(daemon.voices.profiles[cat] == nil, "the forgotten profile is back in memory")
+        #expect(!Files.exists(data + "/voices/\(cat).json") && !Files.exists(data + "/voices/orphaned/\(cat).json"))
     }
 
     /// K3: a `sync-ups.json` that is damaged (a torn write: restored from `.prev`, one write behind, which lacks

@@ -118,6 +118,8 @@ final class VoiceService {
     private(set) var unremoved: Set<Attendee.ID> = []
     /// Attendees whose profiles are set aside (`VoiceProfileStore.asideDirectory`): no sync-up named them.
     private(set) var aside: Set<Attendee.ID>
+    /// Attendees whose set-aside profiles are being moved back; a forget meanwhile takes them out.
+    private var comingBack: Set<Attendee.ID> = []
 
     init(
         loop: EventLoop, directory: DataDirectory, model: Model, logger: Logger, wallClock: WallClock,
@@ -261,7 +263,8 @@ final class VoiceService {
         case .unremoved(let ids):
             unremoved.formUnion(ids)
         case .broughtBack(let id, let profile):
-            guard profiles[id] == nil else { return }  // learned anew meanwhile: that is the one written
+            // Forgotten meanwhile (its file then went after the move), or learned anew (the one to keep).
+            guard comingBack.remove(id) != nil, profiles[id] == nil else { return }
             profiles[id] = profile
         case .model(let new):
             let changed = new.status != model.status
@@ -389,6 +392,7 @@ final class VoiceService {
         let ids = Set(attendees)
         drop(ids)
         aside.subtract(ids)
+        comingBack.subtract(ids)
         remove(ids, done: done)
     }
 
@@ -419,6 +423,7 @@ final class VoiceService {
         let ids = Set(roster).intersection(aside).filter { profiles[$0] == nil }
         guard !ids.isEmpty else { return }
         aside.subtract(ids)
+        comingBack.formUnion(ids)
         let (store, logger, mailbox) = (store, logger, mailbox)
         writer.run {
             for id in ids.sorted(by: { $0.description < $1.description }) {
