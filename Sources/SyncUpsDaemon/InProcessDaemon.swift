@@ -17,6 +17,11 @@ public final class InProcessDaemon {
     var scheduler: Scheduler { services.scheduler }
     /// The voice profiles' owner, for tests that learn a profile without a meeting's audio.
     var voices: VoiceService { services.voices }
+    /// `Server.laterReplyCheckpoint`, for tests that hold a details read midway.
+    var laterReplyCheckpoint: (@Sendable () -> Void)? {
+        get { server.laterReplyCheckpoint }
+        set { server.laterReplyCheckpoint = newValue }
+    }
     private var connection: Connection?
     private var peer: FileDescriptor?
 

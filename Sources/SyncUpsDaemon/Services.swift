@@ -38,12 +38,15 @@ final class Services {
             onPublish(topic, name, data)
         }
         var state: DaemonState?
+        var voicesOfReload: VoiceService?
         let loaded: SyncUpStore.LoadResult
         do {
             store = try SyncUpStore(
                 directory: directory, loop: loop, fileSystem: fileSystem, wallClock: wallClock
             ) { event in
                 Self.handle(event, state: state, publish: publish, logger: logger)
+                // A sync-up put back by an outside edit (a restored backup) finds its people's voices again.
+                if case .reloaded(let syncUps) = event { voicesOfReload?.bringBack(syncUps.attendeeIDs) }
             }
             loaded = try store.open()
         } catch {
@@ -82,7 +85,8 @@ final class Services {
             throw StartupError("cannot set up voices: \(error)")
         }
         logger.info(voices.model.status)
-        let keptProfiles = Self.removeOrphanedProfiles(
+        voicesOfReload = voices
+        let keptProfiles = Self.sweepOrphanedProfiles(
             of: voices, in: owner.syncUps, rosterIsFromFile: loaded.isFromFile, logger: logger)
         session.voices = voices
         voices.onEvidence = { [unowned session] evidence, meeting in session.voiceHeard(evidence, in: meeting) }
@@ -125,15 +129,19 @@ final class Services {
     }
 
     /// A profile of someone in no sync-up (removed while a write of theirs raced the removal, or while the
-    /// daemon was down) is a voice print no command can reach any more: it goes, each named in the log. Only
-    /// against the roster of a `sync-ups.json` read whole: after a fallback (`.prev`, one write behind) or an
-    /// empty start (the file missing, empty or damaged) the people missing from the roster may well exist, and
-    /// a learned voice is not removed on a guess. They are judged again at the next start that reads the file.
-    /// Returns the warning for `status` when profiles were kept for that reason.
-    static func removeOrphanedProfiles(
+    /// daemon was down) is a voice print no command can reach: it is set aside (`VoiceProfileStore.setAside`,
+    /// `voices/orphaned/`, the longest aside deleted beyond 100), each named in the log, not deleted: the roster
+    /// may lack a sync-up the user will restore from a `.corrupt-*` file, and a set-aside profile whose person
+    /// a roster names again comes back (`VoiceService.bringBack`, here and at each outside edit). Only against
+    /// the roster of a `sync-ups.json` read whole: after a fallback (`.prev`, one write behind) or an empty
+    /// start (the file missing, empty or damaged) the people missing from the roster may well exist, and
+    /// nothing is moved; they are judged again at the next start that reads the file. Returns the warning for
+    /// `status` when profiles were kept or set aside.
+    static func sweepOrphanedProfiles(
         of voices: VoiceService, in syncUps: [SyncUp], rosterIsFromFile: Bool, logger: Logger
     ) -> [String] {
-        let known = Set(syncUps.lazy.flatMap { $0.attendees.map(\.id) })
+        let known = syncUps.attendeeIDs
+        voices.bringBack(known)
         let orphans = voices.profiles.keys.filter { !known.contains($0) }.sorted { $0.description < $1.description }
         guard !orphans.isEmpty else { return [] }
         guard rosterIsFromFile else {
@@ -143,9 +151,14 @@ final class Services {
             logger.warning(warning)
             return [warning]
         }
-        for id in orphans { logger.notice("voices: removing the profile of \(id), who is in no sync-up") }
-        voices.forget(orphans)
-        return []
+        for id in orphans { logger.notice("voices: setting aside the profile of \(id), who is in no sync-up") }
+        voices.setAside(orphans)
+        let warning =
+            "voices: set aside \(orphans.count) profiles of people in no sync-up in \(voices.store.asideDirectory) "
+            + "(a sync-up that names them again gets them back; moving one back to \(voices.store.directory) "
+            + "restores it; beyond \(VoiceProfileStore.maximumAside) the longest aside are deleted)"
+        logger.warning(warning)
+        return [warning]
     }
 
     /// `idle · 3 sync-ups` or `recording "Design" 03:12 · Blob Jr 2/6`: systemd's status line.
@@ -206,4 +219,9 @@ final class Services {
             state?.writesWorked([.syncUps])
         }
     }
+}
+
+extension [SyncUp] {
+    /// Everybody the sync-ups name.
+    var attendeeIDs: Set<Attendee.ID> { Set(lazy.flatMap { $0.attendees.map(\.id) }) }
 }

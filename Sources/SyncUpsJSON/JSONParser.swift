@@ -11,6 +11,10 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     public var description: String { "\(reason) at byte \(offset)" }
+
+    /// The parse was given up: `JSONParser.parse(_:while:)`'s `stillWanted` said no.
+    static let abandonedReason = "abandoned: nobody waits for it"
+    public var isAbandoned: Bool { reason == Self.abandonedReason }
 }
 
 /// A strict RFC 8259 parser with limits, used for every JSON text syncupsd reads.
@@ -41,9 +45,24 @@ public struct JSONParser: Sendable {
         return try result.get()
     }
 
+    /// Parses `bytes` as `parse` does, asking `stillWanted` each time another `JSONScanner.checkpointBytes` of
+    /// a list's elements were read: once it says no, the parse stops there with an error that `isAbandoned`
+    /// (a reply whose client left gives up a 20 MB parse within a megabyte).
+    public func parse(_ bytes: [UInt8], while stillWanted: () -> Bool) throws(JSONParseError) -> JSONValue {
+        try withoutActuallyEscaping(stillWanted) { stillWanted in
+            bytes.withUnsafeBytes { parse(buffer: $0, stillWanted: stillWanted) }
+        }.get()
+    }
+
     /// Parses one JSON value from raw memory.
     public func parse(buffer: UnsafeRawBufferPointer) -> Result<JSONValue, JSONParseError> {
+        parse(buffer: buffer, stillWanted: nil)
+    }
+
+    private func parse(buffer: UnsafeRawBufferPointer, stillWanted: (() -> Bool)?) -> Result<JSONValue, JSONParseError>
+    {
         var reader = JSONScanner(bytes: buffer, maxDepth: maxDepth)
+        reader.stillWanted = stillWanted
         do throws(JSONParseError) {
             reader.skipWhitespace()
             let value = try reader.parseValue(depth: 0)
@@ -70,6 +89,13 @@ public struct JSONScanner {
     public let bytes: UnsafeRawBufferPointer
     public let maxDepth: Int
     public var index = 0
+    /// Asked each time another `checkpointBytes` of a list's elements were read; when it says no, the parse
+    /// stops (`JSONParseError.isAbandoned`). Nil: never asked.
+    public var stillWanted: (() -> Bool)? {
+        didSet { nextCheckpoint = stillWanted == nil ? .max : index + Self.checkpointBytes }
+    }
+    public static let checkpointBytes = 1 << 20
+    private var nextCheckpoint = Int.max
 
     public init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
         self.bytes = bytes
@@ -151,6 +177,11 @@ public struct JSONScanner {
         index += count
     }
 
+    mutating func checkpoint() throws(JSONParseError) {
+        nextCheckpoint = index + Self.checkpointBytes
+        if stillWanted?() == false { throw JSONParseError(JSONParseError.abandonedReason, at: index) }
+    }
+
     mutating func enter(_ depth: Int) throws(JSONParseError) {
         if depth > maxDepth { throw JSONParseError("nesting deeper than \(maxDepth) levels", at: index) }
     }
@@ -167,6 +198,7 @@ public struct JSONScanner {
         while true {
             skipWhitespace()
             elements.append(try parseValue(depth: depth))
+            if index >= nextCheckpoint { try checkpoint() }
             skipWhitespace()
             guard index < bytes.count else { throw JSONParseError("unterminated array", at: index) }
             switch bytes[index] {

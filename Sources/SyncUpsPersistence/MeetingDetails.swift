@@ -129,26 +129,52 @@ public struct MeetingDetails: Sendable, Equatable {
     /// Why a meeting's details file is there but gives no details: a disk error, a hand edit gone wrong.
     public struct Unreadable: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String
+
+        /// The read given up because nobody waits for it (`read`'s `stillWanted`).
+        public static let abandoned = Unreadable(description: "not read: nobody waits for it")
     }
 
     /// The largest details file that is read: a meeting's, even with a 600 KB transcript and its words, is a
     /// few megabytes; one larger is damage (a crash's sparse file), and reading it whole would take the memory.
     public static let maxFileBytes: Int64 = 256 << 20
 
+    /// A details file is read this much at a time, asking between chunks whether it is still wanted.
+    public static let readChunkBytes = 1 << 20
+
     /// Reads `meetings/<meeting-id>.json`: nil if there is none; throws, saying why, if it is there but cannot
     /// be read, is over `maxFileBytes` or is not a meeting's details, so that a client can tell "never kept"
-    /// from "damaged".
-    public static func read(_ meeting: Meeting.ID, in directory: DataDirectory) throws(Unreadable) -> MeetingDetails? {
+    /// from "damaged". `stillWanted` is asked before each `readChunkBytes`, before the parse, at each megabyte
+    /// of it and after it: once false, the read stops there and throws `abandoned` (its client hung up).
+    public static func read(
+        _ meeting: Meeting.ID, in directory: DataDirectory, while stillWanted: () -> Bool = { true }
+    )
+        throws(Unreadable) -> MeetingDetails?
+    {
         BlockingWork.check("reading the details of meeting \(meeting)")
         let path = directory.sidecar(meeting, MeetingFiles.details)
         let name = "meetings/\(FilePath.name(of: path))"
         let read: (identity: FileIdentity, bytes: [UInt8]?)
+        var isAbandoned = false
         do {
-            read = try SyncUpStore.readIdentified(path) { $0.size <= maxFileBytes }
+            read = try SyncUpStore.withRegularFile(path) { (fd, identity) throws(SystemError) in
+                guard identity.size <= maxFileBytes else { return (identity, nil) }
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(Int(identity.size) + 1)
+                while true {
+                    guard stillWanted() else {
+                        isAbandoned = true
+                        return (identity, [])
+                    }
+                    let chunk = try fd.readToEnd(sizeHint: readChunkBytes, limit: Int64(readChunkBytes))
+                    bytes += chunk
+                    if chunk.count < readChunkBytes { return (identity, bytes) }
+                }
+            }
         } catch {
             if error.errno == .noSuchFile { return nil }
             throw Unreadable(description: "\(name): \(error)")
         }
+        guard !isAbandoned, stillWanted() else { throw .abandoned }
         guard let bytes = read.bytes else {
             throw Unreadable(
                 description:
@@ -156,7 +182,10 @@ public struct MeetingDetails: Sendable, Equatable {
             )
         }
         let json: JSONValue
-        do { json = try JSONParser().parse(bytes) } catch { throw Unreadable(description: "\(name): \(error)") }
+        do { json = try JSONParser().parse(bytes, while: stillWanted) } catch {
+            throw error.isAbandoned ? .abandoned : Unreadable(description: "\(name): \(error)")
+        }
+        guard stillWanted() else { throw .abandoned }
         guard let details = MeetingDetails(json: json) else {
             throw Unreadable(description: "\(name): not a meeting's details (no \"meeting\" and \"syncup\" ids)")
         }

@@ -83,12 +83,12 @@ public struct VoiceProfileStore: Sendable {
         try AtomicFile(path: path(of: attendee), fileSystem: fileSystem).write(VoiceProfileFile.encode(profile))
     }
 
-    /// Forgets the attendees' profiles (a forget request, a deleted attendee or sync-up); missing files are fine.
-    /// Every file is tried; the first failure (a profile that stays on disk) is thrown.
+    /// Forgets the attendees' profiles (a forget request, a deleted attendee or sync-up), set aside ones too;
+    /// missing files are fine. Every file is tried; the first failure (a profile that stays on disk) is thrown.
     public func remove(_ attendees: some Sequence<Attendee.ID>) throws(SystemError) {
         var failure: SystemError?
         for attendee in attendees {
-            for path in [path(of: attendee), path(of: attendee) + ".bad"] {
+            for path in [path(of: attendee), path(of: attendee) + ".bad", asidePath(of: attendee)] {
                 do {
                     try syscall("unlink(\(path))") { Glibc.unlink(path) }
                 } catch  where error.errno == .noSuchFile {
@@ -98,5 +98,67 @@ public struct VoiceProfileStore: Sendable {
             }
         }
         if let failure { throw failure }
+    }
+
+    // MARK: - Set aside
+
+    /// Where the profiles of people no sync-up names are set aside rather than deleted (`voices/orphaned/`):
+    /// the roster that left them out may be missing a sync-up the user will restore. Moving a file back to
+    /// `voices/` restores it, and a roster naming its person again brings it back (`bringBack`).
+    public var asideDirectory: String { FilePath.join(directory, "orphaned") }
+
+    public func asidePath(of attendee: Attendee.ID) -> String {
+        FilePath.join(asideDirectory, attendee.description + ".json")
+    }
+
+    /// The most profiles kept aside: beyond it the longest aside are deleted. A profile that loaded is under
+    /// `maximumBytes` (about 5 KB as the daemon writes it), so the directory stays under 100 MiB (about 500 KB).
+    public static let maximumAside = 100
+
+    /// The attendees whose profiles are set aside now.
+    public func asideAttendees() -> Set<Attendee.ID> {
+        let names = (try? DirectoryListing.names(in: asideDirectory)) ?? []
+        return Set(
+            names.lazy.filter { $0.hasSuffix(".json") }.compactMap { Attendee.ID(uuidString: String($0.dropLast(5))) })
+    }
+
+    /// Moves the attendees' profiles aside (their `.bad` files, unusable anyway, go), each stamped with the time
+    /// it was set aside, then deletes the longest aside beyond `maximumAside`. Every file is tried; returns the
+    /// attendees whose set-aside profiles were deleted, and throws the first failure (a profile left in place).
+    @discardableResult
+    public func setAside(_ attendees: some Sequence<Attendee.ID>) throws(SystemError) -> [Attendee.ID] {
+        var failure: SystemError?
+        for attendee in attendees {
+            fileSystem.unlink(path(of: attendee) + ".bad")
+            do {
+                try DataDirectory.makeDirectories(asideDirectory)
+                try fileSystem.rename(path(of: attendee), asidePath(of: attendee))
+                _ = utimensat(AT_FDCWD, asidePath(of: attendee), nil, 0)
+            } catch  where error.errno == .noSuchFile && fileSystem.identity(path(of: attendee)) == nil {
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        let aside = asideAttendees().compactMap { id in
+            fileSystem.identity(asidePath(of: id)).map { (id: id, modified: $0.modified) }
+        }
+        let deleted = aside.sorted { ($0.modified, $0.id.description) < ($1.modified, $1.id.description) }
+            .dropLast(Self.maximumAside).map(\.id)
+        for id in deleted { fileSystem.unlink(asidePath(of: id)) }
+        if let failure { throw failure }
+        return deleted
+    }
+
+    /// Moves the attendee's set-aside profile back to `voices/` and loads it: nil if none is aside, or if the
+    /// attendee has a profile in place already (which is theirs now; the one aside stays).
+    public func bringBack(_ attendee: Attendee.ID) -> Result<VoiceProfile?, Warning> {
+        let aside = asidePath(of: attendee)
+        guard fileSystem.identity(aside) != nil, fileSystem.identity(path(of: attendee)) == nil else {
+            return .success(nil)
+        }
+        do { try fileSystem.rename(aside, path(of: attendee)) } catch {
+            return .failure(Warning(message: "voice profile \(aside): cannot move it back: \(error)"))
+        }
+        return load(attendee)
     }
 }

@@ -71,8 +71,11 @@ public enum ReplyBody: Sendable {
     case encoded([UInt8])
     /// What the reply needs takes blocking work (reading a large file): the daemon runs it on a thread of
     /// its own and sends what it returns, and handles the client's next request only after that, so replies
-    /// keep their order. The work returns a `value` or an `encoded` result, or an error.
-    case later(@Sendable () -> Result<ReplyBody, ProtocolError>)
+    /// keep their order. The work returns a `value` or an `encoded` result, or an error. `isAbandoned` says
+    /// whether nobody waits for the reply any more (its client hung up or was cut off): a read asks it before
+    /// it starts and at each chunk or page, and stops (what it returns then is dropped); work that changes
+    /// something (removing a deleted meeting's files) runs whole whatever it says.
+    case later(@Sendable (_ isAbandoned: () -> Bool) -> Result<ReplyBody, ProtocolError>)
 }
 
 /// A line received by a client: a reply to one of its requests, or an event.

@@ -2,6 +2,7 @@ import Glibc
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsProtocol
+import SyncUpsTestSupport
 import Synchronization
 import Testing
 
@@ -31,7 +32,8 @@ import Testing
             guard request.command == "slow" else { return .success(.value("pong")) }
             let name = request.id.stringValue ?? "?"
             return .success(
-                .later {
+                .later { isAbandoned in
+                    guard !isAbandoned() else { return .failure(ProtocolError(.internalError, "abandoned")) }
                     jobs.made.withLock { $0.append(name) }
                     _ = jobs.gate.pop()
                     return .success(.value(.string(name)))
@@ -127,5 +129,123 @@ import Testing
         #expect(Self.turn(loop) { second.isClosed })
         #expect(try Self.namesMade(jobs, answering: firstEnd, loop) == ["a", "d"])
         #expect(!first.isClosed)
+    }
+
+    /// A daemon on the manual clock with two saved meetings of one sync-up (`huge` holding 24 MiB of details,
+    /// 24 chunks to read), its client, and a hook counting the reply thread's checkpoints that holds the one
+    /// numbered `holdAt` (if set) until `release`.
+    final class HeldRead: Sendable {
+        let checkpoints = Mutex(0)
+        let holdAt = Mutex<Int?>(nil)
+        let isHeld = Mutex(false)
+        let gate: BlockingQueue<Bool>
+
+        init() throws { gate = try BlockingQueue(capacity: 4) }
+
+        func checkpoint() {
+            let count = checkpoints.withLock { count in
+                count += 1
+                return count
+            }
+            guard count == holdAt.withLock({ $0 }) else { return }
+            isHeld.withLock { $0 = true }
+            _ = gate.pop()
+        }
+
+        func release() { _ = gate.push(true) }
+    }
+
+    static func twoMeetings(_ directory: TemporaryDirectory) throws
+        -> (InProcessDaemon, LoopClient, syncUp: String, huge: String, small: String)
+    {
+        let daemon = try VirtualTimeTests.daemon(directory)
+        let (client, _, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "daemon")
+        func savedMeeting() throws -> String {
+            let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
+            let meeting = try #require(started["meeting"]?.stringValue)
+            daemon.advanceTime(by: .seconds(2))
+            _ = try client.result("session.end", ["action": "save"])
+            // From the journal's removal on, the details are read from their file.
+            _ = try client.waitForStatus { _ in !Files.exists(directory.path + "/meetings/\(meeting).recording.json") }
+            return meeting
+        }
+        let (huge, small) = (try savedMeeting(), try savedMeeting())
+        let path = directory.path + "/meetings/\(huge).json"
+        let details = try #require(Files.readString(path))
+        Files.write(path, #"{"padding":""# + String(repeating: "x", count: 24 << 20) + "\"," + details.dropFirst())
+        return (daemon, client, id, huge, small)
+    }
+
+    static func get(_ syncUp: String, _ meeting: String, id: String) -> String {
+        #"{"id":"\#(id)","cmd":"meetings.get","args":{"syncup":"\#(syncUp)","meeting":"\#(meeting)"}}"# + "\n"
+    }
+
+    /// Turns the daemon's loop until the reply thread is held at its checkpoint (10 s at most).
+    static func turn(_ daemon: InProcessDaemon, untilHeld read: HeldRead) -> Bool {
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while !read.isHeld.withLock({ $0 }) {
+            guard MonotonicInstant.now() < deadline else { return false }
+            daemon.turn(waitingUpTo: 10)
+        }
+        return true
+    }
+
+    /// Issue 25: a `meetings.get` of a huge meeting already being read for a client that hung up stops at its
+    /// next chunk, and the reply thread goes on to another client's small read. Before, a read once started ran
+    /// to its end for nobody (24 chunks read, then parsed and paged) and the small read waited behind it.
+    @Test func aDetailsReadRunningForAClientThatHungUpStopsAtItsNextChunk() throws {
+        let directory = TemporaryDirectory("abandoned-read")
+        let (daemon, client, syncUp, huge, small) = try Self.twoMeetings(directory)
+        let read = try HeldRead()
+        daemon.laterReplyCheckpoint = { read.checkpoint() }
+        // The small read alone, for its checkpoints.
+        #expect(
+            try client.result("meetings.get", ["syncup": .string(syncUp), "meeting": .string(small)])["id"]
+                == .string(small))
+        let alone = read.checkpoints.withLock { $0 }
+        #expect(alone > 0 && alone < 8, "\(alone)")
+        read.checkpoints.withLock { $0 = 0 }
+        // Held at its third checkpoint: one chunk of the huge file read.
+        read.holdAt.withLock { $0 = 3 }
+        let leaving = try daemon.connect()
+        try UnixSocket.sendAll(leaving, Array(Self.get(syncUp, huge, id: "a").utf8))
+        #expect(Self.turn(daemon, untilHeld: read))
+        let connections = try client.result("status")["connections"]
+        leaving.close()
+        _ = try client.waitForStatus { $0["connections"] != connections }
+        read.release()
+        let answer = try client.result("meetings.get", ["syncup": .string(syncUp), "meeting": .string(small)])
+        #expect(answer["id"] == .string(small))
+        #expect(
+            read.checkpoints.withLock { $0 } == 3 + alone,
+            "the abandoned read went on: \(read.checkpoints.withLock { $0 } - alone) checkpoints, 3 expected")
+    }
+
+    /// Found with the above: a client that asked to delete a meeting and hung up while the reply thread was busy
+    /// with another read left the meeting's files (its details, its audio) on disk for good, since the whole
+    /// job, removal included, was skipped. Work that changes something runs whole, whoever waits.
+    @Test func aDeleteWhoseClientHungUpBeforeItsTurnStillRemovesTheMeetingsFiles() throws {
+        let directory = TemporaryDirectory("abandoned-delete")
+        let (daemon, client, syncUp, huge, small) = try Self.twoMeetings(directory)
+        let read = try HeldRead()
+        read.holdAt.withLock { $0 = 3 }
+        daemon.laterReplyCheckpoint = { read.checkpoint() }
+        let reader = try daemon.connect()
+        defer { reader.close() }
+        try UnixSocket.sendAll(reader, Array(Self.get(syncUp, huge, id: "a").utf8))
+        #expect(Self.turn(daemon, untilHeld: read))
+        let details = directory.path + "/meetings/\(small).json"
+        #expect(Files.exists(details))
+        let deleting = try daemon.connect()
+        let delete = #"{"id":"d","cmd":"meetings.delete","args":{"syncup":"\#(syncUp)","meeting":"\#(small)"}}"#
+        try UnixSocket.sendAll(deleting, Array((delete + "\n").utf8))
+        _ = try client.waitForStatus { $0["meetings"] == 1 }
+        let connections = try client.result("status")["connections"]
+        deleting.close()
+        _ = try client.waitForStatus { $0["connections"] != connections }
+        read.release()
+        // The reply thread's next job after the delete's: by its answer, the delete's ran.
+        _ = try client.result("meetings.get", ["syncup": .string(syncUp), "meeting": .string(huge)])
+        #expect(!Files.exists(details), "the deleted meeting's details are still on disk")
     }
 }

@@ -4,6 +4,7 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
 import SyncUpsVoice
+import Synchronization
 import Testing
 
 @testable import SyncUpsDaemon
@@ -31,9 +32,9 @@ import Testing
 
     func path(_ id: String) -> String { directory.appending("voices/\(id).json") }
 
-    /// A profile of someone in no sync-up (the attack's orphan: a write that raced their removal) is removed at
-    /// start-up; a profile of someone in a sync-up is kept.
-    @Test func aProfileOfSomeoneInNoSyncUpIsRemovedAtStartUp() throws {
+    /// A profile of someone in no sync-up (the attack's orphan: a write that raced their removal) is set aside
+    /// at start-up (`voices/orphaned/`), not loaded; a profile of someone in a sync-up is kept.
+    @Test func aProfileOfSomeoneInNoSyncUpIsSetAsideAtStartUp() throws {
         let syncUp = SyncUp.fixture(attendees: 1)
         let data = directory.dataDirectory(holding: [syncUp])
         func profile(_ id: String) -> String { data + "/voices/\(id).json" }
@@ -45,7 +46,87 @@ import Testing
         let deadline = MonotonicInstant.now() + .seconds(10)
         while Files.exists(profile(orphan)) && MonotonicInstant.now() < deadline { _ = daemon.turn(waitingUpTo: 50) }
         #expect(!Files.exists(profile(orphan)), "the orphan's profile is still there")
+        #expect(Files.readString(data + "/voices/orphaned/\(orphan).json") == VoiceProfileValidationFile.sane)
         #expect(Files.exists(profile(kept)))
+    }
+
+    /// K3's tail: a start on `.prev` (sync-ups.json damaged) rewrites sync-ups.json without the sync-up B; the
+    /// next clean start finds B's Cat in no sync-up. Her profile is set aside, said in `status`, and found
+    /// again when B is restored (an outside edit while the daemon runs, or a file put back before a start).
+    /// Before, that start deleted it for good.
+    @Test(arguments: ["whileRunning", "beforeAStart"])
+    func aProfileSetAsideAfterAFallbackComesBackWithItsPerson(restored: String) throws {
+        let a = SyncUp.fixture(seed: 1, title: "A", attendees: 1)
+        let b = SyncUp.fixture(seed: 2, title: "B", attendees: 1)
+        let cat = b.attendees[0].id
+        let data = directory.dataDirectory(holding: [a, b])
+        Files.write(data + "/sync-ups.json.prev", SyncUpsFile.encode([a]))
+        Files.write(data + "/sync-ups.json", #"{"oops": tr"#)
+        mkdir(data + "/voices", 0o700)
+        for attendee in a.attendees + b.attendees {
+            Files.write(data + "/voices/\(attendee.id).json", VoiceProfileValidationFile.sane)
+        }
+        func catsSeconds(_ client: LoopClient) throws -> Double? {
+            let attendees = try client.result("voices")["attendees"]?.arrayValue ?? []
+            return attendees.first { $0["id"]?.stringValue == cat.description }?["seconds"]?.numberValue?.double
+        }
+        do {  // the start on .prev, which writes sync-ups.json anew at its first change
+            let daemon = try InProcessDaemon(dataDirectory: data)
+            let client = LoopClient(try daemon.connect(), daemon)
+            _ = try client.result("syncups.create", ["title": "Probe"])
+            _ = try client.waitForStatus { _ in
+                (try? SyncUpsFile.decode(Array((Files.readString(data + "/sync-ups.json") ?? "").utf8))) != nil
+            }
+        }
+        #expect(Files.exists(data + "/voices/\(cat).json"), "the fallback start judged nobody")
+        func start() throws -> LoopClient {
+            let daemon = try InProcessDaemon(dataDirectory: data)
+            return LoopClient(try daemon.connect(), daemon)
+        }
+        let aside = data + "/voices/orphaned/\(cat).json"
+        func expectCatSetAside(_ client: LoopClient) throws {
+            // A forget runs on the voices' writer after what start-up queued there, and is answered once done.
+            let probe = try client.result("syncups.create", ["title": "Probe 2", "attendees": ["Probe"]])
+            _ = try client.result("voices.forget", ["attendee": try #require(probe["attendees"]?[0]?["id"])])
+            #expect(!Files.exists(data + "/voices/\(cat).json"))
+            #expect(Files.readString(aside) == VoiceProfileValidationFile.sane, "Cat's profile was deleted")
+            let warnings = try client.result("status")["persistence"]?["warnings"]?.arrayValue ?? []
+            #expect(warnings.contains { $0.stringValue?.contains("set aside 1 profiles") == true }, "\(warnings)")
+            #expect(warnings.contains { $0.stringValue?.contains("/voices/orphaned") == true }, "\(warnings)")
+        }
+        var running: LoopClient? = try start()
+        try expectCatSetAside(try #require(running))
+        // The user restores B.
+        let current = try SyncUpsFile.decode(Array((Files.readString(data + "/sync-ups.json") ?? "").utf8))
+        if restored == "beforeAStart" { running = nil }
+        Files.write(data + "/sync-ups.json.new", SyncUpsFile.encode(current + [b]))
+        rename(data + "/sync-ups.json.new", data + "/sync-ups.json")
+        let client = try running ?? start()
+        _ = try client.waitForStatus { _ in (try? catsSeconds(client)) == 9.6 }
+        #expect(Files.readString(data + "/voices/\(cat).json") == VoiceProfileValidationFile.sane)
+        #expect(!Files.exists(aside))
+    }
+
+    /// A profile being brought back (its person named again) and forgotten at once stays forgotten: the move
+    /// back runs first on the writer thread, the removal after it, and the profile the move read is not put
+    /// back in memory when its message arrives after the forget.
+    @Test func aProfileForgottenWhileItIsBroughtBackStaysForgotten() throws {
+        let syncUp = SyncUp.fixture(attendees: 1)
+        let data = directory.dataDirectory(holding: [syncUp])
+        let cat = Attendee.ID(uuidString: "00000000-0000-0000-0000-0000000000CA")!
+        mkdir(data + "/voices", 0o700)
+        mkdir(data + "/voices/orphaned", 0o700)
+        Files.write(data + "/voices/orphaned/\(cat).json", VoiceProfileValidationFile.sane)
+        let daemon = try InProcessDaemon(dataDirectory: data)
+        let removed = Mutex(false)
+        daemon.voices.bringBack([cat])
+        daemon.voices.forget([cat]) { _ in removed.withLock { $0 = true } }
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while !removed.withLock({ $0 }) && MonotonicInstant.now() < deadline { _ = daemon.turn(waitingUpTo: 20) }
+        #expect(removed.withLock { $0 })
+        for _ in 0..<5 { _ = daemon.turn(waitingUpTo: 20) }  // the move's message, posted before the removal
+        #expect(daemon.voices.profiles[cat] == nil, "the forgotten profile is back in memory")
+        #expect(!Files.exists(data + "/voices/\(cat).json") && !Files.exists(data + "/voices/orphaned/\(cat).json"))
     }
 
     /// K3: a `sync-ups.json` that is damaged (a torn write: restored from `.prev`, one write behind, which lacks

@@ -105,4 +105,31 @@ import Testing
         let members = (0..<100).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
         #expect(throws: JSONParseError.self) { try parser.parse("{\(members),\"k50\":0}") }
     }
+
+    /// A parse nobody waits for any more (a `meetings.get` whose client hung up) stops at its next megabyte of
+    /// a list's elements; one still wanted is asked once a megabyte and parses whole.
+    @Test func aParseNoLongerWantedStopsAtItsNextMegabyte() throws {
+        let element = #"{"word":"word","start":0.5,"end":0.6}"#
+        let bytes = Array(("[" + Array(repeating: element, count: 150_000).joined(separator: ",") + "]").utf8)
+        var asks = 0
+        let value = try parser.parse(bytes) {
+            asks += 1
+            return true
+        }
+        #expect(value.arrayValue?.count == 150_000)
+        #expect(asks == bytes.count / JSONScanner.checkpointBytes, "\(bytes.count) bytes")
+        asks = 0
+        do {
+            _ = try parser.parse(bytes) {
+                asks += 1
+                return asks < 2
+            }
+            Issue.record("parsed whole")
+        } catch {
+            #expect(error.isAbandoned, "\(error)")
+            #expect(asks == 2)
+            // Past the second megabyte by less than one element for each ask.
+            #expect((2 << 20..<(2 << 20) + 2 * (element.utf8.count + 1)).contains(error.offset), "\(error.offset)")
+        }
+    }
 }

@@ -17,33 +17,41 @@ import Testing
         let isEmpty = Mutex(false)
     }
 
-    func writer(_ loop: EventLoop, _ owner: Owner) -> RetryingFileWriter {
-        let writer = RetryingFileWriter(
-            loop: loop, threadName: "test-writer", writing: "the test file", logger: .discarding)
-        writer.prepare = {
-            guard !owner.isEmpty.withLock({ $0 }) else { return nil }
-            let version = owner.state.withLock { $0 }
-            return RetryingFileWriter.Write(
-                run: {
-                    owner.attempts.withLock { $0.append(version) }
-                    return owner.failing.withLock { $0 } ? "cannot write the test file: No space left on device" : nil
-                },
-                written: { owner.saved.withLock { $0 = max($0, version) } })
+    /// A writer on a manual clock of an owner whose writes fail (until told otherwise), counting the changes of
+    /// its error, with the write of the owner's first state (1) started.
+    final class Writing {
+        let loop: EventLoop
+        let owner = Owner()
+        let writer: RetryingFileWriter
+        private(set) var errorChanges = 0
+
+        init() throws {
+            loop = try EventLoop(clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000)))
+            writer = RetryingFileWriter(
+                loop: loop, threadName: "test-writer", writing: "the test file", logger: .discarding)
+            writer.prepare = { [owner] in
+                guard !owner.isEmpty.withLock({ $0 }) else { return nil }
+                let version = owner.state.withLock { $0 }
+                return RetryingFileWriter.Write(
+                    run: {
+                        owner.attempts.withLock { $0.append(version) }
+                        return owner.failing.withLock { $0 }
+                            ? "cannot write the test file: No space left on device" : nil
+                    },
+                    written: { owner.saved.withLock { $0 = max($0, version) } })
+            }
+            writer.onErrorChange = { [unowned self] in errorChanges += 1 }
+            owner.state.withLock { $0 = 1 }
+            writer.changed()
         }
-        return writer
     }
 
     @Test func aFailedWriteIsRetriedWithTheStoresBackOffAndTheLatestState() throws {
-        let loop = try EventLoop(clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000)))
-        let owner = Owner()
-        let writer = writer(loop, owner)
+        let writing = try Writing()
+        let (loop, owner, writer) = (writing.loop, writing.owner, writing.writer)
         defer { writer.close() }
-        var errorChanges = 0
-        writer.onErrorChange = { errorChanges += 1 }
-        owner.state.withLock { $0 = 1 }
-        writer.changed()
         #expect(loop.run(until: { writer.lastError != nil }))
-        #expect(errorChanges == 1)
+        #expect(writing.errorChanges == 1)
         // Two changes while failing: written by the retry, not at once, and only the latest.
         owner.state.withLock { $0 = 2 }
         writer.changed()
@@ -66,7 +74,7 @@ import Testing
         owner.failing.withLock { $0 = false }
         loop.advanceTime(by: backoff.next())
         #expect(loop.run(until: { writer.lastError == nil && owner.saved.withLock { $0 } == 3 }))
-        #expect(errorChanges == 2)
+        #expect(writing.errorChanges == 2)
         owner.failing.withLock { $0 = true }
         writer.changed()
         #expect(loop.run(until: { owner.attempts.withLock { $0.count } == 6 && writer.isWaitingToRetry }))
@@ -78,21 +86,16 @@ import Testing
     /// and `lastError` (and `status.persistence.lastError`, with `persistence.recovered` held back) stayed
     /// until a restart.
     @Test func aRetryThatFindsNothingLeftToWriteEndsTheFailure() throws {
-        let loop = try EventLoop(clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000)))
-        let owner = Owner()
-        let writer = writer(loop, owner)
+        let writing = try Writing()
+        let (loop, owner, writer) = (writing.loop, writing.owner, writing.writer)
         defer { writer.close() }
-        var errorChanges = 0
-        writer.onErrorChange = { errorChanges += 1 }
-        owner.state.withLock { $0 = 1 }
-        writer.changed()
         #expect(loop.run(until: { writer.lastError != nil && writer.isWaitingToRetry }))
         owner.isEmpty.withLock { $0 = true }
         writer.changed()
         loop.advanceTime(by: StoreRetry.initialDelay)
         #expect(loop.run(until: { !writer.isBusy }))
         #expect(writer.lastError == nil)
-        #expect(errorChanges == 2)
+        #expect(writing.errorChanges == 2)
         #expect(owner.attempts.withLock { $0 } == [1])
         // The next write starts with the back-off's first delay again.
         owner.isEmpty.withLock { $0 = false }

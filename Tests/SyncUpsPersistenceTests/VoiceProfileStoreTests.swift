@@ -95,6 +95,30 @@ import Testing
         try store.remove([ann])  // twice is fine
     }
 
+    /// K3's tail: a profile set aside (its person in no sync-up) waits in `voices/orphaned/`, comes back when
+    /// its person does, is deleted by a forget, and no more than `maximumAside` wait: the longest aside go.
+    @Test func profilesSetAsideComeBackAndAreBounded() throws {
+        func id(_ number: Int) -> Attendee.ID {
+            let digits = String(number)
+            return Attendee.ID(
+                uuidString: "00000000-0000-0000-0000-" + String(repeating: "0", count: 12 - digits.count) + digits)!
+        }
+        let count = VoiceProfileStore.maximumAside + 2
+        var deleted: [Attendee.ID] = []
+        for number in 1...count {
+            try store.save(learned(Double(number)), for: id(number))
+            deleted += try store.setAside([id(number)])
+        }
+        #expect(deleted == [id(1), id(2)])
+        #expect(store.loadAll().profiles.isEmpty)
+        #expect(store.asideAttendees() == Set((3...count).map(id)))
+        #expect(try store.bringBack(id(50)).get() == learned(50))
+        #expect(store.loadAll().profiles == [id(50): learned(50)])
+        #expect(try store.bringBack(id(1)).get() == nil, "deleted for good")
+        try store.remove([id(60)])
+        #expect(!store.asideAttendees().contains(id(60)), "a forget deletes a set-aside profile too")
+    }
+
     @Test func noDirectoryIsNoProfiles() {
         let loaded = store.loadAll()
         #expect(loaded.profiles.isEmpty && loaded.warnings.isEmpty)

@@ -366,7 +366,7 @@ final class CommandHandler {
         let result = WireFormat.syncUp(updated, meetings: .summary)
         guard !removed.isEmpty else { return .value(result) }
         let voicesGone = forgetVoices(removed)
-        return .later {
+        return .later { _ in
             _ = voicesGone()
             return .success(.value(result))
         }
@@ -397,7 +397,7 @@ final class CommandHandler {
         }
         let voiceGone = forgetVoices([attendee.id])
         let result: JSONValue = ["id": .string(attendee.id.description), "name": .string(attendee.name)]
-        return .later {
+        return .later { _ in
             if let error = voiceGone() {
                 return .failure(ProtocolError(.internalError, "the voice profile of \(attendee.name) stays: \(error)"))
             }
@@ -445,7 +445,7 @@ final class CommandHandler {
         let result: JSONValue = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
         // Its meetings' files (and a meeting of it being recorded, discarded) go on the journal writer's thread.
         let caughtUp = session.journalsCaughtUp()
-        return .later {
+        return .later { _ in
             _ = voicesGone()
             caughtUp()
             return .success(.value(result))
@@ -458,7 +458,7 @@ final class CommandHandler {
     private func removingFiles(of meetings: [Meeting.ID], then result: JSONValue) -> ReplyBody {
         guard !meetings.isEmpty else { return .value(result) }
         let caughtUp = session.journalsCaughtUp()
-        return .later {
+        return .later { _ in
             caughtUp()
             return .success(.value(result))
         }
@@ -483,24 +483,30 @@ final class CommandHandler {
         let directory = state.dataDirectory
         let budget = server.limits.maxReplyBytes * 7 / 8
         let pending = state.detailsWrites.details(of: meeting.id)?.details
-        let reply: @Sendable () -> JSONValue = {
+        // Nil when abandoned (the client left): the read stops at its next chunk, or before the page is made.
+        let reply: @Sendable (() -> Bool) -> JSONValue? = { isAbandoned in
+            guard !isAbandoned() else { return nil }
             let details: Result<MeetingDetails?, MeetingDetails.Unreadable>
             do throws(MeetingDetails.Unreadable) {
                 if let pending {
                     details = .success(pending)
                 } else {
-                    details = .success(try MeetingDetails.read(meeting.id, in: directory))
+                    details = .success(try MeetingDetails.read(meeting.id, in: directory, while: { !isAbandoned() }))
                 }
             } catch {
+                if error == .abandoned { return nil }
                 details = .failure(error)
             }
+            guard !isAbandoned() else { return nil }
             return Self.meetingReply(
                 object, details: details, audio: directory.sidecar(meeting.id, MeetingFiles.audio), page: page,
                 budget: budget)
         }
         // Off the loop even when the details are in memory (still being written): the audio file's length is
         // asked of the disk.
-        return .later { .success(.value(reply())) }
+        return .later { isAbandoned in
+            reply(isAbandoned).map { .success(.value($0)) } ?? .failure(ProtocolError(.internalError, "abandoned"))
+        }
     }
 
     /// `meetings.get`'s reply: `meeting`'s object with its details and its audio file's length.
@@ -617,7 +623,7 @@ final class CommandHandler {
         let result = try session.request(.end(action == "save" ? .save : .discard))
         guard action == "discard" else { return .value(result) }
         let caughtUp = session.journalsCaughtUp()
-        return .later {
+        return .later { _ in
             caughtUp()
             return .success(.value(result))
         }

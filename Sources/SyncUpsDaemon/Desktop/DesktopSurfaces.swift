@@ -55,6 +55,8 @@ final class DesktopSurfaces {
     private let status: DesktopStatus
     /// Now, for a reminder's "in 5 min": the daemon's wall clock, as the scheduler's.
     private let wallClock: WallClock
+    /// What the player shows, rebuilt only when that changes (not at each tick or transcript).
+    private var follower = PlayerFollower()
 
     init(
         loop: EventLoop, environment: [String: String], logger: Logger, session: SessionController,
@@ -124,7 +126,7 @@ final class DesktopSurfaces {
     }
 
     func sessionChanged() {
-        player.update(Self.playerState(session.active?.machine))
+        if let state = follower.follow(session.active?.machine) { player.update(state) }
     }
 
     /// The notification an event shows, if any: the floor (one slot, replaced in place, with Next and Pause),
@@ -233,23 +235,64 @@ final class DesktopSurfaces {
         }
     }
 
-    static func playerState(_ machine: SessionMachine?) -> MediaPlayerState {
+    /// What the player shows of a meeting, before any text is made of it: nil when there is nothing to
+    /// control. Waiting at the end (everyone spoke) is Paused with the meeting's track: Stop saves it, Play goes
+    /// on. Only a meeting starting, being saved (or over) has nothing.
+    struct PlayerView: Equatable {
+        var meetingID: Meeting.ID
+        var phase: SessionMachine.Phase
+        var speakerIndex: Int
+        var speakerName: String?
+        var attendeeCount: Int
+        var title: String
+        var secondsPerAttendee: Int
+        var theme: Theme
+
+        init?(_ machine: SessionMachine?) {
+            guard let machine, !machine.isStarting, machine.pendingEnding == nil, !machine.isOver else { return nil }
+            meetingID = machine.meetingID
+            phase = machine.phase
+            speakerIndex = machine.speakerIndex
+            speakerName = machine.speaker?.name
+            attendeeCount = machine.syncUp.attendees.count
+            title = machine.syncUp.title
+            secondsPerAttendee = machine.secondsPerAttendee
+            theme = machine.syncUp.theme
+        }
+    }
+
+    /// The player's state, built again only when its view changes: every published event asks (a tick a
+    /// second, each transcript change), and most change nothing the player shows.
+    struct PlayerFollower {
+        /// The view last built (`.none` before the first; `.some(nil)`: nothing to control).
+        private var shown: PlayerView?? = .none
+
+        /// The state for `machine` if it shows something else than the last one did; nil if not.
+        mutating func follow(_ machine: SessionMachine?) -> MediaPlayerState? {
+            let view = PlayerView(machine)
+            guard shown != .some(view) else { return nil }
+            shown = .some(view)
+            return DesktopSurfaces.playerState(view)
+        }
+    }
+
+    static func playerState(_ machine: SessionMachine?) -> MediaPlayerState { playerState(PlayerView(machine)) }
+
+    static func playerState(_ view: PlayerView?) -> MediaPlayerState {
         var state = MediaPlayerState()
-        // Waiting at the end (everyone spoke) is Paused with the meeting's track: Stop saves it, Play goes on.
-        // Only a meeting being saved (or over) has nothing left to control.
-        guard let machine, !machine.isStarting, machine.pendingEnding == nil, !machine.isOver else { return state }
-        state.status = machine.phase == .running ? .playing : .paused
-        let meeting = String("\(machine.meetingID)".map { $0.isLetter || $0.isNumber ? $0 : "_" })
-        state.trackID = "/org/syncupsd/Meeting/_\(meeting)/\(machine.speakerIndex)"
-        let name = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
-        state.title = "\(name) · \(machine.speakerIndex + 1)/\(machine.syncUp.attendees.count)"
-        state.album = machine.syncUp.title
+        guard let view else { return state }
+        state.status = view.phase == .running ? .playing : .paused
+        let meeting = String("\(view.meetingID)".map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        state.trackID = "/org/syncupsd/Meeting/_\(meeting)/\(view.speakerIndex)"
+        let name = view.speakerName.map { $0.isEmpty ? "(no name)" : $0 } ?? "nobody"
+        state.title = "\(name) · \(view.speakerIndex + 1)/\(view.attendeeCount)"
+        state.album = view.title
         state.artist = name
-        state.lengthSeconds = machine.secondsPerAttendee
-        state.theme = machine.syncUp.theme.name
-        state.themeColor = machine.syncUp.theme.mainColor.hex
-        state.canGoNext = machine.phase != .ending
-        state.canPause = machine.phase == .running
+        state.lengthSeconds = view.secondsPerAttendee
+        state.theme = view.theme.name
+        state.themeColor = view.theme.mainColor.hex
+        state.canGoNext = view.phase != .ending
+        state.canPause = view.phase == .running
         // playerctl reads no metadata from a player that cannot play: a meeting can always go on.
         state.canPlay = true
         return state

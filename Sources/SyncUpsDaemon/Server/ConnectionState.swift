@@ -384,15 +384,15 @@ extension ConnectionState.Hold {
     }
 }
 
-/// A reply being made off the loop (`ReplyBody.later`): the reply thread skips it if the connection that
-/// asked closed, was cut off or dropped before it started (five clients that asked for a 22 MB meeting and
-/// hung up held another client's small read up for 33 s, each read done for nobody).
+/// A reply being made off the loop (`ReplyBody.later`), cancelled when the connection that asked closed, was
+/// cut off or dropped: a read skips itself or stops at its next chunk (five clients that asked for a 22 MB
+/// meeting and hung up held another client's small read up for 33 s, each read done for nobody).
 final class ReplyJob: Sendable, Equatable {
     private let cancelled = Mutex(false)
 
     var isCancelled: Bool { cancelled.withLock { $0 } }
 
-    /// Nobody will read the reply: it is not made if it has not started.
+    /// Nobody will read the reply: a read not started is not made, one running stops at its next chunk.
     func cancel() {
         cancelled.withLock { $0 = true }
     }

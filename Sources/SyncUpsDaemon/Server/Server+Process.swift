@@ -85,16 +85,23 @@ extension Server {
 
     /// Runs `work` on the reply thread; the connection handles nothing more until its reply is queued
     /// (`answer`). Jobs run one at a time, so two clients reading large files hold one in memory, not two;
-    /// a job whose connection closed, was dropped or cut off before it started is skipped (`ReplyJob`).
+    /// once the connection closed, was dropped or cut off (`ReplyJob`), a read not started is skipped and one
+    /// running stops at its next chunk or page (`ReplyBody.later`'s `isAbandoned`), and the thread goes on to
+    /// the next job.
     private func awaitReply(
-        id: JSONValue, work: @escaping @Sendable () -> Result<ReplyBody, ProtocolError>, on connection: Connection
+        id: JSONValue, work: @escaping @Sendable (() -> Bool) -> Result<ReplyBody, ProtocolError>,
+        on connection: Connection
     ) {
         let number = connection.number
         let job = ReplyJob()
+        let checkpoint = laterReplyCheckpoint
         let queued = replyThread().map { worker, mailbox in
             worker.tryRun {
-                guard !job.isCancelled else { return }
-                mailbox.post(LaterReply(connection: number, outcome: work()))
+                let outcome = work {
+                    checkpoint?()
+                    return job.isCancelled
+                }
+                mailbox.post(LaterReply(connection: number, outcome: outcome))
             }
         }
         switch queued {
@@ -106,7 +113,7 @@ extension Server {
                 id: id, outcome: .failure(ProtocolError(.internalError, "too many replies are being made; try again")),
                 to: connection)
         case nil:
-            queueReply(id: id, outcome: work(), to: connection)  // no thread to be had: here, then
+            queueReply(id: id, outcome: work { false }, to: connection)  // no thread to be had: here, then
         }
     }
 

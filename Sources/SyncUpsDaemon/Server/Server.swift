@@ -99,6 +99,9 @@ final class Server {
     /// The thread that makes replies needing blocking work (`ReplyBody.later`), and the way back.
     var laterReplies: (SerialWorker, Mailbox<LaterReply>)?
     var laterReplyWatch: EventLoop.Watch?
+    /// Called on the reply thread each time a reply being made asks whether it is still wanted (a details
+    /// read, at each chunk and page): tests hold a read there.
+    var laterReplyCheckpoint: (@Sendable () -> Void)?
     /// Freed buffers under glibc's mmap threshold (128 KiB, `Memory.mapLargeBlocksSeparately`) stay in the
     /// heap, resident: 500 connections that had each pipelined 1,500 `status` lines without reading held
     /// 91 MB once idle, 34 MB after `malloc_trim`. So once this much was freed, the heap is trimmed a second

@@ -53,6 +53,8 @@ final class VoiceService {
         case model(Model)
         /// A removal on the writer thread left these attendees' files in place (tried again at each forget).
         case unremoved(Set<Attendee.ID>)
+        /// A profile set aside was moved back on the writer thread: its person is in a sync-up again.
+        case broughtBack(Attendee.ID, VoiceProfile)
     }
 
     /// One meeting's listening: its encoder and the turns its windows are learned against.
@@ -114,6 +116,10 @@ final class VoiceService {
     private(set) var learnedWindows = 0
     /// Forgotten attendees whose files could not be removed: tried again at each forget.
     private(set) var unremoved: Set<Attendee.ID> = []
+    /// Attendees whose profiles are set aside (`VoiceProfileStore.asideDirectory`): no sync-up named them.
+    private(set) var aside: Set<Attendee.ID>
+    /// Attendees whose set-aside profiles are being moved back; a forget meanwhile takes them out.
+    private var comingBack: Set<Attendee.ID> = []
 
     init(
         loop: EventLoop, directory: DataDirectory, model: Model, logger: Logger, wallClock: WallClock,
@@ -128,6 +134,7 @@ final class VoiceService {
         let loaded = store.loadAll()
         for warning in loaded.warnings { logger.warning(warning) }
         profiles = loaded.profiles
+        aside = store.asideAttendees()
         let mailbox = try Mailbox<Message>()
         self.mailbox = mailbox
         _ = try mailbox.attach(to: loop) { [unowned self] messages in
@@ -255,6 +262,10 @@ final class VoiceService {
             write()
         case .unremoved(let ids):
             unremoved.formUnion(ids)
+        case .broughtBack(let id, let profile):
+            // Forgotten meanwhile (its file then went after the move), or learned anew (the one to keep).
+            guard comingBack.remove(id) != nil, profiles[id] == nil else { return }
+            profiles[id] = profile
         case .model(let new):
             let changed = new.status != model.status
             model = new
@@ -379,6 +390,57 @@ final class VoiceService {
     /// is gone.
     func forget(_ attendees: some Sequence<Attendee.ID>, done: @escaping @Sendable (SystemError?) -> Void = { _ in }) {
         let ids = Set(attendees)
+        drop(ids)
+        aside.subtract(ids)
+        comingBack.subtract(ids)
+        remove(ids, done: done)
+    }
+
+    /// Sets aside the profiles of people no sync-up names (`VoiceProfileStore.setAside`, on the writer thread
+    /// after the write under way): gone from memory as a forgotten profile, kept on disk for `bringBack`.
+    func setAside(_ attendees: some Sequence<Attendee.ID>) {
+        let ids = Set(attendees)
+        drop(ids)
+        aside.formUnion(ids)
+        let (store, logger) = (store, logger)
+        writer.run {
+            do {
+                let deleted = try store.setAside(ids)
+                for id in deleted {
+                    logger.notice(
+                        "voices: deleted the profile of \(id), set aside longest of more than \(VoiceProfileStore.maximumAside)"
+                    )
+                }
+            } catch {
+                logger.error("voices: cannot set aside the profiles of \(ids.count) people in no sync-up: \(error)")
+            }
+        }
+    }
+
+    /// The people of `roster` whose profiles are set aside get them back (on the writer thread, then in memory):
+    /// a sync-up restored with them (an outside edit, or the next start) finds their voices again.
+    func bringBack(_ roster: some Sequence<Attendee.ID>) {
+        let ids = Set(roster).intersection(aside).filter { profiles[$0] == nil }
+        guard !ids.isEmpty else { return }
+        aside.subtract(ids)
+        comingBack.formUnion(ids)
+        let (store, logger, mailbox) = (store, logger, mailbox)
+        writer.run {
+            for id in ids.sorted(by: { $0.description < $1.description }) {
+                switch store.bringBack(id) {
+                case .success(let profile?):
+                    logger.notice("voices: brought back the profile of \(id), who is in a sync-up again")
+                    mailbox.post(.broughtBack(id, profile))
+                case .success(nil): break
+                case .failure(let warning): logger.warning(warning.message)
+                }
+            }
+        }
+    }
+
+    /// Drops the attendees' profiles from memory: no later write includes them, and no meeting still running
+    /// learns them again from earlier audio or puts them back at a discard.
+    private func drop(_ ids: Set<Attendee.ID>) {
         for id in ids {
             profiles[id] = nil
             changes[id.description] = nil
@@ -388,7 +450,6 @@ final class VoiceService {
                 listening[meeting]?.before[id] = nil  // a discard never brings a forgotten profile back
             }
         }
-        remove(ids, done: done)
     }
 
     /// Removes the attendees' files on the writer thread, after the write under way (and those a removal
