@@ -210,3 +210,43 @@ enum VoiceProfileValidationFile {
         "{\"format\":1,\"model\":\"\(VoiceModel.version)\",\"seconds\":9.6,\"updated\":1764640000,"
         + "\"sum\":[\(Array(repeating: "0.1", count: 256).joined(separator: ","))]}\n"
 }
+
+/// A profile whose removal failed when its person left a sync-up (or the sync-up went) is a failed write of the
+/// user's data: `status` names it and the voice writer retries it until it goes. Before, the error was
+/// dropped (the reply was ok, `status` said nothing failed) and the file stayed until another forget or the
+/// next start (the attack's B5).
+@Suite struct VoiceRemovalRetryTests {
+    let directory = TemporaryDirectory("voices-removal")
+
+    @Test func aProfileThatCannotBeRemovedWhenItsPersonLeavesIsReportedAndRetried() throws {
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.path, clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000_000)))
+        let client = LoopClient(try daemon.connect(), daemon)
+        let created = try client.result("syncups.create", ["title": "Voices", "attendees": ["Solo", "Ben"]])
+        let ids = try #require(created["attendees"]?.arrayValue).compactMap { $0["id"]?.stringValue }
+        try #require(ids.count == 2)
+        mkdir(directory.appending("voices"), 0o755)
+        let ben = directory.appending("voices/\(ids[1]).json")
+        Files.write(ben, VoiceProfileValidationFile.sane)
+        // A directory in the place of Ben's set-aside file, with something in it: unlink fails (EISDIR).
+        mkdir(ben + ".bad", 0o755)
+        Files.write(ben + ".bad/inside", "x")
+        let solo = created["attendees"]?.arrayValue?.first ?? .null
+        _ = try client.result("syncups.update", ["id": created["id"] ?? .null, "attendees": [solo]])
+        let failing = try client.waitForStatus { $0["persistence"]?["lastError"] != .null }
+        #expect(failing["persistence"]?["lastError"]?.stringValue?.contains("voice profile") == true, "\(failing)")
+        #expect(!Files.exists(ben))
+        // The obstruction becomes a plain file: only a retry removes it.
+        unlink(ben + ".bad/inside")
+        rmdir(ben + ".bad")
+        Files.write(ben + ".bad", "x")
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while Files.exists(ben + ".bad") && MonotonicInstant.now() < deadline {
+            daemon.advanceTime(by: .milliseconds(500))
+            daemon.turn(waitingUpTo: 10)
+        }
+        #expect(!Files.exists(ben + ".bad"))
+        let recovered = try client.waitForStatus { $0["persistence"]?["lastError"] == .null }
+        #expect(recovered["persistence"]?["lastError"] == .null)
+    }
+}

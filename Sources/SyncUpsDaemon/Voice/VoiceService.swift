@@ -114,7 +114,8 @@ final class VoiceService {
     private var changes: [String: VoiceChange] = [:]
     /// Windows of speech learned, and dropped for want of time, since start-up (for `voices`).
     private(set) var learnedWindows = 0
-    /// Forgotten attendees whose files could not be removed: tried again at each forget.
+    /// Forgotten attendees whose files could not be removed: a failed write of the voice profiles, tried again
+    /// by `writer` with its back-off until they go (or the attendee has a profile again).
     private(set) var unremoved: Set<Attendee.ID> = []
     /// Attendees whose profiles are set aside (`VoiceProfileStore.asideDirectory`): no sync-up named them.
     private(set) var aside: Set<Attendee.ID>
@@ -262,6 +263,7 @@ final class VoiceService {
             write()
         case .unremoved(let ids):
             unremoved.formUnion(ids)
+            write()
         case .broughtBack(let id, let profile):
             // Forgotten meanwhile (its file then went after the move), or learned anew (the one to keep).
             guard comingBack.remove(id) != nil, profiles[id] == nil else { return }
@@ -349,15 +351,21 @@ final class VoiceService {
         writer.changed()
     }
 
-    /// The write of the profiles unsaved now, for `writer`.
+    /// The write of the profiles unsaved now, and the removals that failed before, for `writer`.
     private func nextWrite() -> RetryingFileWriter.Write? {
         let batch = Dictionary(uniqueKeysWithValues: unsaved.compactMap { id in profiles[id].map { (id, $0) } })
         unsaved = Set(batch.keys)
-        guard !batch.isEmpty else { return nil }
-        let store = store
+        // Someone who learned a profile again keeps it: their old files are its to replace.
+        unremoved.subtract(profiles.keys)
+        let removals = unremoved
+        guard !batch.isEmpty || !removals.isEmpty else { return nil }
+        let (store, logger) = (store, logger)
         return RetryingFileWriter.Write(
             run: {
                 var reason: String?
+                if !removals.isEmpty, let left = Self.remove(removals, from: store, logger: logger) {
+                    reason = "cannot remove the voice profiles of \(left.ids.count) attendees: \(left.error)"
+                }
                 for (attendee, profile) in batch.sorted(by: { $0.key.description < $1.key.description }) {
                     do { try store.save(profile, for: attendee) } catch {
                         reason = reason ?? "cannot write the voice profile \(store.path(of: attendee)): \(error)"
@@ -366,6 +374,7 @@ final class VoiceService {
                 return reason
             },
             written: { [unowned self] in
+                unremoved.subtract(removals)
                 for (id, profile) in batch where profiles[id] == profile { unsaved.remove(id) }
             })
     }
@@ -452,16 +461,11 @@ final class VoiceService {
         }
     }
 
-    /// Removes the attendees' files on the writer thread, after the write under way (and those a removal
-    /// failed to remove before); `done` is called there with the failure.
+    /// Removes the attendees' files on the writer thread, after the write under way; `done` is called there
+    /// with the failure, and what stays is the writer's to retry (`unremoved`).
     private func remove(_ ids: Set<Attendee.ID>, done: @escaping @Sendable (SystemError?) -> Void = { _ in }) {
-        let again = unremoved
-        unremoved = []
         let (store, logger, mailbox) = (store, logger, mailbox)
         writer.run {
-            if !again.isEmpty, let left = Self.remove(again, from: store, logger: logger) {
-                mailbox.post(.unremoved(left.ids))
-            }
             guard let left = Self.remove(ids, from: store, logger: logger) else { return done(nil) }
             mailbox.post(.unremoved(left.ids))
             done(left.error)
