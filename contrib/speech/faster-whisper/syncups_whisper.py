@@ -765,13 +765,6 @@ PREROLL = int(0.15 * RATE)
 FIRST_PARTIAL_SPEECH = 0.5  # seconds of an utterance (from its first voiced frame) before its first partial
 MIN_SETTLED_WORDS = 2  # the fewest words settled ahead of an utterance's end (_commit)
 WARM_UP_FRAMES = 100  # Mel frames (1 s) the encoder runs on before the meeting (Engine.warm_up)
-# A partial's decoder scores down the tokens it has already produced, by this factor. Without retries at higher
-# temperatures, tiny.en looped on a word cut after a settled clause ("He was not an old-s-y-y-y-y-y..." to the token
-# budget, in every partial of the last 7 s of a monologue): each such partial cost 0.52-0.58 s of CPU where it cost
-# 0.34 s with the penalty, and settled nothing, so the final decoded all 7.8 s at the end (1.6 s after the speech
-# ended, at load 10). With it: "He was not an old-s-y young man, unless to be rather cold-hearted..." (the final,
-# with its retries: "old-sposed young man"). A final keeps Whisper's own decoding.
-PARTIAL_REPETITION_PENALTY = 1.1
 
 
 class Engine:
@@ -961,7 +954,6 @@ class Engine:
         )
         if not final:
             kwargs["temperature"] = 0.0  # a partial is provisional: no retries at higher temperatures
-            kwargs["repetition_penalty"] = PARTIAL_REPETITION_PENALTY
         if args.vad_filter and final:
             kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
         segments, _ = self.model.transcribe(audio, **kwargs)

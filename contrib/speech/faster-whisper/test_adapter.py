@@ -581,17 +581,6 @@ class LiveTests(unittest.TestCase):
         self.assertIsNone(decoder._decode(0, RATE))
         self.assertIsNone(decoder._decode(0, RATE, words=False))
 
-    def test_a_partial_scores_down_repeated_tokens_and_a_final_does_not(self):
-        """Without retries, tiny.en looped in every partial of a phrase cut after a settled clause ("He was not an
-        old-s-y-y-y-y...", to the token budget, 0.52-0.58 s of CPU each); a final keeps Whisper's decoding."""
-        decoder = self.engine([], [], [])
-        decoder.pcm = bytearray(self.speech(4.0))
-        decoder._decode(0, 4 * RATE, words=False)
-        decoder._decode(0, 4 * RATE, words=True, final=False)
-        decoder._decode(0, 4 * RATE)
-        penalties = [kwargs.get("repetition_penalty", 1.0) for _, kwargs in decoder.model.calls]
-        self.assertEqual(penalties, [1.1, 1.1, 1.0], "a partial, a timed partial, a final")
-
     def test_audio_that_waited_behind_a_decode_has_had_its_grace_for_a_late_turn(self):
         """The grace a closed utterance waits for a late turn line runs from the audio's arrival on stdin, not from
         when the engine, busy decoding, took it in: the bench's first final came 0.1 s after the decode ahead of
