@@ -469,11 +469,14 @@ struct Bench {
         print("   around each clip; latencies per clip (median and worst) from the moment the audio went into the")
         print("   microphone to the session.transcript event on a subscriber's socket, from the onset and from the")
         print(
-            "   end of the clip's speech (by level); live WER of the saved transcript; CPU of syncupsd and its engine")
+            "   end of the clip's speech (by level); live WER of the saved transcript; CPU per meeting-second of the")
         print(
-            "| engine | audio | batch RTF | batch WER | first partial after speech starts | final after speech ends | live WER | CPU per meeting-second | peak RSS |"
+            "   engine's processes (syncupsd's descendants: \"in process\" for PocketSphinx, whose CPU is syncupsd's),")
+        print("   of syncupsd's own process, and of both")
+        print(
+            "| engine | audio | batch RTF | batch WER | first partial after speech starts | final after speech ends | live WER | CPU: engine | CPU: syncupsd | CPU: both | peak RSS |"
         )
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         var results = JSONObject()
         var engines = [("pocketsphinx", nil as String?)]
         if let command { engines.append(("command", command)) }
@@ -485,6 +488,21 @@ struct Bench {
                 "\(String(format2: median(values))) s, worst \(String(format2: values.max() ?? 0)) s\(values.count < clips ? " (\(values.count) of \(clips) clips)" : "")"
         }
         func percent(_ value: Double) -> String { "\(String(format1: value * 100)) %" }
+        func milliseconds(_ value: Double) -> String { "\(Int((value * 1000).rounded())) ms" }
+        // The CPU per meeting-second: the engine's own, syncupsd's own, both.
+        func cpu(_ live: SpeechBench.Live) -> String {
+            "\(live.engineCPUSecondsPerMeetingSecond.map(milliseconds) ?? "in process") | \(milliseconds(live.daemonCPUSecondsPerMeetingSecond)) | \(milliseconds(live.cpuSecondsPerMeetingSecond))"
+        }
+        func cpuFields(_ live: SpeechBench.Live) -> [(String, JSONValue)] {
+            [
+                ("cpuSecondsPerMeetingSecond", .double(live.cpuSecondsPerMeetingSecond)),
+                (
+                    "engineCpuSecondsPerMeetingSecond",
+                    live.engineCPUSecondsPerMeetingSecond.map(JSONValue.double) ?? .null
+                ),
+                ("daemonCpuSecondsPerMeetingSecond", .double(live.daemonCPUSecondsPerMeetingSecond)),
+            ]
+        }
         for (engine, command) in engines {
             var arguments = [engine]
             if let command { arguments.append(command) }
@@ -505,11 +523,11 @@ struct Bench {
             object.append("finalLatencySeconds", .array(live.finalLatencies.map(JSONValue.double)))
             object.append("clips", .int(live.clips))
             object.append("liveWordErrorRate", .double(live.wordErrorRate))
-            object.append("cpuSecondsPerMeetingSecond", .double(live.cpuSecondsPerMeetingSecond))
+            for (key, value) in cpuFields(live) { object.append(key, value) }
             object.append("livePeakResidentKiB", .int(live.peakResidentKiB))
             func number(_ key: String) -> Double { object[key]?.numberValue?.double ?? 0 }
             print(
-                "| \(name) | \(String(format1: number("audioSeconds"))) s | \(String(format2: number("realTimeFactor"))) | \(percent(number("wordErrorRate"))) | \(latencies(live.partialLatencies, of: live.clips)) | \(latencies(live.finalLatencies, of: live.clips)) | \(percent(live.wordErrorRate)) | \(Int((live.cpuSecondsPerMeetingSecond * 1000).rounded())) ms | \(max(Int(number("peakResidentKiB")), live.peakResidentKiB) / 1024) MB |"
+                "| \(name) | \(String(format1: number("audioSeconds"))) s | \(String(format2: number("realTimeFactor"))) | \(percent(number("wordErrorRate"))) | \(latencies(live.partialLatencies, of: live.clips)) | \(latencies(live.finalLatencies, of: live.clips)) | \(percent(live.wordErrorRate)) | \(cpu(live)) | \(max(Int(number("peakResidentKiB")), live.peakResidentKiB) / 1024) MB |"
             )
             // The other moments an utterance comes at, each a row of the second table.
             var caseResults = JSONObject()
@@ -521,16 +539,15 @@ struct Bench {
                     rows.append("| \(name) | \(liveCase.name) | live run failed: \(error) |")
                     continue
                 }
-                caseResults.append(
-                    liveCase.key,
-                    [
-                        "partialLatencySeconds": .array(figures.partialLatencies.map(JSONValue.double)),
-                        "finalLatencySeconds": .array(figures.finalLatencies.map(JSONValue.double)),
-                        "clips": .int(figures.clips), "liveWordErrorRate": .double(figures.wordErrorRate),
-                        "cpuSecondsPerMeetingSecond": .double(figures.cpuSecondsPerMeetingSecond),
-                    ])
+                var figuresObject: JSONObject = [
+                    "partialLatencySeconds": .array(figures.partialLatencies.map(JSONValue.double)),
+                    "finalLatencySeconds": .array(figures.finalLatencies.map(JSONValue.double)),
+                    "clips": .int(figures.clips), "liveWordErrorRate": .double(figures.wordErrorRate),
+                ]
+                for (key, value) in cpuFields(figures) { figuresObject.append(key, value) }
+                caseResults.append(liveCase.key, .object(figuresObject))
                 rows.append(
-                    "| \(name) | \(liveCase.name) | \(figures.clips) | \(latencies(figures.partialLatencies, of: figures.clips)) | \(latencies(figures.finalLatencies, of: figures.clips)) | \(percent(figures.wordErrorRate)) | \(Int((figures.cpuSecondsPerMeetingSecond * 1000).rounded())) ms |"
+                    "| \(name) | \(liveCase.name) | \(figures.clips) | \(latencies(figures.partialLatencies, of: figures.clips)) | \(latencies(figures.finalLatencies, of: figures.clips)) | \(percent(figures.wordErrorRate)) | \(cpu(figures)) |"
                 )
             }
             object.append("cases", .object(caseResults))
@@ -548,9 +565,9 @@ struct Bench {
         )
         print("   Median and worst.")
         print(
-            "| engine | case | clips | first partial after speech starts | final after speech ends | live WER | CPU per meeting-second |"
+            "| engine | case | clips | first partial after speech starts | final after speech ends | live WER | CPU: engine | CPU: syncupsd | CPU: both |"
         )
-        print("|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|")
         for row in rows { print(row) }
         return .object(results)
     }

@@ -82,9 +82,10 @@ enum SpeechBench {
     }
 
     /// The CPU seconds of `root` and of its living descendants (an engine and its launcher) from /proc: they
-    /// are counted before they exit, which `RUSAGE_CHILDREN` would not do for a grandchild; and the largest
-    /// peak resident size among them.
-    static func processTree(_ root: pid_t) -> (cpuSeconds: Double, peakResidentKiB: Int) {
+    /// are counted before they exit, which `RUSAGE_CHILDREN` would not do for a grandchild; `root`'s own apart
+    /// from its descendants' (an engine that runs as a command: the adapter and what it starts); and the
+    /// largest peak resident size among them.
+    static func processTree(_ root: pid_t) -> (cpuSeconds: Double, descendantsCPU: Double, peakResidentKiB: Int) {
         var parents: [pid_t: pid_t] = [:]
         for name in (try? DirectoryListing.names(in: "/proc")) ?? [] {
             guard let pid = pid_t(name), let fd = try? FileDescriptor.open("/proc/\(pid)/stat", O_RDONLY),
@@ -104,10 +105,11 @@ enum SpeechBench {
             }
             return false
         }
-        let tree = [root] + parents.keys.filter(descends)
+        let descendants = parents.keys.filter(descends)
+        let descendantsCPUSeconds = descendants.map { ProcessSample.cpuSeconds($0) }.reduce(0, +)
         return (
-            tree.map { ProcessSample.cpuSeconds($0) }.reduce(0, +),
-            tree.map { ProcessSample.statusField($0, "VmHWM:") ?? 0 }.max() ?? 0
+            ProcessSample.cpuSeconds(root) + descendantsCPUSeconds, descendantsCPUSeconds,
+            ([root] + descendants).map { ProcessSample.statusField($0, "VmHWM:") ?? 0 }.max() ?? 0
         )
     }
 
@@ -225,6 +227,13 @@ enum SpeechBench {
         var wordErrorRate = 0.0
         /// The daemon's CPU and its engine's, per second of meeting.
         var cpuSecondsPerMeetingSecond = 0.0
+        /// The engine's own CPU per second of meeting (syncupsd's descendants: a command engine and what it
+        /// starts); nil for an engine in syncupsd's process, whose CPU is syncupsd's.
+        var engineCPUSecondsPerMeetingSecond: Double?
+        /// syncupsd's own CPU per second of meeting (an engine in its process included).
+        var daemonCPUSecondsPerMeetingSecond: Double {
+            cpuSecondsPerMeetingSecond - (engineCPUSecondsPerMeetingSecond ?? 0)
+        }
         var peakResidentKiB = 0
     }
 
@@ -236,6 +245,7 @@ enum SpeechBench {
         var recognized: [Substring] = []
         var reference: [Substring] = []
         var cpuSeconds = 0.0
+        var engineCPUSeconds = 0.0
         var meetingSeconds = 0.0
         for meeting in liveCase.meetings {
             let one = try liveMeeting(engine: engine, command: command, meeting: meeting, clips: clips)
@@ -246,10 +256,14 @@ enum SpeechBench {
             recognized += one.words
             reference += meeting.utterances.flatMap { $0.clip < references.count ? references[$0.clip] : [] }
             cpuSeconds += one.cpuSeconds
+            engineCPUSeconds += one.engineCPUSeconds
             meetingSeconds += one.meetingSeconds
         }
         live.wordErrorRate = wordErrorRate(recognized.map { $0.filter { $0.isLetter || $0 == "'" } }, reference)
         live.cpuSecondsPerMeetingSecond = cpuSeconds / max(meetingSeconds, 1)
+        if engine != "pocketsphinx" {
+            live.engineCPUSecondsPerMeetingSecond = engineCPUSeconds / max(meetingSeconds, 1)
+        }
         return live
     }
 
@@ -272,7 +286,7 @@ enum SpeechBench {
 
     static func liveMeeting(engine: String, command: String?, meeting: LiveMeeting, clips: [[UInt8]]) throws -> (
         partialLatencies: [Double], finalLatencies: [Double], words: [Substring], cpuSeconds: Double,
-        meetingSeconds: Double, peakResidentKiB: Int
+        engineCPUSeconds: Double, meetingSeconds: Double, peakResidentKiB: Int
     ) {
         var speech: [UInt8] = []
         var spans: [(onset: Double, end: Double, start: Double, stop: Double)] = []
@@ -312,7 +326,7 @@ enum SpeechBench {
             "syncups.create", ["title": "Bench", "duration": 600, "attendees": .array(attendees)])
         let id = created["id"]!.stringValue!
         _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
-        let cpuBefore = processTree(daemon.pid).cpuSeconds
+        let before = processTree(daemon.pid)
         _ = try client.result("session.start", ["syncup": .string(id), "call": false])
 
         // Every change of the settled text (a final) and of the provisional tail (a partial), with its arrival.
@@ -411,7 +425,8 @@ enum SpeechBench {
         return (
             partialLatencies, finalLatencies,
             (saved["transcript"]?.stringValue ?? "").lowercased().split(separator: " "),
-            tree.cpuSeconds - cpuBefore, meetingSeconds, tree.peakResidentKiB
+            tree.cpuSeconds - before.cpuSeconds, tree.descendantsCPU - before.descendantsCPU,
+            meetingSeconds, tree.peakResidentKiB
         )
     }
 }

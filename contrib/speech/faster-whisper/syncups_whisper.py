@@ -611,6 +611,38 @@ def default_cache_dir():
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Start-up
+
+# Modules that faster-whisper and CTranslate2 import and this engine never uses: PyAV (faster_whisper.audio, which
+# decodes audio files; the engine hands it samples) and asyncio (CTranslate2's and tqdm's asynchronous iterators).
+# Imported, they cost 0.06 and 0.035 s of CPU at every start (of about 0.7 s: 0.3 s imports, 0.2 s model, 0.2 s
+# warm-up), which a meeting of 10 s pays as 10 ms per meeting-second.
+UNUSED_MODULES = ("av", "asyncio")
+
+
+def defer_imports(names):
+    """Puts a stand-in in sys.modules for each module of `names` that is installed and not imported yet: an import
+    of it takes the stand-in, and the first use of one of its attributes imports the module and makes the stand-in
+    a copy of it, so whatever uses it still works."""
+    import importlib
+    import importlib.util
+    import types
+
+    class Deferred(types.ModuleType):
+        def __getattr__(self, attribute):
+            name = self.__name__
+            if sys.modules.get(name) is self:
+                del sys.modules[name]
+            module = importlib.import_module(name)
+            self.__dict__.update(module.__dict__)
+            return getattr(module, attribute)
+
+    for name in names:
+        if name not in sys.modules and importlib.util.find_spec(name) is not None:
+            sys.modules[name] = Deferred(name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Output
 
 
@@ -768,6 +800,7 @@ RETRY_EMPTY = 0.25  # seconds before the open segment is decoded again after a p
 PREROLL = int(0.15 * RATE)
 FIRST_PARTIAL_SPEECH = 0.5  # seconds of an utterance (from its first voiced frame) before its first partial
 MIN_SETTLED_WORDS = 2  # the fewest words settled ahead of an utterance's end (_commit)
+WARM_UP_FRAMES = 100  # Mel frames (1 s) the encoder runs on before the meeting (Engine.warm_up)
 
 
 class Engine:
@@ -1138,9 +1171,12 @@ class Engine:
                 "end": result["end"], "words": []}
 
     def warm_up(self):
-        """One decode of faint noise before the meeting's first words: a process's first decode costs 0.2 s more
-        than the next ones, and the Silero VAD loads on its first use (0.3 s), which the first utterance's
-        partial and final would otherwise wait for."""
+        """The feature extractor and the encoder once, over 1 s of faint noise in a 1 s window, before the meeting's
+        first words: a process's first decode costs 0.05-0.08 s more CPU than the next ones, which the first
+        utterance's partial would otherwise wait for, and this costs 0.07-0.11 s. A whole decode of the noise
+        (in the decodes' 5 s window, with the alignment) warmed the first partial no better and cost 0.14-0.21 s,
+        at every start (paired runs of each, tiny.en on 2 threads). The Silero VAD loads on its first use (0.3 s),
+        so it is loaded here too."""
         if self.args.vad_filter:
             try:
                 from faster_whisper.vad import get_vad_model
@@ -1148,11 +1184,7 @@ class Engine:
             except (ImportError, AttributeError) as error:
                 log("cannot load the Silero VAD ahead: %s" % error)
         noise = self.np.random.default_rng(0).normal(0.0, 0.003, RATE).astype(self.np.float32)
-        segments, _ = self.model.transcribe(noise, language=self.args.language, beam_size=self.args.beam_size,
-                                            word_timestamps=True, condition_on_previous_text=False,
-                                            vad_filter=False, temperature=0.0, max_new_tokens=token_budget(1.0))
-        for _ in segments:
-            pass
+        self.model.encode(self.model.feature_extractor(noise)[:, :WARM_UP_FRAMES])
 
     # -- the loop
 
@@ -1316,6 +1348,7 @@ def main(argv=None):
     # CTranslate2's OpenMP threads wait for work passively between its parallel regions instead of spinning:
     # spinning cost 11 % more CPU per decode (paired runs of a 1-5 s decode series), and no less wall time.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    defer_imports(UNUSED_MODULES)
     try:
         import numpy as np
         import faster_whisper.transcribe

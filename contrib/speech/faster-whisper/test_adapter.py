@@ -472,6 +472,14 @@ class FakeModel:
     def __init__(self, *results):
         self.results = list(results)
         self.calls = []
+        self.encoded = []  # the shapes of the features the encoder ran on outside a decode
+
+    def feature_extractor(self, audio):
+        import numpy
+        return numpy.zeros((80, len(audio) // 160 + 1), dtype=numpy.float32)
+
+    def encode(self, features):
+        self.encoded.append(features.shape)
 
     cpu_seconds = ()  # CPU each decode burns, in order (none: no time)
 
@@ -799,13 +807,26 @@ class LiveTests(unittest.TestCase):
         self.assertEqual(engine.settled_words(holding, skipping + tail, heard_to=5.0, opened=0.24), 0,
                          "\"And\" skipped, \"Mr.\" stretched over it")
 
-    def test_the_model_is_warmed_up_before_the_meeting(self):
+    def test_the_warm_up_runs_the_encoder_on_one_second_and_decodes_nothing(self):
         decoder = self.engine([], args=["--no-vad-filter"])
         decoder.warm_up()
-        self.assertEqual(len(decoder.model.calls), 1)
-        samples, kwargs = decoder.model.calls[0]
-        self.assertEqual(samples, RATE)
-        self.assertTrue(kwargs["word_timestamps"], "the final's settings: the alignment is warmed up too")
+        self.assertEqual(decoder.model.calls, [], "a whole decode of noise: 0.14-0.21 s of CPU at every start")
+        self.assertEqual(decoder.model.encoded, [(80, 100)], "the encoder once, on 1 s of features")
+
+
+class StartTests(unittest.TestCase):
+    def test_a_deferred_module_is_imported_on_the_first_use_of_an_attribute(self):
+        name = "colorsys"  # in the standard library, imported by nothing here
+        self.assertNotIn(name, sys.modules)
+        self.addCleanup(sys.modules.pop, name, None)
+        engine.defer_imports([name, "no_such_module_here"])
+        import colorsys
+        self.assertNotIn("rgb_to_hsv", vars(colorsys), "imported at the import statement")
+        self.assertNotIn("no_such_module_here", sys.modules, "a module that is not installed fails to import")
+        self.assertEqual(colorsys.rgb_to_hsv(1.0, 0.0, 0.0), (0.0, 1.0, 1.0))
+        self.assertIn("rgb_to_hsv", vars(colorsys), "the stand-in is the module now")
+        self.assertIsNot(sys.modules[name], colorsys)
+        self.assertEqual(sys.modules[name].rgb_to_hsv, colorsys.rgb_to_hsv)
 
 
 class CacheTests(unittest.TestCase):
@@ -1288,6 +1309,18 @@ class EngineTests(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(len(run.finals), 1, run.finals)
         self.assertEqual(run.partials, [])
+
+    def test_a_start_does_not_import_the_audio_file_decoder_or_asyncio(self):
+        # PyAV and asyncio: 0.1 s of CPU at every start, of 0.7 s; the engine uses neither.
+        env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1", SYNCUPS_SAMPLE_RATE=str(RATE))
+        env.setdefault("SYNCUPS_WHISPER_CACHE", CACHE.name)
+        run = subprocess.run([LAUNCHER, "--control-fd", "-1"], input=silence(1), capture_output=True, env=env,
+                             timeout=180)
+        stderr = run.stderr.decode("utf-8", "replace")
+        self.assertEqual(run.returncode, 0, stderr[-2000:])
+        imported = re.findall(r"^import time:.*\| +(\S+)$", stderr, re.M)
+        self.assertIn("ctranslate2", imported, "the import log is there")
+        self.assertEqual([name for name in imported if name.split(".")[0] in ("av", "asyncio")], [])
 
     def test_the_model_is_quantized_to_int8_once_and_its_copy_loaded_after(self):
         """CTranslate2 quantized the float16 tiny.en at each start: 0.55-0.63 s of CPU and up to 1.7 s before the
