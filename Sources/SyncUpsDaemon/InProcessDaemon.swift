@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsAudio
 import SyncUpsCore
 import SyncUpsPOSIX
 import SyncUpsPersistence
@@ -24,11 +25,12 @@ public final class InProcessDaemon {
     /// unsent output at which a client's reading pauses, and `limits` the server's (smaller in tests, to reach
     /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests); `clock` is the
     /// loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds);
-    /// `fileSystem` the data files' (a `FaultyFileSystem` in tests, to fill the disk at a chosen moment).
+    /// `fileSystem` the data files' (a `FaultyFileSystem` in tests, to fill the disk at a chosen moment);
+    /// `captureDevice` opens the microphone of a meeting with audio (ALSA's `null` device unless given).
     public init(
         dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 192 * 1024,
         limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system,
-        clock: EventLoop.Clock = .monotonic, fileSystem: FileSystem = .live
+        clock: EventLoop.Clock = .monotonic, fileSystem: FileSystem = .live, captureDevice: CaptureDevice = .alsa
     ) throws {
         loop = try EventLoop(clock: clock)
         server = Server(
@@ -36,6 +38,7 @@ public final class InProcessDaemon {
             readPauseThreshold: readPauseThreshold)
         var settings = SessionController.Settings()
         settings.audioDeviceName = "null"
+        settings.captureDevice = captureDevice
         settings.cueDeviceName = nil
         services = try Services(
             loop: loop,

@@ -80,6 +80,7 @@ public struct DataDirectory: Sendable, Equatable {
     /// `removeSidecars` for several meetings (a deleted sync-up's), reading the directory once.
     public func removeSidecars(of meetings: [Meeting.ID]) {
         guard !meetings.isEmpty else { return }
+        BlockingWork.check("removing the files of \(meetings.count) meeting(s)")
         for meeting in meetings {
             for suffix in MeetingFiles.suffixes { unlink(sidecar(meeting, suffix)) }
         }

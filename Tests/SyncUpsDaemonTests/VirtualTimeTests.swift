@@ -172,6 +172,61 @@ import Testing
             #expect(try DirectoryListing.names(in: meetings) == [])
             #expect(BlockingWork.callsOnLoopOnThisThread == before)
         }
+
+        /// A meeting with audio (ALSA's real `null` device) started, recorded and saved, with no blocking work
+        /// on the loop: the capture device was opened there, inside `session.start`, before.
+        @Test func aMeetingWithAudioStartedRecordedAndEndedDoesNoBlockingWorkOnTheLoop() throws {
+            let directory = TemporaryDirectory("virtual")
+            let daemon = try Self.daemon(directory)
+            let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "session")
+            let before = BlockingWork.callsOnLoopOnThisThread
+            let started = try client.result(
+                "session.start", ["syncup": .string(id), "audio": true, "transcribe": false])
+            #expect(started["audio"]?["recording"] == true)
+            #expect(started["warnings"] == [])
+            daemon.advanceTime(by: .seconds(1))
+            _ = try client.result("session.end", ["action": "save"])
+            let ended = try watcher.events(until: "session.ended").last?["data"]
+            #expect(ended?["outcome"] == "saved")
+            let meeting = try #require(ended?["meeting"]?["id"]?.stringValue)
+            let meetings = directory.path + "/meetings/"
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while access(meetings + meeting + ".recording.json", F_OK) == 0 && MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+            #expect(access(meetings + meeting + ".wav", F_OK) == 0)
+            #expect(access(meetings + meeting + ".json", F_OK) == 0)
+            #expect(BlockingWork.callsOnLoopOnThisThread == before)
+        }
+
+        /// A meeting deleted while its details are being written (the delete handled in the same turn as the
+        /// save, before the write's report): the details file written after the delete is removed by the
+        /// clean-up worker, as a discard's files are, not on the loop.
+        @Test func aMeetingDeletedWhileItsDetailsAreWrittenHasThemRemovedOffTheLoop() throws {
+            let directory = TemporaryDirectory("virtual")
+            let daemon = try Self.daemon(directory)
+            let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "session")
+            let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
+            let meeting = try #require(started["meeting"]?.stringValue)
+            let before = BlockingWork.callsOnLoopOnThisThread
+            // One write, so both lines are handled in one turn: the details' report can only come after.
+            try client.send(
+                #"{"id":"end","cmd":"session.end","args":{"action":"save"}}"# + "\n"
+                    + #"{"id":"delete","cmd":"meetings.delete","args":{"syncup":"\#(id)","meeting":"\#(meeting)"}}"#
+                    + "\n")
+            #expect(try client.reply(to: "end")["ok"] == true)
+            #expect(try client.reply(to: "delete")["ok"] == true)
+            _ = try watcher.events(until: "session.ended")
+            let meetings = directory.path + "/meetings"
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while (try? DirectoryListing.names(in: meetings))?.contains(where: { $0.hasPrefix(meeting) }) == true,
+                MonotonicInstant.now() < deadline
+            {
+                daemon.turn(waitingUpTo: 10)
+            }
+            #expect(try !DirectoryListing.names(in: meetings).contains { $0.hasPrefix(meeting) })
+            #expect(BlockingWork.callsOnLoopOnThisThread == before)
+        }
     #endif
 
     /// A meeting whose details cannot be written, then deleted: `status` stops reporting the error, and the

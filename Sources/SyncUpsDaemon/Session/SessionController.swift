@@ -40,6 +40,8 @@ final class SessionController {
 
     /// What the helper threads report.
     enum Message: Sendable {
+        /// The meeting's recording was opened, or failed to be (`startRecorder`).
+        case recorderOpened(OpenedRecording, session: Meeting.ID)
         case recorder(MeetingRecorder.Trouble, Meeting.ID)
         case callRecorder(MeetingRecorder.Trouble, Meeting.ID)
         case recorderStopped(Meeting.ID)
@@ -124,8 +126,10 @@ final class SessionController {
 
     // MARK: - Requests
 
+    /// `session.start`: replied to once the meeting has started; that is within the request for a meeting
+    /// without audio, and once its capture device is open (off the loop) for one with.
     func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil, absent: [String] = [])
-        throws(ProtocolError) -> JSONValue
+        throws(ProtocolError) -> ReplyBody
     {
         if let active { throw ProtocolError(.sessionActive, StartRequest.refusal(whileRunning: active.machine)) }
         let syncUp = state.syncUps[try state.index(of: text)]
@@ -176,9 +180,48 @@ final class SessionController {
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
         // The machine starts the recording, the recognizer and the cue, then the timer and the first turn.
         perform(effects, in: session)
+        guard session.machine.isStarting else { return .value(startReplyJSON(session)) }
+        // The capture device opens off the loop: the reply waits for it, the client's later lines for the reply.
+        guard let reply = try? BlockingQueue<Result<ReplyBody, ProtocolError>>(capacity: 1) else {
+            throw ProtocolError(.internalError, "cannot wait for the meeting's start: out of file descriptors")
+        }
+        session.startReply = reply
+        return .later {
+            reply.pop() ?? .failure(ProtocolError(.internalError, "the daemon stopped before the meeting started"))
+        }
+    }
+
+    /// `session.start`'s result: the session object and what the meeting goes without.
+    private func startReplyJSON(_ session: ActiveSession) -> JSONValue {
         guard case .object(var reply) = sessionJSON(session) else { return .null }
         reply["warnings"] = .array(session.machine.startWarnings.map(JSONValue.string))
         return .object(reply)
+    }
+
+    /// The meeting has started (`started` is published): the start's reply, if it waits, is made.
+    func answerStart(_ session: ActiveSession) {
+        guard let reply = session.startReply else { return }
+        session.startReply = nil
+        reply.push(.success(.value(startReplyJSON(session))))
+    }
+
+    /// The meeting ended before it started: the start's reply, if it waits, says how.
+    private func refuseStart(_ session: ActiveSession) {
+        guard let reply = session.startReply else { return }
+        session.startReply = nil
+        let title = session.machine.syncUp.title
+        let error: ProtocolError
+        switch session.machine.ending {
+        case .syncUpDeleted?:
+            error = ProtocolError(.notFound, "the sync-up \"\(title)\" was deleted while its meeting started")
+        default:
+            error = ProtocolError(
+                .invalidState,
+                "the meeting of \"\(title)\" was discarded while it started (session.end discard, or the daemon stopping)"
+            )
+        }
+        reply.push(.failure(error))
+        reply.close()
     }
 
     /// `session.next`, `pause`, `resume`, `end`: the session object after the request (for `end`, the outcome).
@@ -265,6 +308,7 @@ final class SessionController {
     /// The session is over: the machine's effects have stopped what it ran; what it held is released (the
     /// journal's throttle is the controller's own).
     func finish(_ session: ActiveSession) {
+        refuseStart(session)
         session.journalTimer.map(loop.cancel)
         session.journalTimer = nil
         session.recognition = nil
