@@ -18,6 +18,8 @@ public final class InProcessDaemon {
     var scheduler: Scheduler { services.scheduler }
     /// The voice profiles' owner, for tests that learn a profile without a meeting's audio.
     var voices: VoiceService { services.voices }
+    /// The session's owner, for tests that hold its clean-up worker.
+    var session: SessionController { services.session }
     private var connection: Connection?
     private var peer: FileDescriptor?
 

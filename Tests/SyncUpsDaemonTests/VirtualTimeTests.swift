@@ -1,9 +1,10 @@
 import Glibc
-import SyncUpsDaemon
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
 import Testing
+
+@testable import SyncUpsDaemon
 
 /// The whole daemon (server, command handler, session controller, machine) on a loop whose clock the test
 /// moves: a meeting's seconds, the stall and the partial-line limits pass in microseconds, each timer at its
@@ -199,9 +200,9 @@ import Testing
             #expect(BlockingWork.callsOnLoopOnThisThread == before)
         }
 
-        /// A meeting deleted while its details are being written (the delete handled in the same turn as the
-        /// save, before the write's report): the details file written after the delete is removed by the
-        /// clean-up worker, as a discard's files are, not on the loop.
+        /// A meeting deleted while its details are being written (the clean-up worker held until the delete
+        /// is answered): the details file written after the delete is removed by the clean-up worker, as a
+        /// discard's files are; the loop listed `meetings/` and unlinked it before.
         @Test func aMeetingDeletedWhileItsDetailsAreWrittenHasThemRemovedOffTheLoop() throws {
             let directory = TemporaryDirectory("virtual")
             let daemon = try Self.daemon(directory)
@@ -209,14 +210,18 @@ import Testing
             let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
             let meeting = try #require(started["meeting"]?.stringValue)
             let before = BlockingWork.callsOnLoopOnThisThread
-            // One write, so both lines are handled in one turn: the details' report can only come after.
-            try client.send(
-                #"{"id":"end","cmd":"session.end","args":{"action":"save"}}"# + "\n"
-                    + #"{"id":"delete","cmd":"meetings.delete","args":{"syncup":"\#(id)","meeting":"\#(meeting)"}}"#
-                    + "\n")
-            #expect(try client.reply(to: "end")["ok"] == true)
-            #expect(try client.reply(to: "delete")["ok"] == true)
+            let gate = try Gate()
+            gate.close()
+            daemon.session.cleanup.run { gate.pass() }
+            _ = try client.result("session.end", ["action": "save"])
             _ = try watcher.events(until: "session.ended")
+            _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
+            // The details written (the job after the write has run: the write's report is in the mailbox).
+            let written = try BlockingQueue<Bool>(capacity: 1)
+            daemon.session.cleanup.run { written.push(true) }
+            gate.open()
+            #expect(written.pop() == true)
+            #expect(access(directory.path + "/meetings/" + meeting + ".json", F_OK) == 0)
             let meetings = directory.path + "/meetings"
             let deadline = MonotonicInstant.now() + .seconds(10)
             while (try? DirectoryListing.names(in: meetings))?.contains(where: { $0.hasPrefix(meeting) }) == true,
