@@ -64,8 +64,9 @@ final class SessionController {
     /// compares this number instead of the settings themselves.
     private(set) var settingsGeneration = 0
     let mailbox: Mailbox<Message>
-    /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details), off the loop while
-    /// its queue has room: a meeting queues two or three jobs and there is one meeting at a time, so its 256
+    /// Blocking work of a meeting's devices and files (opening its capture devices, joining the audio and cue
+    /// threads, writing its details, removing a discarded meeting's files), in order, off the loop while its
+    /// queue has room: a meeting queues a handful of jobs and there is one meeting at a time, so its 256
     /// places do not fill; if they ever did, `SerialWorker.run` would do the job on the loop rather than lose
     /// a meeting's files.
     let cleanup: SerialWorker
