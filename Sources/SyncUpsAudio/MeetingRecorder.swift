@@ -48,6 +48,7 @@ public final class MeetingRecorder: Sendable {
         onTrouble: @escaping @Sendable (Trouble) -> Void,
         onAudio: @escaping @Sendable (AudioChunk) -> Void
     ) throws(RecorderError) {
+        BlockingWork.check("opening the capture device \(deviceName)")
         self.wavPath = wavPath
         let wav: WAVFile
         do throws(SystemError) {

@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsAudio
 import SyncUpsCore
 import SyncUpsPOSIX
 import SyncUpsPersistence
@@ -22,6 +23,8 @@ public final class InProcessDaemon {
         get { server.laterReplyCheckpoint }
         set { server.laterReplyCheckpoint = newValue }
     }
+    /// The session's owner, for tests that hold its clean-up worker.
+    var session: SessionController { services.session }
     private var connection: Connection?
     private var peer: FileDescriptor?
 
@@ -29,11 +32,12 @@ public final class InProcessDaemon {
     /// unsent output at which a client's reading pauses, and `limits` the server's (smaller in tests, to reach
     /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests); `clock` is the
     /// loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds);
-    /// `fileSystem` the data files' (a `FaultyFileSystem` in tests, to fill the disk at a chosen moment).
+    /// `fileSystem` the data files' (a `FaultyFileSystem` in tests, to fill the disk at a chosen moment);
+    /// `captureDevice` opens the microphone of a meeting with audio (ALSA's `null` device unless given).
     public init(
         dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 192 * 1024,
         limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system,
-        clock: EventLoop.Clock = .monotonic, fileSystem: FileSystem = .live
+        clock: EventLoop.Clock = .monotonic, fileSystem: FileSystem = .live, captureDevice: CaptureDevice = .alsa
     ) throws {
         loop = try EventLoop(clock: clock)
         server = Server(
@@ -41,6 +45,7 @@ public final class InProcessDaemon {
             readPauseThreshold: readPauseThreshold)
         var settings = SessionController.Settings()
         settings.audioDeviceName = "null"
+        settings.captureDevice = captureDevice
         settings.cueDeviceName = nil
         services = try Services(
             loop: loop,

@@ -83,6 +83,7 @@ public struct DataDirectory: Sendable, Equatable {
     @discardableResult
     public func removeSidecars(of meetings: [Meeting.ID]) -> SystemError? {
         guard !meetings.isEmpty else { return nil }
+        BlockingWork.check("removing the files of \(meetings.count) meeting(s)")
         var failure: SystemError?
         func remove(_ path: String) {
             guard unlink(path) != 0, Errno.current != .noSuchFile, failure == nil else { return }

@@ -80,7 +80,8 @@ extension WireFormat {
         object.append("theme", theme(machine.syncUp.theme))
         object.append("meeting", .string(machine.meetingID.description))
         object.append("startedAt", .string(UTCTime(machine.startDate).rfc3339))
-        object.append("state", .string(machine.phase.rawValue))
+        // `starting` while the capture device opens (`session.start` has not replied yet).
+        object.append("state", .string(machine.isStarting ? "starting" : machine.phase.rawValue))
         object.append("secondsElapsed", .int(machine.secondsElapsed))
         object.append("duration", .int(machine.durationSeconds))
         object.append("durationRemaining", .int(machine.durationRemaining))

@@ -1,9 +1,10 @@
 import Glibc
-import SyncUpsDaemon
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
 import Testing
+
+@testable import SyncUpsDaemon
 
 /// The whole daemon (server, command handler, session controller, machine) on a loop whose clock the test
 /// moves: a meeting's seconds, the stall and the partial-line limits pass in microseconds, each timer at its
@@ -171,6 +172,65 @@ import Testing
                 daemon.turn(waitingUpTo: 10)
             }
             #expect(try DirectoryListing.names(in: meetings) == [])
+            #expect(BlockingWork.callsOnLoopOnThisThread == before)
+        }
+
+        /// A meeting with audio (ALSA's real `null` device) started, recorded and saved, with no blocking work
+        /// on the loop: the capture device was opened there, inside `session.start`, before.
+        @Test func aMeetingWithAudioStartedRecordedAndEndedDoesNoBlockingWorkOnTheLoop() throws {
+            let directory = TemporaryDirectory("virtual")
+            let daemon = try Self.daemon(directory)
+            let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "session")
+            let before = BlockingWork.callsOnLoopOnThisThread
+            let started = try client.result(
+                "session.start", ["syncup": .string(id), "audio": true, "transcribe": false])
+            #expect(started["audio"]?["recording"] == true)
+            #expect(started["warnings"] == [])
+            daemon.advanceTime(by: .seconds(1))
+            _ = try client.result("session.end", ["action": "save"])
+            let ended = try watcher.events(until: "session.ended").last?["data"]
+            #expect(ended?["outcome"] == "saved")
+            let meeting = try #require(ended?["meeting"]?["id"]?.stringValue)
+            let meetings = directory.path + "/meetings/"
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while access(meetings + meeting + ".recording.json", F_OK) == 0 && MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+            }
+            #expect(access(meetings + meeting + ".wav", F_OK) == 0)
+            #expect(access(meetings + meeting + ".json", F_OK) == 0)
+            #expect(BlockingWork.callsOnLoopOnThisThread == before)
+        }
+
+        /// A meeting deleted while its details are being written (the clean-up worker held until the delete
+        /// is answered): the details file written after the delete is removed by the clean-up worker, as a
+        /// discard's files are; the loop listed `meetings/` and unlinked it before.
+        @Test func aMeetingDeletedWhileItsDetailsAreWrittenHasThemRemovedOffTheLoop() throws {
+            let directory = TemporaryDirectory("virtual")
+            let daemon = try Self.daemon(directory)
+            let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "session")
+            let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
+            let meeting = try #require(started["meeting"]?.stringValue)
+            let before = BlockingWork.callsOnLoopOnThisThread
+            let gate = try Gate()
+            gate.close()
+            daemon.session.cleanup.run { gate.pass() }
+            _ = try client.result("session.end", ["action": "save"])
+            _ = try watcher.events(until: "session.ended")
+            _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
+            // The details written (the job after the write has run: the write's report is in the mailbox).
+            let written = try BlockingQueue<Bool>(capacity: 1)
+            daemon.session.cleanup.run { written.push(true) }
+            gate.open()
+            #expect(written.pop() == true)
+            #expect(access(directory.path + "/meetings/" + meeting + ".json", F_OK) == 0)
+            let meetings = directory.path + "/meetings"
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while (try? DirectoryListing.names(in: meetings))?.contains(where: { $0.hasPrefix(meeting) }) == true,
+                MonotonicInstant.now() < deadline
+            {
+                daemon.turn(waitingUpTo: 10)
+            }
+            #expect(try !DirectoryListing.names(in: meetings).contains { $0.hasPrefix(meeting) })
             #expect(BlockingWork.callsOnLoopOnThisThread == before)
         }
     #endif

@@ -262,6 +262,8 @@ public struct SessionMachine: Sendable, Equatable {
     private let playsCue: Bool
     /// Set while the save waits for the recording and the recognizer.
     public private(set) var pendingEnding: Ending?
+    /// How the session ended, once it is over.
+    public private(set) var ending: Ending?
     /// The settle timeout while it is armed (and must be cancelled when the parts are done first): which
     /// wait, since when (meeting time) the save has been waiting, and when it passes.
     private var armedSettle: ArmedSettle?
@@ -406,7 +408,7 @@ public struct SessionMachine: Sendable, Equatable {
     /// that does not apply in the current phase is refused and changes nothing.
     mutating func respond(to request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
         guard !isOver else { throw SessionRejection("the session is over") }
-        guard !isStarting else { throw SessionRejection("the meeting is starting") }
+        if isStarting { return try respondWhileStarting(to: request, at: time) }
         guard pendingEnding == nil else { throw SessionRejection("the meeting is being saved") }
         switch request {
         case .next:
@@ -456,16 +458,7 @@ public struct SessionMachine: Sendable, Equatable {
     /// session that is over change nothing.
     mutating func apply(_ event: Event, at time: Double) -> [Effect] {
         guard !isOver else { return [] }
-        if isStarting {
-            // The start reports its parts one after another, within the request that started it: nothing
-            // else can have happened yet.
-            switch event {
-            case .recorderStarted, .recorderFailedToStart, .voiceListenerStarted, .voiceListenerUnavailable,
-                .recognizerStarted, .recognizerFailedToStart:
-                break
-            default: return []
-            }
-        }
+        if isStarting, let effects = applyWhileStarting(event, at: time) { return effects }
         switch event {
         case .recorderStarted(let warnings):
             guard recorder == .starting else { return [] }
@@ -637,6 +630,7 @@ public struct SessionMachine: Sendable, Equatable {
 
     private mutating func complete(_ ending: Ending, at time: Double) -> [Effect] {
         isOver = true
+        self.ending = ending
         record.finish(at: time)
         var final = ending
         var effects: [Effect] = []
@@ -676,7 +670,7 @@ public struct SessionMachine: Sendable, Equatable {
             recorder = .stopped
             effects.append(.abandonRecorder)
         }
-        if playsCue { effects.append(.stopCue) }
+        if playsCue && !isStarting { effects.append(.stopCue) }  // the cue starts with the meeting's first second
         return effects
     }
 
@@ -733,6 +727,54 @@ public struct SessionMachine: Sendable, Equatable {
         roster.giveFloor(to: attendee.id)
         record.beginTurn(attendee, at: time)
         return [.beginTurn(speakerIndex: index, speaker: attendee, at: record.turns.last!.start)]
+    }
+}
+
+// MARK: - Starting
+
+/// The start's wait for the capture device: `startRecorder` opens it off the event loop (an ALSA device, or the
+/// sound server's stream, which may take up to 1.5 s to give up on a hung server), so until `recorderStarted`
+/// or `recorderFailedToStart` comes back, everything else can arrive. Each input is decided here.
+extension SessionMachine {
+    /// A client's request while the meeting starts: only a discard applies (nothing is recorded yet, so there
+    /// is nothing to save, to pause or to hand over); the recording, once open, is abandoned.
+    mutating func respondWhileStarting(to request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
+        switch request {
+        case .end(.discard):
+            return complete(.discarded, at: time)
+        case .end(.save):
+            throw SessionRejection(
+                "the meeting is starting and nothing is recorded yet: discard it (session.end discard), "
+                    + "or save it once session.start has replied")
+        case .next, .pause, .resume, .markAbsent, .markBack:
+            throw SessionRejection("the meeting is starting: try again once session.start has replied")
+        }
+    }
+
+    /// A fact while the meeting starts; nil for the start's own reports, which `apply` takes as ever.
+    mutating func applyWhileStarting(_ event: Event, at time: Double) -> [Effect]? {
+        switch event {
+        case .recorderStarted, .recorderFailedToStart, .voiceListenerStarted, .voiceListenerUnavailable,
+            .recognizerStarted, .recognizerFailedToStart:
+            return nil
+        case .syncUpEdited(let edited):
+            // The first turn goes to the edited sync-up's first attendee: nothing to publish before `started`.
+            syncUp = edited
+            roster.follow(edited.attendees)
+            return []
+        case .syncUpDeleted:
+            return complete(.syncUpDeleted, at: time)
+        case .daemonStopping:
+            // Nothing was recorded: there is no meeting to save.
+            return complete(.discarded, at: time)
+        case .audioTrouble(let message):
+            // The capture thread runs as soon as the device is open, and may report before the open does.
+            return [.publish(.error(message))]
+        case .recognizerReady, .timerTicked, .speechRecognized, .voiceHeard, .speechFailed, .recognizerFinished,
+            .journalFailed, .recorderStopped, .settleTimedOut:
+            // Nothing that reports these runs yet.
+            return []
+        }
     }
 }
 

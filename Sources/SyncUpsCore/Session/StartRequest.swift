@@ -73,6 +73,9 @@ public struct StartRequest: Sendable, Equatable {
     /// still in progress (protocol.md, `session.start`).
     public static func refusal(whileRunning running: SessionMachine) -> String {
         let title = running.syncUp.title
+        if running.isStarting {
+            return "a meeting of \"\(title)\" is starting; end it first (session.end) once it has, or discard it now"
+        }
         return running.pendingEnding != nil
             ? "the last meeting of \"\(title)\" is still being saved; start again once session.ended says it is saved"
             : "a meeting of \"\(title)\" is being recorded; end it first (session.end)"

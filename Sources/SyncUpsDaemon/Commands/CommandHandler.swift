@@ -109,11 +109,9 @@ final class CommandHandler {
             value: {
                 (handler, arguments, _) throws(ProtocolError) in try handler.getTranscript(arguments)
             }),
-        Command(
-            CommandName.sessionStart, ["syncup", "audio", "transcribe", "call", "absent"],
-            value: {
-                (handler, arguments, _) throws(ProtocolError) in try handler.startSession(arguments)
-            }),
+        Command(CommandName.sessionStart, ["syncup", "audio", "transcribe", "call", "absent"]) {
+            (handler, arguments, _) throws(ProtocolError) in try handler.startSession(arguments)
+        },
         Command(CommandName.sessionGet, value: { handler, _, _ in handler.session.json }),
         Command(
             CommandName.sessionNext,
@@ -606,7 +604,7 @@ final class CommandHandler {
 
     // MARK: - Sessions
 
-    private func startSession(_ arguments: Arguments) throws(ProtocolError) -> JSONValue {
+    private func startSession(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         return try session.start(
             syncUp: try arguments.string("syncup"),
             audio: try arguments.optionalBool("audio"),

@@ -2,6 +2,7 @@ import Glibc
 import SyncUpsAudio
 import SyncUpsCore
 import SyncUpsPOSIX
+import SyncUpsProtocol
 import SyncUpsSpeech
 import Synchronization
 
@@ -21,6 +22,11 @@ final class ActiveSession {
     var callAudio = CallAudioState.off("--call-audio off")
     /// Mixes the microphone and the call for the recognizer, while both are recorded.
     var mixer: AudioMixer?
+    /// The recorders the start opened on the clean-up worker, for the stops queued there after it.
+    let openedRecorders = OpenedRecorders()
+    /// The reply to `session.start`, made once the meeting has started (or ended before it did): the
+    /// request's `ReplyBody.later` waits for it on the reply thread.
+    var startReply: BlockingQueue<Result<ReplyBody, ProtocolError>>?
     /// The speech engine the meeting transcribes with (the settings may change for the next one).
     var engineName: String?
     /// Why the recognizer stopped mid-meeting, for the session object (`transcription.error`).
@@ -49,7 +55,7 @@ final class ActiveSession {
 }
 
 /// Why the call is or is not recorded.
-enum CallAudioState {
+enum CallAudioState: Sendable {
     case recording
     /// Not asked for: `--call-audio off`, `--no-call`, a meeting without audio.
     case off(String)

@@ -36,44 +36,6 @@ extension SessionController {
         return .source(name)
     }
 
-    /// Starts recording the call from `name` (before the microphone, which then feeds the mixer), the source the
-    /// machine was handed; records how it went in `session.callAudio`.
-    func startCallRecorder(_ session: ActiveSession, source name: String, warnings: inout [String]) {
-        guard let device = settings.serverCaptureDevice else {
-            // Never: `callSource` settled `.source` within the same request only with a device to open it by.
-            session.callAudio = .failed("the sound server went away")
-            warnings.append("recording without the call: the sound server went away")
-            return
-        }
-        let meetingID = session.meetingID
-        let mixer = AudioMixer(
-            output: { [relay = session.relay] bytes, frame in relay.feedRecognizer(bytes, frame) },
-            channels: { [relay = session.relay] microphone, call, frame in
-                relay.feedChannels(microphone, call, frame)
-            })
-        do {
-            session.callRecorder = try MeetingRecorder(
-                device: device,
-                deviceName: name,
-                wavPath: state.dataDirectory.sidecar(meetingID, MeetingFiles.callAudio),
-                start: session.start,
-                onTrouble: { [mailbox] trouble in mailbox.post(.callRecorder(trouble, meetingID)) },
-                onAudio: { chunk in mixer.feed(1, chunk.bytes, startFrame: chunk.startFrame) }
-            )
-            session.mixer = mixer
-            session.callAudio = .recording
-        } catch {
-            // `RecorderError` speaks of the microphone; this is the call's source.
-            let reason: String
-            switch error {
-            case .device(let error): reason = "cannot open the call's source: \(error)"
-            case .file: reason = error.description
-            }
-            session.callAudio = .failed(reason)
-            warnings.append("recording without the call: \(reason)")
-        }
-    }
-
     /// `session.audio`'s fields about the level of a source: its loudness lately and how long it was silent.
     static func levelFields(_ capture: AudioCapture.Statistics, into object: inout JSONObject) {
         object.append("level", capture.level.map(JSONValue.double) ?? .null)
@@ -141,5 +103,38 @@ extension SessionController {
         object.append("sources", .array(sources))
         object.append("alsaDevice", .string(settings.audioDeviceName))
         return .object(object)
+    }
+}
+
+extension RecorderOpening {
+    /// Opens the call's source (before the microphone, which then feeds the mixer), the source the machine was
+    /// handed; says how it went in `result.callAudio`.
+    func openCall(_ name: String, into result: inout OpenedRecording, warnings: inout [String]) {
+        guard let device = callDevice else {
+            // Never: `callSource` settled `.source` within the same request only with a device to open it by.
+            result.callAudio = .failed("the sound server went away")
+            warnings.append("recording without the call: the sound server went away")
+            return
+        }
+        let relay = relay
+        let mixer = AudioMixer(
+            output: { bytes, frame in relay.feedRecognizer(bytes, frame) },
+            channels: { microphone, call, frame in relay.feedChannels(microphone, call, frame) })
+        do {
+            result.callRecorder = try recorder(device, name, MeetingFiles.callAudio, trouble: Message.callRecorder) {
+                chunk in mixer.feed(1, chunk.bytes, startFrame: chunk.startFrame)
+            }
+            result.mixer = mixer
+            result.callAudio = .recording
+        } catch {
+            // `RecorderError` speaks of the microphone; this is the call's source.
+            let reason: String
+            switch error {
+            case .device(let error): reason = "cannot open the call's source: \(error)"
+            case .file: reason = error.description
+            }
+            result.callAudio = .failed(reason)
+            warnings.append("recording without the call: \(reason)")
+        }
     }
 }

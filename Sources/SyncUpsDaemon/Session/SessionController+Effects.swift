@@ -16,11 +16,12 @@ extension SessionController {
             switch effect {
             case .publish(let notification):
                 publish(notification, session)
+                if notification == .started { answerStart(session) }
             case .warn(let text):
                 logger.warning(text, .syncUp(session.machine.syncUp.id), .meeting(session.meetingID))
                 publish(.error(text), session)
             case .startRecorder(let call):
-                handle(startRecorder(session, call: call), in: session)
+                startRecorder(session, call: call)
             case .startVoiceListener:
                 handle(startVoiceListener(session), in: session)
             case .stopVoiceListener(let keepsLearning):
@@ -66,12 +67,11 @@ extension SessionController {
                     mailbox.post(.recorderStopped(meetingID))
                 }
             case .abandonRecorder:
-                let recorder = session.recorder
-                let callRecorder = session.callRecorder
-                // After the discard's removal of the meeting's temporary files, on the same worker.
+                // After the discard's removal of the meeting's temporary files, on the same worker; and after
+                // the start's open there, so what a meeting discarded while it started opened is stopped too.
+                let opened = session.openedRecorders
                 cleanup.run {
-                    recorder?.stop(keepsFile: false)
-                    callRecorder?.stop(keepsFile: false)
+                    for recorder in opened.takeAll() { recorder.stop(keepsFile: false) }
                 }
             case .finishRecognizer:
                 session.recognition?.finish()

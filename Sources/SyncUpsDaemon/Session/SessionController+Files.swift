@@ -111,8 +111,10 @@ extension SessionController {
     func detailsWritten(_ meeting: Meeting.ID, error: String?) {
         switch state.detailsWrites.report(meeting, failed: error != nil) {
         case .notPending:
-            // Deleted while its details were being written: the file written just now goes too.
-            if error == nil { state.dataDirectory.removeSidecars(of: meeting) }
+            // Deleted while its details were being written: the file written just now goes too, off the loop
+            // as a discard's do.
+            let directory = state.dataDirectory
+            if error == nil { cleanup.run { directory.removeSidecars(of: meeting) } }
         case .written:
             state.writesWorked([.details(meeting)])
             state.whenSaved { [journals] in journals.remove(meeting) }

@@ -13,6 +13,9 @@ import Synchronization
 extension SessionController {
     func receive(_ message: Message) {
         switch message {
+        case .recorderOpened(let opened, let meeting):
+            guard let session = active, session.meetingID == meeting else { return }
+            recorderOpened(opened, in: session)
         case .recorder(let trouble, let meeting):
             guard let session = active, session.meetingID == meeting else { return }
             let text: String

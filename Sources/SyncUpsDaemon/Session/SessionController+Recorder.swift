@@ -12,51 +12,34 @@ import Synchronization
 /// The meeting's recording: the microphone, the call and their mixer, and the speaker encoder that hears it.
 extension SessionController {
     /// `startRecorder`: the microphone (through the sound server when it follows the default there), the call
-    /// from the source the machine was handed, if any, and the mixer that gives the recognizer both.
-    func startRecorder(_ session: ActiveSession, call: String?) -> SessionMachine.Event {
-        var warnings: [String] = []
-        // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
-        // the journal go there, so it comes back as the store brings back the directory itself.
-        try? state.dataDirectory.create()
-        if let call { startCallRecorder(session, source: call, warnings: &warnings) }
+    /// from the source the machine was handed, if any, and the mixer that gives the recognizer both, opened on
+    /// the clean-up worker (an ALSA open, or the sound server's, which waits up to 1.5 s for a hung server, must
+    /// not stop the loop), after what the last meeting queued there (its devices closed first). The fact
+    /// comes back through the mailbox (`recorderOpened`); a meeting ended meanwhile has its recorders stopped by
+    /// `abandonRecorder`, queued on the same worker after this.
+    func startRecorder(_ session: ActiveSession, call: String?) {
         let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
         session.microphoneThroughServer =
             settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
-        let relay = session.relay
-        let mixer = session.mixer
-        let meetingID = session.meetingID
-        do {
-            session.recorder = try MeetingRecorder(
-                device: session.microphoneThroughServer ? server! : settings.captureDevice,
-                deviceName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
-                wavPath: state.dataDirectory.sidecar(meetingID, MeetingFiles.audio),
-                start: session.start,
-                onTrouble: { [mailbox] trouble in mailbox.post(.recorder(trouble, meetingID)) },
-                onAudio: { chunk in
-                    if let mixer {
-                        mixer.feed(0, chunk.bytes, startFrame: chunk.startFrame)
-                    } else {
-                        relay.feed(chunk.bytes, chunk.startFrame)
-                    }
-                }
-            )
-        } catch {
-            session.audioError = error.description
-            // The call alone is not a meeting's recording.
-            session.callRecorder?.stop(keepsFile: false)
-            session.callRecorder = nil
-            session.mixer = nil
-            return .recorderFailedToStart(error.description, warnings: warnings)
-        }
-        if let source = session.callRecorder?.statistics.capture.device,
-            source == session.recorder?.statistics.capture.device
-        {
-            // `--call-audio` naming the default microphone: recorded twice, and the call not at all.
-            warnings.append(
-                "the call's source \(source) is the microphone itself: the call is not recorded (syncupsctl devices lists the monitors)"
-            )
-        }
-        return .recorderStarted(warnings: warnings)
+        let opening = RecorderOpening(
+            microphone: session.microphoneThroughServer ? server! : settings.captureDevice,
+            microphoneName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
+            call: call, callDevice: settings.serverCaptureDevice,
+            directory: state.dataDirectory, meetingID: session.meetingID, start: session.start, relay: session.relay,
+            opened: session.openedRecorders, mailbox: mailbox)
+        cleanup.run { [mailbox] in mailbox.post(.recorderOpened(opening.open(), session: opening.meetingID)) }
+    }
+
+    /// The recording opened off the loop: its recorders become the session's, and the machine hears how it
+    /// went. Nothing for a meeting that ended meanwhile (its `abandonRecorder` stopped them on the worker).
+    func recorderOpened(_ opened: OpenedRecording, in session: ActiveSession) {
+        guard session.machine.recorder == .starting else { return }
+        session.recorder = opened.recorder
+        session.callRecorder = opened.callRecorder
+        session.mixer = opened.mixer
+        if let callAudio = opened.callAudio { session.callAudio = callAudio }
+        session.audioError = opened.audioError
+        handle(opened.fact, in: session)
     }
 
     /// `startVoiceListener`: the speaker encoder on the recording's audio, if there is a voice model.
@@ -71,5 +54,99 @@ extension SessionController {
         else { return .voiceListenerUnavailable("no speaker encoder (\(voices.model.status))") }
         session.relay.voice.withLock { $0 = listener }
         return .voiceListenerStarted
+    }
+}
+
+/// What opening a meeting's recording gave, for the loop: the recorders, how the call went, and the fact.
+struct OpenedRecording: Sendable {
+    var recorder: MeetingRecorder?
+    var callRecorder: MeetingRecorder?
+    var mixer: AudioMixer?
+    /// How the call went, when one was asked for (else as `callSource` settled it).
+    var callAudio: CallAudioState?
+    var audioError: String?
+    var fact: SessionMachine.Event
+}
+
+/// Every recorder a meeting's start opened, for the clean-up worker: `abandonRecorder` stops them even when it
+/// was queued before the loop heard that they opened (a meeting discarded while it started).
+final class OpenedRecorders: Sendable {
+    private let recorders = Mutex<[MeetingRecorder]>([])
+
+    func add(_ recorder: MeetingRecorder) { recorders.withLock { $0.append(recorder) } }
+    func takeAll() -> [MeetingRecorder] {
+        recorders.withLock { recorders in
+            defer { recorders = [] }
+            return recorders
+        }
+    }
+}
+
+/// Opens a meeting's recording, on the clean-up worker: everything it needs, taken on the loop.
+struct RecorderOpening: Sendable {
+    var microphone: CaptureDevice
+    var microphoneName: String
+    /// The call's source, if one is recorded, and the sound server's way to open it (nil: gone meanwhile).
+    var call: String?
+    var callDevice: CaptureDevice?
+    var directory: DataDirectory
+    var meetingID: Meeting.ID
+    var start: MonotonicInstant
+    var relay: RecognitionRelay
+    var opened: OpenedRecorders
+    var mailbox: Mailbox<SessionController.Message>
+
+    typealias Message = SessionController.Message
+
+    /// One source's recorder, into the meeting's file `suffix`, its trouble posted as `trouble` says.
+    func recorder(
+        _ device: CaptureDevice, _ name: String, _ suffix: String,
+        trouble: @escaping @Sendable (MeetingRecorder.Trouble, Meeting.ID) -> Message,
+        onAudio: @escaping @Sendable (AudioChunk) -> Void
+    ) throws(RecorderError) -> MeetingRecorder {
+        let (meetingID, mailbox) = (meetingID, mailbox)
+        let recorder = try MeetingRecorder(
+            device: device, deviceName: name, wavPath: directory.sidecar(meetingID, suffix), start: start,
+            onTrouble: { mailbox.post(trouble($0, meetingID)) }, onAudio: onAudio)
+        opened.add(recorder)
+        return recorder
+    }
+
+    func open() -> OpenedRecording {
+        var warnings: [String] = []
+        // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
+        // the journal go there, so it comes back as the store brings back the directory itself.
+        try? directory.create()
+        var result = OpenedRecording(fact: .recorderStarted(warnings: []))
+        if let call { openCall(call, into: &result, warnings: &warnings) }
+        let (relay, mixer) = (relay, result.mixer)
+        do {
+            result.recorder = try recorder(microphone, microphoneName, MeetingFiles.audio, trouble: Message.recorder) {
+                chunk in
+                if let mixer {
+                    mixer.feed(0, chunk.bytes, startFrame: chunk.startFrame)
+                } else {
+                    relay.feed(chunk.bytes, chunk.startFrame)
+                }
+            }
+        } catch {
+            // The call alone is not a meeting's recording.
+            result.callRecorder?.stop(keepsFile: false)
+            result.callRecorder = nil
+            result.mixer = nil
+            result.audioError = error.description
+            result.fact = .recorderFailedToStart(error.description, warnings: warnings)
+            return result
+        }
+        if let source = result.callRecorder?.statistics.capture.device,
+            source == result.recorder?.statistics.capture.device
+        {
+            // `--call-audio` naming the default microphone: recorded twice, and the call not at all.
+            warnings.append(
+                "the call's source \(source) is the microphone itself: the call is not recorded (syncupsctl devices lists the monitors)"
+            )
+        }
+        result.fact = .recorderStarted(warnings: warnings)
+        return result
     }
 }

@@ -10,7 +10,7 @@ extension SessionController {
     /// `recording "Design" 03:12 · Blob Jr 2/6` for systemd's status line, or nil when no session runs.
     var statusLine: String? {
         guard let machine = active?.machine else { return nil }
-        let verb = machine.phase == .running ? "recording" : machine.phase.rawValue
+        let verb = machine.isStarting ? "starting" : machine.phase == .running ? "recording" : machine.phase.rawValue
         let speaker = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
         // "Cat speaking in Ben's turn": a voice heard that is not the floor holder's.
         var heard = ""

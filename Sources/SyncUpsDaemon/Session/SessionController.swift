@@ -40,6 +40,8 @@ final class SessionController {
 
     /// What the helper threads report.
     enum Message: Sendable {
+        /// The meeting's recording was opened, or failed to be (`startRecorder`).
+        case recorderOpened(OpenedRecording, session: Meeting.ID)
         case recorder(MeetingRecorder.Trouble, Meeting.ID)
         case callRecorder(MeetingRecorder.Trouble, Meeting.ID)
         case recorderStopped(Meeting.ID)
@@ -62,8 +64,9 @@ final class SessionController {
     /// compares this number instead of the settings themselves.
     private(set) var settingsGeneration = 0
     let mailbox: Mailbox<Message>
-    /// Blocking clean-up (joining the audio and cue threads, writing a meeting's details), off the loop while
-    /// its queue has room: a meeting queues two or three jobs and there is one meeting at a time, so its 256
+    /// Blocking work of a meeting's devices and files (opening its capture devices, joining the audio and cue
+    /// threads, writing its details, removing a discarded meeting's files), in order, off the loop while its
+    /// queue has room: a meeting queues a handful of jobs and there is one meeting at a time, so its 256
     /// places do not fill; if they ever did, `SerialWorker.run` would do the job on the loop rather than lose
     /// a meeting's files.
     let cleanup: SerialWorker
@@ -124,8 +127,10 @@ final class SessionController {
 
     // MARK: - Requests
 
+    /// `session.start`: replied to once the meeting has started; that is within the request for a meeting
+    /// without audio, and once its capture device is open (off the loop) for one with.
     func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil, absent: [String] = [])
-        throws(ProtocolError) -> JSONValue
+        throws(ProtocolError) -> ReplyBody
     {
         if let active { throw ProtocolError(.sessionActive, StartRequest.refusal(whileRunning: active.machine)) }
         let syncUp = state.syncUps[try state.index(of: text)]
@@ -176,9 +181,15 @@ final class SessionController {
         logger.info("started a meeting of \"\(syncUp.title)\"", .syncUp(syncUp.id), .meeting(meetingID))
         // The machine starts the recording, the recognizer and the cue, then the timer and the first turn.
         perform(effects, in: session)
-        guard case .object(var reply) = sessionJSON(session) else { return .null }
-        reply["warnings"] = .array(session.machine.startWarnings.map(JSONValue.string))
-        return .object(reply)
+        guard session.machine.isStarting else { return .value(startReplyJSON(session)) }
+        // The capture device opens off the loop: the reply waits for it, the client's later lines for the reply.
+        guard let reply = try? BlockingQueue<Result<ReplyBody, ProtocolError>>(capacity: 1) else {
+            throw ProtocolError(.internalError, "cannot wait for the meeting's start: out of file descriptors")
+        }
+        session.startReply = reply
+        return .later {
+            reply.pop() ?? .failure(ProtocolError(.internalError, "the daemon stopped before the meeting started"))
+        }
     }
 
     /// `session.next`, `pause`, `resume`, `end`: the session object after the request (for `end`, the outcome).
@@ -265,6 +276,7 @@ final class SessionController {
     /// The session is over: the machine's effects have stopped what it ran; what it held is released (the
     /// journal's throttle is the controller's own).
     func finish(_ session: ActiveSession) {
+        refuseStart(session)
         session.journalTimer.map(loop.cancel)
         session.journalTimer = nil
         session.recognition = nil

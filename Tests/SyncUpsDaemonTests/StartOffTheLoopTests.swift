@@ -1,0 +1,172 @@
+import Glibc
+import SyncUpsAudio
+import SyncUpsDaemon
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsTestSupport
+import Synchronization
+import Testing
+
+/// A microphone whose open waits until the test lets it (a sound server that does not answer, a device busy
+/// in the kernel), then opens ALSA's real `null` device. A watchdog opens it after 10 s, so a loop that waits
+/// for the open itself (as it did) makes the test fail instead of hanging it; `wasForced` says so.
+final class HeldMicrophone: Sendable {
+    private final class Flags: Sendable {
+        let opens = Atomic<Int>(0)
+        let released = Atomic<Bool>(false)
+        let forced = Atomic<Bool>(false)
+    }
+
+    let gate: Gate
+    private let flags = Flags()
+    private let watchdog: DedicatedThread
+    private let wake: WakeSignal
+
+    init() throws {
+        let gate = try Gate()
+        gate.close()
+        self.gate = gate
+        let signal = try WakeSignal()
+        wake = signal
+        let flags = flags
+        watchdog = try DedicatedThread(name: "held-microphone") {
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while !flags.released.load(ordering: .sequentiallyConsistent), MonotonicInstant.now() < deadline {
+                _ = signal.wait(timeout: .milliseconds(50))
+            }
+            if !flags.released.load(ordering: .sequentiallyConsistent) {
+                flags.forced.store(true, ordering: .sequentiallyConsistent)
+            }
+            gate.open()
+        }
+    }
+
+    /// How many opens have begun (each waits at the gate while it is closed).
+    var openCount: Int { flags.opens.load(ordering: .sequentiallyConsistent) }
+    /// The watchdog had to open the gate: nobody else could.
+    var wasForced: Bool { flags.forced.load(ordering: .sequentiallyConsistent) }
+
+    func release() {
+        flags.released.store(true, ordering: .sequentiallyConsistent)
+        gate.open()
+        wake.signal()
+    }
+
+    var device: CaptureDevice {
+        CaptureDevice { [flags, gate] (name) throws(AudioError) in
+            flags.opens.add(1, ordering: .sequentiallyConsistent)
+            gate.pass()
+            return try CaptureDevice.alsa.open(name)
+        }
+    }
+
+    deinit {
+        release()
+        watchdog.join()
+    }
+}
+
+/// `session.start` with audio opens the capture device off the loop (on the clean-up worker): the daemon
+/// answers everyone meanwhile, and decides what they ask while the meeting is starting.
+@Suite struct StartOffTheLoopTests {
+    /// A daemon whose microphone's open is held, a one-attendee sync-up, the client that sent `session.start`
+    /// for it (with audio, no transcript), a watcher of `session`, and another client.
+    struct Held {
+        let directory = TemporaryDirectory("held-open")
+        let microphone: HeldMicrophone
+        let daemon: InProcessDaemon
+        let client: LoopClient
+        let watcher: LoopClient
+        let other: LoopClient
+        let id: String
+
+        init() throws {
+            microphone = try HeldMicrophone()
+            daemon = try InProcessDaemon(
+                dataDirectory: directory.path, clock: .manual(startingAt: VirtualTimeTests.start),
+                captureDevice: microphone.device)
+            (client, watcher, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
+            other = LoopClient(try daemon.connect(), daemon)
+            try client.send(
+                #"{"id":"start","cmd":"session.start","args":{"syncup":"\#(id)","audio":true,"transcribe":false}}"#
+                    + "\n")
+            // The open has begun (on the clean-up worker; on the loop itself before, which then waited in it).
+            let deadline = MonotonicInstant.now() + .seconds(20)
+            while microphone.openCount == 0, MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
+        }
+    }
+
+    /// While the microphone's open hangs, another client's `status` is answered and says the meeting is
+    /// starting; its `session.next` and `session.start` are refused with the reason; the start's own reply
+    /// comes once the device is open, as it always was (the session, recording, no warnings). Before, the
+    /// loop itself waited in the open: nobody was answered until it returned.
+    @Test func anotherClientIsAnsweredWhileTheCaptureDeviceOpens() throws {
+        let held = try Held()
+        let (microphone, client, watcher, other, id) = (held.microphone, held.client, held.watcher, held.other, held.id)
+        #expect(microphone.openCount == 1)
+
+        let status = try other.result("status")
+        #expect(!microphone.wasForced, "status was answered only once the open was forced through")
+        #expect(status["session"]?["state"] == "starting")
+        client.drainSocket()
+        #expect(!client.hasLine { $0["id"] == "start" }, "the start replied before its device was open")
+        try other.send(#"{"id":"next","cmd":"session.next"}"# + "\n")
+        let next = try other.reply(to: "next")
+        #expect(next["error"]?["code"] == "invalid_state")
+        #expect(next["error"]?["message"] == "the meeting is starting: try again once session.start has replied")
+        try other.send(#"{"id":"again","cmd":"session.start","args":{"syncup":"\#(id)","audio":false}}"# + "\n")
+        let again = try other.reply(to: "again")
+        #expect(again["error"]?["code"] == "session_active")
+
+        microphone.release()
+        let reply = try client.reply(to: "start")
+        #expect(reply["ok"] == true, "\(JSONWriter().string(reply))")
+        #expect(reply["result"]?["state"] == "running")
+        #expect(reply["result"]?["audio"]?["device"] == "null")
+        #expect(reply["result"]?["audio"]?["recording"] == true)
+        #expect(reply["result"]?["warnings"] == [])
+        _ = try watcher.events(until: "session.started")
+        _ = try client.result("session.end", ["action": "discard"])
+        #expect(microphone.openCount == 1)
+    }
+
+    /// A meeting discarded by another client while its device opens: ended at once (`session.ended`
+    /// discarded), the start's reply says so once the open returns, and the recording it opened is stopped
+    /// and its file removed, off the loop.
+    @Test func aMeetingDiscardedWhileItsDeviceOpensIsAbandoned() throws {
+        let held = try Held()
+        let (microphone, client, watcher, other) = (held.microphone, held.client, held.watcher, held.other)
+        _ = try other.waitForStatus { $0["session"]?["state"] == "starting" }
+        #expect(!microphone.wasForced)
+        _ = try other.result("session.end", ["action": "discard"])
+        let ended = try watcher.events(until: "session.ended")
+        #expect(!ended.contains { $0["event"] == "session.started" })
+        #expect(ended.last?["data"]?["outcome"] == "discarded")
+        #expect(try other.result("status")["session"] == .null)
+
+        microphone.release()
+        let reply = try client.reply(to: "start")
+        #expect(reply["error"]?["code"] == "invalid_state", "\(JSONWriter().string(reply))")
+        // The WAV the open created goes with the recorder's stop, queued after the open.
+        let meetings = held.directory.path + "/meetings"
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while (try? DirectoryListing.names(in: meetings))?.isEmpty == false, MonotonicInstant.now() < deadline {
+            held.daemon.turn(waitingUpTo: 10)
+        }
+        #expect((try? DirectoryListing.names(in: meetings)) ?? [] == [])
+    }
+
+    /// The sync-up deleted while its meeting's device opens: the meeting is discarded, the delete answered,
+    /// and the start's reply says the sync-up is gone (`not_found`).
+    @Test func theSyncUpDeletedWhileItsMeetingStartsRefusesTheStart() throws {
+        let held = try Held()
+        let (microphone, client, watcher, other, id) = (held.microphone, held.client, held.watcher, held.other, held.id)
+        _ = try other.waitForStatus { $0["session"]?["state"] == "starting" }
+        _ = try other.result("syncups.delete", ["id": .string(id)])
+        #expect(try watcher.events(until: "session.ended").last?["data"]?["reason"] == "the sync-up was deleted")
+        microphone.release()
+        let reply = try client.reply(to: "start")
+        #expect(reply["error"]?["code"] == "not_found", "\(JSONWriter().string(reply))")
+        #expect(!microphone.wasForced)
+    }
+}
