@@ -187,7 +187,7 @@ final class SessionController {
             throw ProtocolError(.internalError, "cannot wait for the meeting's start: out of file descriptors")
         }
         session.startReply = reply
-        return .later {
+        return .later { _ in
             reply.pop() ?? .failure(ProtocolError(.internalError, "the daemon stopped before the meeting started"))
         }
     }
