@@ -1,7 +1,11 @@
 # syncupsd: build, run, test. `make run` and `make test` are the two commands a new user needs (README.md).
 
 SWIFT ?= swift
-RELEASE_FLAGS = -c release --static-swift-stdlib
+# The release build. `make deb` builds the package's in a tree of its own ($(PACKAGE_SCRATCH), passed through
+# debian/rules as SYNCUPS_RELEASE_SCRATCH): SwiftPM runs one build at a time per tree, so `make test` builds the
+# packages and the debug build for the tests side by side, neither waiting for the other.
+RELEASE_FLAGS = -c release --static-swift-stdlib $(if $(SYNCUPS_RELEASE_SCRATCH),--scratch-path $(SYNCUPS_RELEASE_SCRATCH))
+PACKAGE_SCRATCH = $(CURDIR)/.build/package-build
 RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 
 # Debian packages: what building and running needs, and what the test suite needs on top.
@@ -89,13 +93,12 @@ run: build
 ## Installs what the tests need, checks formatting, builds, and runs the whole suite; as root, the Debian package
 ## on a clean Debian 12 too (test-deb).
 ## Its parts run side by side, each as soon as what it needs is there (make -j; each part printed whole when it
-## ends, with a line saying when it ran and its CPU; the timeline again at the end). SwiftPM builds one thing at
-## a time in .build, and each build keeps the 2 cores busy, so as root the packages' release build goes first
-## and the debug build after it; meanwhile lint, the venv, the voice model and the clean Debian root (mostly
-## download and unpack). The tests start once the debug build is done, the Swift shares, the adapter's and
-## test-deb side by side: no compiler then competes with them, and their checks wait on real time (test-deb's
-## 1-minute meeting ended on its own during a reinstall slowed by the compiler at load 25). The tests run
-## without make's environment (a make they run must not see -j).
+## ends, with a line saying when it ran and its CPU; the timeline again at the end). At once: lint, the venv, the
+## voice model, the clean Debian root (mostly download and unpack), the debug build for the tests and, as root, the
+## packages' release build (in a tree of its own, see RELEASE_FLAGS: SwiftPM builds one thing at a time per tree).
+## The adapter's tests need only the venv; test-deb only the two .debs and the clean root; the Swift shares the
+## debug build, the venv and the voice model. The tests run without make's environment (a make they run must
+## not see -j).
 ADAPTER_TESTS = cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
 AS_ROOT := $(filter 0,$(shell id -u))
 TEST_TIMELINE = $(CURDIR)/.build/test-timeline
@@ -119,16 +122,16 @@ test-voice:
 	@scripts/timed voice-model $(MAKE) --no-print-directory voice-test-model
 test-deb-built:
 	@scripts/timed packages $(MAKE) --no-print-directory test-deb-packages
-test-build: $(if $(AS_ROOT),test-deb-built)
+test-build:
 	@scripts/timed debug-build $(SWIFT) build --build-tests
 test-swift: test-build test-whisper test-voice
 	@SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) \
 		scripts/timed swift-tests $(WITHOUT_MAKE) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
-test-adapter: test-whisper test-build
+test-adapter: test-whisper
 	@scripts/timed adapter $(WITHOUT_MAKE) sh -c '$(ADAPTER_TESTS)'
 test-deb-root:
 	@scripts/timed clean-root scripts/test-deb --make-root $(TEST_DEB_ROOT)
-test-deb-run: test-deb-built test-deb-root test-build
+test-deb-run: test-deb-built test-deb-root
 	@scripts/timed test-deb $(WITHOUT_MAKE) $(TEST_DEB) $(TEST_DEB_ROOT)
 
 ## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
@@ -261,7 +264,7 @@ install: man
 
 ## The Debian package, syncupsd_VERSION_ARCH.deb in this directory, from debian/ with Debian's own tools
 ## (dpkg-buildpackage, debhelper; dpkg-shlibdeps finds the dependencies), then lintian on it, which must report
-## no warning or error. It reuses the release build; the .deb, .buildinfo and .changes are made in .build/deb.
+## no warning or error. Its release build is in a tree of its own (PACKAGE_SCRATCH); the .deb, .buildinfo and .changes are made in .build/deb.
 ## DEB_VERSION gives the package another version (`make test-deb` builds an older one from the same tree).
 VERSION := $(shell sed -n 's/.*static let current = "\(.*\)"/\1/p' Sources/SyncUpsProtocol/Wire.swift)
 DEB_VERSION ?= $(VERSION)
@@ -271,7 +274,8 @@ deb: deps-deb
 	@[ "$$(dpkg-parsechangelog -S Version)" = "$(VERSION)" ] || \
 		{ echo "debian/changelog is not at $(VERSION), the version in Sources/SyncUpsProtocol/Wire.swift" >&2; exit 1; }
 	@mkdir -p .build/deb
-	SYNCUPS_DEB_DESTDIR=$(CURDIR)/.build/deb SYNCUPS_DEB_VERSION=$(DEB_VERSION) dpkg-buildpackage -b -us -uc \
+	SYNCUPS_DEB_DESTDIR=$(CURDIR)/.build/deb SYNCUPS_DEB_VERSION=$(DEB_VERSION) SYNCUPS_RELEASE_SCRATCH=$(PACKAGE_SCRATCH) \
+		dpkg-buildpackage -b -us -uc \
 		--buildinfo-file=.build/deb/syncupsd_$(DEB_VERSION)_$(DEB_ARCH).buildinfo --buildinfo-option=-u.build/deb \
 		--changes-file=.build/deb/syncupsd_$(DEB_VERSION)_$(DEB_ARCH).changes --changes-option=-u.build/deb
 	ln -f .build/deb/$(DEB_FILE) $(DEB_FILE)

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import SyncUpsAudio
 import SyncUpsCore
@@ -31,7 +32,9 @@ public final class InProcessDaemon {
     /// A daemon on `dataDirectory` with no audio, no cue and no speech engine. `readPauseThreshold` is the
     /// unsent output at which a client's reading pauses, and `limits` the server's (smaller in tests, to reach
     /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests); `clock` is the
-    /// loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds);
+    /// loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds,
+    /// and the wall clock moves with it: `wallClock()` plus the virtual time passed, which the schedules'
+    /// reminders are timed by);
     /// `fileSystem` the data files' (a `FaultyFileSystem` in tests, to fill the disk at a chosen moment);
     /// `captureDevice` opens the microphone of a meeting with audio (ALSA's `null` device unless given).
     public init(
@@ -39,7 +42,14 @@ public final class InProcessDaemon {
         limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system,
         clock: EventLoop.Clock = .monotonic, fileSystem: FileSystem = .live, captureDevice: CaptureDevice = .alsa
     ) throws {
-        loop = try EventLoop(clock: clock)
+        let loop = try EventLoop(clock: clock)
+        self.loop = loop
+        var wallClock = wallClock
+        if case .manual(let start) = clock {
+            let given = wallClock
+            let time = LoopTime(loop: loop)
+            wallClock = WallClock { given().addingTimeInterval((time.loop.now() - start).seconds) }
+        }
         server = Server(
             loop: loop, limits: limits, version: SyncUpsVersion.current, logger: logger,
             readPauseThreshold: readPauseThreshold)
@@ -198,4 +208,11 @@ public final class InProcessDaemon {
             received.append(contentsOf: buffer[0..<count])
         }
     }
+}
+
+/// The loop, for a wall clock that reads its manual time: `WallClock` is `Sendable`, the loop is not, but the
+/// daemon reads its wall clock on the loop's thread only (an `InProcessDaemon` runs on its test's).
+private final class LoopTime: @unchecked Sendable {
+    let loop: EventLoop
+    init(loop: EventLoop) { self.loop = loop }
 }

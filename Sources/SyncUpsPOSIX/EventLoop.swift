@@ -151,6 +151,10 @@ public final class EventLoop {
     /// The loop's clock: CLOCK_MONOTONIC, or the manual clock's time.
     public func now() -> MonotonicInstant { manualNow ?? .now() }
 
+    /// Whether time moves only by `advanceTime(by:)` (`.manual`): a timer on another clock (`WallClockTimer`)
+    /// then goes through the loop's own.
+    public var hasManualClock: Bool { manualNow != nil }
+
     /// Moves the manual clock on by `duration`: each timer due by then fires in deadline order with the
     /// clock at its deadline, and so does what it schedules within the span; the work it defers runs before
     /// the next timer, as a turn of the loop would run it. Only for a loop made with `.manual`.

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import SyncUpsJSON
 import SyncUpsPOSIX
@@ -401,5 +402,36 @@ import Testing
         }
         #expect(try producer.result("status")["subscribers"] == 1)
         return (sleeper, producer)
+    }
+
+    /// A stand-up's reminder shows at its lead on the wall clock (a minute before a 09:01 start), not a second
+    /// before and not after; the wall clock moves with the loop's virtual time, and the scheduler's wall-clock
+    /// timer is one of the loop's. (`ScheduleCommandTests` shows the reminder on a real session bus.)
+    @Test func aReminderShowsAtItsLeadOnTheWallClockNotASecondBefore() throws {
+        let directory = TemporaryDirectory("reminder")
+        // Monday 3 May 2027, 08:59:30 UTC: the reminder of a 09:01 start with a minute's lead is 30 s away.
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.path, wallClock: .fixed(Date(timeIntervalSince1970: 1_809_334_770)),
+            clock: .manual(startingAt: Self.start))
+        let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "daemon")
+        let set = try client.result(
+            "schedule.set", ["syncup": .string(id), "schedule": "daily 09:01", "timeZone": "UTC", "reminder": 1])
+        #expect(set["inSeconds"] == 90)
+
+        daemon.advanceTime(by: .seconds(29))
+        watcher.drainSocket()
+        #expect(!watcher.hasLine { $0["event"] == "schedule.reminder" }, "a second before its time")
+        daemon.advanceTime(by: .seconds(1))
+        watcher.drainSocket()
+        let reminder = try #require(try watcher.events(until: "schedule.reminder").last?["data"])
+        #expect(reminder["startSeconds"] == 1_809_334_860)
+        #expect(reminder["late"] == false)
+        #expect(reminder["title"] == "Solo")
+        // Once: the next is tomorrow's.
+        daemon.advanceTime(by: .seconds(3600))
+        watcher.drainSocket()
+        #expect(!watcher.hasLine { $0["event"] == "schedule.reminder" })
+        // 10:00:00 now: tomorrow's 09:01 is 23 h 1 min away.
+        #expect(try client.result("status")["next"]?["inSeconds"] == 82_860)
     }
 }

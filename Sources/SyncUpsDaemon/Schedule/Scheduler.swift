@@ -97,11 +97,12 @@ final class Scheduler {
         self.state = state
         self.logger = logger
         self.path = FilePath.join(directory.path, Self.fileName)
-        self.now = { Int64(wallClock().timeIntervalSince1970.rounded(.down)) }
+        let now = { Int64(wallClock().timeIntervalSince1970.rounded(.down)) }
+        self.now = now
         self.wallClock = wallClock
         self.systemZone = TimeZones.systemName(environment: environment)
         writer = RetryingFileWriter(loop: loop, threadName: "syncups-sched", writing: path, logger: logger)
-        timer = try? WallClockTimer(loop: loop) { [unowned self] clockWasSet in
+        timer = try? WallClockTimer(loop: loop, now: now) { [unowned self] clockWasSet in
             if clockWasSet { logger.info("the wall clock was set: planning the stand-ups' reminders again") }
             evaluate()
         }
