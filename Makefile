@@ -95,10 +95,10 @@ run: build
 ## Its parts run side by side, each as soon as what it needs is there (make -j; each part printed whole when it
 ## ends, with a line saying when it ran and its CPU; the timeline again at the end). At once: lint, the venv, the
 ## voice model, the clean Debian root (mostly download and unpack), the debug build for the tests and, as root, the
-## packages' release build (in a tree of its own, see RELEASE_FLAGS: SwiftPM builds one thing at a time per tree).
-## Beside the release build, mostly one compiler at a time (whole modules, one after another), the debug build
-## runs at the idle scheduling priority (`chrt --idle`; SwiftPM resets nice): it takes the core the release build
-## leaves, and both at once at one priority slowed each other (7 m 46 s against 7 m 11 s one after the other).
+## packages' release build (in a tree of its own, see RELEASE_FLAGS), then the debug build: on 2 cores the two
+## side by side slowed each other, at one priority or with either at the idle one (clean-clone runs of 7 m 46 s,
+## 8 m 1 s and 7 m 32 s against 7 m 11 s one after the other), and the release build first lets test-deb run
+## beside the debug build.
 ## The adapter's tests need only the venv; test-deb only the two .debs and the clean root; the Swift shares the
 ## debug build, the venv and the voice model. The tests run without make's environment (a make they run must
 ## not see -j).
@@ -125,8 +125,8 @@ test-voice:
 	@scripts/timed voice-model $(MAKE) --no-print-directory voice-test-model
 test-deb-built:
 	@scripts/timed packages $(MAKE) --no-print-directory test-deb-packages
-test-build:
-	@scripts/timed debug-build $(if $(AS_ROOT),chrt --idle 0) $(SWIFT) build --build-tests
+test-build: $(if $(AS_ROOT),test-deb-built)
+	@scripts/timed debug-build $(SWIFT) build --build-tests
 test-swift: test-build test-whisper test-voice
 	@SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) \
 		scripts/timed swift-tests $(WITHOUT_MAKE) scripts/run-tests "$$($(SWIFT) build --show-bin-path)"
