@@ -170,6 +170,16 @@ import Testing
         let (client, watcher, id, meeting) = try VirtualTimeTests.meetingWhoseDetailsFail(daemon, in: directory)
         // Its journal cannot be removed either: a directory, not empty, in its place.
         let journal = directory.path + "/meetings/" + meeting + ".recording.json"
+        // Its final version, queued when the details failed, is written on the journal's thread: the
+        // obstruction replaces it once that thread is done (before, the test raced the write: 1 run in 8 under
+        // load found the file renamed back over the obstruction's place).
+        let caughtUp = try ChangeSignal()
+        let isCaughtUp = Atomic(false)
+        daemon.journals.whenDone {
+            isCaughtUp.store(true, ordering: .sequentiallyConsistent)
+            caughtUp.changed()
+        }
+        #expect(caughtUp.wait { isCaughtUp.load(ordering: .sequentiallyConsistent) })
         #expect(unlink(journal) == 0 && mkdir(journal, 0o700) == 0 && mkdir(journal + "/in-the-way", 0o700) == 0)
         _ = try client.result("meetings.delete", ["syncup": .string(id), "meeting": .string(meeting)])
         let events = try watcher.take {
