@@ -1,11 +1,12 @@
 import Glibc
 import SyncUpsAudio
-import SyncUpsDaemon
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
 import Synchronization
 import Testing
+
+@testable import SyncUpsDaemon
 
 /// A microphone whose open waits until the test lets it (a sound server that does not answer, a device busy
 /// in the kernel), then opens ALSA's real `null` device. A watchdog opens it after 10 s, so a loop that waits
@@ -168,5 +169,18 @@ final class HeldMicrophone: Sendable {
         let reply = try client.reply(to: "start")
         #expect(reply["error"]?["code"] == "not_found", "\(JSONWriter().string(reply))")
         #expect(!microphone.wasForced)
+    }
+
+    /// The daemon stopping (SIGTERM) while the microphone's open hangs: the starting meeting is discarded and
+    /// the stop waits for the clean-up worker only up to its bound, so a device hung in the kernel cannot keep
+    /// the daemon running until systemd kills it. Before, the stop joined the worker, waiting in the open for
+    /// as long as it hung (here until the watchdog forced it through).
+    @Test func stoppingWhileTheCaptureDeviceHangsInItsOpenDoesNotWaitForIt() throws {
+        let held = try Held()
+        held.daemon.session.settings.shutdownCleanupTimeout = .milliseconds(200)
+        _ = try held.other.waitForStatus { $0["session"]?["state"] == "starting" }
+        held.daemon.session.shutDown()
+        #expect(!held.microphone.wasForced, "the stop waited until the watchdog forced the open through")
+        #expect(held.daemon.session.active == nil)
     }
 }

@@ -63,6 +63,8 @@ extension SessionController {
             journalWritten(meeting, error: error)
         case .journalRemoved(let meeting, let error):
             journalRemoved(meeting, error: error)
+        case .cleanupCaughtUp:
+            isCleanupCaughtUp = true  // the wait at shutdown (`finishCleanup`)
         }
     }
 

@@ -36,6 +36,9 @@ final class SessionController {
         var settleTimeout: Duration = .seconds(20)
         /// The same wait when the daemon is stopping: shorter, well inside systemd's 30 s to stop.
         var shutdownSettleTimeout: Duration = .seconds(5)
+        /// How long stopping waits, after that, for the clean-up worker's work (a saved meeting's details being
+        /// written, a capture device being opened or closed): with both, well inside systemd's 30 s.
+        var shutdownCleanupTimeout: Duration = .seconds(10)
     }
 
     /// What the helper threads report.
@@ -53,6 +56,8 @@ final class SessionController {
         case journalWritten(Meeting.ID, error: SystemError?)
         /// A journal's removal went (error nil) or failed, and is retried.
         case journalRemoved(Meeting.ID, error: SystemError?)
+        /// The clean-up worker has done what was queued before the daemon began to stop.
+        case cleanupCaughtUp
     }
 
     let loop: EventLoop
@@ -70,6 +75,8 @@ final class SessionController {
     /// places do not fill; if they ever did, `SerialWorker.run` would do the job on the loop rather than lose
     /// a meeting's files.
     let cleanup: SerialWorker
+    /// The clean-up worker has done what was queued before the stop (`finishCleanup`).
+    var isCleanupCaughtUp = false
     /// The running meeting's journal, written off the loop.
     let journals: JournalWriter
     private(set) var active: ActiveSession?
@@ -232,46 +239,6 @@ final class SessionController {
 
     /// The meeting's time in nanoseconds, the machine's clock.
     func elapsed(_ session: ActiveSession) -> Int64 { (loop.now() - session.start).nanoseconds }
-
-    /// What ends the wait at shutdown early: a descriptor that becomes readable when it may have happened
-    /// (the daemon's signalfd), and the check (a second SIGTERM or SIGINT, as swift-service-lifecycle does).
-    struct ShutdownInterrupt {
-        var descriptor: FileDescriptor
-        var hasHappened: () -> Bool
-    }
-
-    /// The daemon is stopping: the machine saves the meeting so far, flagged as interrupted. The loop no
-    /// longer runs, so this waits here for the helpers' reports (the recording's end, the recognizer's last
-    /// words) until the machine is done or its shorter settle timeout passes, or until `interrupt` happens:
-    /// then the meeting is saved at once with what the recognizer gave so far.
-    func shutDown(interrupt: ShutdownInterrupt? = nil) {
-        defer {
-            // What is still being cleaned up (a meeting saved just before, its details being written) ends
-            // before the process does, and its report is handled (removing that meeting's journal).
-            cleanup.finish()
-            drainMailboxNow()
-        }
-        guard let session = active else { return }
-        logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
-        handle(.daemonStopping, in: session)
-        while active === session {
-            if let interrupt, interrupt.hasHappened() {
-                logger.warning(
-                    "asked again to stop: saving the meeting now, without waiting for the recognizer's last words",
-                    .meeting(session.meetingID))
-                handle(.settleTimedOut, in: session)
-                break
-            }
-            // The machine's settle deadline; none armed (nothing to wait for) is the same as one passed.
-            let deadline = session.machine.settleDeadline.map { instant(session, $0.at) } ?? loop.now()
-            let remaining = deadline - loop.now()
-            guard remaining > .zero else {
-                settleTimedOut(session)
-                break
-            }
-            if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
-        }
-    }
 
     /// The session is over: the machine's effects have stopped what it ran; what it held is released (the
     /// journal's throttle is the controller's own).

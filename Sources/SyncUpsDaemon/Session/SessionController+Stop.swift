@@ -1,0 +1,73 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsAudio
+import SyncUpsCore
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsPersistence
+import SyncUpsProtocol
+import SyncUpsSpeech
+import Synchronization
+
+/// The daemon is stopping: the meeting is saved, and what its helpers still do is waited for, within bounds.
+extension SessionController {
+    /// What ends the wait at shutdown early: a descriptor that becomes readable when it may have happened
+    /// (the daemon's signalfd), and the check (a second SIGTERM or SIGINT, as swift-service-lifecycle does).
+    struct ShutdownInterrupt {
+        var descriptor: FileDescriptor
+        var hasHappened: () -> Bool
+    }
+
+    /// The daemon is stopping: the machine saves the meeting so far, flagged as interrupted. The loop no
+    /// longer runs, so this waits here for the helpers' reports (the recording's end, the recognizer's last
+    /// words) until the machine is done or its shorter settle timeout passes, or until `interrupt` happens:
+    /// then the meeting is saved at once with what the recognizer gave so far.
+    func shutDown(interrupt: ShutdownInterrupt? = nil) {
+        defer { finishCleanup(interrupt: interrupt) }
+        guard let session = active else { return }
+        logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
+        handle(.daemonStopping, in: session)
+        while active === session {
+            if let interrupt, interrupt.hasHappened() {
+                logger.warning(
+                    "asked again to stop: saving the meeting now, without waiting for the recognizer's last words",
+                    .meeting(session.meetingID))
+                handle(.settleTimedOut, in: session)
+                break
+            }
+            // The machine's settle deadline; none armed (nothing to wait for) is the same as one passed.
+            let deadline = session.machine.settleDeadline.map { instant(session, $0.at) } ?? loop.now()
+            let remaining = deadline - loop.now()
+            guard remaining > .zero else {
+                settleTimedOut(session)
+                break
+            }
+            if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
+        }
+    }
+
+    /// What is still being cleaned up (a meeting saved just before, its details being written) ends before the
+    /// process does, and its report is handled (removing that meeting's journal); but a device hung in the
+    /// kernel (an open or a read that never returns) must not keep the daemon from stopping: after
+    /// `shutdownCleanupTimeout`, or a second SIGTERM, it stops without the rest. What was cut short is what a
+    /// kill -9 would leave: a meeting's journal stays until its details are written, and the next start
+    /// recovers it.
+    private func finishCleanup(interrupt: ShutdownInterrupt?) {
+        isCleanupCaughtUp = false
+        cleanup.run { [mailbox] in mailbox.post(.cleanupCaughtUp) }
+        let deadline = MonotonicInstant.now() + settings.shutdownCleanupTimeout
+        while !isCleanupCaughtUp {
+            let remaining = deadline - MonotonicInstant.now()
+            if remaining <= .zero || interrupt?.hasHappened() == true {
+                logger.warning(
+                    "stopping without waiting any longer for the last meeting's clean-up (a device that does not answer, or a slow disk); the next start recovers what it was writing"
+                )
+                drainMailboxNow()
+                return
+            }
+            if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
+        }
+        cleanup.finish()
+        drainMailboxNow()
+    }
+}
