@@ -177,6 +177,9 @@ public final class InProcessDaemon {
         return (connections.map { ($0.input.capacity, $0.output.capacity) }, server.spareOutputCapacity)
     }
 
+    /// How many connections are of clients gone (`ConnectionState.Input.gone`), their lines still carried out.
+    var goneConnections: Int { server.connections.values.count { $0.state.isPeerGone } }
+
     /// How many `send` calls the server has made to its clients so far.
     public var sendCalls: Int { server.sendCalls }
     /// How many times a connection's reading was paused for its unsent output.

@@ -32,6 +32,10 @@ import Testing
         for (hold, reach) in holds {
             all.append((.open(hold, .open), state(reach.map { [$0] } ?? [])))
             all.append((.open(hold, .closed), state([.inputEnded] + (reach.map { [$0] } ?? []))))
+            // Gone while paused goes on unpaused: its output was dropped.
+            if hold != .pausedForOutput {
+                all.append((.open(hold, .gone), state([.peerGone] + (reach.map { [$0] } ?? []))))
+            }
         }
         all.append((.draining, state([.dropped])))
         all.append((.cutOff, state([.outputOverLimit])))
@@ -43,6 +47,7 @@ import Testing
     static let facts: [Fact] = [
         .outputPassedPauseThreshold, .outputReadDown, .turnBudgetSpent, .loopPolled,
         .replyDeferred(id: "q", job: job), .deferredReplyMade, .inputEnded, .dropped, .outputOverLimit, .closed,
+        .peerGone,
     ]
 
     /// A short name for a phase. No `default`: a new phase, hold or input does not compile here until it
@@ -61,6 +66,7 @@ import Testing
                 switch input {
                 case .open: "open"
                 case .closed: "closed"
+                case .gone: "gone"
                 }
             return "\(holdName)/\(inputName)"
         case .draining: return "draining"
@@ -82,6 +88,7 @@ import Testing
         case .dropped: "dropped"
         case .outputOverLimit: "overLimit"
         case .closed: "closed"
+        case .peerGone: "peerGone"
         }
     }
 
@@ -100,6 +107,7 @@ import Testing
         case .sendErrorThenClose(let job): return "sendError" + cancel(job)
         case .closeOnItsTurn(let job): return "closeOnItsTurn" + cancel(job)
         case .release(let job): return "release" + cancel(job)
+        case .finishInput(let job): return "finishInput" + cancel(job)
         }
     }
 
@@ -118,52 +126,78 @@ import Testing
         "none/open": [
             "→paused/open interest", "!", "→yielding/open interest", "!", "→awaiting/open interest", "!",
             "→none/closed none", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+            "→none/gone finishInput",
         ],
         "none/closed": [
             "→paused/closed interest", "!", "→yielding/closed interest", "!", "→awaiting/closed interest", "!",
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+            "→none/gone finishInput",
         ],
         "paused/open": [
             "!", "→none/open resumeInput", "!", "!", "!", "!",
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+            "→none/gone finishInput",
         ],
         "paused/closed": [
             "!", "→none/closed resumeInput", "!", "!", "!", "!",
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+            "→none/gone finishInput",
         ],
         "yielding/open": [
             "!", "!", "!", "→none/open handleInput", "!", "!",
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+            "→yielding/gone finishInput",
         ],
         "yielding/closed": [
             "!", "!", "!", "→none/closed handleInput", "!", "!",
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+            "→yielding/gone finishInput",
         ],
         "awaiting/open": [
             "!", "!", "!", "!", "!", "→none/open queueReply(r)",
             "!", "→draining sendError+cancel", "→cutOff closeOnItsTurn+cancel", "→closed release+cancel",
+            "→awaiting/gone finishInput+cancel",
         ],
         "awaiting/closed": [
             "!", "!", "!", "!", "!", "→none/closed queueReply(r)",
             "!", "→draining sendError+cancel", "→cutOff closeOnItsTurn+cancel", "→closed release+cancel",
+            "→awaiting/gone finishInput+cancel",
         ],
         "draining": [
             "!", "!", "!", "!", "!", "= discardReply",
             "!", "!", "→cutOff closeOnItsTurn", "→closed release",
+            "→closed release",
         ],
         "cutOff": [
             "!", "!", "!", "= none", "!", "= discardReply",
             "!", "!", "= none", "→closed release",
+            "→closed release",
         ],
         "closed": [
             "!", "!", "!", "= none", "!", "= discardReply",
             "!", "!", "!", "= none",
+            "= none",
+        ],
+        "none/gone": [
+            "!", "!", "→yielding/gone interest", "!", "→awaiting/gone interest", "!",
+            "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+            "= none",
+        ],
+        "yielding/gone": [
+            "!", "!", "!", "→none/gone handleInput", "!", "!",
+            "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+            "= none",
+        ],
+        "awaiting/gone": [
+            "!", "!", "!", "!", "!", "→none/gone queueReply(r)",
+            "!", "→draining sendError+cancel", "→cutOff closeOnItsTurn+cancel", "→closed release+cancel",
+            "= none",
         ],
     ]
 
     @Test func everyPhaseIsReachedByItsFacts() {
         for (phase, state) in Self.reachable { #expect(state.phase == phase) }
-        #expect(Self.reachable.count == 11)
+        #expect(Self.reachable.count == 14)
         #expect(ConnectionState().phase == .open(.none, .open))
     }
 
@@ -194,7 +228,7 @@ import Testing
     /// the deferred reply of B3 (five abandoned 22 MB reads made for nobody).
     @Test func whatEndsTheWaitForAReplyButTheReplyCancelsItsJob() {
         let awaiting = Self.reachable.filter { if case .open(.awaitingReply, _) = $0.0 { true } else { false } }
-        #expect(awaiting.count == 2)
+        #expect(awaiting.count == 3)
         for (_, start) in awaiting {
             for fact in [Fact.dropped, .outputOverLimit, .closed] {
                 var state = start
@@ -213,25 +247,25 @@ import Testing
     @Test func onlyAnOpenUnheldConnectionReadsAndOnlyAnUnheldOneHandlesInput() {
         for (phase, state) in Self.reachable {
             #expect(state.isReading == (phase == .open(.none, .open)), "\(phase)")
-            #expect(state.handlesInput == (phase == .open(.none, .open) || phase == .open(.none, .closed)), "\(phase)")
+            let isUnheld: Bool = if case .open(.none, _) = phase { true } else { false }
+            #expect(state.handlesInput == isUnheld, "\(phase)")
             #expect(state.isClosed == (phase == .closed), "\(phase)")
             #expect(state.acceptsOutput == (phase != .cutOff && phase != .closed), "\(phase)")
         }
     }
 
-    /// A hang-up closes the connection at once only when nobody is left to answer: its reply is being made,
-    /// or it had already shut its sending side (a half-closed subscriber has gone away). Otherwise the
-    /// server reads, to see the end of input or what came before it.
-    @Test func aHangUpClosesOnlyWhenNobodyIsLeftToAnswer() {
+    /// A hang-up (both directions shut) of an open connection means its client is gone: what it sent is
+    /// carried out all the same (`peerGone`); one cut off is closed; otherwise there is nothing to read.
+    @Test func aHangUpCarriesOutWhatTheClientSentUnlessItWasCutOff() {
         for (phase, start) in Self.reachable {
             let state = start
-            let action = state.hungUp()
-            let closes: Bool
+            let expected: ConnectionState.HangUpAction
             switch phase {
-            case .open(.awaitingReply, _), .open(_, .closed), .cutOff: closes = true
-            default: closes = false
+            case .open(_, .open), .open(_, .closed): expected = .peerGone
+            case .cutOff: expected = .close
+            case .open(_, .gone), .draining, .closed: expected = .read
             }
-            #expect(action == (closes ? .close : .read), "\(phase)")
+            #expect(state.hungUp() == expected, "\(phase)")
             #expect(state.phase == phase)
         }
     }
@@ -252,6 +286,10 @@ import Testing
                         case .closed: expected = .wait
                         case .cutOff: expected = .cutOff
                         case .draining: expected = unsent == 0 ? .close(releasesBuffer: true) : .wait
+                        case .open(let hold, .gone):
+                            expected =
+                                hold == .none && !hasPendingInput
+                                ? .close(releasesBuffer: true) : .idle(releasesBuffer: hold == .none)
                         case .open(let hold, let input):
                             let isDone =
                                 hold.job == nil && input == .closed && !hasPendingInput && !isSubscriber

@@ -48,6 +48,10 @@ struct ConnectionState: Equatable {
         /// The client shut its sending side: the connection ends once every line it sent is answered, unless
         /// it subscribes (`echo subscribe | socat …` keeps following events).
         case closed
+        /// The client is gone (it closed its socket, or a send found it closed): every line it sent before is
+        /// still carried out, in order, and its replies are discarded; the connection ends once they are. A
+        /// script that writes its requests and closes without reading loses none of them.
+        case gone
     }
 
     enum Phase: Equatable {
@@ -130,6 +134,8 @@ struct ConnectionState: Equatable {
         case dropped
         /// Its unread output would pass the output limit.
         case outputOverLimit
+        /// The client is gone: it hung up, or a send found it closed.
+        case peerGone
         /// The server closes it.
         case closed
     }
@@ -156,6 +162,10 @@ struct ConnectionState: Equatable {
         case closeOnItsTurn(cancel: ReplyJob?)
         /// Give back its descriptor, watch, timer and subscriptions.
         case release(cancel: ReplyJob?)
+        /// The client is gone: read what it sent before (all in the socket now), stop watching the socket,
+        /// drop its output and subscriptions, and carry out its lines (on the loop's next turn, or when its
+        /// hold ends). `cancel`: a reply being made that nobody will read.
+        case finishInput(cancel: ReplyJob?)
     }
 
     /// What a fact does in a phase.
@@ -174,6 +184,9 @@ struct ConnectionState: Equatable {
     /// until it is decided there too.
     static func transition(from phase: Phase, on fact: Fact) -> Transition {
         switch (phase, fact) {
+        // A gone client's output is dropped as it is queued (`Server.sendQueued`): it never fills up.
+        case (.open(.none, .gone), .outputPassedPauseThreshold):
+            return .impossible
         // Holds start only from a connection that handles its input: the server's input loop runs only then.
         case (.open(.none, let input), .outputPassedPauseThreshold):
             return .move(to: .open(.pausedForOutput, input), .updateInterest)
@@ -204,6 +217,18 @@ struct ConnectionState: Equatable {
             return .ignore(.discardReply)
         case (.open, .deferredReplyMade):
             return .impossible
+
+        // A client gone: what it sent is still carried out, unread replies dropped; a hold goes on to its end,
+        // but the output it waited for is dropped with the rest, so a paused reader goes on at once.
+        case (.open(.pausedForOutput, .open), .peerGone), (.open(.pausedForOutput, .closed), .peerGone):
+            return .move(to: .open(.none, .gone), .finishInput(cancel: nil))
+        case (.open(let hold, .open), .peerGone), (.open(let hold, .closed), .peerGone):
+            return .move(to: .open(hold, .gone), .finishInput(cancel: hold.job))
+        case (.open(_, .gone), .peerGone), (.closed, .peerGone):
+            return .ignore(.none)
+        case (.draining, .peerGone), (.cutOff, .peerGone):
+            // Its lines were dropped already: nothing left to carry out.
+            return .move(to: .closed, .release(cancel: nil))
 
         // The end of input is read only while reading.
         case (.open(.none, .open), .inputEnded):
@@ -256,16 +281,24 @@ struct ConnectionState: Equatable {
     enum HangUpAction: Equatable {
         /// Read: the end of input, or what arrived before it.
         case read
-        /// Nobody is left to answer: a reply being made has no reader (and the hang-up would be reported on
-        /// every turn until it came), or both directions are shut.
+        /// The client is gone, both directions shut: carry out what it sent (`Fact.peerGone`).
+        case peerGone
+        /// Cut off: nothing it sent is carried out.
         case close
     }
 
     func hungUp() -> HangUpAction {
         switch phase {
-        case .open(.awaitingReply, _), .open(_, .closed), .cutOff: .close
-        case .open, .draining, .closed: .read
+        case .open(_, .open), .open(_, .closed): .peerGone
+        case .cutOff: .close
+        // Gone: its socket is no longer watched. Draining: its error line's send finds it gone and closes it.
+        case .open(_, .gone), .draining, .closed: .read
         }
+    }
+
+    /// The client is gone: its output is dropped, not sent.
+    var isPeerGone: Bool {
+        if case .open(_, .gone) = phase { true } else { false }
     }
 
     /// What to do once a send left `unsent` bytes.
@@ -290,6 +323,10 @@ struct ConnectionState: Equatable {
         case .closed: return .wait
         case .cutOff: return .cutOff
         case .draining: return unsent == 0 ? .close(releasesBuffer: true) : .wait
+        case .open(let hold, .gone):
+            // Its output was dropped; done once every line it sent is carried out.
+            let isDone = hold == .none && !hasPendingInput
+            return isDone ? .close(releasesBuffer: true) : .idle(releasesBuffer: hold == .none)
         case .open(let hold, let input):
             let isDone = !isAwaitingReply && input == .closed && !hasPendingInput && !isSubscriber
             if unsent == 0 && isDone { return .close(releasesBuffer: hold == .none) }

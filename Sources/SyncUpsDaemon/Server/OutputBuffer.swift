@@ -103,6 +103,12 @@ struct OutputBuffer: ~Copyable {
         return sent
     }
 
+    /// Drops what is queued (its client is gone); the capacity stays until `releaseCapacity(into:)`.
+    mutating func discardAll() {
+        start = 0
+        end = 0
+    }
+
     /// Takes `spare`'s capacity for an empty buffer about to hold a deep batch's replies, if it is larger: the
     /// batch then never grows the buffer (each growth a copy of everything so far, past 128 KiB an mmap).
     mutating func adopt(_ spare: inout OutputBuffer) {

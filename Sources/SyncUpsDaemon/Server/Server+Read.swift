@@ -10,9 +10,17 @@ extension Server {
         let hungUp = !events.isDisjoint(with: .hangup)
         if events.contains(.writable) || hungUp { flush(connection) }
         if connection.isClosed { return }
-        if hungUp, connection.state.hungUp() == .close {
-            close(connection, reason: nil)
-            return
+        if hungUp {
+            switch connection.state.hungUp() {
+            case .close:
+                close(connection, reason: nil)
+                return
+            case .peerGone:
+                handle(.peerGone, on: connection)
+                return
+            case .read:
+                break
+            }
         }
         if events.contains(.readable) || hungUp { read(connection) }
     }
@@ -40,6 +48,33 @@ extension Server {
             connection.input.append(contentsOf: readBuffer[0..<count])
         }
         processInputAndFlush(connection)
+    }
+
+    /// The client is gone (`ConnectionState.Input.gone`): what it sent before is all in the socket now, so it
+    /// is read to its end (up to a line's limit beyond what is held, for a client that only shut its reading
+    /// side and writes on), the socket is no longer watched (a hang-up would be reported at every turn), its
+    /// output and subscriptions are dropped, and its lines are carried out on the loop's next turn.
+    func finishInput(_ connection: Connection) {
+        let limit = connection.input.count + limits.maxLineBytes
+        var isEnd = false
+        while !isEnd && connection.input.count <= limit {
+            let read = readBuffer.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
+            }
+            if case .success(let count?) = read, count > 0 {
+                connection.input.append(contentsOf: readBuffer[0..<count])
+            } else {
+                isEnd = true
+            }
+        }
+        // A last line without "\n" is answered, as at the end of input.
+        if connection.hasPendingInput && connection.input.last != 0x0A { connection.input.append(0x0A) }
+        if let watch = connection.watch { loop.unwatch(watch) }
+        connection.watch = nil
+        subscriptions.remove(connection.topics)
+        connection.topics = []
+        connection.output.discardAll()
+        handleInputOnNextTurn(connection)
     }
 
     /// Handles what the input holds, watches what is left of a line, and sends the replies.

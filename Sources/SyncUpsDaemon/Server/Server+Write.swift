@@ -69,17 +69,19 @@ extension Server {
     /// is full (output remains) or the connection was closed on an error.
     @discardableResult
     func sendQueued(_ connection: Connection) -> Bool {
+        if connection.state.isPeerGone { connection.output.discardAll() }
         while !connection.output.isEmpty {
             let sent: Int
             do {
                 sendCalls += 1
                 sent = try connection.output.send(to: connection.fd)
             } catch {
-                close(
-                    connection,
-                    reason: error.errno == .brokenPipe || error.errno == .connectionReset
-                        ? nil : "send failed: \(error)")
-                return false
+                guard error.errno == .brokenPipe || error.errno == .connectionReset else {
+                    close(connection, reason: "send failed: \(error)")
+                    return false
+                }
+                handle(.peerGone, on: connection)  // what it sent is still carried out; its output is dropped
+                return !connection.isClosed
             }
             if sent == 0 { return false }
             noteOutputProgress(connection)

@@ -159,6 +159,9 @@ final class Server {
         case .release(let job):
             job?.cancel()
             release(connection)
+        case .finishInput(let job):
+            job?.cancel()
+            finishInput(connection)
         case .queueReply(let id):
             assertionFailure("a reply for \(id) must be queued where it came back (`answer`)")
         case .sendErrorThenClose(let job):
