@@ -16,8 +16,8 @@ import Testing
         var (machine, effects) = SessionMachine.start(
             syncUp: .fixture(attendees: 3, seconds: 6), meetingID: meetingID, startDate: date, records: true,
             transcribes: true, playsCue: true)
-        #expect(effects == [.startRecorder(call: nil)])
-        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startVoiceListener])
+        #expect(effects == [.startRecorder(call: nil), .settle(.opening, from: 0)])
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.cancelSettleTimeout, .startVoiceListener])
         #expect(machine.handle(.voiceListenerStarted, at: 0) == [.startRecognizer])
         effects = machine.handle(.recognizerStarted, at: 0)
         #expect(effects.first == .startCue && effects.contains(.armTimer(at: Self.second)))

@@ -36,13 +36,13 @@ import Testing
     /// without, and its save waits for nothing.
     @Test func theMicrophoneMissing() throws {
         var (machine, effects) = begin()
-        #expect(effects == [.startRecorder(call: nil)])
+        #expect(effects == [.startRecorder(call: nil), .settle(.opening, from: 0)])
         let reason = "cannot open the audio device virtmic: ALSA: No such file or directory"
         effects = machine.handle(.recorderFailedToStart(reason, warnings: []), at: 0)
         let warnings = [
             "recording without audio: \(reason)", "recording without a transcript: there is no audio to transcribe",
         ]
-        #expect(effects == started + warnings.map(SessionMachine.Effect.warn))
+        #expect(effects == [.cancelSettleTimeout] + started + warnings.map(SessionMachine.Effect.warn))
         #expect(machine.startWarnings == warnings)
         #expect(!machine.isStarting && machine.phase == .running)
         #expect(machine.recorder == .absent && machine.recognizer == .absent && machine.voiceListener == .absent)
@@ -55,7 +55,7 @@ import Testing
     /// transcript; the save stops the recording and asks nothing of a recognizer.
     @Test func theRecognizerFailingToStart() throws {
         var (machine, _) = begin()
-        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startVoiceListener])
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.cancelSettleTimeout, .startVoiceListener])
         #expect(machine.handle(.voiceListenerUnavailable("voices off"), at: 0) == [.startRecognizer])
         #expect(machine.recognizer == .starting)
         let reason = "whisper did not start: the command exited with status 127"
@@ -119,7 +119,7 @@ import Testing
     @Test(arguments: ["discard", "syncUpDeleted", "daemonStopping"])
     func theVoiceListenerIsStoppedAfterTheCaptureHoweverTheMeetingEnds(ending: String) throws {
         var (machine, _) = begin(transcribes: false)
-        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startVoiceListener])
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.cancelSettleTimeout, .startVoiceListener])
         #expect(machine.handle(.voiceListenerStarted, at: 0) == started)
         #expect(machine.voiceListener == .running)
         var effects: [SessionMachine.Effect]
@@ -149,9 +149,10 @@ import Testing
     /// microphone records, the meeting says it goes without the call, after `started`.
     @Test func theCallDeviceMissing() throws {
         var (machine, effects) = begin(call: .source("meet.monitor"), transcribes: false)
-        #expect(effects == [.startRecorder(call: "meet.monitor")])
+        #expect(effects == [.startRecorder(call: "meet.monitor"), .settle(.opening, from: 0)])
         let warning = "recording without the call: cannot open the call's source: pulse: No such entity"
-        #expect(machine.handle(.recorderStarted(warnings: [warning]), at: 0) == [.startVoiceListener])
+        #expect(
+            machine.handle(.recorderStarted(warnings: [warning]), at: 0) == [.cancelSettleTimeout, .startVoiceListener])
         effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
         #expect(effects == started + [.warn(warning)])
         #expect(machine.startWarnings == [warning])
@@ -165,9 +166,9 @@ import Testing
         let warning = "recording without the call: no sound server (none): recording the microphone through ALSA alone"
         var (machine, effects) = begin(
             call: .unavailable(warning: askedByName ? warning : nil), transcribes: false)
-        #expect(effects == [.startRecorder(call: nil)])
+        #expect(effects == [.startRecorder(call: nil), .settle(.opening, from: 0)])
         #expect(machine.startWarnings == (askedByName ? [warning] : []))
-        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startVoiceListener])
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.cancelSettleTimeout, .startVoiceListener])
         effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
         #expect(effects == started + (askedByName ? [.warn(warning)] : []))
         #expect(machine.recorder == .running && machine.phase == .running)

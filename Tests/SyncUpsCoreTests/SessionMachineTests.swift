@@ -28,7 +28,7 @@ extension SessionMachine {
             transcribes: transcribes)
         if effects.contains(.startRecorder(call: nil)) {
             effects = machine.handle(.recorderStarted(warnings: []), at: 0)
-            if effects == [.startVoiceListener] {
+            if effects == [.cancelSettleTimeout, .startVoiceListener] {
                 effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
             }
         }
@@ -55,10 +55,10 @@ extension SessionMachine {
             .publish(.started),
         ]
         if records {
-            #expect(effects == [.startRecorder(call: nil)])
+            #expect(effects == [.startRecorder(call: nil), .settle(.opening, from: 0)])
             #expect(machine.isStarting && machine.recorder == .starting)
             effects = machine.handle(.recorderStarted(warnings: []))
-            #expect(effects == [.startVoiceListener])
+            #expect(effects == [.cancelSettleTimeout, .startVoiceListener])
             #expect(machine.isStarting && machine.voiceListener == .starting)
             effects = machine.handle(.voiceListenerUnavailable("voices off: no voice model configured"))
             #expect(machine.voiceListener == .absent)
@@ -336,13 +336,13 @@ extension SessionMachine {
         var (machine, effects) = SessionMachine.start(
             syncUp: syncUp, meetingID: meetingID, startDate: now, records: true, call: .source("default.monitor"),
             transcribes: true, playsCue: true)
-        #expect(effects == [.startRecorder(call: "default.monitor")])
+        #expect(effects == [.startRecorder(call: "default.monitor"), .settle(.opening, from: 0)])
         var warnings = ["recording without the call: no sound server"]
         if microphoneOpens {
             effects = machine.handle(.recorderStarted(warnings: warnings))
             // The speaker encoder hears the recording: asked for once it runs, before the recognizer. Without
             // it the meeting goes on as before, its words to the floor alone, and says nothing of it.
-            #expect(effects == [.startVoiceListener])
+            #expect(effects == [.cancelSettleTimeout, .startVoiceListener])
             effects = machine.handle(
                 voiceListenerStarts ? .voiceListenerStarted : .voiceListenerUnavailable("voices off: no voice model"))
             #expect(effects == [.startRecognizer])
@@ -358,7 +358,7 @@ extension SessionMachine {
         }
         #expect(
             effects
-                == [
+                == (microphoneOpens ? [] : [.cancelSettleTimeout]) + [
                     .startCue, .armTimer(at: 1_000_000_000),
                     .beginTurn(speakerIndex: 0, speaker: syncUp.attendees[0], at: 0),
                     .writeJournal, .publish(.started),
@@ -398,6 +398,29 @@ extension SessionMachine {
         #expect(machine.voiceListener == (listens ? .stopped : .absent))
     }
 
+    /// A capture device whose open does not return (hung in the kernel, a plug-in that waits forever): at the
+    /// open's deadline the meeting starts without audio, as when the device is missing, and what the open
+    /// opens when it returns is stopped (`abandonRecorder`, queued after it); its late report changes nothing.
+    /// Before, the meeting stayed `starting` until the device answered, and its start was never replied to.
+    @Test func aCaptureDeviceThatDoesNotOpenInTimeStartsTheMeetingWithoutAudio() throws {
+        let syncUp = SyncUp.fixture()
+        var (machine, effects) = SessionMachine.start(
+            syncUp: syncUp, meetingID: meetingID, startDate: now, records: true, transcribes: true)
+        #expect(effects == [.startRecorder(call: nil), .settle(.opening, from: 0)])
+        #expect(machine.settleDeadline?.at == 10_000_000_000)
+        effects = machine.handle(.settleTimedOut, at: 10)
+        let warnings = [
+            "recording without audio: the capture device did not open within 10 s",
+            "recording without a transcript: there is no audio to transcribe",
+        ]
+        #expect(effects.first == .abandonRecorder)
+        #expect(effects.contains(.publish(.started)))
+        #expect(Array(effects.suffix(2)) == warnings.map(SessionMachine.Effect.warn))
+        #expect(!machine.isStarting && machine.recorder == .absent && machine.settleDeadline == nil)
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 11) == [])
+        #expect(machine.recorder == .absent)
+    }
+
     /// While its parts start, it is not running: requests other than a discard are refused (the discard and
     /// every other input are `SessionMachineStartingTests`'), other facts change nothing, and a fact about a
     /// part that is not starting is ignored.
@@ -410,13 +433,15 @@ extension SessionMachine {
         }
         for event in [
             SessionMachine.Event.timerTicked, .recognizerStarted, .recognizerFailedToStart("x"), .recorderStopped,
-            .recognizerFinished, .speechRecognized(.init(isFinal: true, text: "early")), .settleTimedOut,
+            .recognizerFinished, .speechRecognized(.init(isFinal: true, text: "early")),
             .voiceListenerStarted, .voiceListenerUnavailable("x"), .recognizerReady,
         ] {
             #expect(machine.handle(event, at: 0) == [])
         }
         #expect(machine == starting)
-        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.startVoiceListener])
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.cancelSettleTimeout, .startVoiceListener])
+        // Its open answered: the open's deadline is no more.
+        #expect(machine.handle(.settleTimedOut, at: 0) == [])
         #expect(machine.handle(.recorderStarted(warnings: ["again"]), at: 0) == [])
         #expect(machine.handle(.recognizerStarted, at: 0) == [])
         #expect(machine.handle(.voiceListenerStarted, at: 0) == [.startRecognizer])

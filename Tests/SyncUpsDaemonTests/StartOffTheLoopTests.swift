@@ -171,6 +171,34 @@ final class HeldMicrophone: Sendable {
         #expect(!microphone.wasForced)
     }
 
+    /// A microphone that does not answer within 10 s (attack 37's C1: a device hung in the kernel): the
+    /// meeting starts without audio and says why, and the start is answered; what the open opens when it
+    /// returns at last is stopped and its file removed. Before, the meeting stayed `starting`, and its client
+    /// without a reply, for as long as the device hung (here until the watchdog forced the open).
+    @Test func aMicrophoneThatHangsPastTheOpensDeadlineStartsTheMeetingWithoutAudio() throws {
+        let held = try Held()
+        let (microphone, client, watcher) = (held.microphone, held.client, held.watcher)
+        held.daemon.advanceTime(by: .seconds(10))
+        let reply = try client.reply(to: "start")
+        #expect(!microphone.wasForced, "the start was answered only once the open was forced through")
+        #expect(reply["ok"] == true, "\(JSONWriter().string(reply))")
+        #expect(reply["result"]?["state"] == "running")
+        #expect(
+            reply["result"]?["warnings"] == ["recording without audio: the capture device did not open within 10 s"])
+        _ = try watcher.events(until: "session.started")
+        microphone.release()
+        #expect(microphone.openCount == 1)
+        let meetings = held.directory.path + "/meetings"
+        func wavs() -> [String] { ((try? DirectoryListing.names(in: meetings)) ?? []).filter { $0.hasSuffix(".wav") } }
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while !wavs().isEmpty || microphone.openCount == 0, MonotonicInstant.now() < deadline {
+            held.daemon.turn(waitingUpTo: 10)
+        }
+        #expect(wavs() == [], "the recording the late open made was kept")
+        #expect(try client.result("status")["session"]?["audio"]?["recording"] != true)
+        _ = try client.result("session.end", ["action": "discard"])
+    }
+
     /// The daemon stopping (SIGTERM) while the microphone's open hangs: the starting meeting is discarded and
     /// the stop waits for the clean-up worker only up to its bound, so a device hung in the kernel cannot keep
     /// the daemon running until systemd kills it. Before, the stop joined the worker, waiting in the open for

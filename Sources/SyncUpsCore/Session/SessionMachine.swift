@@ -99,22 +99,29 @@ public struct SessionMachine: Sendable, Equatable {
         case saving
         /// The daemon is stopping: a few seconds, well inside systemd's time to stop.
         case stopping
+        /// The capture devices' open at the start: a device that does not answer (hung in the kernel, a
+        /// plug-in that waits forever) fails the recording once it passes, and the meeting starts without
+        /// audio, as when the device is missing.
+        case opening
     }
 
     /// How long each settle wait lasts, in nanoseconds: the daemon's configuration when the meeting started.
     public struct SettleTimeouts: Sendable, Equatable {
         public var saving: Int64
         public var stopping: Int64
+        public var opening: Int64
 
-        public init(saving: Int64 = 20_000_000_000, stopping: Int64 = 5_000_000_000) {
+        public init(saving: Int64 = 20_000_000_000, stopping: Int64 = 5_000_000_000, opening: Int64 = 10_000_000_000) {
             self.saving = saving
             self.stopping = stopping
+            self.opening = opening
         }
 
         public subscript(_ deadline: SettleDeadline) -> Int64 {
             switch deadline {
             case .saving: saving
             case .stopping: stopping
+            case .opening: opening
             }
         }
     }
@@ -338,7 +345,7 @@ public struct SessionMachine: Sendable, Equatable {
         case .unavailable(let warning?): machine.startWarnings.append(warning)
         case .source(let name): source = name
         }
-        let effects: [Effect] = [.startRecorder(call: source)]
+        let effects: [Effect] = [.startRecorder(call: source), machine.armSettle(.opening, since: 0)]
         return (machine, effects)
     }
 
@@ -465,7 +472,7 @@ public struct SessionMachine: Sendable, Equatable {
             recorder = .running
             startWarnings += warnings
             voiceListener = .starting
-            return [.startVoiceListener]
+            return disarmOpening() + [.startVoiceListener]
         case .voiceListenerStarted:
             guard voiceListener == .starting else { return [] }
             voiceListener = .running
@@ -478,7 +485,7 @@ public struct SessionMachine: Sendable, Equatable {
             guard recorder == .starting else { return [] }
             recorder = .absent
             startWarnings += warnings + ["recording without audio: \(reason)"]
-            return advanceStart()
+            return disarmOpening() + advanceStart()
         case .recognizerStarted:
             guard recognizer == .starting else { return [] }
             recognizer = .running
@@ -770,11 +777,27 @@ extension SessionMachine {
         case .audioTrouble(let message):
             // The capture thread runs as soon as the device is open, and may report before the open does.
             return [.publish(.error(message))]
+        case .settleTimedOut:
+            // The capture devices did not open in time: the meeting starts without audio; what the open
+            // opens when it returns is stopped (`abandonRecorder`, queued after it), and its report ignored.
+            guard armedSettle?.deadline == .opening, recorder == .starting else { return [] }
+            armedSettle = nil
+            recorder = .absent
+            let seconds = settleTimeouts.opening / 1_000_000_000
+            startWarnings.append("recording without audio: the capture device did not open within \(seconds) s")
+            return [.abandonRecorder] + advanceStart()
         case .recognizerReady, .timerTicked, .speechRecognized, .voiceHeard, .speechFailed, .recognizerFinished,
-            .journalFailed, .recorderStopped, .settleTimedOut:
+            .journalFailed, .recorderStopped:
             // Nothing that reports these runs yet.
             return []
         }
+    }
+
+    /// The capture devices answered: the wait for their open ends.
+    private mutating func disarmOpening() -> [Effect] {
+        guard armedSettle?.deadline == .opening else { return [] }
+        armedSettle = nil
+        return [.cancelSettleTimeout]
     }
 }
 
