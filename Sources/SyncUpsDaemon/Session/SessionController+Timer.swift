@@ -39,11 +39,14 @@ extension SessionController {
 
     /// The wait armed by `armSettleTimeout` is over (on the loop, or in the wait at shutdown).
     func settleTimedOut(_ session: ActiveSession) {
-        let timeout = Duration.nanoseconds(
-            session.machine.settleDeadline.map { session.machine.settleTimeouts[$0.deadline] } ?? 0)
-        logger.warning(
-            "the recognizer did not finish within \(timeout); saving without its last words",
-            .meeting(session.meetingID))
+        // The open's deadline says what it gave up on itself (`recording without audio: …`).
+        if session.machine.settleDeadline?.deadline != .opening {
+            let timeout = Duration.nanoseconds(
+                session.machine.settleDeadline.map { session.machine.settleTimeouts[$0.deadline] } ?? 0)
+            logger.warning(
+                "the recognizer did not finish within \(timeout); saving without its last words",
+                .meeting(session.meetingID))
+        }
         handle(.settleTimedOut, in: session)
     }
 }
