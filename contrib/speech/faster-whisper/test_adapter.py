@@ -492,9 +492,9 @@ class FakeModel:
         return iter(self.results.pop(0) if self.results else []), None
 
 
-def fake_segment(text, no_speech_prob=0.05, avg_logprob=-0.3, words=None):
+def fake_segment(text, no_speech_prob=0.05, avg_logprob=-0.3, words=None, tokens=()):
     from types import SimpleNamespace
-    return SimpleNamespace(text=text, no_speech_prob=no_speech_prob, avg_logprob=avg_logprob,
+    return SimpleNamespace(text=text, no_speech_prob=no_speech_prob, avg_logprob=avg_logprob, tokens=list(tokens),
                            words=[SimpleNamespace(word=w, start=s, end=e) for w, s, e in words or []])
 
 
@@ -593,6 +593,32 @@ class LiveTests(unittest.TestCase):
         self.assertEqual(decoder._decode(0, RATE, words=False)["text"], "And Mr. John")
         self.assertIsNone(decoder._decode(0, RATE))
         self.assertIsNone(decoder._decode(0, RATE, words=False))
+
+    def test_a_decode_that_looped_is_made_again_with_repeated_tokens_scored_down(self):
+        """tiny.en looped on a phrase cut from a monologue ("He was not an old-s-y-y-y-y-y-y-y-y": the tokens of
+        "-y", 12 and 88, ten times), in every partial of it and in the decode ahead of its final, so nothing of it
+        settled and its final decoded 7.8 s at once. A decode whose tokens loop is made again with a repetition
+        penalty, and that one kept unless it loops too; a decode that did not loop is made once, without one."""
+        said = [679, 373, 407, 281, 1468, 12, 82]
+        loop = fake_segment(" He was not an old-s-y-y-y-y-y-y-y-y", tokens=said + [12, 88] * 9)
+        again = fake_segment(" He was not an old-s-y young man, unless to be", tokens=said + [12, 88, 1862, 582])
+        plain = fake_segment(" Unless to be rather cold-hearted", tokens=[17486, 284, 307, 2138, 4692, 12, 20122])
+        for words in (False, True):
+            decoder = self.engine([loop], [again], [plain], [loop], [loop])
+            decoder.pcm = bytearray(self.speech(4.0))
+            self.assertEqual(decoder._decode(0, 4 * RATE, words=words)["text"],
+                             "He was not an old-s-y young man, unless to be")
+            first, second = decoder.model.calls[0][1], decoder.model.calls[1][1]
+            self.assertNotIn("repetition_penalty", first)
+            self.assertEqual(second.pop("repetition_penalty"), engine.LOOP_PENALTY)
+            self.assertEqual(first, second, "otherwise the same decode")
+            self.assertEqual(decoder._decode(0, 4 * RATE, words=words)["text"], "Unless to be rather cold-hearted")
+            self.assertEqual(len(decoder.model.calls), 3, "no loop: one decode")
+            self.assertEqual(decoder._decode(0, 4 * RATE, words=words)["text"], loop.text.strip(),
+                             "looped again: the first decode stays")
+        self.assertTrue(engine.looped([5, 9, 9, 9, 9]))
+        self.assertFalse(engine.looped([5, 9, 9, 9]), "three in a row is speech (\"no, no, no\")")
+        self.assertFalse(engine.looped([1, 7, 8, 2, 7, 8, 3, 7, 8, 4, 7, 8]), "repeated, not in a row")
 
     def test_audio_that_waited_behind_a_decode_has_had_its_grace_for_a_late_turn(self):
         """The grace a closed utterance waits for a late turn line runs from the audio's arrival on stdin, not from
