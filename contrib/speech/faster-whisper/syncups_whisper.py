@@ -304,7 +304,14 @@ def timed_words(result):
         if result else []
 
 
-def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0, opened=None, lead=0.5):
+# seconds: how long before the end of the audio decoded a sentence's end settles the words before it (settled_words).
+# At 1 s, the partials of a monologue, 4 s apart at a tenth of a core, each decoded 7-12 s of its unsettled part, and
+# its last phrase 7-8 s at its end; at 0.5 s the bench's five monologues settled 0.52-0.82 s after their speech
+# against 0.51-1.65 s, at 146 ms of CPU per meeting-second against 159, the same 11.3 % WER (paired, load 13).
+SETTLE_MARGIN = 0.5
+
+
+def settled_words(previous, current, heard_to=None, slack=0.3, margin=SETTLE_MARGIN, opened=None, lead=0.5):
     """How many words of a decode of the open utterance to settle: up to the last word that ends a clause (a
     comma, a full stop...: Whisper's mark of a pause; not an abbreviation's "Mr.") and is followed by another,
     where the decode before (`previous`) put the same boundary: the same word ends there and the
@@ -319,7 +326,7 @@ def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0, opene
     was settled for 22 s. Here the boundary must be stable, the words before it are the later decode's. With
     agreement alone, at the partials' pace (a tenth of a core: one every 2-4 s), a monologue's last settled
     clause lagged 5-13 s behind its speech, and its final decoded as much (on a loaded machine, 2.3-4.8 s after
-    the speech ended); a sentence that ends a second before the audio does is not the decode's last words (a
+    the speech ended); a sentence that ends half a second before the audio does is not the decode's last words (a
     comma is not enough alone: "He was not, | an ill-disposed young man" came back as "and old-s-y-y-y"). Cut
     between any two words of a clause, tiny.en lost the next ones ("more respectable than he | was. Unless to be"
     decoded after the cut as "must be"; "might be | prudently" as "currently"): at a clause's end the speaker
