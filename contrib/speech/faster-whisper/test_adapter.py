@@ -8,6 +8,7 @@ $SYNCUPS_WHISPER_VENV). The end-to-end tests skip when that Python has no faster
 or when espeak-ng or sox are missing; the segmenter tests need neither. No network is used.
 """
 
+import io
 import json
 import os
 import re
@@ -464,6 +465,23 @@ class DecodeTests(unittest.TestCase):
         self.assertEqual(engine.token_budget(0.8), 24)
         self.assertEqual(engine.token_budget(7.48), 91)
         self.assertEqual(engine.token_budget(29.0), 306)
+
+    def test_a_partial_stops_at_six_tokens_a_second(self):
+        """A partial that loops runs to its budget: at 10 tokens a second, a 7 s partial's loop cost as much again as
+        its words (about 4 a second). A final keeps the wider budget."""
+        self.assertEqual(engine.token_budget(0.8, final=False), 13)
+        self.assertEqual(engine.token_budget(7.48, final=False), 53)
+        self.assertEqual(engine.token_budget(7.48, final=True), 91)
+        try:
+            import numpy
+        except ImportError:
+            self.skipTest("numpy is not importable by this Python")
+        decoder = engine.Engine(engine.parse_args([]), engine.Output(io.BytesIO()), numpy)
+        decoder.model = FakeModel([], [])
+        decoder.pcm = bytearray(silence(7.48))
+        decoder._decode(0, int(7.48 * RATE), words=True, final=False)
+        decoder._decode(0, int(7.48 * RATE))
+        self.assertEqual([kwargs["max_new_tokens"] for _, kwargs in decoder.model.calls], [53, 91])
 
 
 class FakeModel:
