@@ -312,17 +312,18 @@ def timed_words(result):
 
 # seconds: how long before the end of the audio decoded a sentence's end settles the words before it (settled_words).
 # At 1 s, the partials of a monologue, 4 s apart at a tenth of a core, each decoded 7-12 s of its unsettled part, and
-# its last phrase 7-8 s at its end; at 0.5 s the bench's five monologues settled 0.52-0.82 s after their speech
-# against 0.51-1.65 s, at 146 ms of CPU per meeting-second against 159, the same 11.3 % WER (paired, load 13).
+# its last phrase 7-8 s at its end; at 0.5 s the bench's five monologues, fed live as the bench feeds them, settled
+# 0.52-0.82 s after their speech against 0.51-1.65 s, at 146 ms of CPU per meeting-second against 159, the same
+# 11.3 % WER (paired, load 13).
 SETTLE_MARGIN = 0.5
 
 
 # seconds: how much of an utterance a decode must hold before a clause end that ends no sentence (a comma, a colon,
 # a semicolon) may settle the words before it (settled_words). Cut at a comma, tiny.en decoded the rest of the
 # sentence as if it began one: "Had he married a more amiable woman, | and he might have been made...", the bench's
-# 2 s gaps and speaker-change rows at 12.7 % WER against 11.3 % whenever two partials agreed on that comma (3 of 4
-# paired runs of the rows on the adapter of stop 36 and after). A sentence of the LibriVox clips lasts up to 7.2 s;
-# a run-on without a full stop is still settled at its commas once this long.
+# 2 s gaps and speaker-change rows at 12.7 % WER against 11.3 % whenever two partials agreed on that comma (stop
+# 36's quiet bench; 3 of 12 live runs of those rows). A sentence of the LibriVox clips lasts up to 7.2 s; a run-on
+# without a full stop is still settled at its commas once this long.
 CLAUSE_AFTER = 8.0
 
 
