@@ -266,8 +266,36 @@ def spoken_words(words):
     return kept, "".join(word[0] for word in kept).strip()
 
 
-def token_budget(seconds):
-    """The most tokens a decode of `seconds` of audio may produce (faster-whisper's `max_new_tokens`)."""
+LOOP_REPEATS = 4  # a run of 1 to LOOP_UNIT tokens said this many times in a row is a loop (looped)
+LOOP_UNIT = 3
+LOOP_PENALTY = 1.2  # the repetition penalty of a decode made again because the first one looped
+
+
+def looped(tokens, repeats=LOOP_REPEATS, longest=LOOP_UNIT):
+    """Whether a decode's tokens hold a loop: the same run of 1 to `longest` tokens `repeats` times or more in a
+    row. tiny.en looped on "ill-disposed" cut from a monologue's start, a phrase after a settle cut: "He was not an
+    old-s-y-y-y-y-y-y-y-y" (the two tokens of "-y" ten times) in every partial of the phrase and in the decode
+    ahead of its final, with a compression ratio of 1.2-1.6, under the 2.4 of Whisper's own check; nothing of it
+    settled, and its final decoded 7.8 s of audio at once. Decoded again with repeated tokens scored down (1.2), the
+    same audio gave "He was not an old-s-y young man, unless to be rather...". Scored down in every partial, a comma
+    moved and a settle there inserted a word, so only a decode that looped is made again."""
+    tokens = list(tokens)
+    for unit in range(1, longest + 1):
+        for start in range(0, len(tokens) - unit * repeats + 1):
+            pattern = tokens[start:start + unit]
+            if all(tokens[start + k * unit:start + (k + 1) * unit] == pattern for k in range(1, repeats)):
+                return True
+    return False
+
+
+def token_budget(seconds, final=True):
+    """The most tokens a decode of `seconds` of audio may produce (faster-whisper's `max_new_tokens`): 16 and 10 a
+    second for a final, 8 and 6 a second for a partial. The LibriVox clips and an espeak-ng run-on take about 4 a
+    second; a decode that loops runs to its budget ("might-----------------" where a partial's audio ends inside a
+    word, "old-s-y-y-y-y..."). 129 timed partials of the bench's monologues in 2.5-8 s windows: 7 looped against
+    18, 41.3 s of CPU against 44.1 s; 37 texts differ, mostly a word fewer at their end."""
+    if not final:
+        return min(440, 8 + int(math.ceil(6 * seconds)))
     return min(440, 16 + int(math.ceil(10 * seconds)))
 
 
@@ -282,14 +310,33 @@ def timed_words(result):
         if result else []
 
 
-def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0, opened=None, lead=0.5):
+# seconds: how long before the end of the audio decoded a sentence's end settles the words before it (settled_words).
+# At 1 s, the partials of a monologue, 4 s apart at a tenth of a core, each decoded 7-12 s of its unsettled part, and
+# its last phrase 7-8 s at its end; at 0.5 s the bench's five monologues, fed live as the bench feeds them, settled
+# 0.52-0.82 s after their speech against 0.51-1.65 s, at 146 ms of CPU per meeting-second against 159, the same
+# 11.3 % WER (paired, load 13).
+SETTLE_MARGIN = 0.5
+
+
+# seconds: how much of an utterance a decode must hold before a clause end that ends no sentence (a comma, a colon,
+# a semicolon) may settle the words before it (settled_words). Cut at a comma, tiny.en decoded the rest of the
+# sentence as if it began one: "Had he married a more amiable woman, | and he might have been made...", the bench's
+# 2 s gaps and speaker-change rows at 12.7 % WER against 11.3 % whenever two partials agreed on that comma (stop
+# 36's quiet bench; 3 of 12 live runs of those rows). A sentence of the LibriVox clips lasts up to 7.2 s; a run-on
+# without a full stop is still settled at its commas once this long.
+CLAUSE_AFTER = 8.0
+
+
+def settled_words(previous, current, heard_to=None, slack=0.3, margin=SETTLE_MARGIN, opened=None, lead=0.5,
+                  clause_after=None):
     """How many words of a decode of the open utterance to settle: up to the last word that ends a clause (a
     comma, a full stop...: Whisper's mark of a pause; not an abbreviation's "Mr.") and is followed by another,
     where the decode before (`previous`) put the same boundary: the same word ends there and the
     same word follows, each within `slack` seconds of the other decode's; or up to the last sentence's end
     (a full stop, ? or !) that ends `margin` seconds or more before the end of the audio decoded (`heard_to`,
     meeting seconds). 0: none. Each word is (text, start, end), in meeting seconds. Either way only if the
-    decode holds the utterance's first words (begins_whole; `opened`: the utterance's start, meeting seconds).
+    decode holds the utterance's first words (begins_whole; `opened`: the utterance's start, meeting seconds), and
+    at a clause end that ends no sentence only once the decode holds `clause_after` seconds of the utterance.
 
     After LocalAgreement-2 (Machacek et al., 2023, "Turning Whisper into Real-Time Transcription System"), which
     settles the words two successive decodes agree on from the start; tiny.en flipped a word between decodes
@@ -297,17 +344,19 @@ def settled_words(previous, current, heard_to=None, slack=0.3, margin=1.0, opene
     was settled for 22 s. Here the boundary must be stable, the words before it are the later decode's. With
     agreement alone, at the partials' pace (a tenth of a core: one every 2-4 s), a monologue's last settled
     clause lagged 5-13 s behind its speech, and its final decoded as much (on a loaded machine, 2.3-4.8 s after
-    the speech ended); a sentence that ends a second before the audio does is not the decode's last words (a
+    the speech ended); a sentence that ends half a second before the audio does is not the decode's last words (a
     comma is not enough alone: "He was not, | an ill-disposed young man" came back as "and old-s-y-y-y"). Cut
     between any two words of a clause, tiny.en lost the next ones ("more respectable than he | was. Unless to be"
     decoded after the cut as "must be"; "might be | prudently" as "currently"): at a clause's end the speaker
     paused."""
     if not begins_whole(previous, current, opened, slack, lead):
         return 0
+    clause_after = CLAUSE_AFTER if clause_after is None else clause_after
+    ends = CLAUSE_ENDS if None in (opened, heard_to) or heard_to - opened >= clause_after else SENTENCE_ENDS
     for count in range(len(current) - 1, 0, -1):
         word, following = current[count - 1], current[count]
         text = word[0].strip()
-        if text[-1:] not in CLAUSE_ENDS or (text.endswith(".") and word_key(text) in ABBREVIATIONS):
+        if text[-1:] not in ends or (text.endswith(".") and word_key(text) in ABBREVIATIONS):
             continue
         if heard_to is not None and word[2] <= heard_to - margin and text[-1:] in SENTENCE_ENDS:
             return count  # a sentence's end `margin` seconds before the end of the audio decoded
@@ -640,6 +689,17 @@ def defer_imports(names):
     for name in names:
         if name not in sys.modules and importlib.util.find_spec(name) is not None:
             sys.modules[name] = Deferred(name)
+
+
+def quiet_threads(environ):
+    """Sets, before numpy and CTranslate2 are imported, how their threads wait (a value already set is kept):
+    CTranslate2's OpenMP threads wait for work passively between its parallel regions instead of spinning (spinning
+    cost 11 % more CPU per decode, paired runs of a 1-5 s decode series, and no less wall time); numpy's OpenBLAS,
+    which the feature extractor's Mel product runs on, gets one thread instead of one per core, whose waits between
+    calls spin (over a series of 30 decodes of the LibriVox clips: 3.9-4.8 s of CPU instead of 6.4 s, in the same
+    wall time)."""
+    environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -986,13 +1046,21 @@ class Engine:
             condition_on_previous_text=False,
             vad_filter=args.vad_filter and final,
             # No one says more than ~5 tokens a second: a decode stuck on repeated words stops there.
-            max_new_tokens=token_budget(t1 - t0),
+            max_new_tokens=token_budget(t1 - t0, final),
         )
         if not final:
             kwargs["temperature"] = 0.0  # a partial is provisional: no retries at higher temperatures
         if args.vad_filter and final:
             kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
-        segments, _ = self.model.transcribe(audio, **kwargs)
+        segments = list(self.model.transcribe(audio, **kwargs)[0])
+        if any(looped(getattr(segment, "tokens", None) or ()) for segment in segments):
+            # Decoded again with repeated tokens scored down; kept only if that one did not loop too.
+            again = list(self.model.transcribe(audio, repetition_penalty=LOOP_PENALTY, **kwargs)[0])
+            if args.verbose:
+                log("looped %r; decoded again: %r" % (" ".join(s.text.strip() for s in segments),
+                                                      " ".join(s.text.strip() for s in again)))
+            if not any(looped(getattr(segment, "tokens", None) or ()) for segment in again):
+                segments = again
         texts = []
         found = []
         spoken_text = []
@@ -1345,9 +1413,7 @@ def main(argv=None):
         return 1
     meeting = os.environ.get("SYNCUPS_MEETING_ID")
 
-    # CTranslate2's OpenMP threads wait for work passively between its parallel regions instead of spinning:
-    # spinning cost 11 % more CPU per decode (paired runs of a 1-5 s decode series), and no less wall time.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    quiet_threads(os.environ)
     defer_imports(UNUSED_MODULES)
     try:
         import numpy as np

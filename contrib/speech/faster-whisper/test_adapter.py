@@ -8,6 +8,7 @@ $SYNCUPS_WHISPER_VENV). The end-to-end tests skip when that Python has no faster
 or when espeak-ng or sox are missing; the segmenter tests need neither. No network is used.
 """
 
+import io
 import json
 import os
 import re
@@ -465,6 +466,23 @@ class DecodeTests(unittest.TestCase):
         self.assertEqual(engine.token_budget(7.48), 91)
         self.assertEqual(engine.token_budget(29.0), 306)
 
+    def test_a_partial_stops_at_six_tokens_a_second(self):
+        """A partial that loops runs to its budget: at 10 tokens a second, a 7 s partial's loop cost as much again as
+        its words (about 4 a second). A final keeps the wider budget."""
+        self.assertEqual(engine.token_budget(0.8, final=False), 13)
+        self.assertEqual(engine.token_budget(7.48, final=False), 53)
+        self.assertEqual(engine.token_budget(7.48, final=True), 91)
+        try:
+            import numpy
+        except ImportError:
+            self.skipTest("numpy is not importable by this Python")
+        decoder = engine.Engine(engine.parse_args([]), engine.Output(io.BytesIO()), numpy)
+        decoder.model = FakeModel([], [])
+        decoder.pcm = bytearray(silence(7.48))
+        decoder._decode(0, int(7.48 * RATE), words=True, final=False)
+        decoder._decode(0, int(7.48 * RATE))
+        self.assertEqual([kwargs["max_new_tokens"] for _, kwargs in decoder.model.calls], [53, 91])
+
 
 class FakeModel:
     """faster-whisper's WhisperModel as the engine uses it: canned segments, one list per decode, and the calls."""
@@ -492,9 +510,9 @@ class FakeModel:
         return iter(self.results.pop(0) if self.results else []), None
 
 
-def fake_segment(text, no_speech_prob=0.05, avg_logprob=-0.3, words=None):
+def fake_segment(text, no_speech_prob=0.05, avg_logprob=-0.3, words=None, tokens=()):
     from types import SimpleNamespace
-    return SimpleNamespace(text=text, no_speech_prob=no_speech_prob, avg_logprob=avg_logprob,
+    return SimpleNamespace(text=text, no_speech_prob=no_speech_prob, avg_logprob=avg_logprob, tokens=list(tokens),
                            words=[SimpleNamespace(word=w, start=s, end=e) for w, s, e in words or []])
 
 
@@ -594,6 +612,32 @@ class LiveTests(unittest.TestCase):
         self.assertIsNone(decoder._decode(0, RATE))
         self.assertIsNone(decoder._decode(0, RATE, words=False))
 
+    def test_a_decode_that_looped_is_made_again_with_repeated_tokens_scored_down(self):
+        """tiny.en looped on a phrase cut from a monologue ("He was not an old-s-y-y-y-y-y-y-y-y": the tokens of
+        "-y", 12 and 88, ten times), in every partial of it and in the decode ahead of its final, so nothing of it
+        settled and its final decoded 7.8 s at once. A decode whose tokens loop is made again with a repetition
+        penalty, and that one kept unless it loops too; a decode that did not loop is made once, without one."""
+        said = [679, 373, 407, 281, 1468, 12, 82]
+        loop = fake_segment(" He was not an old-s-y-y-y-y-y-y-y-y", tokens=said + [12, 88] * 9)
+        again = fake_segment(" He was not an old-s-y young man, unless to be", tokens=said + [12, 88, 1862, 582])
+        plain = fake_segment(" Unless to be rather cold-hearted", tokens=[17486, 284, 307, 2138, 4692, 12, 20122])
+        for words in (False, True):
+            decoder = self.engine([loop], [again], [plain], [loop], [loop])
+            decoder.pcm = bytearray(self.speech(4.0))
+            self.assertEqual(decoder._decode(0, 4 * RATE, words=words)["text"],
+                             "He was not an old-s-y young man, unless to be")
+            first, second = decoder.model.calls[0][1], decoder.model.calls[1][1]
+            self.assertNotIn("repetition_penalty", first)
+            self.assertEqual(second.pop("repetition_penalty"), engine.LOOP_PENALTY)
+            self.assertEqual(first, second, "otherwise the same decode")
+            self.assertEqual(decoder._decode(0, 4 * RATE, words=words)["text"], "Unless to be rather cold-hearted")
+            self.assertEqual(len(decoder.model.calls), 3, "no loop: one decode")
+            self.assertEqual(decoder._decode(0, 4 * RATE, words=words)["text"], loop.text.strip(),
+                             "looped again: the first decode stays")
+        self.assertTrue(engine.looped([5, 9, 9, 9, 9]))
+        self.assertFalse(engine.looped([5, 9, 9, 9]), "three in a row is speech (\"no, no, no\")")
+        self.assertFalse(engine.looped([1, 7, 8, 2, 7, 8, 3, 7, 8, 4, 7, 8]), "repeated, not in a row")
+
     def test_audio_that_waited_behind_a_decode_has_had_its_grace_for_a_late_turn(self):
         """The grace a closed utterance waits for a late turn line runs from the audio's arrival on stdin, not from
         when the engine, busy decoding, took it in: the bench's first final came 0.1 s after the decode ahead of
@@ -639,8 +683,10 @@ class LiveTests(unittest.TestCase):
         settled 1.33 s after its end, and a speaker who never paused waited 2 s. Once an utterance holds 3 s, its
         partials are decoded with word timings; a clause end two of them in a row put at the same place, a word
         after it, settles the words before it as a final, cut at the quietest frame between the two words. The
-        rest goes on from the cut, decoded with the last 0.15 s before it."""
+        rest goes on from the cut, decoded with the last 0.15 s before it. (A comma settles only once the utterance
+        holds CLAUSE_AFTER seconds: here from its start.)"""
         import io
+        self.enterContext(unittest.mock.patch.object(engine, "CLAUSE_AFTER", 0.0))
 
         def decode(*words):
             return [fake_segment("".join(w for w, _, _ in words), words=[(w, s + 4.5, e + 4.5) for w, s, e in words])]
@@ -708,7 +754,9 @@ class LiveTests(unittest.TestCase):
     def test_the_decode_ahead_of_a_final_counts_as_a_partial_when_the_speaker_goes_on(self):
         """A pause of 0.3-0.4 s (a breath) is decoded for the final ahead of the utterance's closing; when the
         speaker goes on, that decode is the one the next partial is compared with, so a clause end both put at
-        the same place settles at once, not two partials later."""
+        the same place settles at once, not two partials later. (A comma settles only once the utterance holds
+        CLAUSE_AFTER seconds: here from its start.)"""
+        self.enterContext(unittest.mock.patch.object(engine, "CLAUSE_AFTER", 0.0))
         heard = [(" Had", 2.0, 2.3), (" he", 2.3, 2.5), (" married,", 2.5, 3.0), (" a", 3.1, 3.3), (" more", 3.3, 3.7)]
         ahead = fake_segment("".join(w for w, _, _ in heard), words=heard)
         later = fake_segment(ahead.text + " amiable", words=heard + [(" amiable", 4.2, 4.6)])
@@ -716,11 +764,29 @@ class LiveTests(unittest.TestCase):
         finals = [json.loads(line) for line in stream.getvalue().splitlines() if b'"final"' in line]
         self.assertEqual([f["text"] for f in finals], ["Had he married,"])
 
-    def test_words_are_settled_up_to_a_clause_end_two_decodes_put_at_the_same_place_or_a_second_back(self):
+    def test_a_comma_settles_nothing_until_the_utterance_is_long(self):
+        """Cut at a comma two partials agreed on, tiny.en decoded the rest of the sentence as if it began one: "Had he
+        married a more amiable woman, | and he might have been made...", the bench's 2 s gaps and speaker-change
+        rows at 12.7 % WER against 11.3 %. A comma, colon or semicolon settles only once the decode holds
+        CLAUSE_AFTER (8 s) of the utterance, so that a run-on without a full stop is still settled as it goes; a
+        sentence's end settles at any length."""
+        def words(text, start=0.0, step=0.5):
+            return [(" " + word, start + step * k, start + step * k + 0.4) for k, word in enumerate(text.split())]
+
+        earlier = words("Had he married a more amiable woman, he might have", 23.4)
+        later = words("Had he married a more amiable woman, he might have been made", 23.4)
+        self.assertEqual(engine.settled_words(earlier, later, heard_to=29.5, opened=23.4), 0, "6.1 s: not yet")
+        self.assertEqual(engine.settled_words(earlier, later, heard_to=31.4, opened=23.4), 7, "8 s: up to \"woman,\"")
+        sentence = words("Had he married a more amiable woman. He might have", 23.4)
+        self.assertEqual(engine.settled_words(sentence, sentence, heard_to=27.0, opened=23.4), 7, "a full stop")
+        self.assertEqual(engine.settled_words(earlier, later), 7, "no utterance start given: as before")
+
+    def test_words_are_settled_up_to_a_clause_end_two_decodes_put_at_the_same_place_or_half_a_second_back(self):
         """tiny.en flipped "an old-sposed young man" and "an ill-disposed young man" between decodes: settling only
         the words two decodes agree on from the start settled nothing of a monologue for 22 s. A boundary both
-        put at the same place settles the words before it as the later decode heard them; so does one that ends
-        a second before the audio decoded (agreement alone lagged 5-13 s behind the speech)."""
+        put at the same place settles the words before it as the later decode heard them; so does a sentence's end
+        half a second before the audio decoded (agreement alone lagged 5-13 s behind the speech; a second before
+        it, the partials of a monologue decoded 7-12 s each and its last final came up to 1.65 s after it)."""
         def words(text, start=0.0, step=0.5):
             return [(" " + word, start + step * k, start + step * k + 0.4) for k, word in enumerate(text.split())]
 
@@ -742,7 +808,8 @@ class LiveTests(unittest.TestCase):
         self.assertEqual(engine.settled_words([], words("for them. Had")), 0)
         heard = words("for them. He was not")  # "them." ends at 0.9 s
         self.assertEqual(engine.settled_words([], heard, heard_to=2.0), 2, "a second before the audio's end")
-        self.assertEqual(engine.settled_words([], heard, heard_to=1.8), 0, "too near the audio's end")
+        self.assertEqual(engine.settled_words([], heard, heard_to=1.45), 2, "half a second before it")
+        self.assertEqual(engine.settled_words([], heard, heard_to=1.3), 0, "too near the audio's end")
         self.assertEqual(engine.settled_words([], words("He was not, an ill-disposed"), heard_to=9.0), 0,
                          "a comma alone")
 
@@ -827,6 +894,34 @@ class StartTests(unittest.TestCase):
         self.assertIn("rgb_to_hsv", vars(colorsys), "the stand-in is the module now")
         self.assertIsNot(sys.modules[name], colorsys)
         self.assertEqual(sys.modules[name].rgb_to_hsv, colorsys.rgb_to_hsv)
+
+
+    def test_numpys_openblas_runs_on_one_thread_unless_told_otherwise(self):
+        """OpenBLAS starts a thread per core, whose waits between the feature extractor's Mel products spin: over a
+        series of decodes, a third of the engine's CPU."""
+        environ = {}
+        engine.quiet_threads(environ)
+        self.assertEqual(environ, {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_NUM_THREADS": "1"})
+        environ = {"OPENBLAS_NUM_THREADS": "2"}
+        engine.quiet_threads(environ)
+        self.assertEqual(environ["OPENBLAS_NUM_THREADS"], "2", "a value given is kept")
+        # In the engine's own Python: the threads OpenBLAS runs with once numpy is imported.
+        python = os.path.join(os.environ.get("SYNCUPS_WHISPER_VENV", ""), "bin", "python3")
+        probe = ("import ctypes, glob, os, sys; sys.path.insert(0, %r); import syncups_whisper as e; "
+                 "e.quiet_threads(os.environ); import numpy; "
+                 "libs = glob.glob(os.path.join(os.path.dirname(numpy.__file__) + '.libs', '*openblas*')); "
+                 "lib = ctypes.CDLL(libs[0]) if libs else None; "
+                 "get = next((getattr(lib, n) for n in ('scipy_openblas_get_num_threads64_', "
+                 "'openblas_get_num_threads64_', 'openblas_get_num_threads') if lib and hasattr(lib, n)), None); "
+                 "print(get() if get else 'none')" % HERE)
+        env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+        if not os.path.isfile(python):
+            self.skipTest("no venv Python in $SYNCUPS_WHISPER_VENV")
+        run = subprocess.run([python, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        if run.stdout.strip() == "none":
+            self.skipTest("this numpy has no OpenBLAS of its own")
+        self.assertEqual(run.stdout.strip(), "1")
 
 
 class CacheTests(unittest.TestCase):
