@@ -550,14 +550,18 @@ struct ScriptedEngineMeeting {
     let started: JSONValue
 
     init(
-        seconds: Int, attendees: [String] = ["Ann"], wrapper: [String] = [], script: (TemporaryDirectory) -> String
+        seconds: Int, attendees: [String] = ["Ann"], wrapper: [String] = [], spareArguments: [String] = [],
+        script: (TemporaryDirectory) -> String
     ) throws {
         alsa = try ALSAFixture(microphone: SpeechFixture.silence(seconds: 20))
         let path = alsa.directory.appending("engine.sh")
         self.script = path
         Files.write(path, script(alsa.directory))
         daemon = try DaemonProcess(
-            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "exec sh \(path)"],
+            // The engine started ahead for the next meeting is `SpareEngineTests`' subject; here it is off unless
+            // asked for, so that only the meeting's engine runs.
+            arguments: ["--audio-device", "virtmic", "--no-cue", "--speech-command", "exec sh \(path)"]
+                + (spareArguments.isEmpty ? ["--speech-spare-idle", "0"] : spareArguments),
             environment: alsa.environment, wrapper: wrapper
         )
         client = try daemon.client()
