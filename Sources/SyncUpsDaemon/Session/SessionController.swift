@@ -272,8 +272,7 @@ final class SessionController {
             cleanup.finish()
             drainMailboxNow()
         }
-        isStopping = true
-        endSpare("syncupsd is stopping")
+        endSparesForGood()
         guard let session = active else { return }
         logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
         handle(.daemonStopping, in: session)
@@ -294,6 +293,12 @@ final class SessionController {
             }
             if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
         }
+    }
+
+    /// The daemon stops: the engine started ahead is ended (its process group killed), and none is started again.
+    func endSparesForGood() {
+        isStopping = true
+        endSpare("syncupsd is stopping")
     }
 
     /// The session is over: the machine's effects have stopped what it ran; what it held is released (the
