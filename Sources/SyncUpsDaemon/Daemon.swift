@@ -189,6 +189,8 @@ public final class Daemon {
         let (recognizer, description) = engine.recognizer(command: configuration.speechCommand, model: model)
         settings.recognizer = recognizer
         settings.isTranscriptionOff = engine == .none
+        settings.spareIdleTimeout = .seconds(configuration.speechSpareIdleSeconds)
+        settings.preparesSpareAtStart = configuration.speechSpareAtStart
         logger.info("speech: \(description)")
         return settings
     }

@@ -105,6 +105,8 @@ final class Services {
         let scheduleWarnings = scheduler.load(rosterIsFromFile: loaded.isFromFile)
         for warning in scheduleWarnings { logger.warning(warning) }
         scheduler.onAction = { [unowned owner, unowned session, unowned scheduler] action in
+            // The stand-up is near: its first words need not wait for the engine's start.
+            if case .remind = action { session.prepareSpare(because: "a stand-up's reminder") }
             Self.perform(action, state: owner, session: session, scheduler: scheduler, logger: logger, publish: publish)
         }
         let handler = CommandHandler(

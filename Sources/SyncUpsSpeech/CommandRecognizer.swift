@@ -30,6 +30,9 @@ public enum CommandRecognizer {
     /// The most words one result keeps, whatever its text.
     public static let maxWordsPerResult = 2_000
     public static let badLineWindow = Duration.seconds(10)
+    /// The most lines a second an engine started ahead may write before its meeting: with no audio it has
+    /// nothing to say but that it is up (and `progress`, every few seconds); more is a flood, and it is killed.
+    public static let maxLinesPerSecondWhileWaiting = 20
     /// After the engine closes its stdout, how long it has to exit before its process group is killed; and
     /// after it exited, how long its stdout is read on while something it started still holds it open.
     public static let exitGrace = Duration.seconds(1)
@@ -40,67 +43,161 @@ public enum CommandRecognizer {
     /// holds it still, so a loaded machine reading a burst slowly cannot spread it over two windows) and the
     /// `silenceLimit` since its last line, counted from the start (a test moves it past the limit instead of
     /// waiting 10 s). How often its stdout is polled, and the exit grace, are the real process's time.
+    ///
+    /// `prepare` starts the command before its meeting (a spare): it gets no audio until a meeting takes it, and
+    /// its timestamps count from the audio it is then given (the meeting's start), as protocol.md says. Its
+    /// first JSON line (`ready`) is remembered for the meeting; its log lines and its death go to `idle`. It is
+    /// bound as a meeting's engine is: silent 10 s, flooding, or too many bad lines, it is killed (its group).
     public static func recognizer(
         command: String, environment: [String: String] = Subprocess.currentEnvironment(),
         clock: @escaping @Sendable () -> MonotonicInstant = { .now() }
     ) -> SpeechRecognizer {
         SpeechRecognizer(name: "command") { (events) throws(SpeechError) in
-            let queue = try RecognizerQueue(events: events)
-            let controlRead: FileDescriptor
-            let controlWrite: FileDescriptor
-            do {
-                (controlRead, controlWrite) = try FileDescriptor.pipe()
-            } catch {
-                throw SpeechError("cannot create the control pipe: \(error)")
+            try launch(command: command, environment: environment, clock: clock, sink: EventSink(attachedTo: events))
+        } prepare: { (idle) throws(SpeechError) in
+            let sink = EventSink(idle: idle)
+            let stream = try launch(command: command, environment: environment, clock: clock, sink: sink)
+            return PreparedRecognition(
+                attach: { events in sink.attach(events) ? stream : nil },
+                discard: {
+                    sink.discard()
+                    stream.finish()
+                    stream.cancel()
+                })
+        }
+    }
+
+    /// Starts the command, its events to `sink`.
+    static func launch(
+        command: String, environment: [String: String], clock: @escaping @Sendable () -> MonotonicInstant,
+        sink: EventSink
+    ) throws(SpeechError) -> RecognitionStream {
+        BlockingWork.check("starting the speech command")
+        let events: @Sendable (RecognizerEvent) -> Void = { sink.send($0) }
+        let queue = try RecognizerQueue(events: events)
+        let controlRead: FileDescriptor
+        let controlWrite: FileDescriptor
+        do {
+            (controlRead, controlWrite) = try FileDescriptor.pipe()
+        } catch {
+            throw SpeechError("cannot create the control pipe: \(error)")
+        }
+        var childEnvironment = environment
+        childEnvironment["SYNCUPS_CONTROL_FD"] = "3"
+        childEnvironment["SYNCUPS_SAMPLE_RATE"] = String(AudioFormat.sampleRate)
+        let process: Subprocess
+        do {
+            // Supervised from its start: a sweep for orphans (`Descendants.endOrphans`) never takes it.
+            process = try Descendants.supervised.withLock { (supervised) throws(SystemError) in
+                let process = try Subprocess(
+                    executable: "/bin/sh",
+                    arguments: ["-c", command],
+                    environment: childEnvironment,
+                    standardInput: .pipe,
+                    standardOutput: .pipe,
+                    standardError: .pipe,
+                    extraDescriptors: [(controlRead, 3)],
+                    containment: .supervised
+                )
+                supervised.insert(process.pid)
+                return process
             }
-            var childEnvironment = environment
-            childEnvironment["SYNCUPS_CONTROL_FD"] = "3"
-            childEnvironment["SYNCUPS_SAMPLE_RATE"] = String(AudioFormat.sampleRate)
-            let process: Subprocess
-            do {
-                // Supervised from its start: a sweep for orphans (`Descendants.endOrphans`) never takes it.
-                process = try Descendants.supervised.withLock { (supervised) throws(SystemError) in
-                    let process = try Subprocess(
-                        executable: "/bin/sh",
-                        arguments: ["-c", command],
-                        environment: childEnvironment,
-                        standardInput: .pipe,
-                        standardOutput: .pipe,
-                        standardError: .pipe,
-                        extraDescriptors: [(controlRead, 3)],
-                        containment: .supervised
-                    )
-                    supervised.insert(process.pid)
-                    return process
-                }
-            } catch {
-                controlRead.close()
-                controlWrite.close()
-                throw SpeechError("cannot start the speech command: \(error)")
-            }
+        } catch {
             controlRead.close()
-            if !process.isContained {
-                events(
-                    .log(
-                        "no PID namespace for the speech command (user namespaces are unavailable): should syncupsd be killed, what the engine detached from its process group ends only with a cgroup that holds syncupsd (a systemd unit's)"
-                    ))
+            controlWrite.close()
+            throw SpeechError("cannot start the speech command: \(error)")
+        }
+        controlRead.close()
+        if !process.isContained {
+            events(
+                .log(
+                    "no PID namespace for the speech command (user namespaces are unavailable): should syncupsd be killed, what the engine detached from its process group ends only with a cgroup that holds syncupsd (a systemd unit's)"
+                ))
+        }
+        let shared = Shared(process: process, events: events, clock: clock, isWaiting: { sink.isWaiting })
+        do {
+            _ = try DedicatedThread(name: "syncups-asr-in") {
+                writeInput(queue.items, to: process.standardInput!, control: controlWrite, shared: shared)
             }
-            let shared = Shared(process: process, events: events, clock: clock)
-            do {
-                _ = try DedicatedThread(name: "syncups-asr-in") {
-                    writeInput(queue.items, to: process.standardInput!, control: controlWrite, shared: shared)
-                }
-                _ = try DedicatedThread(name: "syncups-asr-log") {
-                    forwardLog(process.standardError!, events: events)
-                }
-                _ = try DedicatedThread(name: "syncups-asr-out") {
-                    readResults(process.standardOutput!, shared: shared)
-                }
-            } catch {
-                process.send(SIGKILL, toGroup: true)
-                throw SpeechError("cannot start the recognizer threads: \(error)")
+            _ = try DedicatedThread(name: "syncups-asr-log") {
+                forwardLog(process.standardError!, events: events)
             }
-            return queue.stream { shared.killGroup() }
+            _ = try DedicatedThread(name: "syncups-asr-out") {
+                readResults(process.standardOutput!, shared: shared)
+            }
+        } catch {
+            process.send(SIGKILL, toGroup: true)
+            throw SpeechError("cannot start the recognizer threads: \(error)")
+        }
+        return queue.stream { shared.killGroup() }
+    }
+
+    /// Where an engine's events go: the meeting's handler, or, for a spare not taken yet, `idle` (its `ready`,
+    /// also kept for the meeting, its log and its death; anything else is dropped: it has heard no audio).
+    final class EventSink: Sendable {
+        private enum Target {
+            case waiting(isReady: Bool)
+            case attached(@Sendable (RecognizerEvent) -> Void)
+            /// Died before a meeting took it, or discarded: nothing more is reported.
+            case gone
+        }
+        private let target: Mutex<Target>
+        private let idle: @Sendable (RecognizerEvent) -> Void
+
+        init(attachedTo events: @escaping @Sendable (RecognizerEvent) -> Void) {
+            target = Mutex(.attached(events))
+            idle = { _ in }
+        }
+
+        init(idle: @escaping @Sendable (RecognizerEvent) -> Void) {
+            target = Mutex(.waiting(isReady: false))
+            self.idle = idle
+        }
+
+        func send(_ event: RecognizerEvent) {
+            // Under the lock: a meeting's events stay in order with the `ready` its attach replays.
+            let idleEvent: RecognizerEvent? = target.withLock { target in
+                switch target {
+                case .attached(let events):
+                    events(event)
+                    return nil
+                case .gone:
+                    return nil
+                case .waiting:
+                    switch event {
+                    case .ready:
+                        target = .waiting(isReady: true)
+                        return event
+                    case .failed:
+                        target = .gone
+                        return event
+                    case .log:
+                        return event
+                    case .result, .fallingBehind, .dropped, .finished:
+                        return nil
+                    }
+                }
+            }
+            if let idleEvent { idle(idleEvent) }
+        }
+
+        /// Whether the engine was waiting, up (it wrote its first line), and is now the meeting's. One not up
+        /// yet may be loading or may have hung: the meeting starts a fresh one rather than find out.
+        func attach(_ events: @escaping @Sendable (RecognizerEvent) -> Void) -> Bool {
+            target.withLock { target in
+                guard case .waiting(isReady: true) = target else { return false }
+                target = .attached(events)
+                events(.ready)
+                return true
+            }
+        }
+
+        func discard() { target.withLock { $0 = .gone } }
+
+        var isWaiting: Bool {
+            target.withLock {
+                if case .waiting = $0 { true } else { false }
+            }
         }
     }
 
@@ -113,13 +210,17 @@ public enum CommandRecognizer {
         let started: MonotonicInstant
         private let state = Mutex((isFinishing: false, hasFailed: false))
 
+        /// Whether the engine is a spare no meeting has taken yet (`EventSink`).
+        let isWaiting: @Sendable () -> Bool
+
         init(
             process: Subprocess, events: @escaping @Sendable (RecognizerEvent) -> Void,
-            clock: @escaping @Sendable () -> MonotonicInstant
+            clock: @escaping @Sendable () -> MonotonicInstant, isWaiting: @escaping @Sendable () -> Bool = { false }
         ) {
             self.process = process
             self.events = events
             self.clock = clock
+            self.isWaiting = isWaiting
             started = clock()
         }
 
@@ -239,6 +340,8 @@ public enum CommandRecognizer {
         var pendingPartial: RecognitionResult?
         var lastPartialSent = MonotonicInstant.now()
         var badLines = BadLines()
+        // Lines of a spare before its meeting, in the window of `bytesInWindow`.
+        var linesWhileWaiting = 0
         var isReady = false
         // When the engine was first seen to have exited: a process it started (`setsid helper &`) may hold
         // its stdout open for ever, and the engine's end is the end of its output after `exitGrace`.
@@ -283,6 +386,16 @@ public enum CommandRecognizer {
                     bytesInWindow = 0
                 }
                 bytesInWindow += line.count + 1
+                if shared.isWaiting() {
+                    if bytesInWindow == line.count + 1 { linesWhileWaiting = 0 }
+                    linesWhileWaiting += 1
+                    if linesWhileWaiting > maxLinesPerSecondWhileWaiting {
+                        shared.fail(
+                            "the speech command wrote over \(maxLinesPerSecondWhileWaiting) lines in a second before its meeting; killed it"
+                        )
+                        continue
+                    }
+                }
                 if bytesInWindow > maxBytesPerSecond {
                     shared.fail(
                         "the speech command flooded its output (over \(maxBytesPerSecond >> 20) MiB in a second); killed it"

@@ -53,13 +53,42 @@ public struct SpeechRecognizer: Sendable {
     public var start:
         @Sendable (_ events: @escaping @Sendable (RecognizerEvent) -> Void) throws(SpeechError) -> RecognitionStream
 
+    /// Starts the engine before its meeting (a spare, kept warm for the next one), or nil when the engine has
+    /// nothing to start ahead (PocketSphinx runs in process). Until a meeting takes it, what the engine says
+    /// goes to `idle`: its `ready`, its log lines and its death (`.failed`), nothing else.
+    public var prepare:
+        (@Sendable (_ idle: @escaping @Sendable (RecognizerEvent) -> Void) throws(SpeechError) -> PreparedRecognition)?
+
     public init(
         name: String,
         start:
-            @escaping @Sendable (@escaping @Sendable (RecognizerEvent) -> Void) throws(SpeechError) -> RecognitionStream
+            @escaping @Sendable (@escaping @Sendable (RecognizerEvent) -> Void) throws(SpeechError) -> RecognitionStream,
+        prepare: (
+            @Sendable (@escaping @Sendable (RecognizerEvent) -> Void) throws(SpeechError) -> PreparedRecognition
+        )? = nil
     ) {
         self.name = name
         self.start = start
+        self.prepare = prepare
+    }
+}
+
+/// An engine started before its meeting (`SpeechRecognizer.prepare`): fed no audio until a meeting takes it.
+public struct PreparedRecognition: Sendable {
+    /// Hands the engine to a meeting: from now on its events go to `events` (its `ready` first, if it said it
+    /// before), and the stream takes the meeting's audio from its start. Nil when the engine is not up (it
+    /// has not said it is ready: still loading, or hung), died meanwhile, or was discarded: the meeting then
+    /// discards it and starts a fresh one.
+    public var attach: @Sendable (_ events: @escaping @Sendable (RecognizerEvent) -> Void) -> RecognitionStream?
+    /// Ends the engine without a meeting: its process group is killed; nothing more is reported.
+    public var discard: @Sendable () -> Void
+
+    public init(
+        attach: @escaping @Sendable (@escaping @Sendable (RecognizerEvent) -> Void) -> RecognitionStream?,
+        discard: @escaping @Sendable () -> Void
+    ) {
+        self.attach = attach
+        self.discard = discard
     }
 }
 

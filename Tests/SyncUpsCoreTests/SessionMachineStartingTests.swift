@@ -47,6 +47,37 @@ import Testing
         #expect(machine == over)
     }
 
+    /// The recognizer starts off the loop too (a speech command's spawn, or the engine started ahead taken on
+    /// the clean-up worker): a meeting that ends while it starts stops it once it has (`cancelRecognizer`, which
+    /// the daemon applies to the start's report when it comes), whichever way it ends; the report then changes
+    /// nothing. On the old machine the recognizer was left to run: no `cancelRecognizer`.
+    @Test(arguments: ["discard", "syncUpDeleted", "daemonStopping"])
+    func aMeetingEndedWhileItsRecognizerStartsStopsIt(ending: String) throws {
+        var machine = starting()
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0.1) == [.startVoiceListener])
+        #expect(machine.handle(.voiceListenerUnavailable("voices off"), at: 0.1) == [.startRecognizer])
+        #expect(machine.isStarting && machine.recognizer == .starting)
+        let effects: [SessionMachine.Effect]
+        let expected: SessionMachine.Ending
+        switch ending {
+        case "discard":
+            effects = try machine.request(.end(.discard), at: 0.2)
+            expected = .discarded
+        case "syncUpDeleted":
+            effects = machine.handle(.syncUpDeleted, at: 0.2)
+            expected = .syncUpDeleted
+        default:
+            effects = machine.handle(.daemonStopping, at: 0.2)
+            expected = .discarded
+        }
+        #expect(effects == [.discardMeeting, .cancelRecognizer, .abandonRecorder, .finish, .publish(.ended(expected))])
+        #expect(machine.isOver && machine.recognizer == .stopped)
+        let over = machine
+        #expect(machine.handle(.recognizerStarted, at: 0.3) == [])
+        #expect(machine.handle(.recognizerReady, at: 0.3) == [])
+        #expect(machine == over)
+    }
+
     /// `session.end save` while the device opens: refused (nothing is recorded yet), nothing changed, and the
     /// start goes on; the save works once the meeting has started.
     @Test func aSaveIsRefusedAndTheStartGoesOn() throws {

@@ -12,7 +12,7 @@ import Testing
         counters: StatusFields.Counters(
             uptimeMilliseconds: 1_500, syncUps: 2, meetings: 3, connections: 1, subscribers: 0, seq: 4, timers: 0,
             hasUnsavedChanges: false, isSynced: true, settingsGeneration: 0, desktopGeneration: 0,
-            scheduleGeneration: 0),
+            scheduleGeneration: 0, spareChanges: 0),
         session: .null,
         settings: StatusFields.SettingsNames(
             speechEngine: "pocketsphinx", audioDevice: "default", voices: "voices off: no voice model configured"),
@@ -53,12 +53,27 @@ import Testing
                 $0.next = ["title": "Design", "inSeconds": 240]
             }
         ),
+        (
+            "spareChanges",
+            {
+                // The spare's state changes only with its count (`SpareEngine.move`).
+                $0.counters.spareChanges += 1
+                $0.speechSpare = "warm"
+            }
+        ),
         ("session", { $0.session = ["state": "running"] }),
         (
             "settings",
             {
                 $0.counters.settingsGeneration += 1
                 $0.settings.audioDevice = "hw:1"
+            }
+        ),
+        (
+            "speechSpare",
+            {
+                $0.counters.spareChanges += 1
+                $0.speechSpare = "starting"
             }
         ),
         (

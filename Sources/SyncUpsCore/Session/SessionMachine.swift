@@ -666,7 +666,9 @@ public struct SessionMachine: Sendable, Equatable {
             armedSettle = nil
             effects.append(.cancelSettleTimeout)
         }
-        if recognizer == .running || recognizer == .stopping {
+        // A recognizer still starting (off the loop) is stopped once it has: the start's report finds the
+        // meeting over.
+        if recognizer == .running || recognizer == .stopping || recognizer == .starting {
             recognizer = .stopped
             effects.append(.cancelRecognizer)
         }

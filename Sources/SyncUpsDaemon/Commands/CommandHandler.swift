@@ -230,7 +230,8 @@ final class CommandHandler {
             timers: server.loop.scheduledTimerCount,
             hasUnsavedChanges: store.hasUnsavedChanges || status.scheduler?.hasUnsavedChanges == true,
             isSynced: store.isDurable, settingsGeneration: settingsGeneration,
-            desktopGeneration: status.desktop.generation, scheduleGeneration: status.scheduler?.generation ?? 0)
+            desktopGeneration: status.desktop.generation, scheduleGeneration: status.scheduler?.generation ?? 0,
+            spareChanges: session.spare.phaseChanges)
     }
 
     /// Everything `status` says that can change, now.
@@ -243,7 +244,8 @@ final class CommandHandler {
         }
         return StatusFields(
             counters: statusCounters(uptimeMilliseconds: uptimeMilliseconds), session: session.json,
-            settings: settingsNames, next: status.scheduler?.statusJSON ?? .null, desktop: status.desktop.json,
+            settings: settingsNames, speechSpare: session.spare.phase.rawValue,
+            next: status.scheduler?.statusJSON ?? .null, desktop: status.desktop.json,
             persistenceError: persistenceError,
             failingWarnings: state.recoveredDetailsWarnings.filter { isStillFailing($0.key) }.map(\.value).sorted())
     }

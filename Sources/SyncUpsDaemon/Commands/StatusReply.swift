@@ -27,12 +27,17 @@ struct StatusFields: Equatable {
         var desktopGeneration: Int
         /// The generation of the schedules, which `next` changes with (and with the time to it).
         var scheduleGeneration: Int
+        /// Counts the changes of the next meeting's engine started ahead (`speechSpare`).
+        var spareChanges: Int
     }
 
     var counters: Counters
     /// The running session's object; null while none runs.
     var session: JSONValue
     var settings: SettingsNames
+    /// The next meeting's speech engine started ahead: `warm`, `starting`, `none`, or `off` (as of
+    /// `Counters.spareChanges`).
+    var speechSpare: String = "off"
     /// The first scheduled stand-up (`schedule.list`'s first), or null.
     var next: JSONValue
     /// The session bus, the MPRIS player and notifications, or why they are off.
@@ -114,6 +119,8 @@ struct StatusEncoder {
         } else {
             JSONWriter.appendASCII("null", to: &bytes)
         }
+        JSONWriter.appendASCII(#","speechSpare":"#, to: &bytes)
+        JSONWriter.writeString(fields.speechSpare, into: &bytes)
         JSONWriter.appendASCII(#","voices":"#, to: &bytes)
         JSONWriter.writeString(fields.settings.voices, into: &bytes)
         JSONWriter.appendASCII(#","audioDevice":"#, to: &bytes)

@@ -22,6 +22,11 @@ public struct Configuration: Sendable, Equatable {
     public var playsCue = true
     public var speechEngine = SpeechEngine.auto
     public var speechCommand: String?
+    /// How long the next meeting's speech command, started ahead after a meeting or at a stand-up's reminder,
+    /// waits unused before it is ended (seconds); 0 starts none.
+    public var speechSpareIdleSeconds = 600
+    /// Start the next meeting's speech command ahead when syncupsd starts, too.
+    public var speechSpareAtStart = false
     public var speechModel = PocketSphinxRecognizer.Model.debian.acousticModel
     public var speechDictionary = PocketSphinxRecognizer.Model.debian.dictionary
     public var speechLanguageModel = PocketSphinxRecognizer.Model.debian.languageModel ?? ""

@@ -137,6 +137,32 @@ struct ConfigurationOption: Sendable {
             }
         ),
         ConfigurationOption(
+            name: "speech-spare-idle",
+            kind: .text,
+            placeholder: "SECONDS",
+            defaultDescription: String(Configuration().speechSpareIdleSeconds),
+            help:
+                "how long the next meeting's speech command, started ahead when a meeting ends or a stand-up's reminder shows, waits unused before it is ended (0: never started ahead)",
+            reload: .nextMeeting,
+            value: { String($0.speechSpareIdleSeconds) },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.speechSpareIdleSeconds = try integer(
+                    value, in: 0...86_400, "a number of seconds from 0 to 86400")
+            }
+        ),
+        ConfigurationOption(
+            name: "speech-spare-at-start",
+            kind: .flag,
+            placeholder: "",
+            defaultDescription: "false",
+            help: "start the first meeting's speech command ahead when syncupsd starts, too",
+            reload: .nextMeeting,
+            value: { String($0.speechSpareAtStart) },
+            apply: { configuration, value throws(ConfigurationError.Reason) in
+                configuration.speechSpareAtStart = value == "true"
+            }
+        ),
+        ConfigurationOption(
             name: "voice-model",
             kind: .text,
             placeholder: "FILE",

@@ -28,7 +28,7 @@ extension SessionController {
                 // After the recorder's stop (the same worker, in order): the encoder has heard the last audio.
                 voices?.end(session.meetingID, keepsLearning: keepsLearning, cleanup: cleanup)
             case .startRecognizer:
-                handle(startRecognizer(session), in: session)
+                startRecognizer(session)
             case .startCue:
                 guard let cueDevice = settings.cueDeviceName else { continue }
                 let meetingID = session.meetingID

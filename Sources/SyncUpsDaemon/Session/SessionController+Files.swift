@@ -231,8 +231,9 @@ extension SessionController {
     }
 
     /// Finishes the journal writes still queued (the last removals come from the store's final write); call
-    /// after the store is closed.
+    /// after the store is closed. Ends the engine started ahead, if any.
     func close() {
+        endSparesForGood()
         for meeting in state.detailsWrites.removals.keys { journals.remove(meeting) }  // the last try of those failing
         journals.finish()
         settings.soundServer?.stop()

@@ -51,6 +51,10 @@ extension SessionController {
         case .recognizer(let event, let meeting):
             guard let session = active, session.meetingID == meeting else { return }
             receive(event, in: session)
+        case .recognizerOpened(let opened, let meeting):
+            recognizerOpened(opened, in: active.flatMap { $0.meetingID == meeting ? $0 : nil })
+        case .spare(let report):
+            receive(report)
         case .cueFailed(let error, let meeting):
             guard let session = active, session.meetingID == meeting, !session.hasReportedCueFailure else { return }
             session.hasReportedCueFailure = true

@@ -11,21 +11,59 @@ import Synchronization
 
 /// The meeting's speech recognizer: its start, and what it reports.
 extension SessionController {
-    /// `startRecognizer`: the configured engine (the one the request was checked against).
-    func startRecognizer(_ session: ActiveSession) -> SessionMachine.Event {
+    /// `startRecognizer`: the configured engine (the one the request was checked against), started on the
+    /// clean-up worker (a speech command's spawn, its pipes and threads are not the loop's work), after what was
+    /// queued there before: the spare started ahead, if one is warm, is taken there, else a fresh one started.
+    /// The fact comes back through the mailbox (`recognizerOpened`); the audio goes to it from then on (the
+    /// relay is set there), what came before is silence to it (its stream counts from the meeting's start).
+    func startRecognizer(_ session: ActiveSession) {
         guard let recognizer = settings.recognizer else {
-            return .recognizerFailedToStart("no speech engine is available")
+            return handle(.recognizerFailedToStart("no speech engine is available"), in: session)
         }
-        let meetingID = session.meetingID
-        do {
-            session.recognition = try recognizer.start { [mailbox] event in
-                mailbox.post(.recognizer(event, meetingID))
+        let (meetingID, relay, spares) = (session.meetingID, session.relay, spare.slot)
+        spareTaken()
+        cleanup.run { [mailbox] in
+            let events: @Sendable (RecognizerEvent) -> Void = { event in mailbox.post(.recognizer(event, meetingID)) }
+            let opened: RecognizerOpening
+            if let prepared = spares.take() {
+                if let stream = prepared.attach(events) {
+                    opened = RecognizerOpening(stream: .success(stream), name: recognizer.name, wasWarm: true)
+                } else {
+                    prepared.discard()
+                    opened = RecognizerOpening(start: recognizer, events: events, spareDied: true)
+                }
+            } else {
+                opened = RecognizerOpening(start: recognizer, events: events, spareDied: false)
             }
-        } catch {
-            return .recognizerFailedToStart("\(recognizer.name) did not start: \(error)")
+            if case .success(let stream) = opened.stream { relay.stream.withLock { $0 = stream } }
+            mailbox.post(.recognizerOpened(opened, meetingID))
         }
-        session.engineName = recognizer.name
-        return .recognizerStarted
+    }
+
+    /// The recognizer started off the loop: the meeting's, and the machine hears how it went. One whose
+    /// meeting ended meanwhile (or that it no longer waits for) is stopped.
+    func recognizerOpened(_ opened: RecognizerOpening, in session: ActiveSession?) {
+        guard let session, session.machine.recognizer == .starting else {
+            if case .success(let stream) = opened.stream {
+                stream.finish()
+                stream.cancel()
+            }
+            return
+        }
+        switch opened.stream {
+        case .success(let stream):
+            session.recognition = stream
+            session.engineName = opened.name
+            if opened.wasWarm {
+                logger.info("speech: the meeting takes the engine started ahead", .meeting(session.meetingID))
+            } else if opened.spareDied {
+                logger.info(
+                    "speech: the engine started ahead had ended; started a fresh one", .meeting(session.meetingID))
+            }
+            handle(.recognizerStarted, in: session)
+        case .failure(let error):
+            handle(.recognizerFailedToStart("\(opened.name) did not start: \(error)"), in: session)
+        }
     }
 
     func receive(_ event: RecognizerEvent, in session: ActiveSession) {
@@ -58,5 +96,32 @@ extension SessionController {
             logger.throttled(.warning, "speech.dropped", text, .meeting(session.meetingID))
             handle(.audioTrouble(text), in: session)
         }
+    }
+}
+
+/// How a meeting's recognizer started, on the clean-up worker.
+struct RecognizerOpening: Sendable {
+    var stream: Result<RecognitionStream, SpeechError>
+    var name: String
+    /// It was the spare started ahead.
+    var wasWarm = false
+    /// A spare was there, but its engine had ended: this is a fresh one.
+    var spareDied = false
+
+    init(stream: Result<RecognitionStream, SpeechError>, name: String, wasWarm: Bool) {
+        self.stream = stream
+        self.name = name
+        self.wasWarm = wasWarm
+    }
+
+    /// A fresh start.
+    init(start recognizer: SpeechRecognizer, events: @escaping @Sendable (RecognizerEvent) -> Void, spareDied: Bool) {
+        do {
+            stream = .success(try recognizer.start(events))
+        } catch {
+            stream = .failure(error)
+        }
+        name = recognizer.name
+        self.spareDied = spareDied
     }
 }

@@ -24,6 +24,7 @@ extension SessionController {
     /// then the meeting is saved at once with what the recognizer gave so far.
     func shutDown(interrupt: ShutdownInterrupt? = nil) {
         defer { finishCleanup(interrupt: interrupt) }
+        endSparesForGood()
         guard let session = active else { return }
         logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
         handle(.daemonStopping, in: session)

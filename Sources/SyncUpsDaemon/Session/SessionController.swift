@@ -39,6 +39,12 @@ final class SessionController {
         /// How long stopping waits, after that, for the clean-up worker's work (a saved meeting's details being
         /// written, a capture device being opened or closed): with both, well inside systemd's 30 s.
         var shutdownCleanupTimeout: Duration = .seconds(10)
+        /// How long the next meeting's engine, started ahead (`SpareEngine`), waits unused before it is ended;
+        /// zero starts none.
+        var spareIdleTimeout: Duration = .seconds(600)
+        /// Start the next meeting's engine ahead at start-up (and after a reload), not only after a meeting or
+        /// at a stand-up's reminder.
+        var preparesSpareAtStart = false
     }
 
     /// What the helper threads report.
@@ -49,6 +55,10 @@ final class SessionController {
         case callRecorder(MeetingRecorder.Trouble, Meeting.ID)
         case recorderStopped(Meeting.ID)
         case recognizer(RecognizerEvent, Meeting.ID)
+        /// The meeting's recognizer was started (or taken from the spare), or failed to (`startRecognizer`).
+        case recognizerOpened(RecognizerOpening, Meeting.ID)
+        /// The next meeting's engine, started ahead.
+        case spare(SpareReport)
         case cueFailed(AudioError, Meeting.ID)
         /// A saved meeting's details file was written (or failed to be, with the error).
         case detailsWritten(Meeting.ID, error: String?)
@@ -64,7 +74,16 @@ final class SessionController {
     let state: DaemonState
     let publishEvent: PublishEvent
     let logger: Logger
-    var settings: Settings { didSet { settingsGeneration &+= 1 } }
+    var settings: Settings {
+        didSet {
+            settingsGeneration &+= 1
+            speechSettingsChanged()
+        }
+    }
+    /// The next meeting's speech engine, started ahead.
+    var spare = SpareEngine()
+    /// `shutDown` has begun: no engine is started ahead any more.
+    private(set) var isStopping = false
     /// Counts the changes of `settings` (a SIGHUP): what depends on them, such as the idle `status` reply,
     /// compares this number instead of the settings themselves.
     private(set) var settingsGeneration = 0
@@ -123,6 +142,8 @@ final class SessionController {
             transcriptCoalescing = .off
             if case .pending(let session) = pending, active === session { self.publish(.transcript, session) }
         }
+        if !sparesAreOn { spare = SpareEngine(phase: .off) }
+        if settings.preparesSpareAtStart { prepareSpare(because: "syncupsd started") }
     }
 
     /// The sync-up being recorded, if any.
@@ -240,6 +261,12 @@ final class SessionController {
     /// The meeting's time in nanoseconds, the machine's clock.
     func elapsed(_ session: ActiveSession) -> Int64 { (loop.now() - session.start).nanoseconds }
 
+    /// The daemon stops: the engine started ahead is ended (its process group killed), and none is started again.
+    func endSparesForGood() {
+        isStopping = true
+        endSpare("syncupsd is stopping")
+    }
+
     /// The session is over: the machine's effects have stopped what it ran; what it held is released (the
     /// journal's throttle is the controller's own).
     func finish(_ session: ActiveSession) {
@@ -248,5 +275,7 @@ final class SessionController {
         session.journalTimer = nil
         session.recognition = nil
         if active === session { active = nil }
+        // The next meeting's engine, unless the daemon is stopping.
+        if !isStopping { prepareSpare(because: "a meeting ended") }
     }
 }

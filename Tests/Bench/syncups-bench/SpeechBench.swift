@@ -181,6 +181,9 @@ enum SpeechBench {
         var name: String
         var key: String
         var meetings: [LiveMeeting]
+        /// Each meeting's engine is started ahead (`--speech-spare-at-start`), and the meeting starts once its
+        /// model is loaded: the row's CPU is the meeting's, the start-up's is `Live.spareStartCPUSeconds`.
+        var warm = false
 
         static func all(clips: Int) -> [LiveCase] {
             let indices = Array(0..<clips)
@@ -191,8 +194,13 @@ enum SpeechBench {
                     meetings: [LiveMeeting(utterances: indices.map { .init(clip: $0, silenceBefore: 2) })]),
                 // A meeting per clip, which starts 1 s after the meeting: its speech in the first 2 s.
                 LiveCase(
-                    name: "first words of a meeting", key: "meetingStart",
+                    name: "first words of a meeting, engine started with it (cold)", key: "meetingStart",
                     meetings: indices.map { LiveMeeting(utterances: [.init(clip: $0, silenceBefore: 1)]) }),
+                // The same with the engine started ahead of the meeting (warm).
+                LiveCase(
+                    name: "first words of a meeting, engine started ahead (warm)", key: "meetingStartWarm",
+                    meetings: indices.map { LiveMeeting(utterances: [.init(clip: $0, silenceBefore: 1)]) },
+                    warm: true),
                 // 10 s of a quiet room's noise before each clip.
                 LiveCase(
                     name: "after 10 s of room noise", key: "longSilence",
@@ -235,6 +243,9 @@ enum SpeechBench {
             cpuSecondsPerMeetingSecond - (engineCPUSecondsPerMeetingSecond ?? 0)
         }
         var peakResidentKiB = 0
+        /// For a warm case, per meeting: the CPU its engine took to start ahead (its own process tree's, to the
+        /// adapter's "ready"), which the row's CPU leaves out.
+        var spareStartCPUSeconds: [Double] = []
     }
 
     /// The meetings of `liveCase`, one daemon each, and their figures together.
@@ -248,7 +259,9 @@ enum SpeechBench {
         var engineCPUSeconds = 0.0
         var meetingSeconds = 0.0
         for meeting in liveCase.meetings {
-            let one = try liveMeeting(engine: engine, command: command, meeting: meeting, clips: clips)
+            let one = try liveMeeting(
+                engine: engine, command: command, meeting: meeting, clips: clips, warm: liveCase.warm)
+            if let spare = one.spareStartCPUSeconds { live.spareStartCPUSeconds.append(spare) }
             live.partialLatencies += one.partialLatencies
             live.finalLatencies += one.finalLatencies
             live.clips += meeting.monologue ? 1 : meeting.utterances.count
@@ -284,9 +297,11 @@ enum SpeechBench {
         return bytes
     }
 
-    static func liveMeeting(engine: String, command: String?, meeting: LiveMeeting, clips: [[UInt8]]) throws -> (
+    static func liveMeeting(
+        engine: String, command: String?, meeting: LiveMeeting, clips: [[UInt8]], warm: Bool = false
+    ) throws -> (
         partialLatencies: [Double], finalLatencies: [Double], words: [Substring], cpuSeconds: Double,
-        engineCPUSeconds: Double, meetingSeconds: Double, peakResidentKiB: Int
+        engineCPUSeconds: Double, meetingSeconds: Double, peakResidentKiB: Int, spareStartCPUSeconds: Double?
     ) {
         var speech: [UInt8] = []
         var spans: [(onset: Double, end: Double, start: Double, stop: Double)] = []
@@ -316,8 +331,21 @@ enum SpeechBench {
         let alsa = try ALSAFixture(paced: true)
         var arguments = ["--audio-device", "virtmic", "--no-cue", "--speech-engine", engine]
         if let command { arguments += ["--speech-command", command] }
+        if warm { arguments.append("--speech-spare-at-start") }
         let daemon = try DaemonProcess(arguments: arguments, environment: alsa.environment)
         defer { _ = daemon.stop() }
+        var spareStartCPUSeconds: Double?
+        if warm {
+            // The engine started ahead has loaded its model: the Whisper adapter logs "ready N s after start".
+            let deadline = MonotonicInstant.now() + .seconds(180)
+            while !daemon.log.contents.contains(" after start (") {
+                guard MonotonicInstant.now() < deadline else {
+                    throw TestFailure("the engine started ahead never said it was ready")
+                }
+                usleep(50_000)
+            }
+            spareStartCPUSeconds = processTree(daemon.pid).descendantsCPU
+        }
         let feeder = try PacedFeeder(fifo: alsa.microphonePath, audio: speech)
         defer { feeder.stop() }
         let client = try daemon.client()
@@ -426,7 +454,7 @@ enum SpeechBench {
             partialLatencies, finalLatencies,
             (saved["transcript"]?.stringValue ?? "").lowercased().split(separator: " "),
             tree.cpuSeconds - before.cpuSeconds, tree.descendantsCPU - before.descendantsCPU,
-            meetingSeconds, tree.peakResidentKiB
+            meetingSeconds, tree.peakResidentKiB, spareStartCPUSeconds
         )
     }
 }

@@ -1,0 +1,181 @@
+import FoundationEssentials
+import Glibc
+import SyncUpsJSON
+import SyncUpsPOSIX
+import SyncUpsSpeech
+import SyncUpsTestSupport
+import Testing
+
+@testable import SyncUpsDaemon
+
+/// The next meeting's speech command, started ahead (`SpareEngine`), through the whole daemon on a loop whose
+/// clock the test moves, with a real command: a shell script that counts its starts in a file, says it is up,
+/// and gives one final, timed by the audio it has read (0.5 s of it), as an engine does.
+@Suite struct SpareEngineTests {
+    /// How the script's first run behaves; later runs are well.
+    enum FirstRun: String, CaseIterable, CustomTestStringConvertible {
+        case well
+        /// Says it is up, then exits: the spare died.
+        case dies
+        /// Says nothing, for ever (until the 10 s silence limit): hung at its start.
+        case hangs
+        /// Floods its output past the 4 MiB a second a speech command may write.
+        case floods
+        /// Starts a helper in a session of its own, then is well.
+        case detachesAHelper
+
+        var testDescription: String { rawValue }
+    }
+
+    /// The engine's script, counting its starts in `starts` in `directory`; `marker` is the argument of the
+    /// `sleep` a hung or detaching first run leaves, to find it in /proc.
+    static func script(_ firstRun: FirstRun, in directory: TemporaryDirectory, marker: String) -> String {
+        let misbehaviour =
+            switch firstRun {
+            case .well: ""
+            case .dies: #"printf '{"type":"progress","time":0}\n'; exit 3"#
+            case .hangs: "exec sleep \(marker)"
+            case .floods: #"exec yes '{"type":"progress","time":0}'"#
+            case .detachesAHelper: "setsid sleep \(marker) > /dev/null 2>&1 < /dev/null &"
+            }
+        return """
+            echo start >> '\(directory.path)/starts'
+            if [ "$(wc -l < '\(directory.path)/starts')" -eq 1 ]; then
+              \(misbehaviour.isEmpty ? ":" : misbehaviour)
+            fi
+            printf '{"type":"progress","time":0}\\n'
+            head -c 16000 > /dev/null
+            printf '{"type":"final","text":"first words","start":0.25,"end":0.5,"words":[{"word":"first","start":0.25,"end":0.4},{"word":"words","start":0.4,"end":0.5}]}\\n'
+            exec cat > /dev/null
+
+            """
+    }
+
+    /// A daemon in virtual time whose speech engine is the script, started ahead at once (as at start-up with
+    /// `speech-spare-at-start`); the sync-up's client, a watcher of `session`, its id.
+    static func daemon(
+        _ firstRun: FirstRun, in directory: TemporaryDirectory, marker: String, idle: Duration = .seconds(600)
+    ) throws -> (InProcessDaemon, LoopClient, LoopClient, String) {
+        let daemon = try VirtualTimeTests.daemon(directory)
+        let path = directory.path + "/engine.sh"
+        Files.write(path, script(firstRun, in: directory, marker: marker))
+        var settings = daemon.session.settings
+        settings.recognizer = CommandRecognizer.recognizer(command: "exec sh '\(path)'")
+        settings.spareIdleTimeout = idle
+        settings.preparesSpareAtStart = true
+        daemon.session.settings = settings
+        let (client, watcher, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
+        return (daemon, client, watcher, id)
+    }
+
+    /// Whether `condition` holds within 15 s (a guard against a hang, not a measure), asked every 10 ms.
+    static func within(_ condition: () throws -> Bool) throws -> Bool {
+        let deadline = MonotonicInstant.now() + .seconds(15)
+        while MonotonicInstant.now() < deadline {
+            if try condition() { return true }
+            usleep(10_000)
+        }
+        return try condition()
+    }
+
+    static func starts(in directory: TemporaryDirectory) -> Int {
+        (Files.readString(directory.path + "/starts") ?? "").split(separator: "\n").count
+    }
+
+    /// Starts a meeting that records and transcribes, waits for its first settled words, saves it, and returns
+    /// the saved meeting's first segment.
+    static func firstWords(
+        _ daemon: InProcessDaemon, _ client: LoopClient, _ watcher: LoopClient, _ id: String,
+        checkingBetween: () throws -> Void = {}
+    ) throws -> JSONValue {
+        let started = try client.result("session.start", ["syncup": .string(id), "audio": true, "transcribe": true])
+        #expect(started["warnings"] == [], "\(started)")
+        // The meeting's clock past the words' end: the daemon keeps no word later than the audio so far.
+        daemon.advanceTime(by: .seconds(1))
+        _ = try watcher.take(timeout: .seconds(30)) {
+            $0["data"]?["session"]?["transcript"]?.stringValue == "first words"
+        }
+        try checkingBetween()
+        _ = try client.result("session.end", ["action": "save"])
+        let ended = try watcher.events(until: "session.ended").last?["data"]
+        #expect(ended?["meeting"]?["transcript"] == "first words")
+        let meeting = try #require(ended?["meeting"]?["id"]?.stringValue)
+        let details = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meeting)])
+        return details["segments"]?.arrayValue?.first ?? details
+    }
+
+    /// A warm engine is handed to the meeting at its start: no second start of the command, its first words
+    /// arrive, timed from the meeting's first sample (the script counts the audio it read), and the next
+    /// meeting's engine is started ahead when this one ends.
+    @Test func aWarmEngineIsHandedToTheMeetingAndItsFirstWordsAreTheMeetings() throws {
+        let directory = TemporaryDirectory("spare")
+        let (daemon, client, watcher, id) = try Self.daemon(.well, in: directory, marker: "")
+        try client.waitForStatus { $0["speechSpare"] == "warm" }
+        #expect(Self.starts(in: directory) == 1)
+        let segment = try Self.firstWords(daemon, client, watcher, id) { () throws in
+            #expect(Self.starts(in: directory) == 1, "the meeting took the engine started ahead")
+            #expect(try client.result("status")["speechSpare"] == "none")
+        }
+        #expect(segment["start"] == 0.25 && segment["end"] == 0.5, "\(segment)")
+        try client.waitForStatus { $0["speechSpare"] == "warm" }
+        #expect(Self.starts(in: directory) == 2, "the next meeting's engine, started ahead")
+    }
+
+    /// A spare that died, hung at its start, flooded its output or left a helper costs the meeting only a fresh
+    /// start: its first words arrive all the same, and nothing of the spare is left.
+    @Test(arguments: [FirstRun.dies, .hangs, .floods])
+    func aSpareThatFailedCostsOnlyAFreshStart(firstRun: FirstRun) throws {
+        let directory = TemporaryDirectory("spare")
+        let marker = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: marker) }
+        let (daemon, client, watcher, id) = try Self.daemon(firstRun, in: directory, marker: marker)
+        switch firstRun {
+        case .hangs:
+            // Started, and silent: not up, so no meeting takes it.
+            #expect(try Self.within { !ProcessTable.processes(withArgument: marker).isEmpty })
+            #expect(try client.result("status")["speechSpare"] == "starting")
+        default:
+            // Its death is seen (the flood's within the second it passed 4 MiB): nothing is warm.
+            try client.waitForStatus { $0["speechSpare"] == "none" && Self.starts(in: directory) == 1 }
+        }
+        let segment = try Self.firstWords(daemon, client, watcher, id) { () throws in
+            #expect(Self.starts(in: directory) == 2, "one fresh start")
+        }
+        #expect(segment["end"] == 0.5, "\(segment)")
+        #expect(
+            try Self.within { ProcessTable.processes(withArgument: marker).isEmpty }, "the hung spare was ended")
+    }
+
+    /// A spare unused for `speech-spare-idle` is ended, and with it the helper it detached; not a second
+    /// before (virtual time: the idle timer is the loop's).
+    @Test func aSpareUnusedPastItsIdleTimeIsEndedWithItsHelper() throws {
+        let directory = TemporaryDirectory("spare")
+        let marker = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: marker) }
+        let (daemon, client, _, _) = try Self.daemon(
+            .detachesAHelper, in: directory, marker: marker, idle: .seconds(600))
+        try client.waitForStatus { $0["speechSpare"] == "warm" }
+        #expect(try Self.within { !ProcessTable.processes(withArgument: marker).isEmpty })
+        daemon.advanceTime(by: .seconds(599))
+        #expect(try client.result("status")["speechSpare"] == "warm")
+        daemon.advanceTime(by: .seconds(1))
+        #expect(try client.result("status")["speechSpare"] == "none")
+        #expect(
+            try Self.within { ProcessTable.processes(withArgument: marker).isEmpty },
+            "the spare's helper ended with it")
+        #expect(Self.starts(in: directory) == 1)
+    }
+
+    /// A meeting with a speech command starts it off the loop (the debug build's check counts a blocking call
+    /// on the loop's thread): cold (no spare) and warm.
+    @Test(arguments: [false, true])
+    func aMeetingWithASpeechCommandDoesNoBlockingWorkOnTheLoop(warm: Bool) throws {
+        let directory = TemporaryDirectory("spare")
+        let (daemon, client, watcher, id) = try Self.daemon(
+            .well, in: directory, marker: "", idle: warm ? .seconds(600) : .zero)
+        if warm { try client.waitForStatus { $0["speechSpare"] == "warm" } }
+        let before = BlockingWork.callsOnLoopOnThisThread
+        _ = try Self.firstWords(daemon, client, watcher, id)
+        #expect(BlockingWork.callsOnLoopOnThisThread == before)
+    }
+}
