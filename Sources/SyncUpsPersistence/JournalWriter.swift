@@ -102,6 +102,8 @@ public final class JournalWriter: Sendable {
             defer { pending = Pending() }
             return (pending.jobs, pending.order)
         }
+        // Listed once for the whole batch, at its first deletion (a deleted sync-up's meetings are one batch).
+        var temporaries: DataDirectory.TemporaryFiles?
         for meeting in order {
             switch jobs[meeting] {
             case .write(let journal)?:
@@ -112,7 +114,7 @@ public final class JournalWriter: Sendable {
                     onWrite(meeting, error)
                 }
             case .remove(let isDeletion)?:
-                onRemoval(meeting, removeNow(meeting, isDeletion: isDeletion))
+                onRemoval(meeting, removeNow(meeting, isDeletion: isDeletion, temporaries: &temporaries))
             case nil:
                 break
             }
@@ -123,7 +125,9 @@ public final class JournalWriter: Sendable {
     /// a deleted meeting whose files stay is recorded there first thing, and goes from it once they are gone
     /// (any later removal of a deletion under way, or of a recorded one, is a deletion too). Returns what still
     /// fails.
-    private func removeNow(_ meeting: Meeting.ID, isDeletion asked: Bool) -> SystemError? {
+    private func removeNow(
+        _ meeting: Meeting.ID, isDeletion asked: Bool, temporaries: inout DataDirectory.TemporaryFiles?
+    ) -> SystemError? {
         let recorded = deleted.withLock { $0 }
         let isDeletion = asked || recorded.contains(meeting) || deleting.withLock { $0.contains(meeting) }
         var failure: SystemError?
@@ -134,7 +138,8 @@ public final class JournalWriter: Sendable {
         }
         if isDeletion {
             // The rest after the journal, whose failure (what would bring the meeting back) is the one said.
-            let rest = directory.removeSidecars(of: meeting)
+            if temporaries == nil { temporaries = directory.temporaryFiles() }
+            let rest = directory.removeSidecars(of: meeting, listed: temporaries)
             failure = failure ?? rest
             deleting.withLock { deleting in
                 if failure == nil { deleting.remove(meeting) } else { deleting.insert(meeting) }

@@ -57,7 +57,10 @@ public struct MeetingDetails: Sendable, Equatable {
         return .object(object)
     }
 
-    public init?(json: JSONValue) {
+    /// The details in `json`; nil if it is not a meeting's. `stillWanted` is asked every `segmentsPerCheck`
+    /// segments decoded (about a megabyte of a file with words): once false, the rest is not decoded, and the
+    /// caller (`read`, which asks it again) drops what was.
+    public init?(json: JSONValue, while stillWanted: () -> Bool = { true }) {
         guard let meetingText = json["meeting"]?.stringValue, let meeting = Meeting.ID(uuidString: meetingText),
             let syncUpText = json["syncup"]?.stringValue, let syncUp = SyncUp.ID(uuidString: syncUpText)
         else { return nil }
@@ -69,7 +72,7 @@ public struct MeetingDetails: Sendable, Equatable {
         (attendees, unusable) = Self.people(json["attendees"], field: "attendees", repeated: "the first is used")
         (absent, problems) = Self.absent(json["absent"], besides: attendees)
         problems = unusable + problems
-        segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
+        segments = Self.segments(json["segments"]?.arrayValue ?? [], while: stillWanted)
         timeline = json["timeline"].flatMap(MeetingTimeline.init(json:))
         // Times that go back are clamped by the insights (never a negative floor): said, not hidden.
         var previous = -Double.infinity
@@ -89,6 +92,21 @@ public struct MeetingDetails: Sendable, Equatable {
                 "\(speaker.name) (\(speaker.id)) had the floor but is not among the attendees; their turns are not in the insights"
             )
         }
+    }
+
+    /// How many segments are decoded between two questions whether the read is still wanted.
+    public static let segmentsPerCheck = 4096
+
+    /// The usable segments of `elements`, in order, up to the first `segmentsPerCheck` boundary at which
+    /// `stillWanted` says no.
+    private static func segments(_ elements: [JSONValue], while stillWanted: () -> Bool) -> [TranscriptSegment] {
+        var segments: [TranscriptSegment] = []
+        segments.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            if index > 0, index % segmentsPerCheck == 0, !stillWanted() { break }
+            if let segment = TranscriptSegment(json: element) { segments.append(segment) }
+        }
+        return segments
     }
 
     /// The absent attendees of a file, and what of them could not be used: entries that are not attendees, or
@@ -144,7 +162,7 @@ public struct MeetingDetails: Sendable, Equatable {
     /// Reads `meetings/<meeting-id>.json`: nil if there is none; throws, saying why, if it is there but cannot
     /// be read, is over `maxFileBytes` or is not a meeting's details, so that a client can tell "never kept"
     /// from "damaged". `stillWanted` is asked before each `readChunkBytes`, before the parse, at each megabyte
-    /// of it and after it: once false, the read stops there and throws `abandoned` (its client hung up).
+    /// of it and after it, every `segmentsPerCheck` segments decoded and after the decode: once false, the read stops there and throws `abandoned` (its client hung up).
     public static func read(
         _ meeting: Meeting.ID, in directory: DataDirectory, while stillWanted: () -> Bool = { true }
     )
@@ -186,7 +204,9 @@ public struct MeetingDetails: Sendable, Equatable {
             throw error.isAbandoned ? .abandoned : Unreadable(description: "\(name): \(error)")
         }
         guard stillWanted() else { throw .abandoned }
-        guard let details = MeetingDetails(json: json) else {
+        let details = MeetingDetails(json: json, while: stillWanted)
+        guard stillWanted() else { throw .abandoned }  // a decode given up midway is dropped
+        guard let details else {
             throw Unreadable(description: "\(name): not a meeting's details (no \"meeting\" and \"syncup\" ids)")
         }
         return details

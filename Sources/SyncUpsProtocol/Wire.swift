@@ -76,6 +76,12 @@ public enum ReplyBody: Sendable {
     /// it starts and at each chunk or page, and stops (what it returns then is dropped); work that changes
     /// something (removing a deleted meeting's files) runs whole whatever it says.
     case later(@Sendable (_ isAbandoned: () -> Bool) -> Result<ReplyBody, ProtocolError>)
+    /// What the reply needs is another worker's to do (the journal writer removing a deleted meeting's files,
+    /// the voice writer a forgotten profile, the clean-up worker opening a meeting's microphone): the reply is
+    /// made when that worker (or the loop, on the fact it reports) completes `PendingReply`, and no thread
+    /// waits meanwhile. The client's next request waits for it, as for `later`; once the client is gone the
+    /// work still runs whole and its reply is dropped.
+    case awaited(PendingReply)
 }
 
 /// A line received by a client: a reply to one of its requests, or an event.

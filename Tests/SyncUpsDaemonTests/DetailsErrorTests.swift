@@ -12,13 +12,8 @@ import Testing
         let directory = TemporaryDirectory("details-error")
         let daemon = try VirtualTimeTests.daemon(directory)
         let (client, _, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "daemon")
-        let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
-        let meeting = try #require(started["meeting"]?.stringValue)
-        daemon.advanceTime(by: .seconds(2))
-        _ = try client.result("session.end", ["action": "save"])
+        let meeting = try VirtualTimeTests.savedMeeting(of: id, by: client, in: directory)
         let path = directory.path + "/meetings/" + meeting + ".json"
-        // The journal goes once the details are written and reported: from then on they are read from the file.
-        _ = try client.waitForStatus { _ in !Files.exists(directory.path + "/meetings/" + meeting + ".recording.json") }
         let key = String(repeating: "k", count: 700_000)
         Files.write(path, "{\"\(key)\":1,\"\(key)\":2}")
         let read = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meeting)])

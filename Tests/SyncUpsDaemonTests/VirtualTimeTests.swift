@@ -14,7 +14,11 @@ import Testing
     static let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
 
     static func daemon(_ directory: TemporaryDirectory) throws -> InProcessDaemon {
-        try InProcessDaemon(dataDirectory: directory.path, clock: .manual(startingAt: start))
+        try daemon(path: directory.path)
+    }
+
+    static func daemon(path: String) throws -> InProcessDaemon {
+        try InProcessDaemon(dataDirectory: path, clock: .manual(startingAt: start))
     }
 
     /// A minute-long sync-up of one attendee, the client that created it, and a second client following `topic`.
@@ -28,14 +32,35 @@ import Testing
         return (client, watcher, id)
     }
 
+    /// `soloSyncUp` with its meeting started (no audio): the client, the watcher, the sync-up's and the meeting's ids.
+    static func startedMeeting(_ daemon: InProcessDaemon, watching topic: String) throws
+        -> (LoopClient, LoopClient, String, String)
+    {
+        let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: topic)
+        let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
+        return (client, watcher, id, try #require(started["meeting"]?.stringValue))
+    }
+
+    /// A meeting of `syncUp` started by `client` (no audio), 2 s long and saved, returned once its details
+    /// are on disk and reported (its journal gone): from then on they are read from the file.
+    static func savedMeeting(of syncUp: String, by client: LoopClient, in directory: TemporaryDirectory) throws
+        -> String
+    {
+        let started = try client.result("session.start", ["syncup": .string(syncUp), "audio": false])
+        let meeting = try #require(started["meeting"]?.stringValue)
+        client.daemon.advanceTime(by: .seconds(2))
+        _ = try client.result("session.end", ["action": "save"])
+        let journal = directory.path + "/meetings/" + meeting + ".recording.json"
+        _ = try client.waitForStatus { _ in !Files.exists(journal) }
+        return meeting
+    }
+
     /// A meeting of `soloSyncUp`'s saved with its details' path blocked by a directory (the write fails, for
     /// root too), once the first failure is published: the client, the daemon's watcher, the ids.
     static func meetingWhoseDetailsFail(_ daemon: InProcessDaemon, in directory: TemporaryDirectory) throws
         -> (LoopClient, LoopClient, String, String)
     {
-        let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "daemon")
-        let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
-        let meeting = try #require(started["meeting"]?.stringValue)
+        let (client, watcher, id, meeting) = try Self.startedMeeting(daemon, watching: "daemon")
         // A directory where the details file goes: its write fails, for root too.
         #expect(mkdir(directory.path + "/meetings/" + meeting + ".json", 0o700) == 0)
         #expect(mkdir(directory.path + "/meetings/" + meeting + ".json/in-the-way", 0o700) == 0)
@@ -208,9 +233,7 @@ import Testing
         @Test func aMeetingDeletedWhileItsDetailsAreWrittenHasThemRemovedOffTheLoop() throws {
             let directory = TemporaryDirectory("virtual")
             let daemon = try Self.daemon(directory)
-            let (client, watcher, id) = try Self.soloSyncUp(daemon, watching: "session")
-            let started = try client.result("session.start", ["syncup": .string(id), "audio": false])
-            let meeting = try #require(started["meeting"]?.stringValue)
+            let (client, watcher, id, meeting) = try Self.startedMeeting(daemon, watching: "session")
             let before = BlockingWork.callsOnLoopOnThisThread
             let gate = try Gate()
             gate.close()

@@ -40,6 +40,27 @@ import Testing
 
     var recorded: Set<Meeting.ID> { DeletedMeetingsFile(directory: data).load().meetings }
 
+    #if DEBUG
+        /// A deleted sync-up's 500 meetings, removed in one batch of the writer, list `meetings/` (for their
+        /// temporary files) once: each removal listed it before, 500 times. A temporary file a crash left
+        /// still goes with its meeting.
+        @Test func aBatchOfDeletionsListsTheMeetingsDirectoryOnce() throws {
+            let meetings = (0..<500).map { Meeting.ID(UUID(counting: 1000 + $0)) }
+            let leftover = FilePath.join(data.meetingsDirectory, ".\(meetings[250]).json.tmp-1-1")
+            Files.write(leftover, Array("{".utf8))
+            let journals = try writer()
+            let gate = try Gate()
+            gate.close()
+            journals.whenDone { gate.pass() }
+            for meeting in meetings { journals.remove(meeting, isDeletion: true) }
+            gate.open()
+            #expect(removal(500) == .some(nil))
+            #expect(DirectoryListing.listings(of: data.meetingsDirectory) == 1)
+            #expect(!Files.exists(leftover))
+            journals.finish()
+        }
+    #endif
+
     /// Before, only the deletion's first try could record it: the retries are plain removals, so a deletion
     /// whose record could not be written the first time was never recorded, and a kill before the journal
     /// went brought the meeting back.

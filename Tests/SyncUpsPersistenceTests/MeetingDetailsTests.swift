@@ -56,4 +56,26 @@ import Testing
         #expect(details.problems.contains { $0.hasPrefix("attendees[3] (Ann) is listed already") })
         #expect(details.problems.contains { $0.hasPrefix("timeline.turns[1] (Bob) goes back in time") })
     }
+
+    /// A decode for a reader who left stops at its next `segmentsPerCheck` segments (about a megabyte):
+    /// before, everything after the parse ran to the end whoever waited.
+    @Test func aDecodeNobodyWaitsForStopsAtItsNextCheck() throws {
+        let segment = TranscriptSegment(speaker: nil, start: 1, end: 2, text: "said", words: []).json
+        let segments = JSONValue.array(Array(repeating: segment, count: 10_000))
+        let json: JSONValue = ["meeting": .string(Self.meeting), "syncup": .string(Self.syncUp), "segments": segments]
+        var asked = 0
+        let whole = try #require(
+            MeetingDetails(json: json) {
+                asked += 1
+                return true
+            })
+        #expect(whole.segments.count == 10_000 && asked == 2)
+        asked = 0
+        let cut = try #require(
+            MeetingDetails(json: json) {
+                asked += 1
+                return asked < 2
+            })
+        #expect(cut.segments.count == 2 * MeetingDetails.segmentsPerCheck && asked == 2)
+    }
 }

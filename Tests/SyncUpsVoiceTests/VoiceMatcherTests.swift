@@ -1,4 +1,5 @@
 import Glibc
+import SyncUpsTestSupport
 import SyncUpsVoice
 import Testing
 

@@ -365,22 +365,19 @@ final class CommandHandler {
         let removed = Set(before).subtracting(updated.attendees.map(\.id))
         let result = WireFormat.syncUp(updated, meetings: .summary)
         guard !removed.isEmpty else { return .value(result) }
-        let voicesGone = forgetVoices(removed)
-        return .later { _ in
-            _ = voicesGone()
-            return .success(.value(result))
-        }
+        let reply = PendingReply(parts: 1, outcome: .success(.value(result)))
+        forgetVoices(removed, then: reply)
+        return .awaited(reply)
     }
 
-    /// Forgets the attendees' voices (`VoiceService.forget`); returns the wait for their files' removal, for a
-    /// reply made off the loop: the client that asked finds them gone when it reads the reply.
-    private func forgetVoices(_ attendees: Set<Attendee.ID>) -> @Sendable () -> SystemError? {
-        guard let removal = try? BlockingQueue<SystemError?>(capacity: 1) else {
-            voices.forget(attendees)
-            return { nil }
-        }
-        voices.forget(attendees) { error in _ = removal.push(error) }
-        return { removal.pop() ?? nil }
+    /// Forgets the attendees' voices (`VoiceService.forget`); their files' removal is one of `reply`'s parts
+    /// (done on the voice writer's thread), so the client that asked finds them gone when it reads the reply.
+    /// With `failing`, a profile that stays fails the reply with what it says.
+    private func forgetVoices(
+        _ attendees: Set<Attendee.ID>, then reply: PendingReply,
+        failing: (@Sendable (SystemError) -> ProtocolError)? = nil
+    ) {
+        voices.forget(attendees) { error in reply.partDone(failing: error.flatMap { failing?($0) }) }
     }
 
     /// `voices.forget`: the attendee (an id or a unique prefix of one, in any sync-up) starts over.
@@ -395,14 +392,13 @@ final class CommandHandler {
             throw .invalidArgument("attendee \"\(text)\" is too short: give the full id or at least 4 characters")
         case .ambiguous(let indices): throw .invalidArgument("\(text) is the start of \(indices.count) attendees' ids")
         }
-        let voiceGone = forgetVoices([attendee.id])
         let result: JSONValue = ["id": .string(attendee.id.description), "name": .string(attendee.name)]
-        return .later { _ in
-            if let error = voiceGone() {
-                return .failure(ProtocolError(.internalError, "the voice profile of \(attendee.name) stays: \(error)"))
-            }
-            return .success(.value(result))
+        let reply = PendingReply(parts: 1, outcome: .success(.value(result)))
+        let name = attendee.name
+        forgetVoices([attendee.id], then: reply) { error in
+            ProtocolError(.internalError, "the voice profile of \(name) stays: \(error)")
         }
+        return .awaited(reply)
     }
 
     /// `{"id"?: "<id or prefix>", "name": "…"}` or a bare name string (a new attendee). With `current` nil
@@ -440,16 +436,13 @@ final class CommandHandler {
 
     private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let (syncUp, _) = state.delete(try state.index(of: try arguments.string("id")))
-        let voicesGone = forgetVoices(Set(syncUp.attendees.map(\.id)))
-        status.scheduler?.forget(syncUp.id)
         let result: JSONValue = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
+        let reply = PendingReply(parts: 2, outcome: .success(.value(result)))
+        forgetVoices(Set(syncUp.attendees.map(\.id)), then: reply)
+        status.scheduler?.forget(syncUp.id)
         // Its meetings' files (and a meeting of it being recorded, discarded) go on the journal writer's thread.
-        let caughtUp = session.journalsCaughtUp()
-        return .later { _ in
-            _ = voicesGone()
-            caughtUp()
-            return .success(.value(result))
-        }
+        session.whenJournalsCaughtUp { reply.partDone() }
+        return .awaited(reply)
     }
 
     /// The reply to a delete, once the deleted meetings' files are gone (the journal writer removes them, off
@@ -457,11 +450,14 @@ final class CommandHandler {
     /// reads the reply, and a kill after it does not bring them back; at once when there are none.
     private func removingFiles(of meetings: [Meeting.ID], then result: JSONValue) -> ReplyBody {
         guard !meetings.isEmpty else { return .value(result) }
-        let caughtUp = session.journalsCaughtUp()
-        return .later { _ in
-            caughtUp()
-            return .success(.value(result))
-        }
+        return afterJournalsCaughtUp(result)
+    }
+
+    /// `result`, once the journal writer has done what was queued so far (`SessionController.whenJournalsCaughtUp`).
+    private func afterJournalsCaughtUp(_ result: JSONValue) -> ReplyBody {
+        let reply = PendingReply(parts: 1, outcome: .success(.value(result)))
+        session.whenJournalsCaughtUp { reply.partDone() }
+        return .awaited(reply)
     }
 
     // MARK: - Meetings
@@ -622,11 +618,7 @@ final class CommandHandler {
         let action = try arguments.optionalChoice("action", ["save", "discard"]) ?? "save"
         let result = try session.request(.end(action == "save" ? .save : .discard))
         guard action == "discard" else { return .value(result) }
-        let caughtUp = session.journalsCaughtUp()
-        return .later { _ in
-            caughtUp()
-            return .success(.value(result))
-        }
+        return afterJournalsCaughtUp(result)
     }
 
     // MARK: - Subscriptions

@@ -37,7 +37,8 @@ struct ConnectionState: Equatable {
         case pausedForOutput
         /// Its backlog gave way to other clients for a turn (`Server.turnBudgetNanoseconds`).
         case yielding
-        /// The reply to the request with this id is being made off the loop (`ReplyBody.later`) by `job`:
+        /// The reply to the request with this id is being made off the loop (`ReplyBody.later` by `job`, or
+        /// `.awaited`, whose job nothing reads):
         /// nothing more of its input is handled until that reply is queued, so replies keep their order.
         case awaitingReply(id: JSONValue, job: ReplyJob)
     }

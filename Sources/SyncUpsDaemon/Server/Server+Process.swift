@@ -25,9 +25,14 @@ extension Server {
         case .success(let decoded): (request, id, outcome) = (decoded, decoded.id, handler(decoded, connection))
         }
         guard connection.state.acceptsOutput else { return false }
-        if case .success(.later(let work)) = outcome {
+        switch outcome {
+        case .success(.later(let work)):
             awaitReply(id: id, work: work, on: connection)
             return false
+        case .success(.awaited(let pending)):
+            awaitReply(id: id, pending: pending, on: connection)
+            return false
+        default: break
         }
         replyScratch.removeAll(keepingCapacity: true)
         appendReply(id: id, outcome: outcome, to: &replyScratch)
@@ -52,7 +57,7 @@ extension Server {
         switch outcome {
         case .success(.value(let result)): Wire.appendSuccess(id: id, result: result, to: &bytes)
         case .success(.encoded(let result)): Wire.appendSuccess(id: id, encodedResult: result, to: &bytes)
-        case .success(.later):
+        case .success(.later), .success(.awaited):
             let error = ProtocolError(.internalError, "the reply was to be made later once more")
             Wire.appendFailure(id: id, error: error, to: &bytes)
         case .failure(let error):
@@ -77,7 +82,8 @@ extension Server {
 
     // MARK: - Replies made off the loop
 
-    /// A reply made on the `syncups-reply` thread, for the connection numbered `connection`.
+    /// A reply made off the loop (on the `syncups-reply` thread, or by whoever completed a `PendingReply`), for
+    /// the connection numbered `connection`.
     struct LaterReply: Sendable {
         var connection: Int
         var outcome: Result<ReplyBody, ProtocolError>
@@ -117,15 +123,42 @@ extension Server {
         }
     }
 
-    /// The reply thread and its mailbox, started with the first reply made off the loop; nil if that fails.
-    private func replyThread() -> (SerialWorker, Mailbox<LaterReply>)? {
-        if let laterReplies { return laterReplies }
+    /// Waits for `pending` without a thread: the connection handles nothing more until whoever completes it
+    /// (another worker's thread, or the loop) has its outcome posted to the mailbox, answered as a reply made
+    /// on the reply thread is. A connection gone meanwhile gets nothing; the work it waited for runs whole.
+    private func awaitReply(id: JSONValue, pending: PendingReply, on connection: Connection) {
+        guard let mailbox = replyMailbox() else {
+            let error = ProtocolError(.internalError, "cannot wait for the reply: out of file descriptors")
+            return queueReply(id: id, outcome: .failure(error), to: connection)
+        }
+        let number = connection.number
+        // Deferred first: an outcome already known is posted at once, and answered on a later turn.
+        handle(.replyDeferred(id: id, job: ReplyJob()), on: connection)
+        pending.deliver { mailbox.post(LaterReply(connection: number, outcome: $0)) }
+    }
+
+    /// The way back to the loop for replies made off it, attached with the first of them; nil if that fails.
+    private func replyMailbox() -> Mailbox<LaterReply>? {
+        if let laterReplyMailbox { return laterReplyMailbox }
         do throws(SystemError) {
             let mailbox = try Mailbox<LaterReply>(capacity: 64)
-            let worker = try SerialWorker(name: "syncups-reply", capacity: 1024)
             laterReplyWatch = try mailbox.attach(to: loop) { [unowned self] in $0.forEach(answer) }
-            laterReplies = (worker, mailbox)
-            return laterReplies
+            laterReplyMailbox = mailbox
+            return mailbox
+        } catch {
+            logger.error("cannot make the replies' mailbox: \(error)")
+            return nil
+        }
+    }
+
+    /// The reply thread and the mailbox back, started with the first reply made on it; nil if that fails.
+    private func replyThread() -> (SerialWorker, Mailbox<LaterReply>)? {
+        guard let mailbox = replyMailbox() else { return nil }
+        if let replyWorker { return (replyWorker, mailbox) }
+        do throws(SystemError) {
+            let worker = try SerialWorker(name: "syncups-reply", capacity: 1024)
+            replyWorker = worker
+            return (worker, mailbox)
         } catch {
             logger.error("cannot start the syncups-reply thread: \(error); making replies on the event loop")
             return nil

@@ -96,8 +96,10 @@ final class Server {
     var heapTrim: EventLoop.Timer?
     /// How many times the heap was trimmed (for tests).
     var heapTrims = 0
-    /// The thread that makes replies needing blocking work (`ReplyBody.later`), and the way back.
-    var laterReplies: (SerialWorker, Mailbox<LaterReply>)?
+    /// The thread that makes replies needing blocking work (`ReplyBody.later`), and the way back for them and
+    /// for replies another worker completes (`ReplyBody.awaited`).
+    var replyWorker: SerialWorker?
+    var laterReplyMailbox: Mailbox<LaterReply>?
     var laterReplyWatch: EventLoop.Watch?
     /// Called on the reply thread each time a reply being made asks whether it is still wanted (a details
     /// read, at each chunk and page): tests hold a read there.

@@ -24,9 +24,9 @@ final class ActiveSession {
     var mixer: AudioMixer?
     /// The recorders the start opened on the clean-up worker, for the stops queued there after it.
     let openedRecorders = OpenedRecorders()
-    /// The reply to `session.start`, made once the meeting has started (or ended before it did): the
-    /// request's `ReplyBody.later` waits for it on the reply thread.
-    var startReply: BlockingQueue<Result<ReplyBody, ProtocolError>>?
+    /// The reply to `session.start`, completed on the loop once the meeting has started (or ended before it
+    /// did); the request's `ReplyBody.awaited`.
+    var startReply: PendingReply?
     /// The speech engine the meeting transcribes with (the settings may change for the next one).
     var engineName: String?
     /// Why the recognizer stopped mid-meeting, for the session object (`transcription.error`).

@@ -181,13 +181,11 @@ extension SessionController {
         // (`journalRemoved`): ended here, a removal about to fail too flashed `persistence.recovered` first.
     }
 
-    /// For a reply made off the loop: waits until the journal writer has done what was queued so far (the
-    /// removals of the meetings just deleted or discarded, and their record where a file stays), so the
-    /// reply says only what a kill -9 after it cannot undo.
-    func journalsCaughtUp() -> @Sendable () -> Void {
-        guard let done = try? BlockingQueue<Bool>(capacity: 1) else { return {} }
-        journals.whenDone { _ = done.push(true) }
-        return { _ = done.pop() }
+    /// For a reply that waits (`ReplyBody.awaited`): calls `done` on the journal writer's thread once it has
+    /// done what was queued so far (the removals of the meetings just deleted or discarded, and their record
+    /// where a file stays), so the reply says only what a kill -9 after it cannot undo.
+    func whenJournalsCaughtUp(_ done: @escaping @Sendable () -> Void) {
+        journals.whenDone(done)
     }
 
     /// A journal was written, or failed to be: a failure is a failed write of the user's data until a later

@@ -16,7 +16,7 @@ extension SessionController {
     func answerStart(_ session: ActiveSession) {
         guard let reply = session.startReply else { return }
         session.startReply = nil
-        reply.push(.success(.value(startReplyJSON(session))))
+        reply.complete(.success(.value(startReplyJSON(session))))
     }
 
     /// The meeting ended before it started: the start's reply, if it waits, says how.
@@ -34,7 +34,6 @@ extension SessionController {
                 "the meeting of \"\(title)\" was discarded while it started (session.end discard, or the daemon stopping)"
             )
         }
-        reply.push(.failure(error))
-        reply.close()
+        reply.complete(.failure(error))
     }
 }

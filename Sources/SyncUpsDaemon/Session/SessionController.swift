@@ -210,14 +210,11 @@ final class SessionController {
         // The machine starts the recording, the recognizer and the cue, then the timer and the first turn.
         perform(effects, in: session)
         guard session.machine.isStarting else { return .value(startReplyJSON(session)) }
-        // The capture device opens off the loop: the reply waits for it, the client's later lines for the reply.
-        guard let reply = try? BlockingQueue<Result<ReplyBody, ProtocolError>>(capacity: 1) else {
-            throw ProtocolError(.internalError, "cannot wait for the meeting's start: out of file descriptors")
-        }
+        // The capture device opens off the loop: the reply waits for it (no thread does), the client's later
+        // lines for the reply.
+        let reply = PendingReply()
         session.startReply = reply
-        return .later { _ in
-            reply.pop() ?? .failure(ProtocolError(.internalError, "the daemon stopped before the meeting started"))
-        }
+        return .awaited(reply)
     }
 
     /// `session.next`, `pause`, `resume`, `end`: the session object after the request (for `end`, the outcome).

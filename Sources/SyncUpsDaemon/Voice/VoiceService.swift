@@ -23,6 +23,7 @@ final class VoiceService {
         /// Reads the weights file at `path`; a missing or damaged one is a reason, never a failure to start.
         static func load(_ path: String?) -> Model {
             guard let path else { return .unavailable("voices off: no voice model configured") }
+            BlockingWork.check("reading the voice model \(path)")
             do {
                 let (fd, _) = try FileDescriptor.openRegularFile(path)
                 defer { fd.close() }
@@ -144,7 +145,10 @@ final class VoiceService {
         writer.prepare = { [unowned self] in nextWrite() }
     }
 
-    /// Starts the meeting's encoder if there is a model; returns it for the audio relay to feed.
+    /// Starts the meeting's encoder if there is a model; returns it for the audio relay to feed. On the loop,
+    /// at the meeting's start: nothing here waits (the model was read at start-up or on SIGHUP, off the loop;
+    /// the encoder is made on its own thread; this makes an eventfd and starts that thread),
+    /// `VoiceListenerStartTests`.
     func begin(
         _ meeting: Meeting.ID, attendees: @escaping () -> [Attendee], turns: @escaping () -> [SpeakerTurn]
     ) -> VoiceListener? {
