@@ -54,7 +54,7 @@ import Testing
     @Test(arguments: ["discard", "syncUpDeleted", "daemonStopping"])
     func aMeetingEndedWhileItsRecognizerStartsStopsIt(ending: String) throws {
         var machine = starting()
-        #expect(machine.handle(.recorderStarted(warnings: []), at: 0.1) == [.startVoiceListener])
+        #expect(machine.handle(.recorderStarted(warnings: []), at: 0.1) == [.cancelSettleTimeout, .startVoiceListener])
         #expect(machine.handle(.voiceListenerUnavailable("voices off"), at: 0.1) == [.startRecognizer])
         #expect(machine.isStarting && machine.recognizer == .starting)
         let effects: [SessionMachine.Effect]
