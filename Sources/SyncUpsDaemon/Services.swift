@@ -68,10 +68,14 @@ final class Services {
         self.state = owner
         let shared = owner.sharedMeetingsWarning().map { [$0] } ?? []
         for warning in shared { logger.warning(warning) }
-        let recovered = MeetingRecovery.run(state: owner, logger: logger)
+        // A deletion recorded in deleted-meetings.json of a meeting sync-ups.json (read whole) names was undone
+        // by the user while the daemon was down (a backup restored): the meeting is theirs again. Not after a
+        // fallback: `.prev`, one write behind, may name a meeting deleted since.
+        let named = loaded.isFromFile ? loaded.syncUps.meetingIDs : []
+        let recovered = MeetingRecovery.run(state: owner, keeping: named, logger: logger)
         do {
             session = try SessionController(
-                loop: loop, state: owner, settings: sessionSettings, logger: logger, publish: publish)
+                loop: loop, state: owner, settings: sessionSettings, keeping: named, logger: logger, publish: publish)
         } catch {
             throw StartupError("cannot set up sessions: \(error)")
         }
@@ -224,4 +228,7 @@ final class Services {
 extension [SyncUp] {
     /// Everybody the sync-ups name.
     var attendeeIDs: Set<Attendee.ID> { Set(lazy.flatMap { $0.attendees.map(\.id) }) }
+
+    /// Every meeting the sync-ups hold.
+    var meetingIDs: Set<Meeting.ID> { Set(lazy.flatMap { $0.meetings.map(\.id) }) }
 }

@@ -98,4 +98,59 @@ import Testing
         #expect(recorded.isEmpty)
         second.finish()
     }
+
+    /// A deletion waiting behind other work when the state names its meeting again (`keep`: a backup restored)
+    /// is dropped: the meeting's files stay and nothing is recorded. Deleted again after that, it is a deletion
+    /// again.
+    @Test func aDeletionWaitingWhenItsMeetingIsNamedAgainIsCalledOff() throws {
+        let details = data.sidecar(meeting, MeetingFiles.details)
+        Files.write(details, Array("{}".utf8))
+        let journals = try writer()
+        let gate = try Gate()
+        gate.close()
+        journals.whenDone { gate.pass() }  // the writer's thread held
+        journals.remove(meeting, isDeletion: true)
+        #expect(journals.keep([meeting, Meeting.ID(UUID(counting: 8))]) == [meeting])
+        #expect(journals.keep([meeting]).isEmpty, "called off twice")
+        gate.open()
+        let caughtUp = try Gate()
+        caughtUp.close()
+        journals.whenDone { caughtUp.open() }
+        caughtUp.pass()
+        #expect(Files.exists(details))
+        #expect(removals.withLock { $0.isEmpty })
+
+        journals.remove(meeting, isDeletion: true)
+        #expect(removal(1) == .some(nil))
+        #expect(!Files.exists(details))
+        journals.finish()
+    }
+
+    /// A meeting the record names whose deletion was called off (`keep`) leaves the record at its next write,
+    /// and a restart that is told the state names it (`keeping`) neither removes its files nor keeps the record.
+    @Test(arguments: ["running", "at a start"])
+    func aRecordedDeletionIsDroppedWhenItsMeetingIsNamedAgain(_ when: String) throws {
+        let audio = data.sidecar(meeting, MeetingFiles.callAudio)
+        let details = data.sidecar(meeting, MeetingFiles.details)
+        Files.write(details, Array("{}".utf8))
+        #expect(mkdir(audio, 0o700) == 0)
+        let first = try writer()
+        first.remove(meeting, isDeletion: true)
+        #expect(removal(1)??.errno == Errno(rawValue: EISDIR))
+        #expect(recorded == [meeting])
+        Files.write(details, Array("{}".utf8))  // restored
+        if when == "running" {
+            #expect(first.keep([meeting]) == [meeting])
+            first.remove(meeting)  // a retry that was already queued is a plain removal now
+            first.finish()
+        } else {
+            first.finish()
+            let second = try JournalWriter(
+                directory: data, keeping: [meeting], onWrite: { _, _ in }, onRemoval: { _, _ in })
+            second.finish()
+        }
+        #expect(Files.exists(details))
+        #expect(recorded.isEmpty)
+        #expect(!Files.exists(FilePath.join(data.path, DeletedMeetingsFile.fileName)))
+    }
 }

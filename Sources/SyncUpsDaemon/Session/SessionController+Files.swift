@@ -181,6 +181,23 @@ extension SessionController {
         // (`journalRemoved`): ended here, a removal about to fail too flashed `persistence.recovered` first.
     }
 
+    /// The state names these meetings again (`sync-ups.json` reloaded: a backup restored, or another program's
+    /// edit): a deletion of one still under way, its removal failing, is called off (`JournalWriter.keep`), its
+    /// retries and its failure with it. The files it had not removed stay the user's; a journal among them is
+    /// a saved meeting's, removed or completed by the next start's recovery.
+    func meetingsNamedAgain(_ named: Set<Meeting.ID>) {
+        let calledOff = journals.keep(named)
+        guard !calledOff.isEmpty else { return }
+        for meeting in calledOff.sorted(by: { $0.description < $1.description }) {
+            retries.removeValue(forKey: meeting).map(loop.cancel)
+            _ = state.detailsWrites.journalRemoved(meeting, failed: false)
+            logger.notice(
+                "\(DataDirectory.fileName) names a meeting being deleted again: its deletion is called off, its "
+                    + "files kept", .meeting(meeting))
+        }
+        state.writesWorked(calledOff.flatMap { [.journalRemoval($0), .journal($0), .details($0)] })
+    }
+
     /// For a reply made off the loop: waits until the journal writer has done what was queued so far (the
     /// removals of the meetings just deleted or discarded, and their record where a file stays), so the
     /// reply says only what a kill -9 after it cannot undo.

@@ -93,6 +93,7 @@ final class SessionController {
         loop: EventLoop,
         state: DaemonState,
         settings: Settings,
+        keeping named: Set<Meeting.ID> = [],
         logger: Logger,
         publish: @escaping PublishEvent
     ) throws(SystemError) {
@@ -106,6 +107,7 @@ final class SessionController {
         cleanup = try SerialWorker(name: "syncups-cleanup")
         journals = try JournalWriter(
             directory: state.dataDirectory,
+            keeping: named,
             onWrite: { meeting, error in mailbox.post(.journalWritten(meeting, error: error)) },
             onRemoval: { meeting, error in mailbox.post(.journalRemoved(meeting, error: error)) })
         _ = try mailbox.attach(to: loop) { [unowned self] messages in
