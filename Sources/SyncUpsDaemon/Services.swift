@@ -134,13 +134,14 @@ final class Services {
 
     /// A profile of someone in no sync-up (removed while a write of theirs raced the removal, or while the
     /// daemon was down) is a voice print no command can reach: it is set aside (`VoiceProfileStore.setAside`,
-    /// `voices/orphaned/`, the longest aside deleted beyond 100), each named in the log, not deleted: the roster
-    /// may lack a sync-up the user will restore from a `.corrupt-*` file, and a set-aside profile whose person
-    /// a roster names again comes back (`VoiceService.bringBack`, here and at each outside edit). Only against
-    /// the roster of a `sync-ups.json` read whole: after a fallback (`.prev`, one write behind) or an empty
-    /// start (the file missing, empty or damaged) the people missing from the roster may well exist, and
-    /// nothing is moved; they are judged again at the next start that reads the file. Returns the warning for
-    /// `status` when profiles were kept or set aside.
+    /// `voices/orphaned/`, the longest aside deleted beyond 100 once they waited 30 days), each named in the
+    /// log, not deleted: the roster may lack a sync-up the user will restore from a `.corrupt-*` file, and a
+    /// set-aside profile whose person a roster names again comes back (`VoiceService.bringBack`, here and at
+    /// each outside edit). Only against the roster of a `sync-ups.json` read whole: after a fallback (`.prev`,
+    /// one write behind) or an empty start (the file missing, empty or damaged) the people missing from the
+    /// roster may well exist, and nothing is moved; they are judged again at the next start that reads the
+    /// file. Nor into a `voices/orphaned` that is not the daemon's own directory (a symbolic link, never
+    /// followed). Returns the warning for `status` when profiles were kept or set aside.
     static func sweepOrphanedProfiles(
         of voices: VoiceService, in syncUps: [SyncUp], rosterIsFromFile: Bool, logger: Logger
     ) -> [String] {
@@ -155,12 +156,18 @@ final class Services {
             logger.warning(warning)
             return [warning]
         }
+        if let problem = voices.store.asideDirectoryProblem() {
+            let warning = "voices: kept \(orphans.count) profiles of people in no sync-up in place: \(problem)"
+            logger.warning(warning)
+            return [warning]
+        }
         for id in orphans { logger.notice("voices: setting aside the profile of \(id), who is in no sync-up") }
         voices.setAside(orphans)
         let warning =
             "voices: set aside \(orphans.count) profiles of people in no sync-up in \(voices.store.asideDirectory) "
             + "(a sync-up that names them again gets them back; moving one back to \(voices.store.directory) "
-            + "restores it; beyond \(VoiceProfileStore.maximumAside) the longest aside are deleted)"
+            + "restores it; beyond \(VoiceProfileStore.maximumAside) the longest aside are deleted once they have "
+            + "waited \(VoiceProfileStore.asideGrace.components.seconds / 86_400) days)"
         logger.warning(warning)
         return [warning]
     }

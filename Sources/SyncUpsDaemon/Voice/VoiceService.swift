@@ -411,14 +411,14 @@ final class VoiceService {
         let ids = Set(attendees)
         drop(ids)
         aside.formUnion(ids)
-        let (store, logger) = (store, logger)
+        let (store, logger, now) = (store, logger, wallClock())
         writer.run {
             do {
-                let deleted = try store.setAside(ids)
+                let deleted = try store.setAside(ids, at: now)
                 for id in deleted {
                     logger.notice(
-                        "voices: deleted the profile of \(id), set aside longest of more than \(VoiceProfileStore.maximumAside)"
-                    )
+                        "voices: deleted the profile of \(id), set aside longest of more than \(VoiceProfileStore.maximumAside) "
+                            + "for more than \(VoiceProfileStore.asideGrace.components.seconds / 86_400) days")
                 }
             } catch {
                 logger.error("voices: cannot set aside the profiles of \(ids.count) people in no sync-up: \(error)")
