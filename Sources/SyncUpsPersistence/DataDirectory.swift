@@ -76,33 +76,36 @@ public struct DataDirectory: Sendable, Equatable {
     /// failed (naming the file), after trying every other: what a deletion must retry.
     @discardableResult
     public func removeSidecars(of meeting: Meeting.ID) -> SystemError? {
-        removeSidecars(of: [meeting])
+        removeSidecars(of: [meeting])[meeting]
     }
 
-    /// `removeSidecars` for several meetings (a deleted sync-up's), reading the directory once.
-    @discardableResult
-    public func removeSidecars(of meetings: [Meeting.ID]) -> SystemError? {
-        guard !meetings.isEmpty else { return nil }
+    /// `removeSidecars` for several meetings (a deleted sync-up's), reading the directory once: the first
+    /// failure of each meeting whose files do not all go.
+    public func removeSidecars(of meetings: [Meeting.ID]) -> [Meeting.ID: SystemError] {
+        guard !meetings.isEmpty else { return [:] }
         BlockingWork.check("removing the files of \(meetings.count) meeting(s)")
-        var failure: SystemError?
-        func remove(_ path: String) {
-            guard unlink(path) != 0, Errno.current != .noSuchFile, failure == nil else { return }
-            failure = SystemError("unlink \(FilePath.name(of: path))", .current)
+        var failures: [Meeting.ID: SystemError] = [:]
+        func remove(_ path: String, of meeting: Meeting.ID) {
+            guard unlink(path) != 0, Errno.current != .noSuchFile, failures[meeting] == nil else { return }
+            failures[meeting] = SystemError("unlink \(FilePath.name(of: path))", .current)
         }
         for meeting in meetings {
-            for suffix in MeetingFiles.suffixes { remove(sidecar(meeting, suffix)) }
+            for suffix in MeetingFiles.suffixes { remove(sidecar(meeting, suffix), of: meeting) }
         }
-        let ids = Set(meetings.map(\.description))
+        let ids = Dictionary(meetings.map { ($0.description, $0) }, uniquingKeysWith: { first, _ in first })
         do throws(SystemError) {
             for name in try DirectoryListing.names(in: meetingsDirectory) where AtomicFile.isTemporaryName(name) {
                 // `.<meeting-id>.<suffix>.tmp-<pid>-<n>`
-                let id = name.dropFirst().prefix { $0 != "." }
-                if ids.contains(String(id)) { remove(FilePath.join(meetingsDirectory, name)) }
+                if let meeting = ids[String(name.dropFirst().prefix { $0 != "." })] {
+                    remove(FilePath.join(meetingsDirectory, name), of: meeting)
+                }
             }
         } catch {
-            if error.errno != .noSuchFile, failure == nil { failure = error }
+            if error.errno != .noSuchFile {
+                for meeting in meetings where failures[meeting] == nil { failures[meeting] = error }
+            }
         }
-        return failure
+        return failures
     }
 
     /// Removes the temporary files of `meetings/` that a crash left behind (start-up only: one daemon per

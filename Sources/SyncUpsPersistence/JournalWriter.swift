@@ -6,15 +6,20 @@ import Synchronization
 /// written is written (a long meeting's journal is megabytes, rewritten at every settled utterance), and a
 /// removal replaces any write still waiting, so a journal never comes back after it was removed.
 ///
-/// A deleted (or discarded) meeting's removal takes all its files, not only the journal. One that fails is
-/// recorded in `deleted-meetings.json` (`DeletedMeetingsFile`) before anything else is done, so a restart does
-/// not recover what the user deleted, and removes what stayed; the record goes once every file has. A deletion
+/// A deleted (or discarded) meeting's removal takes all its files, not only the journal (a deleted sync-up's
+/// meetings together, listing `meetings/` once). It is recorded in `deleted-meetings.json`
+/// (`DeletedMeetingsFile`) before any file goes, so a restart does not recover what the user deleted, and
+/// removes what stayed; the record goes once every file has. A deletion
 /// is called off when the user brings its meeting back (`keep`: `sync-ups.json` names it again, restored from a
 /// backup): its files stay, and so does whatever the removal had not taken yet.
 public final class JournalWriter: Sendable {
     private enum Job: Sendable {
         case write(MeetingJournal)
         case remove(isDeletion: Bool)
+
+        var isDeletion: Bool {
+            if case .remove(isDeletion: true) = self { true } else { false }
+        }
     }
 
     /// What the loop's thread queues and calls off and the writer's thread does, under one lock.
@@ -33,21 +38,25 @@ public final class JournalWriter: Sendable {
         /// controller's retries, the shutdown's last try) is a deletion too, so it records the deletion if the
         /// first try could not.
         var deleting: Set<Meeting.ID> = []
-        /// The removal under way on the writer's thread.
-        var running: (meeting: Meeting.ID, isDeletion: Bool)?
+        /// The removals under way on the writer's thread, and whether each is a deletion.
+        var running: [Meeting.ID: Bool] = [:]
         /// Deletions called off (`keep`) that the record may still name, or whose removal is under way: that
         /// removal takes no more files, and the record's next write drops them.
         var calledOff: Set<Meeting.ID> = []
 
+        /// The deletions waiting for a drain, or for their turn in the one under way.
+        var queuedDeletions: Set<Meeting.ID> {
+            var queued = Set<Meeting.ID>()
+            for (meeting, job) in jobs where job.isDeletion { queued.insert(meeting) }
+            for (meeting, job) in batch where job.isDeletion { queued.insert(meeting) }
+            return queued
+        }
+
         /// The deleted meetings `named` holds whose deletion is not over: recorded, unfinished, waiting or
         /// under way.
         func deletions(in named: Set<Meeting.ID>) -> Set<Meeting.ID> {
-            var found = recorded.union(deleting).filter(named.contains)
-            for (meeting, job) in jobs.merging(batch, uniquingKeysWith: { queued, _ in queued })
-            where named.contains(meeting) {
-                if case .remove(let isDeletion) = job, isDeletion { found.insert(meeting) }
-            }
-            if let running, running.isDeletion, named.contains(running.meeting) { found.insert(running.meeting) }
+            var found = recorded.union(deleting).union(queuedDeletions).filter(named.contains)
+            for (meeting, isDeletion) in running where isDeletion && named.contains(meeting) { found.insert(meeting) }
             return found
         }
     }
@@ -82,13 +91,13 @@ public final class JournalWriter: Sendable {
         let kept = recorded.filter(named.contains)
         state = Mutex(State(recorded: recorded, calledOff: kept))
         worker = try SerialWorker(name: "syncups-journal")
-        for meeting in recorded where !kept.contains(meeting) { remove(meeting, isDeletion: true) }
+        delete(recorded.filter { !kept.contains($0) }.sorted { $0.description < $1.description })
         if !kept.isEmpty { startDrain() }
     }
 
     /// Queues `journal` in place of any version of it not yet written.
     public func write(_ journal: MeetingJournal) {
-        enqueue(.write(journal), for: journal.meeting)
+        enqueue(.write(journal), for: [journal.meeting])
     }
 
     /// Writes a new meeting's first journal on the caller's thread: small, and on disk before anyone is told
@@ -105,7 +114,14 @@ public final class JournalWriter: Sendable {
     /// Removes the meeting's journal after the write in progress, if any; drops the ones waiting.
     /// `isDeletion`: the user deleted or discarded the meeting, so a journal that stays must not recover it.
     public func remove(_ meeting: Meeting.ID, isDeletion: Bool = false) {
-        enqueue(.remove(isDeletion: isDeletion), for: meeting)
+        enqueue(.remove(isDeletion: isDeletion), for: [meeting])
+    }
+
+    /// Removes every file of the deleted meetings (a deleted sync-up's), queued at once: one removal, after
+    /// one record of them all, however many they are.
+    public func delete(_ meetings: [Meeting.ID]) {
+        guard !meetings.isEmpty else { return }
+        enqueue(.remove(isDeletion: true), for: meetings)
     }
 
     /// The state names these meetings (again: a reload of `sync-ups.json`): the user brought back any of them
@@ -140,11 +156,13 @@ public final class JournalWriter: Sendable {
         drain()  // anything queued after the thread ended
     }
 
-    private func enqueue(_ job: Job, for meeting: Meeting.ID) {
+    private func enqueue(_ job: Job, for meetings: [Meeting.ID]) {
         state.withLock { state in
-            if state.jobs.updateValue(job, forKey: meeting) == nil { state.order.append(meeting) }
-            // Deleted again after the user brought it back: a deletion again.
-            if case .remove(isDeletion: true) = job { state.calledOff.remove(meeting) }
+            for meeting in meetings {
+                if state.jobs.updateValue(job, forKey: meeting) == nil { state.order.append(meeting) }
+                // Deleted again after the user brought it back: a deletion again.
+                if job.isDeletion { state.calledOff.remove(meeting) }
+            }
         }
         startDrain()
     }
@@ -157,8 +175,8 @@ public final class JournalWriter: Sendable {
         if starts { worker.run { [self] in drain() } }
     }
 
-    /// Does the jobs queued, one at a time in order (a removal under way can be called off), then writes the
-    /// record without the deletions called off.
+    /// Does the jobs queued, in order (consecutive removals together; a removal under way can be called off),
+    /// then writes the record without the deletions called off.
     private func drain() {
         draining.withLock { _ in drainBatch() }
     }
@@ -182,7 +200,11 @@ public final class JournalWriter: Sendable {
                     onWrite(meeting, error)
                 }
             case .remove(let isDeletion):
-                onRemoval(meeting, removeNow(meeting, isDeletion: isDeletion))
+                // With the removals right behind it, together: a deleted sync-up's thousands of meetings list
+                // `meetings/` once and write the record twice, not once each.
+                var removals = [(meeting, isDeletion)]
+                while let next = nextRemoval() { removals.append(next) }
+                for (meeting, failure) in removeNow(removals) { onRemoval(meeting, failure) }
             }
         }
         try? updateRecord()  // a failure leaves them to the record's next write (and the next start drops them)
@@ -201,62 +223,105 @@ public final class JournalWriter: Sendable {
         }
     }
 
-    /// Removes the journal, or for a deletion every file of the meeting, keeping `deleted-meetings.json` true:
-    /// a deleted meeting whose files stay is recorded there first thing, and goes from it once they are gone
-    /// (any later removal of a deletion under way, or of a recorded one, is a deletion too) or once its deletion
-    /// is called off. Returns what still fails.
-    private func removeNow(_ meeting: Meeting.ID, isDeletion asked: Bool) -> SystemError? {
-        let isDeletion = state.withLock { state in
-            let isDeletion =
-                asked
-                || (state.recorded.contains(meeting) || state.deleting.contains(meeting))
-                    && !state.calledOff.contains(meeting)
-            state.running = (meeting, isDeletion)
-            return isDeletion
+    /// The next job if it is a removal (taken), else nil (left for `next`).
+    private func nextRemoval() -> (Meeting.ID, Bool)? {
+        state.withLock { state in
+            while state.taken < state.batchOrder.count {
+                let meeting = state.batchOrder[state.taken]
+                switch state.batch[meeting] {
+                case nil:
+                    state.taken += 1
+                case .remove(let isDeletion)?:
+                    state.taken += 1
+                    state.batch[meeting] = nil
+                    return (meeting, isDeletion)
+                case .write?:
+                    return nil
+                }
+            }
+            return nil
         }
-        var failure: SystemError?
-        do {
-            try MeetingJournal.remove(meeting, in: directory)
-        } catch {
-            failure = error
+    }
+
+    /// Removes the journals, and for a deletion every file of the meeting, keeping `deleted-meetings.json` true:
+    /// the deletions are recorded there before anything is removed (a kill while thousands go leaves none
+    /// for good: the next start finishes them), and each goes from it once its files are gone or its deletion
+    /// is called off (any later removal of a deletion under way, or of a recorded one, is a deletion too).
+    /// Returns what still fails, in order.
+    private func removeNow(_ removals: [(Meeting.ID, Bool)]) -> [(Meeting.ID, SystemError?)] {
+        let (deletions, toRecord) = state.withLock { state in
+            var deletions = Set<Meeting.ID>()
+            for (meeting, asked) in removals {
+                let isDeletion =
+                    asked
+                    || (state.recorded.contains(meeting) || state.deleting.contains(meeting))
+                        && !state.calledOff.contains(meeting)
+                state.running[meeting] = isDeletion
+                if isDeletion { deletions.insert(meeting) }
+            }
+            return (deletions, deletions.subtracting(state.recorded))
+        }
+        var recordError: SystemError?
+        if !toRecord.isEmpty {
+            do { try updateRecord { $0.formUnion(toRecord) } } catch { recordError = error }
+        }
+        var failures: [Meeting.ID: SystemError] = [:]
+        for (meeting, _) in removals {
+            do {
+                try MeetingJournal.remove(meeting, in: directory)
+            } catch {
+                failures[meeting] = error
+            }
         }
         // The rest after the journal, whose failure (what would bring the meeting back) is the one said.
-        if isDeletion, !state.withLock({ $0.calledOff.contains(meeting) }) {
-            failure = failure ?? directory.removeSidecars(of: meeting)
+        let removing = deletions.subtracting(state.withLock { $0.calledOff })
+        for (meeting, failure) in directory.removeSidecars(of: removals.map(\.0).filter(removing.contains)) {
+            failures[meeting] = failures[meeting] ?? failure
         }
-        let isCalledOff = state.withLock { state in
-            state.running = nil
-            guard !state.calledOff.contains(meeting) else { return true }
-            if isDeletion {
-                if failure == nil { state.deleting.remove(meeting) } else { state.deleting.insert(meeting) }
+        let calledOff = state.withLock { state in
+            for (meeting, _) in removals { state.running[meeting] = nil }
+            // A deletion called off: nothing is to go any more, and it is no deletion now.
+            for meeting in deletions where !state.calledOff.contains(meeting) {
+                if failures[meeting] == nil { state.deleting.remove(meeting) } else { state.deleting.insert(meeting) }
             }
-            return false
+            return state.calledOff
         }
-        if isCalledOff { return nil }  // nothing is to go any more
         do {
             try updateRecord { recorded in
-                if failure == nil {
-                    recorded.remove(meeting)
-                } else if isDeletion {
-                    recorded.insert(meeting)
+                for (meeting, _) in removals where !calledOff.contains(meeting) {
+                    if failures[meeting] == nil {
+                        recorded.remove(meeting)
+                    } else if deletions.contains(meeting) {
+                        recorded.insert(meeting)
+                    }
                 }
             }
         } catch {
-            if let failure {
-                return SystemError(
-                    "\(failure.operation) (and recording the deletion in \(DeletedMeetingsFile.fileName) failed too, "
-                        + "\(error), so a restart would bring the meeting back)", failure.errno)
-            }
-            // The journal is gone; a stale entry names nothing, and goes with the next write of the record.
+            recordError = error
         }
-        return failure
+        let recorded = state.withLock { $0.recorded }
+        return removals.map { meeting, _ in
+            guard let failure = failures[meeting], !calledOff.contains(meeting) else { return (meeting, nil) }
+            if let recordError, deletions.contains(meeting), !recorded.contains(meeting) {
+                return (
+                    meeting,
+                    SystemError(
+                        "\(failure.operation) (and recording the deletion in \(DeletedMeetingsFile.fileName) failed "
+                            + "too, \(recordError), so a restart would bring the meeting back)", failure.errno)
+                )
+            }
+            return (meeting, failure)
+        }
     }
 
     /// Writes the record as `change` leaves it, without the deletions called off, if that changes it.
+    /// The deletions queued are kept in it too: a removal done while the next waits for its turn (a deleted
+    /// sync-up's meetings queued while the first of them went) does not take the record away from them.
     private func updateRecord(_ change: (inout Set<Meeting.ID>) -> Void = { _ in }) throws(SystemError) {
-        let (recorded, calledOff) = state.withLock { ($0.recorded, $0.calledOff) }
+        let (recorded, calledOff, queued) = state.withLock { ($0.recorded, $0.calledOff, $0.queuedDeletions) }
         var next = recorded
         change(&next)
+        next.formUnion(queued)
         next.subtract(calledOff)
         if next != recorded { try deletedFile.write(next) }
         state.withLock { state in

@@ -176,7 +176,7 @@ extension SessionController {
         _ = state.detailsWrites.delete(meetings)
         // Each, not only those whose details waited: a journal may also stay because its removal after the save
         // failed, or is still to come. (One that is gone costs an unlink on the journal's thread.)
-        for meeting in meetings { journals.remove(meeting, isDeletion: true) }
+        journals.delete(meetings)
         // Their details are no longer wanted, but a failure of theirs ends only with the removal's report
         // (`journalRemoved`): ended here, a removal about to fail too flashed `persistence.recovered` first.
     }
