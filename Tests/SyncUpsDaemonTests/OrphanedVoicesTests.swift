@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import SyncUpsCore
 import SyncUpsPOSIX
@@ -85,5 +86,41 @@ import Testing
         _ = try start(data)
         #expect(Files.list(data + "/voices/orphaned").count == 150, "profiles were deleted by one start")
         #expect(Files.list(data + "/voices") == ["\(kept).json", "orphaned"].sorted())
+    }
+}
+
+/// The attack's C6: an attendee two sync-ups name (one copied inside `sync-ups.json` by hand, with the same
+/// ids) keeps their voice profile when one of the sync-ups is deleted or drops them: a profile goes only with
+/// the last sync-up that names its person. Before, it was deleted for good while the other still named them.
+@Suite struct SharedAttendeeVoiceTests {
+    @Test(arguments: ["syncups.delete", "syncups.update"])
+    func anAttendeeAnotherSyncUpNamesKeepsTheirProfile(_ command: String) throws {
+        let directory = TemporaryDirectory("shared-attendee")
+        let one = SyncUp.fixture(seed: 1, title: "One", attendees: 2)
+        let two = SyncUp(
+            id: SyncUp.ID(UUID(counting: 9999)), attendees: one.attendees, duration: one.duration, meetings: [],
+            theme: one.theme, title: "Two")
+        let data = directory.dataDirectory(holding: [one, two])
+        mkdir(data + "/voices", 0o700)
+        let ann = one.attendees[0].id
+        let profile = data + "/voices/\(ann).json"
+        Files.write(profile, VoiceProfileValidationFile.sane)
+        let daemon = try InProcessDaemon(dataDirectory: data)
+        let client = LoopClient(try daemon.connect(), daemon)
+        if command == "syncups.delete" {
+            _ = try client.result(command, ["id": .string(one.id.description)])
+        } else {
+            let bob = one.attendees[1]
+            _ = try client.result(
+                command,
+                [
+                    "id": .string(one.id.description),
+                    "attendees": [["id": .string(bob.id.description), "name": .string(bob.name)]],
+                ])
+        }
+        #expect(Files.readString(profile) == VoiceProfileValidationFile.sane, "Two's Ann lost her voice")
+        // Once no sync-up names her, it goes.
+        _ = try client.result("syncups.delete", ["id": .string(two.id.description)])
+        #expect(!Files.exists(profile))
     }
 }

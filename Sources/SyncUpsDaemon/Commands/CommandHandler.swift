@@ -359,8 +359,9 @@ final class CommandHandler {
         }
         let before = state.syncUps[index].attendees.map(\.id)
         let updated = try state.update(index, with: update)
-        // A removed attendee's voice goes with them; a renamed one keeps it (profiles are keyed by id).
-        let removed = Set(before).subtracting(updated.attendees.map(\.id))
+        // A removed attendee's voice goes with them, unless another sync-up names them too (copied by hand); a
+        // renamed one keeps it (profiles are keyed by id).
+        let removed = Set(before).subtracting(state.syncUps.attendeeIDs)
         let result = WireFormat.syncUp(updated, meetings: .summary)
         guard !removed.isEmpty else { return .value(result) }
         let voicesGone = forgetVoices(removed)
@@ -438,7 +439,7 @@ final class CommandHandler {
 
     private func deleteSyncUp(_ arguments: Arguments) throws(ProtocolError) -> ReplyBody {
         let (syncUp, _) = state.delete(try state.index(of: try arguments.string("id")))
-        let voicesGone = forgetVoices(Set(syncUp.attendees.map(\.id)))
+        let voicesGone = forgetVoices(Set(syncUp.attendees.map(\.id)).subtracting(state.syncUps.attendeeIDs))
         status.scheduler?.forget(syncUp.id)
         let result: JSONValue = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
         // Its meetings' files (and a meeting of it being recorded, discarded) go on the journal writer's thread.
