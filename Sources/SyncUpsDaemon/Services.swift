@@ -162,14 +162,23 @@ final class Services {
             return [warning]
         }
         for id in orphans { logger.notice("voices: setting aside the profile of \(id), who is in no sync-up") }
-        voices.setAside(orphans)
+        let (moved, failure) = voices.setAside(orphans)
+        var warnings: [String] = []
+        if let failure {
+            let warning =
+                "voices: cannot set aside \(orphans.count - moved.count) profiles of people in no sync-up (\(failure)); "
+                + "kept them in \(voices.store.directory), tried again at the next start"
+            logger.error(warning)
+            warnings.append(warning)
+        }
+        guard !moved.isEmpty else { return warnings }
         let warning =
-            "voices: set aside \(orphans.count) profiles of people in no sync-up in \(voices.store.asideDirectory) "
+            "voices: set aside \(moved.count) profiles of people in no sync-up in \(voices.store.asideDirectory) "
             + "(a sync-up that names them again gets them back; moving one back to \(voices.store.directory) "
             + "restores it; beyond \(VoiceProfileStore.maximumAside) the longest aside are deleted once they have "
             + "waited \(VoiceProfileStore.asideGrace.components.seconds / 86_400) days)"
         logger.warning(warning)
-        return [warning]
+        return [warning] + warnings
     }
 
     /// `idle · 3 sync-ups` or `recording "Design" 03:12 · Blob Jr 2/6`: systemd's status line.

@@ -89,6 +89,28 @@ import Testing
     }
 }
 
+/// The attack's C10: a start-up sweep that cannot set a profile aside (the disk full) says so in `status`,
+/// and keeps the profile where it was. Before, `status` said it was set aside; only the log said otherwise.
+@Suite struct OrphanedVoicesFailureTests {
+    @Test func aProfileThatCannotBeSetAsideIsSaidToStayWhereItIs() throws {
+        let directory = TemporaryDirectory("orphaned-full")
+        let data = directory.dataDirectory(holding: [SyncUp.fixture(attendees: 1)])
+        mkdir(data + "/voices", 0o700)
+        let orphan = data + "/voices/00000000-0000-0000-0000-0000000000F0.json"
+        Files.write(orphan, VoiceProfileValidationFile.sane)
+        let faults = FaultyFileSystem()
+        faults.fail(.rename, with: Errno(rawValue: ENOSPC))
+        let daemon = try InProcessDaemon(dataDirectory: data, fileSystem: faults.fileSystem)
+        faults.heal()
+        let client = LoopClient(try daemon.connect(), daemon)
+        let warnings = try client.result("status")["persistence"]?["warnings"]?.arrayValue ?? []
+        #expect(
+            warnings.contains { $0.stringValue?.contains("cannot set aside 1 profiles") == true }, "\(warnings)")
+        #expect(!warnings.contains { $0.stringValue?.contains("voices: set aside") == true }, "\(warnings)")
+        #expect(Files.readString(orphan) == VoiceProfileValidationFile.sane)
+    }
+}
+
 /// The attack's C6: an attendee two sync-ups name (one copied inside `sync-ups.json` by hand, with the same
 /// ids) keeps their voice profile when one of the sync-ups is deleted or drops them: a profile goes only with
 /// the last sync-up that names its person. Before, it was deleted for good while the other still named them.
