@@ -68,10 +68,14 @@ final class Services {
         self.state = owner
         let shared = owner.sharedMeetingsWarning().map { [$0] } ?? []
         for warning in shared { logger.warning(warning) }
-        let recovered = MeetingRecovery.run(state: owner, logger: logger)
+        // A deletion recorded in deleted-meetings.json of a meeting sync-ups.json (read whole) names was undone
+        // by the user while the daemon was down (a backup restored): the meeting is theirs again. Not after a
+        // fallback: `.prev`, one write behind, may name a meeting deleted since.
+        let named = loaded.isFromFile ? loaded.syncUps.meetingIDs : []
+        let recovered = MeetingRecovery.run(state: owner, keeping: named, logger: logger)
         do {
             session = try SessionController(
-                loop: loop, state: owner, settings: sessionSettings, logger: logger, publish: publish)
+                loop: loop, state: owner, settings: sessionSettings, keeping: named, logger: logger, publish: publish)
         } catch {
             throw StartupError("cannot set up sessions: \(error)")
         }
@@ -132,13 +136,14 @@ final class Services {
 
     /// A profile of someone in no sync-up (removed while a write of theirs raced the removal, or while the
     /// daemon was down) is a voice print no command can reach: it is set aside (`VoiceProfileStore.setAside`,
-    /// `voices/orphaned/`, the longest aside deleted beyond 100), each named in the log, not deleted: the roster
-    /// may lack a sync-up the user will restore from a `.corrupt-*` file, and a set-aside profile whose person
-    /// a roster names again comes back (`VoiceService.bringBack`, here and at each outside edit). Only against
-    /// the roster of a `sync-ups.json` read whole: after a fallback (`.prev`, one write behind) or an empty
-    /// start (the file missing, empty or damaged) the people missing from the roster may well exist, and
-    /// nothing is moved; they are judged again at the next start that reads the file. Returns the warning for
-    /// `status` when profiles were kept or set aside.
+    /// `voices/orphaned/`, the longest aside deleted beyond 100 once they waited 30 days), each named in the
+    /// log, not deleted: the roster may lack a sync-up the user will restore from a `.corrupt-*` file, and a
+    /// set-aside profile whose person a roster names again comes back (`VoiceService.bringBack`, here and at
+    /// each outside edit). Only against the roster of a `sync-ups.json` read whole: after a fallback (`.prev`,
+    /// one write behind) or an empty start (the file missing, empty or damaged) the people missing from the
+    /// roster may well exist, and nothing is moved; they are judged again at the next start that reads the
+    /// file. Nor into a `voices/orphaned` that is not the daemon's own directory (a symbolic link, never
+    /// followed). Returns the warning for `status` when profiles were kept or set aside.
     static func sweepOrphanedProfiles(
         of voices: VoiceService, in syncUps: [SyncUp], rosterIsFromFile: Bool, logger: Logger
     ) -> [String] {
@@ -153,14 +158,29 @@ final class Services {
             logger.warning(warning)
             return [warning]
         }
+        if let problem = voices.store.asideDirectoryProblem() {
+            let warning = "voices: kept \(orphans.count) profiles of people in no sync-up in place: \(problem)"
+            logger.warning(warning)
+            return [warning]
+        }
         for id in orphans { logger.notice("voices: setting aside the profile of \(id), who is in no sync-up") }
-        voices.setAside(orphans)
+        let (moved, failure) = voices.setAside(orphans)
+        var warnings: [String] = []
+        if let failure {
+            let warning =
+                "voices: cannot set aside \(orphans.count - moved.count) profiles of people in no sync-up (\(failure)); "
+                + "kept them in \(voices.store.directory), tried again at the next start"
+            logger.error(warning)
+            warnings.append(warning)
+        }
+        guard !moved.isEmpty else { return warnings }
         let warning =
-            "voices: set aside \(orphans.count) profiles of people in no sync-up in \(voices.store.asideDirectory) "
+            "voices: set aside \(moved.count) profiles of people in no sync-up in \(voices.store.asideDirectory) "
             + "(a sync-up that names them again gets them back; moving one back to \(voices.store.directory) "
-            + "restores it; beyond \(VoiceProfileStore.maximumAside) the longest aside are deleted)"
+            + "restores it; beyond \(VoiceProfileStore.maximumAside) the longest aside are deleted once they have "
+            + "waited \(VoiceProfileStore.asideGrace.components.seconds / 86_400) days)"
         logger.warning(warning)
-        return [warning]
+        return [warning] + warnings
     }
 
     /// `idle · 3 sync-ups` or `recording "Design" 03:12 · Blob Jr 2/6`: systemd's status line.
@@ -226,4 +246,7 @@ final class Services {
 extension [SyncUp] {
     /// Everybody the sync-ups name.
     var attendeeIDs: Set<Attendee.ID> { Set(lazy.flatMap { $0.attendees.map(\.id) }) }
+
+    /// Every meeting the sync-ups hold.
+    var meetingIDs: Set<Meeting.ID> { Set(lazy.flatMap { $0.meetings.map(\.id) }) }
 }

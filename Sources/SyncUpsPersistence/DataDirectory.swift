@@ -71,43 +71,41 @@ public struct DataDirectory: Sendable, Equatable {
         }
     }
 
-    /// The temporary files of `meetings/` by meeting, read once for a batch of removals (a deleted sync-up's
-    /// 500 meetings list the directory once, not 500 times): `removeSidecars(of:listed:)`.
-    public struct TemporaryFiles: Sendable {
-        fileprivate var names: [String: [String]] = [:]
-        fileprivate var error: SystemError?
+    /// Removes every file of `meeting` (its audio, segments, any journal, and the temporary files a crash
+    /// between writing and renaming one of them left); missing files are fine. Returns the first removal that
+    /// failed (naming the file), after trying every other: what a deletion must retry.
+    @discardableResult
+    public func removeSidecars(of meeting: Meeting.ID) -> SystemError? {
+        removeSidecars(of: [meeting])[meeting]
     }
 
-    /// Lists `meetings/` for its temporary files (`.<meeting-id>.<suffix>.tmp-<pid>-<n>`).
-    public func temporaryFiles() -> TemporaryFiles {
-        BlockingWork.check("listing the temporary files of \(meetingsDirectory)")
-        var found = TemporaryFiles()
+    /// `removeSidecars` for several meetings (a deleted sync-up's), reading the directory once: the first
+    /// failure of each meeting whose files do not all go.
+    public func removeSidecars(of meetings: [Meeting.ID]) -> [Meeting.ID: SystemError] {
+        guard !meetings.isEmpty else { return [:] }
+        BlockingWork.check("removing the files of \(meetings.count) meeting(s)")
+        var failures: [Meeting.ID: SystemError] = [:]
+        func remove(_ path: String, of meeting: Meeting.ID) {
+            guard unlink(path) != 0, Errno.current != .noSuchFile, failures[meeting] == nil else { return }
+            failures[meeting] = SystemError("unlink \(FilePath.name(of: path))", .current)
+        }
+        for meeting in meetings {
+            for suffix in MeetingFiles.suffixes { remove(sidecar(meeting, suffix), of: meeting) }
+        }
+        let ids = Dictionary(meetings.map { ($0.description, $0) }, uniquingKeysWith: { first, _ in first })
         do throws(SystemError) {
             for name in try DirectoryListing.names(in: meetingsDirectory) where AtomicFile.isTemporaryName(name) {
-                found.names[String(name.dropFirst().prefix { $0 != "." }), default: []].append(name)
+                // `.<meeting-id>.<suffix>.tmp-<pid>-<n>`
+                if let meeting = ids[String(name.dropFirst().prefix { $0 != "." })] {
+                    remove(FilePath.join(meetingsDirectory, name), of: meeting)
+                }
             }
         } catch {
-            if error.errno != .noSuchFile { found.error = error }
+            if error.errno != .noSuchFile {
+                for meeting in meetings where failures[meeting] == nil { failures[meeting] = error }
+            }
         }
-        return found
-    }
-
-    /// Removes every file of `meeting` (its audio, segments, any journal, and the temporary files a crash
-    /// between writing and renaming one of them left, as `listed`, or listed now); missing files are fine.
-    /// Returns the first removal that failed (naming the file), after trying every other: what a deletion
-    /// must retry.
-    @discardableResult
-    public func removeSidecars(of meeting: Meeting.ID, listed: TemporaryFiles? = nil) -> SystemError? {
-        BlockingWork.check("removing the files of meeting \(meeting)")
-        var failure: SystemError?
-        func remove(_ path: String) {
-            guard unlink(path) != 0, Errno.current != .noSuchFile, failure == nil else { return }
-            failure = SystemError("unlink \(FilePath.name(of: path))", .current)
-        }
-        for suffix in MeetingFiles.suffixes { remove(sidecar(meeting, suffix)) }
-        let temporaries = listed ?? temporaryFiles()
-        for name in temporaries.names[meeting.description] ?? [] { remove(FilePath.join(meetingsDirectory, name)) }
-        return failure ?? temporaries.error
+        return failures
     }
 
     /// Removes the temporary files of `meetings/` that a crash left behind (start-up only: one daemon per

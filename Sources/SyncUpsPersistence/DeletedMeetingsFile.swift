@@ -4,12 +4,14 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 
 /// `deleted-meetings.json` in the data directory: the meetings the user deleted (or discarded, or whose
-/// sync-up they deleted) whose journal could not be removed. A journal left behind recovers its meeting at the
-/// next start; this record, written durably by the journal's thread right after the removal failed and before
-/// anything else it does, tells recovery that the meeting was deleted, so a kill -9 before the removal works
-/// does not bring it back. Beside `sync-ups.json`, which stays as the app writes it.
+/// sync-up they deleted) whose files are not all removed yet. A journal left behind recovers its meeting at the
+/// next start, and a recording left behind would stay for good; this record, written durably by the journal's
+/// thread before it removes any file of theirs, tells recovery that the meeting was deleted and the next start
+/// what to finish removing, so a kill -9 in the middle (a deleted sync-up's thousands of meetings take a
+/// while) neither brings a meeting back nor leaves its files. Beside `sync-ups.json`, which stays as the app
+/// writes it.
 ///
-/// Usually absent: an entry goes once its journal is removed, and the file with the last one.
+/// Usually absent: an entry goes once its files are removed, and the file with the last one.
 public struct DeletedMeetingsFile: Sendable {
     public static let fileName = "deleted-meetings.json"
 

@@ -6,40 +6,80 @@ import Synchronization
 /// written is written (a long meeting's journal is megabytes, rewritten at every settled utterance), and a
 /// removal replaces any write still waiting, so a journal never comes back after it was removed.
 ///
-/// A deleted (or discarded) meeting's removal takes all its files, not only the journal. One that fails is
-/// recorded in `deleted-meetings.json` (`DeletedMeetingsFile`) before anything else is done, so a restart does
-/// not recover what the user deleted, and removes what stayed; the record goes once every file has.
+/// A deleted (or discarded) meeting's removal takes all its files, not only the journal (a deleted sync-up's
+/// meetings together, listing `meetings/` once). It is recorded in `deleted-meetings.json`
+/// (`DeletedMeetingsFile`) before any file goes, so a restart does not recover what the user deleted, and
+/// removes what stayed; the record goes once every file has. A deletion
+/// is called off when the user brings its meeting back (`keep`: `sync-ups.json` names it again, restored from a
+/// backup): its files stay, and so does whatever the removal had not taken yet.
 public final class JournalWriter: Sendable {
     private enum Job: Sendable {
         case write(MeetingJournal)
         case remove(isDeletion: Bool)
+
+        var isDeletion: Bool {
+            if case .remove(isDeletion: true) = self { true } else { false }
+        }
     }
 
-    private struct Pending: Sendable {
+    /// What the loop's thread queues and calls off and the writer's thread does, under one lock.
+    private struct State: Sendable {
+        /// Waiting for the next drain, newest version of each meeting's only.
         var jobs: [Meeting.ID: Job] = [:]
         var order: [Meeting.ID] = []
         var isDrainQueued = false
+        /// Taken by the drain under way and not yet done (`taken` of `batchOrder` are), in the order queued.
+        var batch: [Meeting.ID: Job] = [:]
+        var batchOrder: [Meeting.ID] = []
+        var taken = 0
+        /// What `deleted-meetings.json` holds: deleted meetings whose files are still there.
+        var recorded: Set<Meeting.ID> = []
+        /// Deleted meetings whose files are not all gone yet, recorded or not: every later removal of one (the
+        /// controller's retries, the shutdown's last try) is a deletion too, so it records the deletion if the
+        /// first try could not.
+        var deleting: Set<Meeting.ID> = []
+        /// The removals under way on the writer's thread, and whether each is a deletion.
+        var running: [Meeting.ID: Bool] = [:]
+        /// Deletions called off (`keep`) that the record may still name, or whose removal is under way: that
+        /// removal takes no more files, and the record's next write drops them.
+        var calledOff: Set<Meeting.ID> = []
+
+        /// The deletions waiting for a drain, or for their turn in the one under way.
+        var queuedDeletions: Set<Meeting.ID> {
+            var queued = Set<Meeting.ID>()
+            for (meeting, job) in jobs where job.isDeletion { queued.insert(meeting) }
+            for (meeting, job) in batch where job.isDeletion { queued.insert(meeting) }
+            return queued
+        }
+
+        /// The deleted meetings `named` holds whose deletion is not over: recorded, unfinished, waiting or
+        /// under way.
+        func deletions(in named: Set<Meeting.ID>) -> Set<Meeting.ID> {
+            var found = recorded.union(deleting).union(queuedDeletions).filter(named.contains)
+            for (meeting, isDeletion) in running where isDeletion && named.contains(meeting) { found.insert(meeting) }
+            return found
+        }
     }
 
     private let directory: DataDirectory
-    private let pending = Mutex(Pending())
+    private let state: Mutex<State>
+    /// Held by a drain: one at a time, even one run on the caller's thread (`SerialWorker.run` with its queue
+    /// full, or after `finish`).
+    private let draining = Mutex(())
     private let worker: SerialWorker
     private let onWrite: @Sendable (Meeting.ID, SystemError?) -> Void
     private let onRemoval: @Sendable (Meeting.ID, SystemError?) -> Void
     private let deletedFile: DeletedMeetingsFile
-    /// What `deleted-meetings.json` holds: deleted meetings whose journal is still there. Used by the drain.
-    private let deleted: Mutex<Set<Meeting.ID>>
-    /// Deleted meetings whose files are not all gone yet, recorded or not: every later removal of one (the
-    /// controller's retries, the shutdown's last try) is a deletion too, so it records the deletion if the
-    /// first try could not.
-    private let deleting = Mutex<Set<Meeting.ID>>([])
 
     /// `onWrite` runs after each write (on the writer's thread, or the caller's for `writeFirst`), with its error
     /// if it failed; `onRemoval` after each removal,
     /// with its error if the journal is still there (the caller retries: see `MeetingJournal.remove`).
-    /// The journals `deleted-meetings.json` names (recovery skipped them) are removed at once.
+    /// The meetings `deleted-meetings.json` names (recovery skipped their journals) are removed at once, but
+    /// for those `keeping` holds: the meetings `sync-ups.json` names, which the user put back while the daemon
+    /// was down. Their deletion is called off, and the record drops them.
     public init(
         directory: DataDirectory,
+        keeping named: Set<Meeting.ID> = [],
         onWrite: @escaping @Sendable (Meeting.ID, SystemError?) -> Void,
         onRemoval: @escaping @Sendable (Meeting.ID, SystemError?) -> Void
     ) throws(SystemError) {
@@ -47,15 +87,17 @@ public final class JournalWriter: Sendable {
         self.onWrite = onWrite
         self.onRemoval = onRemoval
         deletedFile = DeletedMeetingsFile(directory: directory)
-        let deleted = deletedFile.load().meetings
-        self.deleted = Mutex(deleted)
+        let recorded = deletedFile.load().meetings
+        let kept = recorded.filter(named.contains)
+        state = Mutex(State(recorded: recorded, calledOff: kept))
         worker = try SerialWorker(name: "syncups-journal")
-        for meeting in deleted { remove(meeting, isDeletion: true) }
+        delete(recorded.filter { !kept.contains($0) }.sorted { $0.description < $1.description })
+        if !kept.isEmpty { startDrain() }
     }
 
     /// Queues `journal` in place of any version of it not yet written.
     public func write(_ journal: MeetingJournal) {
-        enqueue(.write(journal), for: journal.meeting)
+        enqueue(.write(journal), for: [journal.meeting])
     }
 
     /// Writes a new meeting's first journal on the caller's thread: small, and on disk before anyone is told
@@ -72,7 +114,33 @@ public final class JournalWriter: Sendable {
     /// Removes the meeting's journal after the write in progress, if any; drops the ones waiting.
     /// `isDeletion`: the user deleted or discarded the meeting, so a journal that stays must not recover it.
     public func remove(_ meeting: Meeting.ID, isDeletion: Bool = false) {
-        enqueue(.remove(isDeletion: isDeletion), for: meeting)
+        enqueue(.remove(isDeletion: isDeletion), for: [meeting])
+    }
+
+    /// Removes every file of the deleted meetings (a deleted sync-up's), queued at once: one removal, after
+    /// one record of them all, however many they are.
+    public func delete(_ meetings: [Meeting.ID]) {
+        guard !meetings.isEmpty else { return }
+        enqueue(.remove(isDeletion: true), for: meetings)
+    }
+
+    /// The state names these meetings (again: a reload of `sync-ups.json`): the user brought back any of them
+    /// that was being deleted. Its deletion is called off: a removal of it waiting is dropped, one under way
+    /// takes no more files, and the record drops it at its next write, queued now. Returns the meetings whose
+    /// deletion was called off (the caller stops retrying it).
+    public func keep(_ named: Set<Meeting.ID>) -> Set<Meeting.ID> {
+        let calledOff = state.withLock { state in
+            let calledOff = state.deletions(in: named)
+            for meeting in calledOff {
+                if case .remove = state.jobs[meeting] { state.jobs[meeting] = nil }
+                if case .remove = state.batch[meeting] { state.batch[meeting] = nil }
+            }
+            state.deleting.subtract(calledOff)
+            state.calledOff.formUnion(calledOff)
+            return calledOff
+        }
+        if !calledOff.isEmpty { startDrain() }
+        return calledOff
     }
 
     /// Calls `done` on the writer's thread once everything queued before it is done: the removals of
@@ -88,81 +156,177 @@ public final class JournalWriter: Sendable {
         drain()  // anything queued after the thread ended
     }
 
-    private func enqueue(_ job: Job, for meeting: Meeting.ID) {
-        let startsDrain = pending.withLock { pending in
-            if pending.jobs.updateValue(job, forKey: meeting) == nil { pending.order.append(meeting) }
-            defer { pending.isDrainQueued = true }
-            return !pending.isDrainQueued
+    private func enqueue(_ job: Job, for meetings: [Meeting.ID]) {
+        state.withLock { state in
+            for meeting in meetings {
+                if state.jobs.updateValue(job, forKey: meeting) == nil { state.order.append(meeting) }
+                // Deleted again after the user brought it back: a deletion again.
+                if job.isDeletion { state.calledOff.remove(meeting) }
+            }
         }
-        if startsDrain { worker.run { [self] in drain() } }
+        startDrain()
     }
 
-    private func drain() {
-        let (jobs, order) = pending.withLock { pending in
-            defer { pending = Pending() }
-            return (pending.jobs, pending.order)
+    private func startDrain() {
+        let starts = state.withLock { state in
+            defer { state.isDrainQueued = true }
+            return !state.isDrainQueued
         }
-        // Listed once for the whole batch, at its first deletion (a deleted sync-up's meetings are one batch).
-        var temporaries: DataDirectory.TemporaryFiles?
-        for meeting in order {
-            switch jobs[meeting] {
-            case .write(let journal)?:
+        if starts { worker.run { [self] in drain() } }
+    }
+
+    /// Does the jobs queued, in order (consecutive removals together; a removal under way can be called off),
+    /// then writes the record without the deletions called off.
+    private func drain() {
+        draining.withLock { _ in drainBatch() }
+    }
+
+    private func drainBatch() {
+        state.withLock { state in
+            state.batch = state.jobs
+            state.batchOrder = state.order
+            state.taken = 0
+            state.jobs = [:]
+            state.order = []
+            state.isDrainQueued = false  // what is queued from now on waits for the next drain
+        }
+        while let (meeting, job) = next() {
+            switch job {
+            case .write(let journal):
                 do {
                     try journal.write(in: directory)
                     onWrite(meeting, nil)
                 } catch {
                     onWrite(meeting, error)
                 }
-            case .remove(let isDeletion)?:
-                onRemoval(meeting, removeNow(meeting, isDeletion: isDeletion, temporaries: &temporaries))
-            case nil:
-                break
+            case .remove(let isDeletion):
+                // With the removals right behind it, together: a deleted sync-up's thousands of meetings list
+                // `meetings/` once and write the record twice, not once each.
+                var removals = [(meeting, isDeletion)]
+                while let next = nextRemoval() { removals.append(next) }
+                for (meeting, failure) in removeNow(removals) { onRemoval(meeting, failure) }
             }
+        }
+        try? updateRecord()  // a failure leaves them to the record's next write (and the next start drops them)
+    }
+
+    private func next() -> (Meeting.ID, Job)? {
+        state.withLock { state in
+            while state.taken < state.batchOrder.count {
+                let meeting = state.batchOrder[state.taken]
+                state.taken += 1
+                if let job = state.batch.removeValue(forKey: meeting) { return (meeting, job) }
+            }
+            state.batchOrder = []
+            state.taken = 0
+            return nil
         }
     }
 
-    /// Removes the journal, or for a deletion every file of the meeting, keeping `deleted-meetings.json` true:
-    /// a deleted meeting whose files stay is recorded there first thing, and goes from it once they are gone
-    /// (any later removal of a deletion under way, or of a recorded one, is a deletion too). Returns what still
-    /// fails.
-    private func removeNow(
-        _ meeting: Meeting.ID, isDeletion asked: Bool, temporaries: inout DataDirectory.TemporaryFiles?
-    ) -> SystemError? {
-        let recorded = deleted.withLock { $0 }
-        let isDeletion = asked || recorded.contains(meeting) || deleting.withLock { $0.contains(meeting) }
-        var failure: SystemError?
-        do {
-            try MeetingJournal.remove(meeting, in: directory)
-        } catch {
-            failure = error
+    /// The next job if it is a removal (taken), else nil (left for `next`).
+    private func nextRemoval() -> (Meeting.ID, Bool)? {
+        state.withLock { state in
+            while state.taken < state.batchOrder.count {
+                let meeting = state.batchOrder[state.taken]
+                switch state.batch[meeting] {
+                case nil:
+                    state.taken += 1
+                case .remove(let isDeletion)?:
+                    state.taken += 1
+                    state.batch[meeting] = nil
+                    return (meeting, isDeletion)
+                case .write?:
+                    return nil
+                }
+            }
+            return nil
         }
-        if isDeletion {
-            // The rest after the journal, whose failure (what would bring the meeting back) is the one said.
-            if temporaries == nil { temporaries = directory.temporaryFiles() }
-            let rest = directory.removeSidecars(of: meeting, listed: temporaries)
-            failure = failure ?? rest
-            deleting.withLock { deleting in
-                if failure == nil { deleting.remove(meeting) } else { deleting.insert(meeting) }
+    }
+
+    /// Removes the journals, and for a deletion every file of the meeting, keeping `deleted-meetings.json` true:
+    /// the deletions are recorded there before anything is removed (a kill while thousands go leaves none
+    /// for good: the next start finishes them), and each goes from it once its files are gone or its deletion
+    /// is called off (any later removal of a deletion under way, or of a recorded one, is a deletion too).
+    /// Returns what still fails, in order.
+    private func removeNow(_ removals: [(Meeting.ID, Bool)]) -> [(Meeting.ID, SystemError?)] {
+        let (deletions, toRecord) = state.withLock { state in
+            var deletions = Set<Meeting.ID>()
+            for (meeting, asked) in removals {
+                let isDeletion =
+                    asked
+                    || (state.recorded.contains(meeting) || state.deleting.contains(meeting))
+                        && !state.calledOff.contains(meeting)
+                state.running[meeting] = isDeletion
+                if isDeletion { deletions.insert(meeting) }
+            }
+            return (deletions, deletions.subtracting(state.recorded))
+        }
+        var recordError: SystemError?
+        if !toRecord.isEmpty {
+            do { try updateRecord { $0.formUnion(toRecord) } } catch { recordError = error }
+        }
+        var failures: [Meeting.ID: SystemError] = [:]
+        for (meeting, _) in removals {
+            do {
+                try MeetingJournal.remove(meeting, in: directory)
+            } catch {
+                failures[meeting] = error
             }
         }
+        // The rest after the journal, whose failure (what would bring the meeting back) is the one said.
+        let removing = deletions.subtracting(state.withLock { $0.calledOff })
+        for (meeting, failure) in directory.removeSidecars(of: removals.map(\.0).filter(removing.contains)) {
+            failures[meeting] = failures[meeting] ?? failure
+        }
+        let calledOff = state.withLock { state in
+            for (meeting, _) in removals { state.running[meeting] = nil }
+            // A deletion called off: nothing is to go any more, and it is no deletion now.
+            for meeting in deletions where !state.calledOff.contains(meeting) {
+                if failures[meeting] == nil { state.deleting.remove(meeting) } else { state.deleting.insert(meeting) }
+            }
+            return state.calledOff
+        }
+        do {
+            try updateRecord { recorded in
+                for (meeting, _) in removals where !calledOff.contains(meeting) {
+                    if failures[meeting] == nil {
+                        recorded.remove(meeting)
+                    } else if deletions.contains(meeting) {
+                        recorded.insert(meeting)
+                    }
+                }
+            }
+        } catch {
+            recordError = error
+        }
+        let recorded = state.withLock { $0.recorded }
+        return removals.map { meeting, _ in
+            guard let failure = failures[meeting], !calledOff.contains(meeting) else { return (meeting, nil) }
+            if let recordError, deletions.contains(meeting), !recorded.contains(meeting) {
+                return (
+                    meeting,
+                    SystemError(
+                        "\(failure.operation) (and recording the deletion in \(DeletedMeetingsFile.fileName) failed "
+                            + "too, \(recordError), so a restart would bring the meeting back)", failure.errno)
+                )
+            }
+            return (meeting, failure)
+        }
+    }
+
+    /// Writes the record as `change` leaves it, without the deletions called off, if that changes it.
+    /// The deletions queued are kept in it too: a removal done while the next waits for its turn (a deleted
+    /// sync-up's meetings queued while the first of them went) does not take the record away from them.
+    private func updateRecord(_ change: (inout Set<Meeting.ID>) -> Void = { _ in }) throws(SystemError) {
+        let (recorded, calledOff, queued) = state.withLock { ($0.recorded, $0.calledOff, $0.queuedDeletions) }
         var next = recorded
-        if failure == nil {
-            next.remove(meeting)
-        } else if isDeletion {
-            next.insert(meeting)
+        change(&next)
+        next.formUnion(queued)
+        next.subtract(calledOff)
+        if next != recorded { try deletedFile.write(next) }
+        state.withLock { state in
+            state.recorded = next
+            state.calledOff.subtract(calledOff)
         }
-        guard next != recorded else { return failure }
-        do {
-            try deletedFile.write(next)
-            deleted.withLock { $0 = next }
-        } catch {
-            if let failure {
-                return SystemError(
-                    "\(failure.operation) (and recording the deletion in \(DeletedMeetingsFile.fileName) failed too, "
-                        + "\(error), so a restart would bring the meeting back)", failure.errno)
-            }
-            // The journal is gone; a stale entry names nothing, and goes with the next write of the record.
-        }
-        return failure
     }
 }

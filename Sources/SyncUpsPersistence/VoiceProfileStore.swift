@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import SyncUpsCore
 import SyncUpsPOSIX
@@ -87,8 +88,11 @@ public struct VoiceProfileStore: Sendable {
     /// missing files are fine. Every file is tried; the first failure (a profile that stays on disk) is thrown.
     public func remove(_ attendees: some Sequence<Attendee.ID>) throws(SystemError) {
         var failure: SystemError?
+        let isAsideOurs = asideDirectoryProblem() == nil
         for attendee in attendees {
-            for path in [path(of: attendee), path(of: attendee) + ".bad", asidePath(of: attendee)] {
+            for path in [path(of: attendee), path(of: attendee) + ".bad"]
+                + (isAsideOurs ? [asidePath(of: attendee)] : [])
+            {
                 do {
                     try syscall("unlink(\(path))") { Glibc.unlink(path) }
                 } catch  where error.errno == .noSuchFile {
@@ -111,49 +115,108 @@ public struct VoiceProfileStore: Sendable {
         FilePath.join(asideDirectory, attendee.description + ".json")
     }
 
-    /// The most profiles kept aside: beyond it the longest aside are deleted. A profile that loaded is under
-    /// `maximumBytes` (about 5 KB as the daemon writes it), so the directory stays under 100 MiB (about 500 KB).
+    /// The most profiles kept aside once they have waited `asideGrace`: beyond it the longest aside are deleted.
+    /// A profile that loaded is under `maximumBytes` (about 5 KB as the daemon writes it).
     public static let maximumAside = 100
 
-    /// The attendees whose profiles are set aside now.
+    /// How long a profile set aside is kept whatever their number: a wrong `sync-ups.json` restored sets aside
+    /// everybody it lacks at once (hundreds, in a large team), and none of them is deleted before the user has
+    /// had weeks to notice (`persistence.warnings` says so) and put the right file back, which brings them all
+    /// back. Setting aside is a rename, so waiting costs no disk the profiles did not already take.
+    public static let asideGrace: Duration = .seconds(30 * 86_400)
+
+    /// The nanoseconds of the modification time the daemon gives a profile it sets aside (its seconds are when):
+    /// the mark of its own. Only a file so marked is counted, and ever deleted; any other file there (put by
+    /// the user or another program, or a profile whose file system keeps whole seconds) is left alone.
+    static let asideMark = 314_159_265
+
+    /// Why `voices/orphaned/` is not the daemon's own to use, or nil when it is, or is missing (it is made when
+    /// needed). It must be a directory of this user, not a symbolic link (never followed: what it points to is
+    /// not the data directory), as the socket's directory must be (`RuntimeDirectory.check`). When it is not,
+    /// nothing is set aside, counted, brought back or deleted there.
+    public func asideDirectoryProblem() -> String? {
+        var info = stat()
+        guard lstat(asideDirectory, &info) == 0 else {
+            let error = Errno.current
+            return error == .noSuchFile ? nil : "cannot examine \(asideDirectory): \(error)"
+        }
+        let reason: String
+        if info.st_mode & S_IFMT == S_IFLNK {
+            reason = "it is a symbolic link, which is not followed"
+        } else if info.st_mode & S_IFMT != S_IFDIR {
+            reason = "it is not a directory"
+        } else if info.st_uid != geteuid() {
+            reason = "it belongs to uid \(info.st_uid), not to uid \(geteuid())"
+        } else {
+            return nil
+        }
+        return "refusing \(asideDirectory) for set-aside voice profiles: \(reason)"
+    }
+
+    /// The attendees whose profiles are set aside now (none when the directory is not the daemon's own).
     public func asideAttendees() -> Set<Attendee.ID> {
+        guard asideDirectoryProblem() == nil else { return [] }
         let names = (try? DirectoryListing.names(in: asideDirectory)) ?? []
         return Set(
             names.lazy.filter { $0.hasSuffix(".json") }.compactMap { Attendee.ID(uuidString: String($0.dropLast(5))) })
     }
 
-    /// Moves the attendees' profiles aside (their `.bad` files, unusable anyway, go), each stamped with the time
-    /// it was set aside, then deletes the longest aside beyond `maximumAside`. Every file is tried; returns the
-    /// attendees whose set-aside profiles were deleted, and throws the first failure (a profile left in place).
+    /// Moves the attendees' profiles aside (their `.bad` files, unusable anyway, go), each marked with `now`,
+    /// when it was set aside (`asideMark`), then deletes the longest aside beyond `maximumAside` of those the
+    /// daemon set aside more than `asideGrace` before `now` (never one set aside by this call). Every file is
+    /// tried; returns the attendees whose set-aside profiles were deleted, and throws the first failure (a
+    /// profile left in place) or the refusal of a directory not the daemon's own (nothing moved).
     @discardableResult
-    public func setAside(_ attendees: some Sequence<Attendee.ID>) throws(SystemError) -> [Attendee.ID] {
+    public func setAside(_ attendees: some Sequence<Attendee.ID>, at now: Date) throws(SystemError) -> [Attendee.ID] {
+        if let problem = asideDirectoryProblem() { throw SystemError(problem, Errno(rawValue: ELOOP)) }
+        let seconds = Int(now.timeIntervalSince1970.rounded(.down))
         var failure: SystemError?
+        let attendees = Set(attendees)
         for attendee in attendees {
             fileSystem.unlink(path(of: attendee) + ".bad")
             do {
                 try DataDirectory.makeDirectories(asideDirectory)
                 try fileSystem.rename(path(of: attendee), asidePath(of: attendee))
-                _ = utimensat(AT_FDCWD, asidePath(of: attendee), nil, 0)
+                let when = timespec(tv_sec: seconds, tv_nsec: Self.asideMark)
+                _ = withUnsafePointer(to: (when, when)) {
+                    $0.withMemoryRebound(to: timespec.self, capacity: 2) {
+                        utimensat(AT_FDCWD, asidePath(of: attendee), $0, AT_SYMLINK_NOFOLLOW)
+                    }
+                }
             } catch  where error.errno == .noSuchFile && fileSystem.identity(path(of: attendee)) == nil {
             } catch {
                 failure = failure ?? error
             }
         }
-        let aside = asideAttendees().compactMap { id in
-            fileSystem.identity(asidePath(of: id)).map { (id: id, modified: $0.modified) }
-        }
-        let deleted = aside.sorted { ($0.modified, $0.id.description) < ($1.modified, $1.id.description) }
-            .dropLast(Self.maximumAside).map(\.id)
+        let deleted = overflow(keeping: attendees, before: seconds - Int(Self.asideGrace.components.seconds))
         for id in deleted { fileSystem.unlink(asidePath(of: id)) }
         if let failure { throw failure }
         return deleted
+    }
+
+    /// The profiles the daemon set aside (regular files with its mark) beyond `maximumAside`, longest aside
+    /// first, of those set aside before `cutoff` (seconds) and not in `fresh`.
+    private func overflow(keeping fresh: Set<Attendee.ID>, before cutoff: Int) -> [Attendee.ID] {
+        let marked = asideAttendees().compactMap { id -> (id: Attendee.ID, seconds: Int)? in
+            var info = stat()
+            guard lstat(asidePath(of: id), &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                info.st_mtim.tv_nsec == Self.asideMark
+            else { return nil }
+            return (id, Int(info.st_mtim.tv_sec))
+        }
+        guard marked.count > Self.maximumAside else { return [] }
+        return marked.filter { $0.seconds < cutoff && !fresh.contains($0.id) }
+            .sorted { ($0.seconds, $0.id.description) < ($1.seconds, $1.id.description) }
+            .prefix(marked.count - Self.maximumAside).map(\.id)
     }
 
     /// Moves the attendee's set-aside profile back to `voices/` and loads it: nil if none is aside, or if the
     /// attendee has a profile in place already (which is theirs now; the one aside stays).
     public func bringBack(_ attendee: Attendee.ID) -> Result<VoiceProfile?, Warning> {
         let aside = asidePath(of: attendee)
-        guard fileSystem.identity(aside) != nil, fileSystem.identity(path(of: attendee)) == nil else {
+        guard asideDirectoryProblem() == nil, fileSystem.identity(aside) != nil,
+            fileSystem.identity(path(of: attendee)) == nil
+        else {
             return .success(nil)
         }
         do { try fileSystem.rename(aside, path(of: attendee)) } catch {

@@ -119,4 +119,82 @@ import Testing
         #expect(recorded.isEmpty)
         second.finish()
     }
+
+    /// A deletion waiting behind other work when the state names its meeting again (`keep`: a backup restored)
+    /// is dropped: the meeting's files stay and nothing is recorded. Deleted again after that, it is a deletion
+    /// again.
+    @Test func aDeletionWaitingWhenItsMeetingIsNamedAgainIsCalledOff() throws {
+        let details = data.sidecar(meeting, MeetingFiles.details)
+        Files.write(details, Array("{}".utf8))
+        let journals = try writer()
+        let gate = try Gate()
+        gate.close()
+        journals.whenDone { gate.pass() }  // the writer's thread held
+        journals.remove(meeting, isDeletion: true)
+        #expect(journals.keep([meeting, Meeting.ID(UUID(counting: 8))]) == [meeting])
+        #expect(journals.keep([meeting]).isEmpty, "called off twice")
+        gate.open()
+        let caughtUp = try Gate()
+        caughtUp.close()
+        journals.whenDone { caughtUp.open() }
+        caughtUp.pass()
+        #expect(Files.exists(details))
+        #expect(removals.withLock { $0.isEmpty })
+
+        journals.remove(meeting, isDeletion: true)
+        #expect(removal(1) == .some(nil))
+        #expect(!Files.exists(details))
+        journals.finish()
+    }
+
+    /// A meeting the record names whose deletion was called off (`keep`) leaves the record at its next write,
+    /// and a restart that is told the state names it (`keeping`) neither removes its files nor keeps the record.
+    @Test(arguments: ["running", "at a start"])
+    func aRecordedDeletionIsDroppedWhenItsMeetingIsNamedAgain(_ when: String) throws {
+        let audio = data.sidecar(meeting, MeetingFiles.callAudio)
+        let details = data.sidecar(meeting, MeetingFiles.details)
+        Files.write(details, Array("{}".utf8))
+        #expect(mkdir(audio, 0o700) == 0)
+        let first = try writer()
+        first.remove(meeting, isDeletion: true)
+        #expect(removal(1)??.errno == Errno(rawValue: EISDIR))
+        #expect(recorded == [meeting])
+        Files.write(details, Array("{}".utf8))  // restored
+        if when == "running" {
+            #expect(first.keep([meeting]) == [meeting])
+            first.remove(meeting)  // a retry that was already queued is a plain removal now
+            first.finish()
+        } else {
+            first.finish()
+            let second = try JournalWriter(
+                directory: data, keeping: [meeting], onWrite: { _, _ in }, onRemoval: { _, _ in })
+            second.finish()
+        }
+        #expect(Files.exists(details))
+        #expect(recorded.isEmpty)
+        #expect(!Files.exists(FilePath.join(data.path, DeletedMeetingsFile.fileName)))
+    }
+
+    /// A deletion is recorded before any of its files goes, so a kill while a deleted sync-up's thousands of
+    /// meetings go leaves none of them for good: the next start finishes the removal. Before (the attack's C9)
+    /// the record was written only when a removal failed, and a kill -9 five seconds into the deletion of
+    /// 3,000 meetings left 5,822 files on disk for good. One inotify queue orders the record's rename before
+    /// the first unlink; then the record goes with the last file.
+    @Test func aDeletionIsRecordedBeforeAnyOfItsFilesGoes() throws {
+        let others = (8..<12).map { Meeting.ID(UUID(counting: $0)) }
+        for id in [meeting] + others { Files.write(data.sidecar(id, MeetingFiles.details), Array("{}".utf8)) }
+        let inotify = try Inotify()
+        let top = try inotify.add(data.path, mask: UInt32(IN_MOVED_TO))
+        let meetings = try inotify.add(data.meetingsDirectory, mask: UInt32(IN_DELETE))
+        let journals = try writer()
+        for id in [meeting] + others { journals.remove(id, isDeletion: true) }
+        for count in 1...5 { #expect(removal(count) == .some(nil)) }
+        journals.finish()
+        let events = inotify.drain()
+        let recorded = events.firstIndex { $0.watch == top && $0.name == DeletedMeetingsFile.fileName }
+        let firstUnlink = events.firstIndex { $0.watch == meetings }
+        #expect(recorded != nil && firstUnlink != nil && recorded! < firstUnlink!, "\(events)")
+        #expect(self.recorded.isEmpty)
+        #expect(Files.list(data.meetingsDirectory).isEmpty)
+    }
 }

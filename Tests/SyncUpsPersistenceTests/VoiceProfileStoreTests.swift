@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import SyncUpsCore
 import SyncUpsPOSIX
@@ -105,9 +106,10 @@ import Testing
         }
         let count = VoiceProfileStore.maximumAside + 2
         var deleted: [Attendee.ID] = []
-        for number in 1...count {
+        for number in 1...count {  // one a day
             try store.save(learned(Double(number)), for: id(number))
-            deleted += try store.setAside([id(number)])
+            deleted += try store.setAside(
+                [id(number)], at: Date(timeIntervalSince1970: 1_764_640_000 + Double(number) * 86_400))
         }
         #expect(deleted == [id(1), id(2)])
         #expect(store.loadAll().profiles.isEmpty)
@@ -117,6 +119,46 @@ import Testing
         #expect(try store.bringBack(id(1)).get() == nil, "deleted for good")
         try store.remove([id(60)])
         #expect(!store.asideAttendees().contains(id(60)), "a forget deletes a set-aside profile too")
+    }
+
+    /// Many set aside at once (a wrong `sync-ups.json` restored) are all kept for `asideGrace`, however many:
+    /// only then do the longest aside beyond `maximumAside` go, and never those set aside by the same call.
+    @Test func profilesSetAsideTogetherWaitTheirGraceBeforeAnyIsDeleted() throws {
+        func id(_ number: Int) -> Attendee.ID {
+            let digits = String(number)
+            return Attendee.ID(
+                uuidString: "00000000-0000-0000-0000-" + String(repeating: "0", count: 12 - digits.count) + digits)!
+        }
+        let start = Date(timeIntervalSince1970: 1_764_640_000)
+        let many = (1...VoiceProfileStore.maximumAside + 50).map(id)
+        for attendee in many { try store.save(learned(1), for: attendee) }
+        #expect(try store.setAside(many, at: start).isEmpty)
+        #expect(store.asideAttendees().count == many.count)
+        let almost = start.addingTimeInterval(VoiceProfileStore.asideGrace.seconds - 60)
+        try store.save(learned(2), for: id(1000))
+        #expect(try store.setAside([id(1000)], at: almost).isEmpty, "deleted before their grace ended")
+        let after = start.addingTimeInterval(VoiceProfileStore.asideGrace.seconds + 60)
+        try store.save(learned(3), for: id(1001))
+        let deleted = try store.setAside([id(1001)], at: after)
+        #expect(deleted == Array(many.prefix(52)))
+        #expect(store.asideAttendees() == Set(many.dropFirst(52) + [id(1000), id(1001)]))
+    }
+
+    /// A `voices/orphaned` that is a symbolic link is not followed: nothing is set aside there, counted,
+    /// brought back or deleted (a forget of an attendee named like a file there leaves it).
+    @Test func aSymlinkedSetAsideDirectoryIsRefused() throws {
+        let elsewhere = directory.appending("elsewhere")
+        mkdir(elsewhere, 0o700)
+        Files.write(elsewhere + "/\(ben).json", "not ours")
+        try store.save(learned(1), for: ann)
+        #expect(symlink(elsewhere, store.asideDirectory) == 0)
+        #expect(store.asideDirectoryProblem()?.contains("symbolic link") == true)
+        #expect(throws: SystemError.self) { try store.setAside([ann], at: Date(timeIntervalSince1970: 0)) }
+        #expect(store.loadAll().profiles == [ann: learned(1)])
+        #expect(store.asideAttendees().isEmpty)
+        #expect(try store.bringBack(ben).get() == nil)
+        try store.remove([ben])
+        #expect(Files.readString(elsewhere + "/\(ben).json") == "not ours")
     }
 
     @Test func noDirectoryIsNoProfiles() {

@@ -361,8 +361,9 @@ final class CommandHandler {
         }
         let before = state.syncUps[index].attendees.map(\.id)
         let updated = try state.update(index, with: update)
-        // A removed attendee's voice goes with them; a renamed one keeps it (profiles are keyed by id).
-        let removed = Set(before).subtracting(updated.attendees.map(\.id))
+        // A removed attendee's voice goes with them, unless another sync-up names them too (copied by hand); a
+        // renamed one keeps it (profiles are keyed by id).
+        let removed = Set(before).subtracting(state.syncUps.attendeeIDs)
         let result = WireFormat.syncUp(updated, meetings: .summary)
         guard !removed.isEmpty else { return .value(result) }
         let reply = PendingReply(parts: 1, outcome: .success(.value(result)))
@@ -438,7 +439,8 @@ final class CommandHandler {
         let (syncUp, _) = state.delete(try state.index(of: try arguments.string("id")))
         let result: JSONValue = ["id": .string(syncUp.id.description), "title": .string(syncUp.title)]
         let reply = PendingReply(parts: 2, outcome: .success(.value(result)))
-        forgetVoices(Set(syncUp.attendees.map(\.id)), then: reply)
+        // Not those another sync-up names too (copied by hand): their profiles stay.
+        forgetVoices(Set(syncUp.attendees.map(\.id)).subtracting(state.syncUps.attendeeIDs), then: reply)
         status.scheduler?.forget(syncUp.id)
         // Its meetings' files (and a meeting of it being recorded, discarded) go on the journal writer's thread.
         session.whenJournalsCaughtUp { reply.partDone() }

@@ -6,17 +6,25 @@ import SyncUpsPersistence
 /// At start-up, turns meetings left behind by a crash (their journal, audio and transcript so far) into
 /// saved meetings flagged `interrupted`, so nothing recorded is silently lost.
 enum MeetingRecovery {
-    /// Recovers every journal in the data directory; returns what it did, for the log and `status`.
-    static func run(state: DaemonState, logger: Logger) -> [String] {
+    /// Recovers every journal in the data directory; returns what it did, for the log and `status`. `named`:
+    /// the meetings `sync-ups.json` names, whose deletion recorded in `deleted-meetings.json` is called off.
+    static func run(state: DaemonState, keeping named: Set<Meeting.ID> = [], logger: Logger) -> [String] {
         let directory = state.dataDirectory
         let (journals, unreadable) = MeetingJournal.leftBehind(in: directory)
         var notes: [String] = []
         // Deleted by the user, their journal not removed before the daemon stopped: not to be recovered (the
         // journal writer removes them at start-up).
-        let (deleted, problem) = DeletedMeetingsFile(directory: directory).load()
+        var (deleted, problem) = DeletedMeetingsFile(directory: directory).load()
         if let problem {
             logger.error(problem)
             notes.append(problem)
+        }
+        // Put back by the user (sync-ups.json names it again): theirs again, and its journal is any meeting's.
+        for meeting in deleted.filter(named.contains).sorted(by: { $0.description < $1.description }) {
+            logger.notice(
+                "\(DataDirectory.fileName) names a meeting deleted before: its deletion is called off, its files kept",
+                .meeting(meeting))
+            deleted.remove(meeting)
         }
         for path in unreadable {
             let note = "cannot read the meeting journal \(path); left it in place"

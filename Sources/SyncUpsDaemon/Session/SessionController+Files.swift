@@ -176,9 +176,26 @@ extension SessionController {
         _ = state.detailsWrites.delete(meetings)
         // Each, not only those whose details waited: a journal may also stay because its removal after the save
         // failed, or is still to come. (One that is gone costs an unlink on the journal's thread.)
-        for meeting in meetings { journals.remove(meeting, isDeletion: true) }
+        journals.delete(meetings)
         // Their details are no longer wanted, but a failure of theirs ends only with the removal's report
         // (`journalRemoved`): ended here, a removal about to fail too flashed `persistence.recovered` first.
+    }
+
+    /// The state names these meetings again (`sync-ups.json` reloaded: a backup restored, or another program's
+    /// edit): a deletion of one still under way, its removal failing, is called off (`JournalWriter.keep`), its
+    /// retries and its failure with it. The files it had not removed stay the user's; a journal among them is
+    /// a saved meeting's, removed or completed by the next start's recovery.
+    func meetingsNamedAgain(_ named: Set<Meeting.ID>) {
+        let calledOff = journals.keep(named)
+        guard !calledOff.isEmpty else { return }
+        for meeting in calledOff.sorted(by: { $0.description < $1.description }) {
+            retries.removeValue(forKey: meeting).map(loop.cancel)
+            _ = state.detailsWrites.journalRemoved(meeting, failed: false)
+            logger.notice(
+                "\(DataDirectory.fileName) names a meeting being deleted again: its deletion is called off, its "
+                    + "files kept", .meeting(meeting))
+        }
+        state.writesWorked(calledOff.flatMap { [.journalRemoval($0), .journal($0), .details($0)] })
     }
 
     /// For a reply that waits (`ReplyBody.awaited`): calls `done` on the journal writer's thread once it has

@@ -119,6 +119,7 @@ final class SessionController {
         loop: EventLoop,
         state: DaemonState,
         settings: Settings,
+        keeping named: Set<Meeting.ID> = [],
         logger: Logger,
         publish: @escaping PublishEvent
     ) throws(SystemError) {
@@ -132,6 +133,7 @@ final class SessionController {
         cleanup = try SerialWorker(name: "syncups-cleanup")
         journals = try JournalWriter(
             directory: state.dataDirectory,
+            keeping: named,
             onWrite: { meeting, error in mailbox.post(.journalWritten(meeting, error: error)) },
             onRemoval: { meeting, error in mailbox.post(.journalRemoved(meeting, error: error)) })
         _ = try mailbox.attach(to: loop) { [unowned self] messages in

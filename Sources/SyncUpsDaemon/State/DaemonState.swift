@@ -259,6 +259,8 @@ final class DaemonState {
         self.syncUps = syncUps
         ids = IDIndex(syncUps.map(\.id.description))
         meetingCount = syncUps.reduce(0) { $0 + $1.meetings.count }
+        // A meeting being deleted that the new file names (a backup restored) is the user's again.
+        session?.meetingsNamedAgain(syncUps.meetingIDs)
         if let session, let current = session.syncUpID {
             if let syncUp = syncUps.first(where: { $0.id == current }) {
                 session.syncUpChanged(syncUp)

@@ -410,24 +410,33 @@ final class VoiceService {
     }
 
     /// Sets aside the profiles of people no sync-up names (`VoiceProfileStore.setAside`, on the writer thread
-    /// after the write under way): gone from memory as a forgotten profile, kept on disk for `bringBack`.
-    func setAside(_ attendees: some Sequence<Attendee.ID>) {
+    /// after what is queued there, such as the profiles brought back first) and waits for it: for the start-up
+    /// sweep, before the daemon serves. Those set aside are gone from memory as a forgotten profile, kept on disk
+    /// for `bringBack`; the others (a full disk) stay in memory and in `voices/`. Returns those set aside and
+    /// the failure, if any.
+    func setAside(_ attendees: some Sequence<Attendee.ID>) -> (moved: Set<Attendee.ID>, failure: String?) {
         let ids = Set(attendees)
-        drop(ids)
-        aside.formUnion(ids)
-        let (store, logger) = (store, logger)
+        let (store, logger, now) = (store, logger, wallClock())
+        guard let done = try? BlockingQueue<(Set<Attendee.ID>, String?)>(capacity: 1) else {
+            return ([], "cannot wait for the voices' writer")
+        }
         writer.run {
+            var failure: String?
             do {
-                let deleted = try store.setAside(ids)
-                for id in deleted {
+                for id in try store.setAside(ids, at: now) {
                     logger.notice(
-                        "voices: deleted the profile of \(id), set aside longest of more than \(VoiceProfileStore.maximumAside)"
-                    )
+                        "voices: deleted the profile of \(id), set aside longest of more than \(VoiceProfileStore.maximumAside) "
+                            + "for more than \(VoiceProfileStore.asideGrace.components.seconds / 86_400) days")
                 }
             } catch {
-                logger.error("voices: cannot set aside the profiles of \(ids.count) people in no sync-up: \(error)")
+                failure = "\(error)"
             }
+            _ = done.push((ids.filter { store.fileSystem.identity(store.path(of: $0)) == nil }, failure))
         }
+        let (moved, failure) = done.pop() ?? ([], "the voices' writer stopped")
+        drop(moved)
+        aside.formUnion(moved)
+        return (moved, failure)
     }
 
     /// The people of `roster` whose profiles are set aside get them back (on the writer thread, then in memory):
