@@ -256,15 +256,19 @@ import Testing
             next = page["segmentsNext"] ?? .null
         }
         #expect(segments == expected)
+        // syncupsctl's 10 s for each reply is a person's wait; a debug daemon paging 600 KB on two loaded cores
+        // took longer (exit 69), so these two wait as long as the test's other requests.
+        let patience = "\(Int(RawClient.replyDeadline.seconds))"
         let exported = try meeting.daemon.ctl([
-            "export", ids["syncup"]?.stringValue ?? "", ids["meeting"]?.stringValue ?? "", "--format", "json",
+            "--timeout", patience, "export", ids["syncup"]?.stringValue ?? "", ids["meeting"]?.stringValue ?? "",
+            "--format", "json",
         ])
         #expect(exported.exitCode == 0, "\(exported.standardError)")
         let document = try JSONParser().parse(exported.standardOutput)
         #expect(document["transcript"]?.stringValue == whole)
         #expect(document["segments"]?.arrayValue?.count == finals)
         let shown = try meeting.daemon.ctl([
-            "meeting", ids["syncup"]?.stringValue ?? "", ids["meeting"]?.stringValue ?? "",
+            "--timeout", patience, "meeting", ids["syncup"]?.stringValue ?? "", ids["meeting"]?.stringValue ?? "",
         ])
         #expect(shown.standardOutput.hasSuffix("Ann: " + expected[finals - 1] + "\n"))
     }
