@@ -130,13 +130,15 @@ let voiceWeights =
         _ = try client.result("session.start", ["syncup": .string(id), "transcribe": .bool(transcribe)])
         var events: [JSONValue] = []
         var ended: JSONValue?
-        let deadline = MonotonicInstant.now() + .seconds(90)
+        // A guard against a hang, not a measure: the meeting is 30 s of the real clock, and its save waits for
+        // PocketSphinx and the voice encoder (real CPU work) to finish; on two loaded cores 90 s did not do.
+        let deadline = MonotonicInstant.now() + .seconds(240)
         while ended == nil && MonotonicInstant.now() < deadline {
-            let event = try client.readJSON(timeout: .seconds(60))
+            let event = try client.readJSON(timeout: .seconds(120))
             events.append(event)
             if event["event"] == "session.ended" { ended = event["data"]?["meeting"] }
         }
-        let meetingID = try #require(ended?["id"]?.stringValue)
+        let meetingID = try #require(ended?["id"]?.stringValue, "\(daemon.log.contents.suffix(3000))")
         // The profiles are written once the encoder has drained: a restart must find them.
         let written = MonotonicInstant.now() + .seconds(20)
         while Files.list(home.appending("data/voices")).count < 3 && MonotonicInstant.now() < written {

@@ -3,6 +3,7 @@ import Glibc
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
+import Synchronization
 import Testing
 
 @testable import SyncUpsDaemon
@@ -375,6 +376,58 @@ import Testing
         daemon.advanceTime(by: .milliseconds(10))
         #expect(try producer.result("status")["subscribers"] == 0)
         withExtendedLifetime(sleeper) {}  // its socket stayed open
+    }
+
+    /// A subscriber that reads nothing (a stopped `syncupsctl watch`) while 4000 changes are made is cut off
+    /// once 1 MiB of its output waits, and said so; the producer gets every reply and a watcher reading along
+    /// every event, in order. Time stands still, so the stall limit cannot cut it off first: in real time
+    /// (`SubscriptionTests`, before) a loaded machine took over its 10 s to make the 1 MiB, and the stopped
+    /// client was cut off as one that read nothing.
+    @Test func aSubscriberThatReadsNothingIsCutOffAtTheOutputLimitWhileEveryoneElseIsServed() throws {
+        let directory = TemporaryDirectory("virtual")
+        let lines = Mutex<[String]>([])
+        let logger = Logger(minimumLevel: .info) { _, message, _ in lines.withLock { $0.append(message) } }
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.path, logger: logger, clock: .manual(startingAt: Self.start))
+        let stopped = LoopClient(try daemon.connect(sendBufferBytes: 4096), daemon)
+        var size: CInt = 4096
+        setsockopt(stopped.fd.rawValue, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<CInt>.size))
+        _ = try stopped.result("subscribe", ["topics": ["syncups"], "snapshot": false])
+        let watcher = LoopClient(try daemon.connect(), daemon)
+        _ = try watcher.result("subscribe", ["topics": ["syncups"], "snapshot": false])
+        let producer = LoopClient(try daemon.connect(), daemon)
+        let created = try producer.result("syncups.create", ["title": "x", "attendees": ["Blob", "Blob Jr"]])
+        _ = try watcher.events(until: "syncup.created")
+        let id = try #require(created["id"])
+        #expect(try producer.result("status")["subscribers"] == 2)
+
+        // Each event is about 450 bytes: 4000 of them overflow the stopped client's 1 MiB.
+        var lastSeq: Int64 = 0
+        for chunk in 0..<20 {
+            var batch = ""
+            for index in (chunk * 200)..<(chunk * 200 + 200) {
+                let title = JSONValue.string("title \(index) " + String(repeating: "x", count: 200))
+                batch +=
+                    JSONWriter().string([
+                        "id": .int(index), "cmd": "syncups.update", "args": ["id": id, "title": title],
+                    ]) + "\n"
+            }
+            try producer.send(batch)
+            for index in (chunk * 200)..<(chunk * 200 + 200) {
+                let reply = try producer.take { $0["id"] == .int(index) }.last
+                #expect(reply?["ok"] == true)
+            }
+            for _ in 0..<200 {
+                let event = try #require(try watcher.take { $0["event"] == "syncup.updated" }.last)
+                let seq = try #require(event["seq"]?.numberValue?.int64)
+                #expect(seq == lastSeq + 1 || lastSeq == 0)
+                lastSeq = seq
+            }
+        }
+        #expect(try producer.result("status")["subscribers"] == 1)
+        let cutOff = lines.withLock { $0.filter { $0.contains("over the 1048576-byte limit") } }
+        #expect(cutOff.count == 1 && cutOff[0].contains("it has"), "\(cutOff)")
+        withExtendedLifetime(stopped) {}  // its socket stayed open
     }
 
     /// The stall limit counts from the subscriber's last read: one that read at 5 s is not cut off at the

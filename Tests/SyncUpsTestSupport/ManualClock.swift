@@ -8,6 +8,9 @@ public final class ManualClock: Sendable {
 
     public init() {}
 
+    /// A clock no test moves: time that never passes.
+    public static let standingStill = ManualClock()
+
     public var now: MonotonicInstant { MonotonicInstant(nanoseconds: nanoseconds.load(ordering: .relaxed)) }
 
     public func advance(by duration: Duration) {

@@ -53,13 +53,21 @@ public final class RawClient {
         return try JSONParser().parse(line)
     }
 
+    /// How long a request waits for its reply: a guard against a hang, not a measure. The daemon is a real
+    /// process, and on two loaded cores a debug daemon taking in a 600 KB transcript answered `session.get`
+    /// after more than 10 s.
+    public static let replyDeadline = Duration.seconds(60)
+
     /// Sends a request and returns the next line that is not an event (the reply).
     public func request(_ command: String, _ arguments: JSONValue? = nil, id: JSONValue = 1) throws -> JSONValue {
         var object: JSONObject = ["id": id, "cmd": .string(command)]
         if let arguments { object.append("args", arguments) }
         try send(JSONWriter().string(.object(object)) + "\n")
+        let deadline = MonotonicInstant.now() + Self.replyDeadline
         while true {
-            guard let text = try readLine() else { throw TestFailure("connection closed") }
+            guard let text = try readLine(timeout: max(.zero, deadline - .now())) else {
+                throw TestFailure("connection closed")
+            }
             let line = try JSONParser().parse(text)
             if line["event"] == nil { return line }
             heldEvents.append(line)

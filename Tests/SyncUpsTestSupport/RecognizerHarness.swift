@@ -51,9 +51,14 @@ public final class RecognizerHarness: Sendable {
         return position
     }
 
+    /// How long a test waits for a recognizer's event: the engine is a real process (python3, or PocketSphinx on
+    /// its own thread) and on two loaded cores one got under 1/20 of a core, so a flood's 4 MiB took over 30 s
+    /// to read and a sentence over 30 s to decode. Only a hang waits this long.
+    public static let deadline = Duration.seconds(120)
+
     /// Waits for an event matching `condition`, up to `timeout`.
     @discardableResult
-    public func wait(timeout: Duration = .seconds(30), for condition: (RecognizerEvent) -> Bool) -> Bool {
+    public func wait(timeout: Duration = RecognizerHarness.deadline, for condition: (RecognizerEvent) -> Bool) -> Bool {
         let deadline = MonotonicInstant.now() + timeout
         while true {
             if events.contains(where: condition) { return true }
@@ -65,7 +70,7 @@ public final class RecognizerHarness: Sendable {
 
     /// `finish`, then waits for `.finished`.
     @discardableResult
-    public func finish(timeout: Duration = .seconds(30)) -> Bool {
+    public func finish(timeout: Duration = RecognizerHarness.deadline) -> Bool {
         stream.finish()
         return wait(timeout: timeout) { $0 == .finished }
     }
