@@ -177,6 +177,8 @@ public final class InProcessDaemon {
         return (connections.map { ($0.input.capacity, $0.output.capacity) }, server.spareOutputCapacity)
     }
 
+    /// How many connections are of clients still there (not gone, not closed).
+    var presentConnections: Int { server.connections.values.count { !$0.state.isPeerGone } }
     /// How many connections are of clients gone (`ConnectionState.Input.gone`), their lines still carried out.
     var goneConnections: Int { server.connections.values.count { $0.state.isPeerGone } }
 

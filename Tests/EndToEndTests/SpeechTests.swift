@@ -111,7 +111,8 @@ import Testing
         if warm {
             // The adapter's log: "ready N s after start", once its model is loaded and warmed up.
             #expect(try waitFor(timeout: .seconds(120)) { daemon.log.contents.contains(" after start (") })
-            #expect(try client.result("status")["speechSpare"] == "warm")
+            // Warm once the daemon has read the engine's first line, which may come after the log line's turn.
+            #expect(try waitFor(timeout: .seconds(60)) { try client.result("status")["speechSpare"] == "warm" })
         }
         let created = try client.result(
             "syncups.create", ["title": "Release", "duration": 15, "attendees": ["Ann", "Bob", "Cy"]])
