@@ -50,23 +50,14 @@ public struct RuntimeDirectory: Sendable, Equatable {
     /// passes (nothing listens there). Always passes under `XDG_RUNTIME_DIR`, which the system made private.
     public func check() throws(Refusal) {
         guard isReplacement else { return }
-        var info = stat()
-        guard lstat(path, &info) == 0 else {
-            let error = Errno.current
-            if error == .noSuchFile { return }
-            throw Refusal(description: "cannot examine \(path): \(error)")
-        }
-        let reason: String
-        if info.st_mode & S_IFMT != S_IFDIR {
-            reason = "it is not a directory"
-        } else if info.st_uid != owner {
-            reason = "it belongs to uid \(info.st_uid), not to uid \(owner)"
-        } else if info.st_mode & 0o7777 != 0o700 {
-            reason = "its mode is \(String(info.st_mode & 0o7777, radix: 8)), not 700"
-        } else {
+        switch OwnDirectory.problem(at: path, owner: owner, mode: 0o700) {
+        case nil:
             return
+        case .cannotExamine(let error):
+            throw Refusal(description: "cannot examine \(path): \(error)")
+        case .unfit(let reason):
+            throw Refusal(
+                description: "refusing \(path) (the socket's directory while XDG_RUNTIME_DIR is unset): \(reason)")
         }
-        throw Refusal(
-            description: "refusing \(path) (the socket's directory while XDG_RUNTIME_DIR is unset): \(reason)")
     }
 }

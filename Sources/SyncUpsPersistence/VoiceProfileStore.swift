@@ -132,25 +132,14 @@ public struct VoiceProfileStore: Sendable {
 
     /// Why `voices/orphaned/` is not the daemon's own to use, or nil when it is, or is missing (it is made when
     /// needed). It must be a directory of this user, not a symbolic link (never followed: what it points to is
-    /// not the data directory), as the socket's directory must be (`RuntimeDirectory.check`). When it is not,
+    /// not the data directory), as the socket's directory must be (`OwnDirectory`). When it is not,
     /// nothing is set aside, counted, brought back or deleted there.
     public func asideDirectoryProblem() -> String? {
-        var info = stat()
-        guard lstat(asideDirectory, &info) == 0 else {
-            let error = Errno.current
-            return error == .noSuchFile ? nil : "cannot examine \(asideDirectory): \(error)"
+        switch OwnDirectory.problem(at: asideDirectory, owner: geteuid()) {
+        case nil: nil
+        case .cannotExamine(let error): "cannot examine \(asideDirectory): \(error)"
+        case .unfit(let reason): "refusing \(asideDirectory) for set-aside voice profiles: \(reason)"
         }
-        let reason: String
-        if info.st_mode & S_IFMT == S_IFLNK {
-            reason = "it is a symbolic link, which is not followed"
-        } else if info.st_mode & S_IFMT != S_IFDIR {
-            reason = "it is not a directory"
-        } else if info.st_uid != geteuid() {
-            reason = "it belongs to uid \(info.st_uid), not to uid \(geteuid())"
-        } else {
-            return nil
-        }
-        return "refusing \(asideDirectory) for set-aside voice profiles: \(reason)"
     }
 
     /// The attendees whose profiles are set aside now (none when the directory is not the daemon's own).
