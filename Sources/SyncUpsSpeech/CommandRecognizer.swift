@@ -340,8 +340,8 @@ public enum CommandRecognizer {
         var pendingPartial: RecognitionResult?
         var lastPartialSent = MonotonicInstant.now()
         var badLines = BadLines()
-        // Lines of a spare before its meeting, in the window of `bytesInWindow`.
-        var linesWhileWaiting = 0
+        // Lines in the window of `bytesInWindow`: a spare before its meeting may write few.
+        var linesInWindow = 0
         var isReady = false
         // When the engine was first seen to have exited: a process it started (`setsid helper &`) may hold
         // its stdout open for ever, and the engine's end is the end of its output after `exitGrace`.
@@ -384,17 +384,16 @@ public enum CommandRecognizer {
                 if budgetNow - windowStart >= .seconds(1) {
                     windowStart = budgetNow
                     bytesInWindow = 0
+                    linesInWindow = 0
                 }
                 bytesInWindow += line.count + 1
-                if shared.isWaiting() {
-                    if bytesInWindow == line.count + 1 { linesWhileWaiting = 0 }
-                    linesWhileWaiting += 1
-                    if linesWhileWaiting > maxLinesPerSecondWhileWaiting {
-                        shared.fail(
-                            "the speech command wrote over \(maxLinesPerSecondWhileWaiting) lines in a second before its meeting; killed it"
-                        )
-                        continue
-                    }
+                linesInWindow += 1
+                // Whether it still waits is asked (a lock) only past the count, not at every line of a meeting.
+                if linesInWindow > maxLinesPerSecondWhileWaiting && shared.isWaiting() {
+                    shared.fail(
+                        "the speech command wrote over \(maxLinesPerSecondWhileWaiting) lines in a second before its meeting; killed it"
+                    )
+                    continue
                 }
                 if bytesInWindow > maxBytesPerSecond {
                     shared.fail(
