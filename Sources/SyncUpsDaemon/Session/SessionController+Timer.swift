@@ -39,8 +39,10 @@ extension SessionController {
 
     /// The wait armed by `armSettleTimeout` is over (on the loop, or in the wait at shutdown).
     func settleTimedOut(_ session: ActiveSession) {
-        // The open's deadline says what it gave up on itself (`recording without audio: …`).
-        if session.machine.settleDeadline?.deadline != .opening {
+        switch session.machine.settleDeadline?.deadline {
+        case .opening?:
+            break  // the machine says what it gave up on (`recording without audio: …`)
+        case .saving?, .stopping?, nil:
             let timeout = Duration.nanoseconds(
                 session.machine.settleDeadline.map { session.machine.settleTimeouts[$0.deadline] } ?? 0)
             logger.warning(
