@@ -40,6 +40,18 @@ import Testing
 
     var recorded: Set<Meeting.ID> { DeletedMeetingsFile(directory: data).load().meetings }
 
+    /// A deletion of `meeting` whose file `suffix` cannot go (a directory stands there): the writer, once its
+    /// first removal failed so and recorded the deletion, and the obstruction's path.
+    func deletionThatFails(at suffix: String) throws -> (JournalWriter, obstruction: String) {
+        let obstruction = data.sidecar(meeting, suffix)
+        #expect(mkdir(obstruction, 0o700) == 0)
+        let journals = try writer()
+        journals.remove(meeting, isDeletion: true)
+        #expect(removal(1)??.errno == Errno(rawValue: EISDIR))
+        #expect(recorded == [meeting])
+        return (journals, obstruction)
+    }
+
     #if DEBUG
         /// A deleted sync-up's 500 meetings, removed in one batch of the writer, list `meetings/` (for their
         /// temporary files) once: each removal listed it before, 500 times. A temporary file a crash left
@@ -82,14 +94,9 @@ import Testing
     /// Before, a deletion removed only the journal (the rest was unlinked once elsewhere, its failure ignored):
     /// the audio of a meeting the user deleted stayed on disk for good while `status` said all was written.
     @Test func aDeletedMeetingsAudioThatStaysIsAFailureRecordedAndRetriedUntilItGoes() throws {
-        let audio = data.sidecar(meeting, MeetingFiles.audio)
         let details = data.sidecar(meeting, MeetingFiles.details)
         Files.write(details, Array("{}".utf8))
-        #expect(mkdir(audio, 0o700) == 0)
-        let journals = try writer()
-        journals.remove(meeting, isDeletion: true)
-        #expect(removal(1)??.errno == Errno(rawValue: EISDIR))
-        #expect(recorded == [meeting])
+        let (journals, audio) = try deletionThatFails(at: MeetingFiles.audio)
         #expect(!Files.exists(details))
 
         #expect(rmdir(audio) == 0)
@@ -104,11 +111,7 @@ import Testing
 
     /// A restart removes every file of a meeting the record names, not only its journal.
     @Test func aRestartRemovesEveryFileOfAMeetingTheRecordNames() throws {
-        let audio = data.sidecar(meeting, MeetingFiles.audio)
-        #expect(mkdir(audio, 0o700) == 0)
-        let first = try writer()
-        first.remove(meeting, isDeletion: true)
-        #expect(removal(1)??.errno == Errno(rawValue: EISDIR))
+        let (first, audio) = try deletionThatFails(at: MeetingFiles.audio)
         first.finish()
         #expect(rmdir(audio) == 0)
         Files.write(audio, Array("RIFF".utf8))
@@ -151,14 +154,9 @@ import Testing
     /// and a restart that is told the state names it (`keeping`) neither removes its files nor keeps the record.
     @Test(arguments: ["running", "at a start"])
     func aRecordedDeletionIsDroppedWhenItsMeetingIsNamedAgain(_ when: String) throws {
-        let audio = data.sidecar(meeting, MeetingFiles.callAudio)
         let details = data.sidecar(meeting, MeetingFiles.details)
         Files.write(details, Array("{}".utf8))
-        #expect(mkdir(audio, 0o700) == 0)
-        let first = try writer()
-        first.remove(meeting, isDeletion: true)
-        #expect(removal(1)??.errno == Errno(rawValue: EISDIR))
-        #expect(recorded == [meeting])
+        let (first, _) = try deletionThatFails(at: MeetingFiles.callAudio)
         Files.write(details, Array("{}".utf8))  // restored
         if when == "running" {
             #expect(first.keep([meeting]) == [meeting])
