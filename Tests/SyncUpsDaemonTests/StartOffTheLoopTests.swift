@@ -199,6 +199,49 @@ final class HeldMicrophone: Sendable {
         _ = try client.result("session.end", ["action": "discard"])
     }
 
+    /// The `.wav` files in the meetings directory.
+    static func wavs(in held: Held) -> [String] {
+        ((try? DirectoryListing.names(in: held.directory.path + "/meetings")) ?? []).filter { $0.hasSuffix(".wav") }
+    }
+
+    /// Turns the daemon's loop until `condition` holds, for up to 5 s of real time (a worker's report).
+    static func turn(_ held: Held, until condition: () -> Bool) -> Bool {
+        let deadline = MonotonicInstant.now() + .seconds(5)
+        while !condition() {
+            guard MonotonicInstant.now() < deadline else { return false }
+            held.daemon.turn(waitingUpTo: 10)
+        }
+        return true
+    }
+
+    /// A meeting that started without audio past its microphone's deadline, and is saved while that open
+    /// still hangs: its details are written (attack 37b's E2). Before, the save's details waited on the clean-up
+    /// worker behind the open that never returned: the daemon said it saved, and no details file came until
+    /// the next start recovered the meeting (here until the watchdog forced the open).
+    @Test func aMeetingSavedWhileAnEarlierOpenHangsHasItsDetailsWritten() throws {
+        let held = try Held()
+        held.daemon.advanceTime(by: .seconds(10))
+        let started = try held.client.reply(to: "start")
+        let meeting = try #require(started["result"]?["meeting"]?.stringValue)
+        _ = try held.client.result("session.end", ["action": "save"])
+        let details = held.directory.path + "/meetings/\(meeting).json"
+        #expect(Self.turn(held) { Files.exists(details) }, "no details while the open hangs")
+        #expect(!held.microphone.wasForced)
+    }
+
+    /// A meeting that starts without audio past its microphone's deadline has no audio file while that open
+    /// still hangs (attack 37b: the 44-byte file the open had begun stayed beside the meeting, `meetings.get`
+    /// gave it as the meeting's audio of 0 s, and it stayed for good if the daemon stopped first).
+    @Test func aMeetingStartedWithoutAudioPastTheDeadlineKeepsNoAudioFileOfTheHungOpen() throws {
+        let held = try Held()
+        #expect(Self.turn(held) { !Self.wavs(in: held).isEmpty }, "the open begins the meeting's file")
+        held.daemon.advanceTime(by: .seconds(10))
+        #expect(try held.client.reply(to: "start")["ok"] == true)
+        #expect(Self.turn(held) { Self.wavs(in: held).isEmpty }, "\(Self.wavs(in: held))")
+        #expect(!held.microphone.wasForced)
+        _ = try held.client.result("session.end", ["action": "discard"])
+    }
+
     /// The daemon stopping (SIGTERM) while the microphone's open hangs: the starting meeting is discarded and
     /// the stop waits for the clean-up worker only up to its bound, so a device hung in the kernel cannot keep
     /// the daemon running until systemd kills it. Before, the stop joined the worker, waiting in the open for

@@ -67,11 +67,15 @@ extension SessionController {
                     mailbox.post(.recorderStopped(meetingID))
                 }
             case .abandonRecorder:
-                // After the discard's removal of the meeting's temporary files, on the same worker; and after
-                // the start's open there, so what a meeting discarded while it started opened is stopped too.
-                let opened = session.openedRecorders
+                // After the discard's removal of the meeting's temporary files, on the same worker. What the
+                // start's open made is stopped here, or by the open itself if it answers later
+                // (`OpenedRecorders`); the audio files an open still hanging has begun go now.
+                let (opened, directory, meeting) = (session.openedRecorders, state.dataDirectory, session.meetingID)
                 cleanup.run {
-                    for recorder in opened.takeAll() { recorder.stop(keepsFile: false) }
+                    for recorder in opened.abandon() { recorder.stop(keepsFile: false) }
+                    for suffix in [MeetingFiles.audio, MeetingFiles.callAudio] {
+                        unlink(directory.sidecar(meeting, suffix))
+                    }
                 }
             case .finishRecognizer:
                 session.recognition?.finish()

@@ -27,7 +27,20 @@ extension SessionController {
             call: call, callDevice: settings.serverCaptureDevice,
             directory: state.dataDirectory, meetingID: session.meetingID, start: session.start, relay: session.relay,
             opened: session.openedRecorders, mailbox: mailbox)
-        cleanup.run { [mailbox] in mailbox.post(.recorderOpened(opening.open(), session: opening.meetingID)) }
+        // After what the last meeting queued on the clean-up worker (its devices closed first); the open itself on
+        // its own worker, so a device that never answers holds up no other meeting's clean-up (its devices'
+        // close, its details, its recognizer's start). Opens wait for each other there; a few at most.
+        cleanup.run { [mailbox, opener] in
+            let queued = opener.tryRun {
+                mailbox.post(.recorderOpened(opening.open(), session: opening.meetingID))
+            }
+            guard !queued else { return }
+            let reason = "an earlier meeting's capture device still has not opened"
+            mailbox.post(
+                .recorderOpened(
+                    OpenedRecording(audioError: reason, fact: .recorderFailedToStart(reason, warnings: [])),
+                    session: opening.meetingID))
+        }
     }
 
     /// The recording opened off the loop: its recorders become the session's, and the machine hears how it
@@ -69,15 +82,24 @@ struct OpenedRecording: Sendable {
 }
 
 /// Every recorder a meeting's start opened, for the clean-up worker: `abandonRecorder` stops them even when it
-/// was queued before the loop heard that they opened (a meeting discarded while it started).
+/// came before the loop heard that they opened (a meeting discarded while it started), and refuses any the
+/// open makes after it (an open that answered past its deadline, or queued behind one that never did).
 final class OpenedRecorders: Sendable {
-    private let recorders = Mutex<[MeetingRecorder]>([])
+    private let state = Mutex<(recorders: [MeetingRecorder], isAbandoned: Bool)>(([], false))
 
-    func add(_ recorder: MeetingRecorder) { recorders.withLock { $0.append(recorder) } }
-    func takeAll() -> [MeetingRecorder] {
-        recorders.withLock { recorders in
-            defer { recorders = [] }
-            return recorders
+    /// Keeps `recorder` for `abandon`; false when the recording was abandoned already: the caller stops it.
+    func add(_ recorder: MeetingRecorder) -> Bool {
+        state.withLock { state in
+            if !state.isAbandoned { state.recorders.append(recorder) }
+            return !state.isAbandoned
+        }
+    }
+
+    /// The recording is abandoned: the recorders opened so far, to stop; those opened from now on are refused.
+    func abandon() -> [MeetingRecorder] {
+        state.withLock { state in
+            defer { state = ([], true) }
+            return state.recorders
         }
     }
 }
@@ -108,7 +130,12 @@ struct RecorderOpening: Sendable {
         let recorder = try MeetingRecorder(
             device: device, deviceName: name, wavPath: directory.sidecar(meetingID, suffix), start: start,
             onTrouble: { mailbox.post(trouble($0, meetingID)) }, onAudio: onAudio)
-        opened.add(recorder)
+        guard opened.add(recorder) else {
+            recorder.stop(keepsFile: false)  // its file with it: nobody records this meeting any more
+            throw .file(
+                SystemError("the meeting's recording was abandoned while its device opened", Errno(rawValue: ECANCELED))
+            )
+        }
         return recorder
     }
 

@@ -55,7 +55,8 @@ extension SessionController {
     /// recovers it.
     private func finishCleanup(interrupt: ShutdownInterrupt?) {
         isCleanupCaughtUp = false
-        cleanup.run { [mailbox] in mailbox.post(.cleanupCaughtUp) }
+        // Through both workers: what the clean-up queued, and a capture device's open it handed over.
+        cleanup.run { [mailbox, opener] in opener.run { mailbox.post(.cleanupCaughtUp) } }
         let deadline = MonotonicInstant.now() + settings.shutdownCleanupTimeout
         while !isCleanupCaughtUp {
             let remaining = deadline - MonotonicInstant.now()
@@ -69,6 +70,7 @@ extension SessionController {
             if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
         }
         cleanup.finish()
+        opener.finish()
         drainMailboxNow()
     }
 }

@@ -94,6 +94,10 @@ final class SessionController {
     /// places do not fill; if they ever did, `SerialWorker.run` would do the job on the loop rather than lose
     /// a meeting's files.
     let cleanup: SerialWorker
+    /// Opens a meeting's capture devices, handed each open by the clean-up worker (`startRecorder`): an open
+    /// that never returns holds up only the opens behind it, at most `openerCapacity`.
+    let opener: SerialWorker
+    static let openerCapacity = 4
     /// The clean-up worker has done what was queued before the stop (`finishCleanup`).
     var isCleanupCaughtUp = false
     /// The running meeting's journal, written off the loop.
@@ -131,6 +135,7 @@ final class SessionController {
         let mailbox = try Mailbox<Message>()
         self.mailbox = mailbox
         cleanup = try SerialWorker(name: "syncups-cleanup")
+        opener = try SerialWorker(name: "syncups-open", capacity: Self.openerCapacity)
         journals = try JournalWriter(
             directory: state.dataDirectory,
             keeping: named,
