@@ -69,6 +69,12 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         throw SystemError("read", .current)
     }
 
+    /// How many bytes wait to be read now (`FIONREAD`), or nil if that cannot be known.
+    public var queuedInputBytes: Int? {
+        var count: CInt = 0
+        return ioctl(rawValue, UInt(FIONREAD), &count) == 0 ? Int(count) : nil
+    }
+
     /// Writes some of `buffer`, returning how much was written (possibly less than all).
     public func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int {
         try syscall("write") { Glibc.write(rawValue, buffer.baseAddress, buffer.count) }

@@ -1,5 +1,7 @@
+import Glibc
 import SyncUpsJSON
 import SyncUpsPOSIX
+import SyncUpsProtocol
 import SyncUpsTestSupport
 import Testing
 
@@ -29,6 +31,33 @@ import Testing
         while !daemon.syncUpIDs.isEmpty, MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
         #expect(daemon.syncUpIDs.isEmpty, "left: \(daemon.syncUpIDs.count) of 3")
         // And the connection is gone: nothing of it is left behind.
+        _ = try client.waitForStatus { $0["connections"] == connections }
+    }
+
+    /// A script pipelined more than a line's limit of requests and closed without reading. All of it is in
+    /// the socket when the hang-up comes; only a line's limit past what the daemon held was read then, and the
+    /// rest died with the socket, the creates at its end among it, silently (attack 37b's E1).
+    @Test func aBacklogLongerThanALineIsCarriedOutToItsEnd() throws {
+        let directory = TemporaryDirectory("gone-backlog")
+        var limits = Limits()
+        limits.maxLineBytes = 4096
+        let daemon = try InProcessDaemon(dataDirectory: directory.path, limits: limits)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let connections = try client.result("status")["connections"]
+        let script = try daemon.connect()
+        // Room for it all, the default limit (`wmem_max`) doubled by the kernel is ample.
+        var size: CInt = 1 << 20
+        setsockopt(script.rawValue, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<CInt>.size))
+        // 100 KB: more than a read's buffer (64 KiB) and a line's limit together.
+        let statuses = String(repeating: #"{"cmd":"status"}"# + "\n", count: 6000)
+        let creates = (1...3).map {
+            #"{"cmd":"syncups.create","args":{"title":"Last \#($0)","attendees":["Ann"]}}"# + "\n"
+        }
+        try UnixSocket.sendAll(script, Array((statuses + creates.joined()).utf8))
+        script.close()
+        let deadline = MonotonicInstant.now() + .seconds(20)
+        while daemon.syncUpIDs.count < 3, MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
+        #expect(daemon.syncUpIDs.count == 3, "created: \(daemon.syncUpIDs.count) of 3")
         _ = try client.waitForStatus { $0["connections"] == connections }
     }
 }

@@ -55,20 +55,30 @@ extension Server {
     /// side and writes on), the socket is no longer watched (a hang-up would be reported at every turn), its
     /// output and subscriptions are dropped, and its lines are carried out on the loop's next turn.
     func finishInput(_ connection: Connection) {
-        let limit = connection.input.count + limits.maxLineBytes
+        // All of what is queued now, and its end; past that, one buffer more at most (a client that shut only
+        // its reading side may write on for ever).
+        let queued = connection.fd.queuedInputBytes ?? limits.maxLineBytes
+        var taken = 0
         var isEnd = false
-        while !isEnd && connection.input.count <= limit {
+        while !isEnd && taken <= queued {
             let read = readBuffer.withUnsafeMutableBytes { buffer in
                 Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
             }
-            if case .success(let count?) = read, count > 0 {
-                connection.input.append(contentsOf: readBuffer[0..<count])
-            } else {
-                isEnd = true
+            guard case .success(let count?) = read, count > 0 else {
+                isEnd = (try? read.get()) == 0
+                break
             }
+            connection.input.append(contentsOf: readBuffer[0..<count])
+            taken += count
         }
-        // A last line without "\n" is answered, as at the end of input.
-        if connection.hasPendingInput && connection.input.last != 0x0A { connection.input.append(0x0A) }
+        if isEnd {
+            // A last line without "\n" is answered, as at the end of input.
+            if connection.hasPendingInput && connection.input.last != 0x0A { connection.input.append(0x0A) }
+        } else if let lastLine = connection.input.lastIndex(of: 0x0A), lastLine >= connection.inputStart {
+            connection.input.removeSubrange((lastLine + 1)...)  // a line cut short: never carried out
+        } else {
+            connection.input.removeSubrange(connection.inputStart...)
+        }
         if let watch = connection.watch { loop.unwatch(watch) }
         connection.watch = nil
         subscriptions.remove(connection.topics)
