@@ -78,6 +78,20 @@ import Testing
         #expect(machine == over)
     }
 
+    /// The engine says it is up before its start is reported: a spare started ahead replays `ready` as it is
+    /// taken, before the worker posts its start. Dropped there, the meeting's transcription said "starting" for
+    /// good, the engine saying `ready` only once (attack 37b's E4).
+    @Test func aRecognizerReadyBeforeItsStartIsReportedCountsOnceItStarts() {
+        var machine = starting()
+        #expect(
+            machine.handle(.recorderStarted(warnings: []), at: 0.1) == [.cancelSettleTimeout, .startVoiceListener])
+        #expect(machine.handle(.voiceListenerUnavailable("voices off"), at: 0.1) == [.startRecognizer])
+        #expect(machine.handle(.recognizerReady, at: 0.2) == [])
+        let started = machine.handle(.recognizerStarted, at: 0.2)
+        #expect(started.contains(.publish(.started)))
+        #expect(machine.isRecognizerReady && machine.recognizer == .running)
+    }
+
     /// `session.end save` while the device opens: refused (nothing is recorded yet), nothing changed, and the
     /// start goes on; the save works once the meeting has started.
     @Test func aSaveIsRefusedAndTheStartGoesOn() throws {
@@ -189,8 +203,11 @@ import Testing
             case .settleTimedOut:
                 // The open's deadline: the meeting starts without audio (`SessionMachineTests`).
                 #expect(effects.first == .abandonRecorder && machine.recorder == .absent && !machine.isStarting)
+            case .recognizerReady:
+                // Before the recognizer starts, nobody said so: nothing changes (kept once it starts, above).
+                #expect(effects == [] && machine == before, "\(fact)")
             case .voiceListenerStarted, .voiceListenerUnavailable, .recognizerStarted, .recognizerFailedToStart,
-                .recognizerReady, .timerTicked, .speechRecognized, .voiceHeard, .speechFailed, .recognizerFinished,
+                .timerTicked, .speechRecognized, .voiceHeard, .speechFailed, .recognizerFinished,
                 .journalFailed, .recorderStopped:
                 // Nothing that reports these runs yet: a stray report changes nothing.
                 #expect(effects == [] && machine == before, "\(fact)")

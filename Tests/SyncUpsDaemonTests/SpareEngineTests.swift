@@ -115,6 +115,9 @@ import Testing
         let segment = try Self.firstWords(daemon, client, watcher, id) { () throws in
             #expect(Self.starts(in: directory) == 1, "the meeting took the engine started ahead")
             #expect(try client.result("status")["speechSpare"] == "none")
+            // It said it was up when it was taken, before its start was reported: that counts (attack 37b's E4).
+            let transcription = try client.result("session.get")["transcription"]
+            #expect(transcription?["state"] == "running", "\(transcription ?? .null)")
         }
         #expect(segment["start"] == 0.25 && segment["end"] == 0.5, "\(segment)")
         try client.waitForStatus { $0["speechSpare"] == "warm" }

@@ -788,8 +788,14 @@ extension SessionMachine {
             let seconds = settleTimeouts.opening / 1_000_000_000
             startWarnings.append("recording without audio: the capture device did not open within \(seconds) s")
             return [.abandonRecorder] + advanceStart()
-        case .recognizerReady, .timerTicked, .speechRecognized, .voiceHeard, .speechFailed, .recognizerFinished,
-            .journalFailed, .recorderStopped:
+        case .recognizerReady:
+            // The engine may say it is up before its start is reported (a spare started ahead says so at once,
+            // a fast engine's first line may win the race): it is kept, and counts once the meeting starts.
+            guard recognizer == .starting else { return [] }
+            isRecognizerReady = true
+            return []
+        case .timerTicked, .speechRecognized, .voiceHeard, .speechFailed, .recognizerFinished, .journalFailed,
+            .recorderStopped:
             // Nothing that reports these runs yet.
             return []
         }
