@@ -112,11 +112,9 @@ public final class WAVFile {
 
     /// The seconds of audio in the WAV file at `path`, from its length; nil if there is no file.
     public static func seconds(at path: String) -> Double? {
-        BlockingWork.check("the length of \(path)")
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        guard info.st_size > headerSize else { return 0 }
-        return Double((Int64(info.st_size) - Int64(headerSize)) / 2) / Double(AudioFormat.sampleRate)
+        guard let size = FilePath.size(at: path) else { return nil }
+        guard size > headerSize else { return 0 }
+        return Double((size - Int64(headerSize)) / 2) / Double(AudioFormat.sampleRate)
     }
 
     /// Makes the header of a file left by a crash agree with its length (whole frames); returns its seconds.

@@ -1,6 +1,15 @@
+import Glibc
+
 /// Paths stay `String`s (what the C calls take); these are the only places that join or split them, so the
 /// root, a trailing slash and a name without a directory are each handled once.
 public enum FilePath {
+    /// The size in bytes of the file at `path` (followed if a link), or nil if there is none to be seen.
+    public static func size(at path: String) -> Int64? {
+        BlockingWork.check("the size of \(path)")
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : nil
+    }
+
     /// `directory/name…`, with exactly one slash at each joint (`join("/", "x")` is `/x`).
     public static func join(_ directory: String, _ names: String...) -> String {
         var path = directory
