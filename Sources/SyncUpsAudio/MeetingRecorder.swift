@@ -50,11 +50,9 @@ public final class MeetingRecorder: Sendable {
     ) throws(RecorderError) {
         BlockingWork.check("opening the capture device \(deviceName)")
         self.wavPath = wavPath
-        let wav: WAVFile
         do throws(SystemError) {
             // 60 s of audio may queue up before chunks are dropped (and that reported).
             chunks = try BlockingQueue(capacity: 600)
-            wav = try WAVFile(creating: wavPath)
         } catch {
             throw .file(error)
         }
@@ -63,8 +61,16 @@ public final class MeetingRecorder: Sendable {
                 onTrouble(.capture(report))
             }
         } catch {
-            unlink(wavPath)
             throw .device(error)
+        }
+        // The file once the device is open (its first chunks wait in the queue): an open that hangs, or a daemon
+        // that stops while it does, leaves no file of a meeting that has no audio (attack 37b's E3).
+        let wav: WAVFile
+        do throws(SystemError) {
+            wav = try WAVFile(creating: wavPath)
+        } catch {
+            capture.stop()
+            throw .file(error)
         }
         let chunks = self.chunks
         let progress = self.progress

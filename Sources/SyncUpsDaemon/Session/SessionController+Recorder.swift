@@ -95,6 +95,9 @@ final class OpenedRecorders: Sendable {
         }
     }
 
+    /// The recording was abandoned: an open not begun yet is not begun at all.
+    var isAbandoned: Bool { state.withLock { $0.isAbandoned } }
+
     /// The recording is abandoned: the recorders opened so far, to stop; those opened from now on are refused.
     func abandon() -> [MeetingRecorder] {
         state.withLock { state in
@@ -140,6 +143,11 @@ struct RecorderOpening: Sendable {
     }
 
     func open() -> OpenedRecording {
+        // Queued behind an open that hung, for a meeting that ended meanwhile: it would only hang in its turn.
+        guard !opened.isAbandoned else {
+            let reason = "the meeting ended before its capture device was opened"
+            return OpenedRecording(audioError: reason, fact: .recorderFailedToStart(reason, warnings: []))
+        }
         var warnings: [String] = []
         // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
         // the journal go there, so it comes back as the store brings back the directory itself.
