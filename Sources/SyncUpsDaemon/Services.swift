@@ -75,7 +75,8 @@ final class Services {
         let recovered = MeetingRecovery.run(state: owner, keeping: named, logger: logger)
         do {
             session = try SessionController(
-                loop: loop, state: owner, settings: sessionSettings, keeping: named, logger: logger, publish: publish)
+                loop: loop, state: owner, settings: sessionSettings, keeping: named, fileSystem: fileSystem,
+                logger: logger, publish: publish)
         } catch {
             throw StartupError("cannot set up sessions: \(error)")
         }

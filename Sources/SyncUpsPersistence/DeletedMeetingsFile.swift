@@ -16,9 +16,12 @@ public struct DeletedMeetingsFile: Sendable {
     public static let fileName = "deleted-meetings.json"
 
     public let path: String
+    /// Its writes' (a `FaultyFileSystem`'s in tests, to fill the disk).
+    let fileSystem: FileSystem
 
-    public init(directory: DataDirectory) {
+    public init(directory: DataDirectory, fileSystem: FileSystem = .live) {
         path = FilePath.join(directory.path, Self.fileName)
+        self.fileSystem = fileSystem
     }
 
     /// The meetings it names; none when it is absent. One that cannot be read names none, and says why (the
@@ -42,12 +45,14 @@ public struct DeletedMeetingsFile: Sendable {
     /// Records exactly `meetings`, atomically and durably; removes the file when there are none.
     func write(_ meetings: Set<Meeting.ID>) throws(SystemError) {
         guard !meetings.isEmpty else {
-            guard unlink(path) == 0 || Errno.current == .noSuchFile else { throw SystemError("unlink", Errno.current) }
+            guard unlink(path) == 0 || Errno.current == .noSuchFile else {
+                throw SystemError("unlink(\(path))", Errno.current)
+            }
             return
         }
         let ids = meetings.map(\.description).sorted().map(JSONValue.string)
         var bytes = JSONWriter(options: JSONWriter.Options(isPretty: true)).encode(["meetings": .array(ids)])
         bytes.append(0x0A)
-        try AtomicFile(path: path).write(bytes)
+        try AtomicFile(path: path, fileSystem: fileSystem).write(bytes)
     }
 }

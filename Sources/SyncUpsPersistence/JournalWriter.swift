@@ -9,7 +9,8 @@ import Synchronization
 /// A deleted (or discarded) meeting's removal takes all its files, not only the journal (a deleted sync-up's
 /// meetings together, listing `meetings/` once). It is recorded in `deleted-meetings.json`
 /// (`DeletedMeetingsFile`) before any file goes, so a restart does not recover what the user deleted, and
-/// removes what stayed; the record goes once every file has. A deletion
+/// removes what stayed; the record goes once every file has. A deletion the record cannot take (a full disk)
+/// removes nothing: its files stay, and its removal's report says why, until a retry records it. A deletion
 /// is called off when the user brings its meeting back (`keep`: `sync-ups.json` names it again, restored from a
 /// backup): its files stay, and so does whatever the removal had not taken yet.
 public final class JournalWriter: Sendable {
@@ -74,19 +75,21 @@ public final class JournalWriter: Sendable {
     /// `onWrite` runs after each write (on the writer's thread, or the caller's for `writeFirst`), with its error
     /// if it failed; `onRemoval` after each removal,
     /// with its error if the journal is still there (the caller retries: see `MeetingJournal.remove`).
+    /// `fileSystem` writes the record (a `FaultyFileSystem`'s in tests).
     /// The meetings `deleted-meetings.json` names (recovery skipped their journals) are removed at once, but
     /// for those `keeping` holds: the meetings `sync-ups.json` names, which the user put back while the daemon
     /// was down. Their deletion is called off, and the record drops them.
     public init(
         directory: DataDirectory,
         keeping named: Set<Meeting.ID> = [],
+        fileSystem: FileSystem = .live,
         onWrite: @escaping @Sendable (Meeting.ID, SystemError?) -> Void,
         onRemoval: @escaping @Sendable (Meeting.ID, SystemError?) -> Void
     ) throws(SystemError) {
         self.directory = directory
         self.onWrite = onWrite
         self.onRemoval = onRemoval
-        deletedFile = DeletedMeetingsFile(directory: directory)
+        deletedFile = DeletedMeetingsFile(directory: directory, fileSystem: fileSystem)
         let recorded = deletedFile.load().meetings
         let kept = recorded.filter(named.contains)
         state = Mutex(State(recorded: recorded, calledOff: kept))
@@ -247,6 +250,9 @@ public final class JournalWriter: Sendable {
     /// the deletions are recorded there before anything is removed (a kill while thousands go leaves none
     /// for good: the next start finishes them), and each goes from it once its files are gone or its deletion
     /// is called off (any later removal of a deletion under way, or of a recorded one, is a deletion too).
+    /// A deletion the record could not take keeps every file, the journal too: with them gone, a kill before
+    /// `sync-ups.json` drops the meeting would list it without its files. Its failure is the record's
+    /// (`unrecordedDeletion`), and the caller's retry is a deletion that records it first.
     /// Returns what still fails, in order.
     private func removeNow(_ removals: [(Meeting.ID, Bool)]) -> [(Meeting.ID, SystemError?)] {
         let (deletions, toRecord) = state.withLock { state in
@@ -261,12 +267,18 @@ public final class JournalWriter: Sendable {
             }
             return (deletions, deletions.subtracting(state.recorded))
         }
-        var recordError: SystemError?
-        if !toRecord.isEmpty {
-            do { try updateRecord { $0.formUnion(toRecord) } } catch { recordError = error }
-        }
         var failures: [Meeting.ID: SystemError] = [:]
-        for (meeting, _) in removals {
+        var unrecorded = Set<Meeting.ID>()
+        if !toRecord.isEmpty {
+            do throws(SystemError) {
+                try updateRecord { $0.formUnion(toRecord) }
+            } catch {
+                unrecorded = toRecord
+                let failure = unrecordedDeletion(error)
+                for meeting in toRecord { failures[meeting] = failure }
+            }
+        }
+        for (meeting, _) in removals where !unrecorded.contains(meeting) {
             do {
                 try MeetingJournal.remove(meeting, in: directory)
             } catch {
@@ -274,7 +286,7 @@ public final class JournalWriter: Sendable {
             }
         }
         // The rest after the journal, whose failure (what would bring the meeting back) is the one said.
-        let removing = deletions.subtracting(state.withLock { $0.calledOff })
+        let removing = deletions.subtracting(state.withLock { $0.calledOff }).subtracting(unrecorded)
         for (meeting, failure) in directory.removeSidecars(of: removals.map(\.0).filter(removing.contains)) {
             failures[meeting] = failures[meeting] ?? failure
         }
@@ -286,32 +298,34 @@ public final class JournalWriter: Sendable {
             }
             return state.calledOff
         }
-        do {
-            try updateRecord { recorded in
-                for (meeting, _) in removals where !calledOff.contains(meeting) {
-                    if failures[meeting] == nil {
-                        recorded.remove(meeting)
-                    } else if deletions.contains(meeting) {
-                        recorded.insert(meeting)
-                    }
+        // A failure here leaves the record naming deletions whose files are gone: the next start finds nothing
+        // left of them to remove.
+        try? updateRecord { recorded in
+            for (meeting, _) in removals where !calledOff.contains(meeting) && !unrecorded.contains(meeting) {
+                if failures[meeting] == nil {
+                    recorded.remove(meeting)
+                } else if deletions.contains(meeting) {
+                    recorded.insert(meeting)
                 }
             }
-        } catch {
-            recordError = error
         }
-        let recorded = state.withLock { $0.recorded }
         return removals.map { meeting, _ in
             guard let failure = failures[meeting], !calledOff.contains(meeting) else { return (meeting, nil) }
-            if let recordError, deletions.contains(meeting), !recorded.contains(meeting) {
-                return (
-                    meeting,
-                    SystemError(
-                        "\(failure.operation) (and recording the deletion in \(DeletedMeetingsFile.fileName) failed "
-                            + "too, \(recordError), so a restart would bring the meeting back)", failure.errno)
-                )
-            }
             return (meeting, failure)
         }
+    }
+
+    /// The failure of a deletion whose files all stay because the record could not take it: it names the
+    /// record's path, then what failed there, and that failure's errno (`isUnrecordedDeletion`).
+    private func unrecordedDeletion(_ error: SystemError) -> SystemError {
+        SystemError("\(Self.unrecordedPrefix)\(deletedFile.path) (\(error.operation))", error.errno)
+    }
+
+    private static let unrecordedPrefix = "cannot record the deletion in "
+
+    /// Whether a removal's failure is a deletion's that removed nothing, its record unwritten.
+    public static func isUnrecordedDeletion(_ error: SystemError) -> Bool {
+        error.operation.hasPrefix(unrecordedPrefix)
     }
 
     /// Writes the record as `change` leaves it, without the deletions called off, if that changes it.

@@ -96,4 +96,61 @@ import Testing
         #expect(try waitFor { !Files.exists(path) })
         #expect(try waitFor { !Files.exists(second.dataPath + "/deleted-meetings.json") })
     }
+
+    /// A full disk (every byte taken: `sync-ups.json` and `deleted-meetings.json` cannot be written, unlinking
+    /// works) when a sync-up with three saved meetings is deleted, then a kill -9: the next start lists it
+    /// again with its meetings, and each meeting's details are all there, as is the other sync-up's meeting.
+    /// Before (attack 37b's E5), the files went without the record: the sync-up came back listing three
+    /// meetings whose details were gone.
+    @Test(.enabled(if: geteuid() == 0, "mounting a small tmpfs needs root (CI runs as root)"))
+    func aDeletionTheFullDiskCannotRecordKeepsItsFilesAcrossAKill() throws {
+        let mount = try SmallDisk(size: "400k")
+        defer { mount.unmount() }
+        let arguments = ["--data-dir", mount.path] + Self.arguments
+        let first = try DaemonProcess(arguments: arguments)
+        let client = try first.client()
+        let gone = try client.result("syncups.create", ["title": "Gone", "duration": 600, "attendees": ["A"]])["id"]!
+        let kept = try client.result("syncups.create", ["title": "Kept", "duration": 600, "attendees": ["B"]])["id"]!
+        var saved: [JSONValue] = []
+        for syncUp in [gone, gone, gone, kept] {
+            let started = try client.result("session.start", ["syncup": syncUp, "audio": false])
+            saved.append(try #require(started["meeting"]))
+            _ = try client.result("session.end", ["action": "save"])
+            let journal = mount.appending("meetings/\(saved.last!.stringValue ?? "").recording.json")
+            #expect(try waitFor { !Files.exists(journal) })  // details written, sync-ups.json synced
+        }
+        let details = saved.map { mount.appending("meetings/\($0.stringValue ?? "").json") }
+        for file in details { #expect(Files.exists(file)) }
+        let watcher = try first.client()
+        _ = try watcher.result("subscribe", ["topics": ["daemon"], "snapshot": false])
+        let filler = open(mount.appending("filler"), O_WRONLY | O_CREAT, 0o600)
+        let block = [UInt8](repeating: 1, count: 4096)
+        while write(filler, block, block.count) > 0 {}
+        close(filler)
+
+        _ = try client.result("syncups.delete", ["id": gone])
+        for file in details { #expect(Files.exists(file), "\(file) went without a record") }
+        var failures: [String] = []
+        // Both fail, in either order: the record on the journal's thread, sync-ups.json on the store's.
+        while !failures.contains(where: { $0.contains("cannot record the deletion in") })
+            || !failures.contains(where: { $0.hasPrefix("writing") && $0.contains("sync-ups.json") })
+        {
+            let event = try watcher.nextEvent("persistence.failed")
+            failures.append(event["data"]?["error"]?.stringValue ?? "")
+        }
+        #expect(first.stop(signal: SIGKILL) == .signaled(SIGKILL))
+
+        unlink(mount.appending("filler"))
+        let second = try DaemonProcess(arguments: arguments)
+        let again = try second.client()
+        let titles = try again.result("syncups.list")["syncups"]?.arrayValue?.compactMap { $0["title"]?.stringValue }
+        #expect(Set(titles ?? []) == ["Gone", "Kept"])
+        let listed = try again.result("syncups.get", ["id": gone])["meetings"]?.arrayValue?.compactMap { $0["id"] }
+        #expect(Set(listed ?? []) == Set(saved[0..<3]))
+        for file in details { #expect(Files.exists(file), "\(file) is gone while its meeting is listed") }
+        for (syncUp, meeting) in zip([gone, gone, gone, kept], saved) {
+            let got = try again.result("meetings.get", ["syncup": syncUp, "meeting": meeting])
+            #expect(got["detailsError"] == .null, "\(got)")
+        }
+    }
 }

@@ -91,6 +91,31 @@ import Testing
         journals.finish()
     }
 
+    /// A deletion the record cannot take (a directory in its place: every write of it fails) removes none of
+    /// its files, the journal neither, and its report names the record's path and errno; the retry once the
+    /// record can be written records it and removes them all, and the record goes with them. Before (attack
+    /// 37b's E5), the files went anyway and the removal reported success: a kill -9 before `sync-ups.json`
+    /// dropped the meeting brought it back without its files.
+    @Test func aDeletionTheRecordCannotTakeKeepsEveryFileUntilARetryRecordsIt() throws {
+        let files = [MeetingFiles.journal, MeetingFiles.details, MeetingFiles.audio].map { data.sidecar(meeting, $0) }
+        for file in files { Files.write(file, Array("{}".utf8)) }
+        let record = FilePath.join(data.path, DeletedMeetingsFile.fileName)
+        #expect(mkdir(record, 0o700) == 0)
+        let journals = try writer()
+        journals.remove(meeting, isDeletion: true)
+        let failure = try #require(removal(1) ?? nil, "the removal reported success")
+        #expect(failure.errno == Errno(rawValue: EISDIR))
+        #expect(failure.operation.hasPrefix("cannot record the deletion in \(record) ("), "\(failure)")
+        for file in files { #expect(Files.exists(file), "\(file) went without a record") }
+
+        #expect(rmdir(record) == 0)
+        journals.remove(meeting)  // the retry
+        #expect(removal(2) == .some(nil))
+        for file in files { #expect(!Files.exists(file)) }
+        #expect(!Files.exists(record))
+        journals.finish()
+    }
+
     /// Before, a deletion removed only the journal (the rest was unlinked once elsewhere, its failure ignored):
     /// the audio of a meeting the user deleted stayed on disk for good while `status` said all was written.
     @Test func aDeletedMeetingsAudioThatStaysIsAFailureRecordedAndRetriedUntilItGoes() throws {

@@ -230,8 +230,13 @@ extension SessionController {
             return state.writesWorked([.journalRemoval(meeting), .journal(meeting), .details(meeting)])
         }
         let delay = state.detailsWrites.journalRemoved(meeting, failed: true) ?? StoreRetry.maximumDelay
-        // A deletion removes every file of the meeting: the error names the one that stays (the journal's first).
-        if !error.operation.contains("." + MeetingFiles.journal) {
+        // A deletion removes every file of the meeting: the error names the one that stays (the journal's first),
+        // or, when none went, the record it could not write first.
+        if JournalWriter.isUnrecordedDeletion(error) {
+            let message = "keeping the deleted meeting's files until its deletion is recorded: \(error)"
+            logger.throttled(.error, "deletion-record", "\(message); retrying", burst: 5, .meeting(meeting))
+            state.writeFailed(.journalRemoval(meeting), message)
+        } else if !error.operation.contains("." + MeetingFiles.journal) {
             logger.error("cannot remove the deleted meeting's files (\(error)); retrying", .meeting(meeting))
             state.writeFailed(.journalRemoval(meeting), "cannot remove the deleted meeting's files: \(error)")
         } else {

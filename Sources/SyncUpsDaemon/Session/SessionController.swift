@@ -124,6 +124,7 @@ final class SessionController {
         state: DaemonState,
         settings: Settings,
         keeping named: Set<Meeting.ID> = [],
+        fileSystem: FileSystem = .live,
         logger: Logger,
         publish: @escaping PublishEvent
     ) throws(SystemError) {
@@ -139,6 +140,7 @@ final class SessionController {
         journals = try JournalWriter(
             directory: state.dataDirectory,
             keeping: named,
+            fileSystem: fileSystem,
             onWrite: { meeting, error in mailbox.post(.journalWritten(meeting, error: error)) },
             onRemoval: { meeting, error in mailbox.post(.journalRemoved(meeting, error: error)) })
         _ = try mailbox.attach(to: loop) { [unowned self] messages in
