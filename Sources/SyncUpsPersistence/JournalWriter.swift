@@ -39,6 +39,9 @@ public final class JournalWriter: Sendable {
         /// controller's retries, the shutdown's last try) is a deletion too, so it records the deletion if the
         /// first try could not.
         var deleting: Set<Meeting.ID> = []
+        /// Discarded meetings, which `sync-ups.json` never named: their files go even when the record cannot
+        /// take them (nothing can list them without their files; kept, the journal would bring them back).
+        var discarded: Set<Meeting.ID> = []
         /// The removals under way on the writer's thread, and whether each is a deletion.
         var running: [Meeting.ID: Bool] = [:]
         /// Deletions called off (`keep`) that the record may still name, or whose removal is under way: that
@@ -118,6 +121,13 @@ public final class JournalWriter: Sendable {
     /// `isDeletion`: the user deleted or discarded the meeting, so a journal that stays must not recover it.
     public func remove(_ meeting: Meeting.ID, isDeletion: Bool = false) {
         enqueue(.remove(isDeletion: isDeletion), for: [meeting])
+    }
+
+    /// Removes every file of a meeting discarded before it was saved, recorded as a deletion is, but removed even
+    /// when the record cannot take it.
+    public func discard(_ meeting: Meeting.ID) {
+        state.withLock { _ = $0.discarded.insert(meeting) }
+        enqueue(.remove(isDeletion: true), for: [meeting])
     }
 
     /// Removes every file of the deleted meetings (a deleted sync-up's), queued at once: one removal, after
@@ -255,7 +265,7 @@ public final class JournalWriter: Sendable {
     /// (`unrecordedDeletion`), and the caller's retry is a deletion that records it first.
     /// Returns what still fails, in order.
     private func removeNow(_ removals: [(Meeting.ID, Bool)]) -> [(Meeting.ID, SystemError?)] {
-        let (deletions, toRecord) = state.withLock { state in
+        let (deletions, toRecord, discarded) = state.withLock { state in
             var deletions = Set<Meeting.ID>()
             for (meeting, asked) in removals {
                 let isDeletion =
@@ -265,7 +275,7 @@ public final class JournalWriter: Sendable {
                 state.running[meeting] = isDeletion
                 if isDeletion { deletions.insert(meeting) }
             }
-            return (deletions, deletions.subtracting(state.recorded))
+            return (deletions, deletions.subtracting(state.recorded), state.discarded)
         }
         var failures: [Meeting.ID: SystemError] = [:]
         var unrecorded = Set<Meeting.ID>()
@@ -273,9 +283,9 @@ public final class JournalWriter: Sendable {
             do throws(SystemError) {
                 try updateRecord { $0.formUnion(toRecord) }
             } catch {
-                unrecorded = toRecord
+                unrecorded = toRecord.subtracting(discarded)
                 let failure = unrecordedDeletion(error)
-                for meeting in toRecord { failures[meeting] = failure }
+                for meeting in unrecorded { failures[meeting] = failure }
             }
         }
         for (meeting, _) in removals where !unrecorded.contains(meeting) {
@@ -291,7 +301,10 @@ public final class JournalWriter: Sendable {
             failures[meeting] = failures[meeting] ?? failure
         }
         let calledOff = state.withLock { state in
-            for (meeting, _) in removals { state.running[meeting] = nil }
+            for (meeting, _) in removals {
+                state.running[meeting] = nil
+                state.discarded.remove(meeting)
+            }
             // A deletion called off: nothing is to go any more, and it is no deletion now.
             for meeting in deletions where !state.calledOff.contains(meeting) {
                 if failures[meeting] == nil { state.deleting.remove(meeting) } else { state.deleting.insert(meeting) }

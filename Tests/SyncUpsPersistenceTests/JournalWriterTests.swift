@@ -116,6 +116,20 @@ import Testing
         journals.finish()
     }
 
+    /// A discarded meeting was never in `sync-ups.json`: nothing can list it without its files, so the record
+    /// failing keeps none of them. Kept, its journal brought the discarded meeting back at the next start.
+    @Test func aDiscardTheRecordCannotTakeRemovesEveryFileAllTheSame() throws {
+        let files = [MeetingFiles.journal, MeetingFiles.audio].map { data.sidecar(meeting, $0) }
+        for file in files { Files.write(file, Array("{}".utf8)) }
+        let record = FilePath.join(data.path, DeletedMeetingsFile.fileName)
+        #expect(mkdir(record, 0o700) == 0)
+        let journals = try writer()
+        journals.discard(meeting)
+        #expect(removal(1) == .some(nil))
+        for file in files { #expect(!Files.exists(file), "\(file) stayed") }
+        journals.finish()
+    }
+
     /// Before, a deletion removed only the journal (the rest was unlinked once elsewhere, its failure ignored):
     /// the audio of a meeting the user deleted stayed on disk for good while `status` said all was written.
     @Test func aDeletedMeetingsAudioThatStaysIsAFailureRecordedAndRetriedUntilItGoes() throws {

@@ -99,7 +99,7 @@ extension SessionController {
                     .meeting(session.meetingID))
                 // Every file of it, on the journal writer's thread after a write that may still be in progress
                 // (the audio being written is unlinked: the recorder writes on into nothing until it stops).
-                journals.remove(session.meetingID, isDeletion: true)
+                journals.discard(session.meetingID)
             case .finish:
                 finish(session)
             }
