@@ -325,10 +325,13 @@ SETTLE_MARGIN = 0.5
 # 36's quiet bench; 3 of 12 live runs of those rows). A sentence of the LibriVox clips lasts up to 7.2 s; a run-on
 # without a full stop is still settled at its commas once this long.
 CLAUSE_AFTER = 8.0
+# seconds of an utterance's decode with no clause end settled after which it is settled at a word boundary
+# (settled_words): a run-on without punctuation.
+RUNON_AFTER = 10.0
 
 
 def settled_words(previous, current, heard_to=None, slack=0.3, margin=SETTLE_MARGIN, opened=None, lead=0.5,
-                  clause_after=None):
+                  clause_after=None, runon_after=None):
     """How many words of a decode of the open utterance to settle: up to the last word that ends a clause (a
     comma, a full stop...: Whisper's mark of a pause; not an abbreviation's "Mr.") and is followed by another,
     where the decode before (`previous`) put the same boundary: the same word ends there and the
@@ -364,7 +367,25 @@ def settled_words(previous, current, heard_to=None, slack=0.3, margin=SETTLE_MAR
             if (word_key(before[0]) == word_key(text) and word_key(after[0]) == word_key(following[0])
                     and abs(before[2] - word[2]) <= slack and abs(after[1] - following[1]) <= slack):
                 return count
-    return 0
+    if None in (opened, heard_to) or heard_to - opened < (RUNON_AFTER if runon_after is None else runon_after):
+        return 0
+    # A run-on: tiny.en wrote no clause end in 20 s of "and then we fixed the letter and then we found ...", so
+    # nothing settled and its final (a 20 s decode, 10.7 s of CPU) came 25 s after its words. Settle at the word
+    # boundary both decodes put at the same place, `margin` seconds or more before the audio's end, with the
+    # widest gap between its words (the speaker's likeliest pause; the later of equal ones), before a word that
+    # begins a clause if any does: cut between "looked at the | garden", tiny.en lost "garden" after the cut.
+    best, widest = 0, (False, -math.inf)
+    for count in range(MIN_SETTLED_WORDS, len(current)):
+        word, following = current[count - 1], current[count]
+        if word[2] > heard_to - margin:
+            break
+        gap = (word_key(following[0]) in CLAUSE_WORDS, following[1] - word[2])
+        if gap[0] >= widest[0] and (gap[0] > widest[0] or gap[1] > widest[1] - 0.03) and any(  # a frame: the later
+                word_key(before[0]) == word_key(word[0]) and word_key(after[0]) == word_key(following[0])
+                and abs(before[2] - word[2]) <= slack and abs(after[1] - following[1]) <= slack
+                for before, after in zip(previous, previous[1:])):
+            best, widest = count, max(gap, widest)
+    return best
 
 
 def begins_whole(previous, current, opened=None, slack=0.3, lead=0.5):
@@ -396,6 +417,9 @@ def begins_whole(previous, current, opened=None, slack=0.3, lead=0.5):
 
 CLAUSE_ENDS = tuple(".,;:?!")
 SENTENCE_ENDS = tuple(".?!")
+# words that begin a clause: where a run-on without punctuation is best cut (settled_words)
+# ("then" not: cut "kitchen and | then", the decode after the cut heard "And then" again)
+CLAUSE_WORDS = frozenset(("and", "but", "so", "or", "because", "which", "when", "while", "if"))
 ABBREVIATIONS = frozenset(("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "prof", "mt", "no", "co", "inc", "ltd")
                           + tuple("abcdefghijklmnopqrstuvwxyz"))
 
@@ -899,6 +923,8 @@ class Engine:
         # (sample, PCM bytes): the unvoiced audio just before the end of the last segment transcribed, for a
         # segment that starts right there (a long utterance ended at a short pause; see _decode).
         self.preroll = None
+        # word_key of the last final's last word: the one word the decode of the pre-roll may hear again (_decode).
+        self.last_said = None
         # (open segment's start, [(text, start, end)] in meeting seconds): the words of the open segment's last
         # timed decode, the one the next timed partial is compared with (_commit).
         self.hypothesis = None
@@ -1081,8 +1107,11 @@ class Engine:
             timed = [(word.word, float(word.start), float(word.end)) for word in segment.words or []]
             if timed:
                 # A word of the audio before the segment (the fading end of the last segment's last word, which
-                # the pre-roll holds) belongs to that segment.
-                kept, text = spoken_words([word for word in timed if origin + word[2] > t0])
+                # the pre-roll holds) belongs to that segment. Only that word: a run-on's settle cut went through
+                # a short "and" after "milk,", the decode after it put the "And" before the cut, and it was in no
+                # final (attack 37's C8).
+                kept, text = spoken_words([word for word in timed if origin + word[2] > t0
+                                           or word_key(word[0]) != self.last_said])
                 if len(kept) < len(timed) and args.verbose:
                     log("dropped %d words with no audio under them from %r" % (len(timed) - len(kept),
                                                                                   segment.text.strip()))
@@ -1128,6 +1157,8 @@ class Engine:
 
     def _final(self, result):
         self.finals += 1
+        said = result["text"].split()
+        self.last_said = word_key(said[-1]) if said else None
         self.out.write({"type": "final", "text": result["text"], "start": result["start"], "end": result["end"],
                         "words": result["words"]})
 

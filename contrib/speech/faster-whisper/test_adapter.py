@@ -655,10 +655,17 @@ class LiveTests(unittest.TestCase):
         soft start: tiny.en heard "He was not an ill-disposed young man, ..." as "He was not an old-s-y-y-y-y" in
         3 of 5 monologues and lost the rest. It is decoded with the last 0.15 s of the pause before it; a word the
         decode puts there (the fading end of the word before) is not part of its final."""
+        second = fake_segment(" married. He was not", words=[(" married.", 0.0, 0.1), (" He", 0.2, 0.4),
+                                                              (" was", 0.4, 0.6), (" not", 0.6, 0.9)])
+        finals = self.cut_phrase(second)
+        self.assertEqual([(f["start"], f["end"]) for f in finals], [(0.3, 1.0), (7.4, 8.1)])
+        self.assertEqual(finals[1]["text"], "He was not")
+
+    def cut_phrase(self, second):
+        """The finals of 7.2 s of speech, a 0.3 s pause and 3 s more, the utterances decoded as "Had he married"
+        and `second`; checks that the second is decoded with 0.15 s of the pause before it."""
         import io
         first = fake_segment(" Had he married", words=[(" Had", 0.3, 0.5), (" he", 0.5, 0.6), (" married", 0.6, 1.0)])
-        second = fake_segment(" him. He was not", words=[(" him.", 0.0, 0.1), (" He", 0.2, 0.4), (" was", 0.4, 0.6),
-                                                          (" not", 0.6, 0.9)])
         stream = io.BytesIO()
         decoder = engine.Engine(engine.parse_args(["--long-utterance", "6"]), engine.Output(stream), self.numpy)
         decoder.model = FakeModel([first], [second])
@@ -672,11 +679,19 @@ class LiveTests(unittest.TestCase):
         decoder.events.put(("audio", (loud[:pause] + silence(0.3) + loud[pause:] + silence(1.0), time.monotonic())))
         decoder.events.put(("eof", None))
         self.assertEqual(decoder.run(), 0)
-        finals = [json.loads(line) for line in stream.getvalue().splitlines() if b'"final"' in line]
-        self.assertEqual([(f["start"], f["end"]) for f in finals], [(0.3, 1.0), (7.4, 8.1)])
-        self.assertEqual(finals[1]["text"], "He was not")
         self.assertEqual(len(decoder.model.calls), 2)
         self.assertEqual(decoder.model.calls[1][0], int(3.45 * RATE) + int(0.15 * RATE), "no quiet before it")
+        return [json.loads(line) for line in stream.getvalue().splitlines() if b'"final"' in line]
+
+    def test_a_word_the_decode_after_a_cut_puts_before_it_is_kept_unless_it_is_the_last_final_word(self):
+        """Attack 37's C8: a run-on's settle cut went through a short "and"; the decode after the cut put its "And"
+        before the cut, where only the fading end of the last settled word is dropped, and the word was in no
+        final. Only the last final's last word is dropped there; another word is kept, at the cut."""
+        second = fake_segment(" And he was not", words=[(" And", 0.0, 0.1), (" he", 0.2, 0.4), (" was", 0.4, 0.6),
+                                                         (" not", 0.6, 0.9)])
+        finals = self.cut_phrase(second)
+        self.assertEqual([(f["start"], f["end"]) for f in finals], [(0.3, 1.0), (7.35, 8.1)], "\"And\" at the cut")
+        self.assertEqual(finals[1]["text"], "And he was not")
 
     def test_words_two_partials_agree_on_are_settled_at_a_clause_end_before_the_utterance_ends(self):
         """A long utterance was settled only once it closed, decoded whole: a 7.7 s phrase of the bench's monologue
@@ -780,6 +795,35 @@ class LiveTests(unittest.TestCase):
         sentence = words("Had he married a more amiable woman. He might have", 23.4)
         self.assertEqual(engine.settled_words(sentence, sentence, heard_to=27.0, opened=23.4), 7, "a full stop")
         self.assertEqual(engine.settled_words(earlier, later), 7, "no utterance start given: as before")
+
+    def test_a_run_on_without_punctuation_is_settled_at_its_widest_agreed_word_gap_once_long(self):
+        """Attack 37's C8: tiny.en wrote no clause end in 20 s of "and then we fixed the letter and then we found
+        ...", so nothing settled and the final came 25 s after its words. Once the decode holds RUNON_AFTER (10 s) of
+        the utterance, it is settled at the word boundary both decodes put at the same place, half a second or more
+        before the audio's end, where the gap between the words is widest (the later of equal ones), before a word that
+        begins a clause if any does (cut between "looked at the | garden", tiny.en lost "garden")."""
+        def words(text, start=0.0, step=0.5, pause_after=None):
+            out, at = [], start
+            for k, word in enumerate(text.split()):
+                out.append((" " + word, at, at + 0.4))
+                at += step + (0.3 if k == pause_after else 0.0)
+            return out
+
+        text = " ".join(["and then we fixed the bridge"] * 4)  # 24 words, 12 s
+        earlier = words(text, 3.0, pause_after=11)[:20]
+        later = words(text, 3.0, pause_after=11)
+        self.assertEqual(engine.settled_words(earlier, later, heard_to=12.9, opened=3.0), 0, "9.9 s: not yet")
+        self.assertEqual(engine.settled_words(earlier, later, heard_to=15.3, opened=3.0), 12,
+                         "12.3 s: after the 12th word, where the speaker paused")
+        even = words(text, 3.0)
+        self.assertEqual(engine.settled_words(even[:20], even, heard_to=15.0, opened=3.0), 18,
+                         "no pause: the last agreed boundary before \"and\" half a second before the audio's end")
+        joined = words("we fixed the bridge and then we opened the milk we fixed the letter but we found it we", 3.0)
+        self.assertEqual(engine.settled_words(joined, joined, heard_to=13.0, opened=3.0), 14,
+                         "before \"but\", the last word that begins a clause, not inside \"the | letter\"")
+        moved = [(w, s + 0.5, e + 0.5) for w, s, e in even[:20]]
+        self.assertEqual(engine.settled_words(moved, even, heard_to=15.0, opened=3.0), 0,
+                         "no boundary in the same place: nothing")
 
     def test_words_are_settled_up_to_a_clause_end_two_decodes_put_at_the_same_place_or_half_a_second_back(self):
         """tiny.en flipped "an old-sposed young man" and "an ill-disposed young man" between decodes: settling only
