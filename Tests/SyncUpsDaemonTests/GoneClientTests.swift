@@ -60,4 +60,24 @@ import Testing
         #expect(daemon.syncUpIDs.count == 3, "created: \(daemon.syncUpIDs.count) of 3")
         _ = try client.waitForStatus { $0["connections"] == connections }
     }
+
+    /// A script that read no reply (one waits in its socket) sends a last line without a newline and closes:
+    /// Linux then ends the daemon's reads with ECONNRESET, not with an end of file, and that last line was
+    /// taken for one cut short and dropped, though the protocol carries a last line out (attack 38's break 1).
+    @Test func aLastLineWithoutNewlineIsCarriedOutWhenTheClientLeftRepliesUnread() throws {
+        let directory = TemporaryDirectory("gone-reset")
+        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        let client = LoopClient(try daemon.connect(), daemon)
+        let connections = try client.result("status")["connections"]
+        let script = try daemon.connect()
+        try UnixSocket.sendAll(script, Array((#"{"cmd":"syncups.create","args":{"title":"First"}}"# + "\n").utf8))
+        let deadline = MonotonicInstant.now() + .seconds(20)
+        while daemon.syncUpIDs.count < 1, MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
+        // Its reply is in the script's socket, unread; the close now resets the daemon's end.
+        try UnixSocket.sendAll(script, Array(#"{"cmd":"syncups.create","args":{"title":"Last"}}"#.utf8))
+        script.close()
+        while daemon.syncUpIDs.count < 2, MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
+        #expect(daemon.syncUpIDs.count == 2, "created: \(daemon.syncUpIDs.count) of 2")
+        _ = try client.waitForStatus { $0["connections"] == connections }
+    }
 }

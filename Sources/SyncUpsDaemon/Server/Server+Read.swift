@@ -37,6 +37,12 @@ extension Server {
         case .success(let available?): count = available
         case .success(nil): return
         case .failure(let error):
+            // A client that closed with replies unread resets the socket once all it sent has been read: it
+            // is gone, and what it sent is carried out, as after a hang-up.
+            if error.errno == .connectionReset, connection.state.hungUp() == .peerGone {
+                handle(.peerGone, on: connection)
+                return
+            }
             close(connection, reason: "read failed: \(error.errno)")
             return
         }
@@ -65,7 +71,12 @@ extension Server {
                 Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
             }
             guard case .success(let count?) = read, count > 0 else {
-                isEnd = (try? read.get()) == 0
+                // The end: a read of nothing, or a reset (the client closed with replies unread; Linux reports
+                // that once all it sent has been read), which ended a last line without "\n" as cut short.
+                switch read {
+                case .success(let count): isEnd = count == 0
+                case .failure(let error): isEnd = error.errno == .connectionReset
+                }
                 break
             }
             connection.input.append(contentsOf: readBuffer[0..<count])
