@@ -363,6 +363,23 @@ public final class EventLoop {
     public func stop() {
         isRunning = false
     }
+
+    /// Drops every watch, timer and task without running them: their closures hold what they serve (a
+    /// server, a store, a session, whose own references to this loop make a cycle), so an owner that ends
+    /// before the process does (an in-process daemon of a test) ends with them. The loop is not run again.
+    public func close() {
+        isRunning = false
+        for registration in registrations.compactMap({ $0 }) {
+            _ = syncups_epoll_ctl(epoll.rawValue, EPOLL_CTL_DEL, registration.fd.rawValue, 0, 0)
+        }
+        // Emptied in place, no index reused: an owner's late `unwatch` (in its deinit) finds nothing to do.
+        registrations = Array(repeating: nil, count: registrations.count)
+        freeIndices = []
+        timers = TimerQueue()
+        arm(nil)
+        deferred = []
+        afterPolling = []
+    }
 }
 
 // MARK: - Timer queue

@@ -43,7 +43,7 @@ public final class SyncUpStore {
     private let wallClock: WallClock
     private let file: VersionedFile
     private let formerFile: FormerAttendeesFile
-    private let onEvent: (Event) -> Void
+    private var onEvent: (Event) -> Void
     private let results: Mailbox<StoreWriter.Result>
     private var writer: StoreWriter?
     private var inotify: Inotify?
@@ -354,6 +354,13 @@ public final class SyncUpStore {
     @discardableResult
     public func close() -> String? {
         isClosing = true
+        // Closed, the store watches and reports nothing: its inotify instance goes now (the user's limit is
+        // 128), and so does its handler, which holds what its events reach (the daemon's state, which holds
+        // the store: an in-process daemon of a test ends with them).
+        defer {
+            inotify = nil
+            onEvent = { _ in }
+        }
         writer?.stop()  // the version in place, if any, is made durable first
         for watch in watches { loop.unwatch(watch) }
         watches.removeAll()

@@ -124,6 +124,33 @@ import Testing
         #expect(events.count == count)
     }
 
+    /// Closed, the loop lets go of every handler, timer and task without running them (so what they hold can
+    /// end), and an owner's late `unwatch` or `cancel` of what it had is harmless.
+    @Test func aClosedLoopDropsItsHandlersUnrunAndTakesLateUnwatchesCalmly() throws {
+        final class Held {}
+        let loop = try EventLoop()
+        let pipe = try Pipe()
+        weak var held: Held?
+        var ran: [String] = []
+        let (watch, timer) = try {
+            let object = Held()
+            held = object
+            let watch = try loop.watch(pipe.read, for: .readable) { _ in ran.append("watch \(object)") }
+            let timer = loop.schedule(after: .zero) { ran.append("timer \(object)") }
+            loop.execute { ran.append("task \(object)") }
+            loop.executeAfterPolling { ran.append("after polling \(object)") }
+            return (watch, timer)
+        }()
+        try pipe.poke()
+        loop.close()
+        #expect(held == nil, "a closed loop still holds what its handlers captured")
+        #expect(loop.scheduledTimerCount == 0)
+        loop.unwatch(watch)
+        loop.cancel(timer)
+        loop.runOnce(timeoutMilliseconds: 0)
+        #expect(ran.isEmpty)
+    }
+
     /// On a manual clock time stands still until the test moves it; then every timer due fires in deadline
     /// order with the clock at its own deadline, including one a handler schedules within the span and the
     /// work a handler defers, and never a cancelled one or one due later.
