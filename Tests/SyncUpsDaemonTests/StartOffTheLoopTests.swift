@@ -269,15 +269,37 @@ final class HeldMicrophone: Sendable {
     }
 
     /// The daemon stopping (SIGTERM) while the microphone's open hangs: the starting meeting is discarded and
-    /// the stop waits for the clean-up worker only up to its bound, so a device hung in the kernel cannot keep
-    /// the daemon running until systemd kills it. Before, the stop joined the worker, waiting in the open for
-    /// as long as it hung (here until the watchdog forced it through).
+    /// the stop does not wait for the open at all, however long the clean-up's bound (here longer than the
+    /// watchdog's 10 s), so a device hung in the kernel cannot keep the daemon running. Before, the stop joined
+    /// the worker, waiting in the open for as long as it hung, and then waited out the bound (10 s in the
+    /// daemon; here until the watchdog forced the open through).
     @Test func stoppingWhileTheCaptureDeviceHangsInItsOpenDoesNotWaitForIt() throws {
         let held = try Held()
-        held.daemon.session.settings.shutdownCleanupTimeout = .milliseconds(200)
+        held.daemon.session.settings.shutdownCleanupTimeout = .seconds(3600)
         _ = try held.other.waitForStatus { $0["session"]?["state"] == "starting" }
         held.daemon.session.shutDown()
         #expect(!held.microphone.wasForced, "the stop waited until the watchdog forced the open through")
         #expect(held.daemon.session.active == nil)
+    }
+
+    /// A meeting started without audio past its microphone's deadline, and the daemon stopping while that open
+    /// still hangs: the meeting is saved, its details written and its journal removed, and the stop does not
+    /// wait for the open (an open that has not returned holds none of the user's data). Before, the stop
+    /// waited for the open up to the clean-up's bound (here until the watchdog forced it through).
+    @Test func stoppingWhileAnEarlierOpenHangsSavesTheMeetingWithoutWaitingForTheOpen() throws {
+        var held: Held? = try Held()
+        let directory = held!.directory
+        held!.daemon.session.settings.shutdownCleanupTimeout = .seconds(3600)
+        held!.daemon.advanceTime(by: .seconds(10))
+        let started = try held!.client.reply(to: "start")
+        let meeting = try #require(started["result"]?["meeting"]?.stringValue)
+        held!.daemon.session.shutDown()
+        let wasForced = held!.microphone.wasForced
+        held = nil  // what the daemon does after the stop: the store's last write, then the journals'
+        #expect(!wasForced, "the stop waited until the watchdog forced the open through")
+        let details = Files.readString(directory.path + "/meetings/\(meeting).json")
+        #expect(details?.contains(#""interrupted" : true"#) == true, "\(details ?? "no details")")
+        #expect(!Files.exists(directory.path + "/meetings/\(meeting).recording.json"), "the journal stayed")
+        #expect(Files.readString(directory.path + "/sync-ups.json")?.contains(meeting) == true)
     }
 }

@@ -26,7 +26,7 @@ extension SessionController {
             microphoneName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
             call: call, callDevice: settings.serverCaptureDevice,
             directory: state.dataDirectory, meetingID: session.meetingID, start: session.start, relay: session.relay,
-            opened: session.openedRecorders, mailbox: mailbox)
+            opened: session.openedRecorders, mailbox: mailbox, logger: logger)
         // After what the last meeting queued on the clean-up worker (its devices closed first); the open itself on
         // its own worker, so a device that never answers holds up no other meeting's clean-up (its devices'
         // close, its details, its recognizer's start). Opens wait for each other there; a few at most.
@@ -120,6 +120,7 @@ struct RecorderOpening: Sendable {
     var relay: RecognitionRelay
     var opened: OpenedRecorders
     var mailbox: Mailbox<SessionController.Message>
+    var logger: Logger
 
     typealias Message = SessionController.Message
 
@@ -148,6 +149,9 @@ struct RecorderOpening: Sendable {
             let reason = "the meeting ended before its capture device was opened"
             return OpenedRecording(audioError: reason, fact: .recorderFailedToStart(reason, warnings: []))
         }
+        // Said before the call that may never return: a log whose last line about a meeting is this one shows
+        // where a device hung.
+        logger.debug("opening the capture device \(microphoneName)", .meeting(meetingID))
         var warnings: [String] = []
         // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
         // the journal go there, so it comes back as the store brings back the directory itself.
