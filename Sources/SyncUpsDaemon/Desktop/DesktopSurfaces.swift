@@ -57,6 +57,8 @@ final class DesktopSurfaces {
     private let wallClock: WallClock
     /// What the player shows, rebuilt only when that changes (not at each tick or transcript).
     private var follower = PlayerFollower()
+    /// The failing writes of the user's data: one notification an episode.
+    private var failures = FailureNotice()
 
     init(
         loop: EventLoop, environment: [String: String], logger: Logger, session: SessionController,
@@ -117,9 +119,14 @@ final class DesktopSurfaces {
                 reminders[Self.reminderSlot(id)] = (id, start)
             }
         }
-        if let notification = Self.notification(for: name, data, machine: session.active?.machine, now: wallClock()),
-            notificationLevel == .all || notification.urgency == .critical
-                || notification.slot == "saved" || notification.slot.hasPrefix("reminder:")
+        let notification =
+            name.hasPrefix("persistence.")
+            ? failures.notification(for: name, data)
+            : Self.notification(for: name, data, machine: session.active?.machine, now: wallClock())
+        // The failure's recovery shows at every level: it replaces the critical notification of the failure.
+        if let notification,
+            notificationLevel == .all || notification.urgency == .critical || notification.slot == "saved"
+                || notification.slot == FailureNotice.slot || notification.slot.hasPrefix("reminder:")
         {
             notifier.show(notification)
         }
@@ -130,7 +137,8 @@ final class DesktopSurfaces {
     }
 
     /// The notification an event shows, if any: the floor (one slot, replaced in place, with Next and Pause),
-    /// the meeting saved, and what went wrong (critical).
+    /// the meeting saved, and what went wrong (critical); the failing writes of the user's data are
+    /// `FailureNotice`'s.
     static func notification(for name: String, _ data: () -> JSONValue, machine: SessionMachine?, now: Date)
         -> DesktopNotification?
     {
@@ -191,10 +199,6 @@ final class DesktopSurfaces {
                 body: "\(event["schedule"]?.stringValue ?? "") \(event["timeZone"]?.stringValue ?? "")",
                 actions: [.init("start", "Start"), .init("snooze", "Snooze 5 min"), .init("skip", "Skip today")],
                 urgency: .normal)
-        case "persistence.failed":
-            return DesktopNotification(
-                slot: "problem", summary: "syncupsd cannot save your sync-ups",
-                body: data()["error"]?.stringValue ?? "", urgency: .critical)
         default:
             return nil
         }
