@@ -14,9 +14,11 @@ import Testing
     @Test func anEpisodeIsOneNotificationReplacedByItsRecovery() throws {
         var notice = FailureNotice()
         func failed(_ error: String) -> DesktopNotification? {
-            notice.notification(for: EventName.persistenceFailed) { ["error": .string(error)] }
+            notice.notification(for: EventName.persistenceFailed, canShow: true) { ["error": .string(error)] }
         }
-        func recovered() -> DesktopNotification? { notice.notification(for: EventName.persistenceRecovered) { [:] } }
+        func recovered() -> DesktopNotification? {
+            notice.notification(for: EventName.persistenceRecovered, canShow: true) { [:] }
+        }
         let first = try #require(failed("disk full"))
         #expect(first.summary == "syncupsd cannot save your sync-ups")
         #expect(first.body == "disk full" && first.urgency == .critical)
@@ -32,5 +34,18 @@ import Testing
         _ = recovered()
         let again = recovered()
         #expect(again == nil)
+    }
+
+    /// While nothing can show (no bus, `notify none`), a failure is not counted as shown, so the episode's next
+    /// failure shows once it can; and a recovery still ends the episode, so the next one shows. (Followed only
+    /// while notifications could show, a recovery heard while they were off left every later episode silent.)
+    @Test func anEpisodeEndsEvenWhileNothingCanShow() throws {
+        var notice = FailureNotice()
+        let unseen = notice.notification(for: EventName.persistenceFailed, canShow: false) { ["error": "disk full"] }
+        #expect(unseen == nil && !notice.isShown)
+        #expect(notice.notification(for: EventName.persistenceFailed, canShow: true) { ["error": "disk full"] } != nil)
+        let recovery = notice.notification(for: EventName.persistenceRecovered, canShow: false) { [:] }
+        #expect(recovery == nil && !notice.isShown)
+        #expect(notice.notification(for: EventName.persistenceFailed, canShow: true) { ["error": "again"] } != nil)
     }
 }

@@ -109,8 +109,16 @@ final class DesktopSurfaces {
     /// notification.
     func published(_ topic: Topic, _ name: String, _ data: () -> JSONValue) {
         sessionChanged()
-        guard notificationLevel != .none, bus.isConnected, name != "session.tick", name != "session.transcript"
-        else { return }
+        let canShow = notificationLevel != .none && bus.isConnected
+        if name.hasPrefix("persistence.") {
+            // Followed whether or not it can show, so an episode ends with its recovery; at every level, since
+            // the recovery replaces the failure's critical notification.
+            if let notification = failures.notification(for: name, canShow: canShow, data) {
+                notifier.show(notification)
+            }
+            return
+        }
+        guard canShow, name != "session.tick", name != "session.transcript" else { return }
         if name == EventName.scheduleReminder {
             let event = data()
             if let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
@@ -119,14 +127,9 @@ final class DesktopSurfaces {
                 reminders[Self.reminderSlot(id)] = (id, start)
             }
         }
-        let notification =
-            name.hasPrefix("persistence.")
-            ? failures.notification(for: name, data)
-            : Self.notification(for: name, data, machine: session.active?.machine, now: wallClock())
-        // The failure's recovery shows at every level: it replaces the critical notification of the failure.
-        if let notification,
-            notificationLevel == .all || notification.urgency == .critical || notification.slot == "saved"
-                || notification.slot == FailureNotice.slot || notification.slot.hasPrefix("reminder:")
+        if let notification = Self.notification(for: name, data, machine: session.active?.machine, now: wallClock()),
+            notificationLevel == .all || notification.urgency == .critical
+                || notification.slot == "saved" || notification.slot.hasPrefix("reminder:")
         {
             notifier.show(notification)
         }

@@ -14,18 +14,20 @@ struct FailureNotice {
     /// Its one slot: the failure and its recovery replace each other, and nothing else.
     static let slot = "persistence"
 
-    /// The notification for `name` (a `persistence.*` event), if one is to be shown now.
-    mutating func notification(for name: String, _ data: () -> JSONValue) -> DesktopNotification? {
+    /// The notification for `name` (a `persistence.*` event), if one is to be shown now. `canShow` false (no
+    /// session bus, `notify none`): nothing is, and a failure is not counted as shown, but a recovery still
+    /// ends the episode.
+    mutating func notification(for name: String, canShow: Bool, _ data: () -> JSONValue) -> DesktopNotification? {
         switch name {
         case EventName.persistenceFailed:
-            guard !isShown else { return nil }
+            guard canShow, !isShown else { return nil }
             isShown = true
             return DesktopNotification(
                 slot: Self.slot, summary: "syncupsd cannot save your sync-ups",
                 body: data()["error"]?.stringValue ?? "", urgency: .critical)
         case EventName.persistenceRecovered:
-            guard isShown else { return nil }
-            isShown = false
+            defer { isShown = false }
+            guard canShow, isShown else { return nil }
             return DesktopNotification(
                 slot: Self.slot, summary: "syncupsd saves your sync-ups again",
                 body: "what could not be written is written now", urgency: .normal)
