@@ -148,7 +148,7 @@ final class HeldMicrophone: Sendable {
         microphone.release()
         let reply = try client.reply(to: "start")
         #expect(reply["error"]?["code"] == "invalid_state", "\(JSONWriter().string(reply))")
-        // The WAV the open created goes with the recorder's stop, queued after the open.
+        // The open answers after the discard: it makes no WAV, and none is left.
         let meetings = held.directory.path + "/meetings"
         let deadline = MonotonicInstant.now() + .seconds(10)
         while (try? DirectoryListing.names(in: meetings))?.isEmpty == false, MonotonicInstant.now() < deadline {
@@ -173,7 +173,7 @@ final class HeldMicrophone: Sendable {
 
     /// A microphone that does not answer within 10 s (attack 37's C1: a device hung in the kernel): the
     /// meeting starts without audio and says why, and the start is answered; what the open opens when it
-    /// returns at last is stopped and its file removed. Before, the meeting stayed `starting`, and its client
+    /// returns at last is stopped, and leaves no file. Before, the meeting stayed `starting`, and its client
     /// without a reply, for as long as the device hung (here until the watchdog forced the open).
     @Test func aMicrophoneThatHangsPastTheOpensDeadlineStartsTheMeetingWithoutAudio() throws {
         let held = try Held()
@@ -241,6 +241,37 @@ final class HeldMicrophone: Sendable {
         #expect(try held.client.reply(to: "start")["ok"] == true)
         #expect(Self.wavs(in: held).isEmpty, "\(Self.wavs(in: held))")
         #expect(!held.microphone.wasForced)
+        _ = try held.client.result("session.end", ["action": "discard"])
+    }
+
+    /// An open that answers only after its meeting gave it up (here past the 10 s deadline; at a SIGTERM, the
+    /// daemon no longer waits for it) makes no file at all, not even for an instant: the process may be
+    /// exiting, and a file made and removed again could stay. Before, it made the WAV and removed it at once.
+    @Test func anOpenThatAnswersAfterItsMeetingGaveItUpMakesNoFile() throws {
+        let held = try Held()
+        held.daemon.advanceTime(by: .seconds(10))
+        #expect(try held.client.reply(to: "start")["ok"] == true)
+        let watch = inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(watch >= 0, "inotify_init1: \(Errno.current)")
+        defer { close(watch) }
+        #expect(inotify_add_watch(watch, held.directory.path + "/meetings", UInt32(IN_CREATE)) >= 0)
+        held.microphone.release()
+        // The opener has finished the open once a job queued behind it runs.
+        let done = try WakeSignal()
+        held.daemon.session.opener.run { done.signal() }
+        #expect(done.wait(timeout: .seconds(20)))
+        var created: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let count = buffer.withUnsafeMutableBytes { read(watch, $0.baseAddress, $0.count) }
+        var offset = 0
+        while count > 0, offset + 16 <= count {
+            let length = buffer[(offset + 12)..<(offset + 16)].reversed().reduce(0) { $0 << 8 | Int($1) }
+            let name = buffer[(offset + 16)..<(offset + 16 + length)].prefix { $0 != 0 }
+            created.append(String(decoding: name, as: UTF8.self))
+            offset += 16 + length
+        }
+        #expect(!created.contains { $0.hasSuffix(".wav") }, "\(created)")
+        #expect(held.microphone.openCount == 1 && !held.microphone.wasForced)
         _ = try held.client.result("session.end", ["action": "discard"])
     }
 

@@ -130,10 +130,11 @@ struct RecorderOpening: Sendable {
         trouble: @escaping @Sendable (MeetingRecorder.Trouble, Meeting.ID) -> Message,
         onAudio: @escaping @Sendable (AudioChunk) -> Void
     ) throws(RecorderError) -> MeetingRecorder {
-        let (meetingID, mailbox) = (meetingID, mailbox)
+        let (meetingID, mailbox, opened) = (meetingID, mailbox, opened)
         let recorder = try MeetingRecorder(
             device: device, deviceName: name, wavPath: directory.sidecar(meetingID, suffix), start: start,
-            onTrouble: { mailbox.post(trouble($0, meetingID)) }, onAudio: onAudio)
+            isWanted: { !opened.isAbandoned }, onTrouble: { mailbox.post(trouble($0, meetingID)) }, onAudio: onAudio)
+        // Abandoned since `isWanted` said no: its file goes with it.
         guard opened.add(recorder) else {
             recorder.stop(keepsFile: false)  // its file with it: nobody records this meeting any more
             throw .file(

@@ -55,9 +55,9 @@ extension SessionController {
     /// recovers it.
     ///
     /// A capture device's open is not waited for at all: by now the meeting it was for has ended (a starting
-    /// meeting is discarded, one that started without it past its deadline saved), so what it opens is
-    /// stopped as soon as it returns (`OpenedRecorders`), and one that has not returned has made no file (the
-    /// audio file is made once the device is open). Its thread ends with the process.
+    /// meeting is discarded, one that started without it past its deadline saved), so it has made no file (the
+    /// audio file is made once the device is open) and makes none when it returns: what it opened is stopped
+    /// at once (`OpenedRecorders`). Its thread ends with the process.
     private func finishCleanup(interrupt: ShutdownInterrupt?) {
         isCleanupCaughtUp = false
         cleanup.run { [mailbox] in mailbox.post(.cleanupCaughtUp) }
