@@ -39,12 +39,14 @@ public final class MeetingRecorder: Sendable {
     }
 
     /// Opens the device and creates the WAV; throws if either fails (the session then runs without audio).
-    /// Recorders given the same `start` write files that stay in step, frame for frame.
+    /// Recorders given the same `start` write files that stay in step, frame for frame. `isWanted`, asked once
+    /// the device is open, false makes no file and throws (an open that answered after its meeting gave it up).
     public init(
         device: CaptureDevice,
         deviceName: String,
         wavPath: String,
         start: MonotonicInstant = .now(),
+        isWanted: () -> Bool = { true },
         onTrouble: @escaping @Sendable (Trouble) -> Void,
         onAudio: @escaping @Sendable (AudioChunk) -> Void
     ) throws(RecorderError) {
@@ -64,7 +66,12 @@ public final class MeetingRecorder: Sendable {
             throw .device(error)
         }
         // The file once the device is open (its first chunks wait in the queue): an open that hangs, or a daemon
-        // that stops while it does, leaves no file of a meeting that has no audio (attack 37b's E3).
+        // that stops while it does, leaves no file of a meeting that has no audio (attack 37b's E3); nor does
+        // one that answers after that, while the daemon may be exiting.
+        guard isWanted() else {
+            capture.stop()
+            throw .file(SystemError("the recording was given up while its device opened", Errno(rawValue: ECANCELED)))
+        }
         let wav: WAVFile
         do throws(SystemError) {
             wav = try WAVFile(creating: wavPath)

@@ -9,6 +9,12 @@ public final class SerialWorker: Sendable {
 
     private let queue: BlockingQueue<Job>
     private let thread: DedicatedThread
+    /// The jobs queued and not finished yet (the one running included).
+    private let unfinished = Unfinished()
+
+    private final class Unfinished: Sendable {
+        let count = Atomic<Int>(0)
+    }
 
     public init(name: String, capacity: Int = 256) throws(SystemError) {
         let queue = try BlockingQueue<Job>(capacity: capacity)
@@ -27,8 +33,18 @@ public final class SerialWorker: Sendable {
     /// worth doing soon, and must never run on the caller's thread); returns whether it was queued.
     @discardableResult
     public func tryRun(_ job: @escaping Job) -> Bool {
-        queue.push(job)
+        let unfinished = unfinished
+        unfinished.count.add(1, ordering: .sequentiallyConsistent)
+        let isQueued = queue.push {
+            job()
+            unfinished.count.subtract(1, ordering: .sequentiallyConsistent)
+        }
+        if !isQueued { unfinished.count.subtract(1, ordering: .sequentiallyConsistent) }
+        return isQueued
     }
+
+    /// No job is queued or running: `finish` would return at once (unless another thread queues one first).
+    public var isIdle: Bool { unfinished.count.load(ordering: .sequentiallyConsistent) == 0 }
 
     /// Runs every queued job, then ends the thread; returns when they are done. For shutdown: what was
     /// started (a meeting's details being written) is finished before the process exits.

@@ -43,10 +43,26 @@ public struct AtomicFile: Sendable {
         return FilePath.join(directory, temporaryPrefix + "\(getpid())-\(number)")
     }
 
+    /// `error` with `temporary` named by the pattern of this file's temporaries: each try makes one of another
+    /// name, and a retry that fails the same way must fail with the same error (`FailingWrites` says a failure
+    /// once, not at each retry).
+    func naming(_ error: SystemError, temporary: String) -> SystemError {
+        SystemError(
+            error.operation.replacing(temporary, with: FilePath.join(directory, temporaryPrefix + "*")), error.errno)
+    }
+
     /// Writes `bytes` as the new content.
     public func write(_ bytes: [UInt8]) throws(SystemError) {
-        let fs = fileSystem
         let temporary = newTemporaryPath()
+        do {
+            try write(bytes, through: temporary)
+        } catch {
+            throw naming(error, temporary: temporary)
+        }
+    }
+
+    private func write(_ bytes: [UInt8], through temporary: String) throws(SystemError) {
+        let fs = fileSystem
         let fd = try fs.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         do {
             try fs.writeAll(bytes[...], to: fd)

@@ -70,7 +70,7 @@ public final class VersionedFile: Sendable {
         do {
             fd = try fs.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         } catch {
-            throw .system(error)
+            throw .system(names.naming(error, temporary: temporary))
         }
         let outcome: Result<Version, AtomicFileError>
         do throws(SystemError) {
@@ -89,7 +89,7 @@ public final class VersionedFile: Sendable {
             case .conflict(let current): outcome = .failure(.conflict(current))
             }
         } catch {
-            outcome = .failure(.system(error))
+            outcome = .failure(.system(names.naming(error, temporary: temporary)))
         }
         if case .failure = outcome {
             try? fs.close(fd)

@@ -338,6 +338,32 @@ struct NotificationTests {
         #expect(server.notifications.count == count)
     }
 
+    /// A meeting's details that cannot be written (a directory in their way), retried: one critical
+    /// notification while they fail, however many retries the log shows, replaced in place by the news that
+    /// saving works again once the way is clear. Before, every retry showed the failure again.
+    @Test func aWriteFailingAtEachRetryIsOneNotificationReplacedByItsRecovery() throws {
+        let bus = try SessionBusFixture()
+        let server = try NotificationServerFixture(bus: bus)
+        let daemon = try MediaPlayerTests.daemon(on: bus)
+        let (client, _) = try MediaPlayerTests.startMeeting(daemon)
+        let meeting = try #require(try client.result("session.get")["meeting"]?.stringValue)
+        let details = daemon.dataPath + "/meetings/\(meeting).json"
+        #expect(mkdir(details, 0o700) == 0 && mkdir(details + "/in-the-way", 0o700) == 0)
+        _ = try client.result("session.end", ["action": "save"])
+        let cannot = "syncupsd cannot save your sync-ups"
+        let failed = try #require(server.wait { $0["summary"]?.stringValue == cannot })
+        // The first try and three retries (half a second doubling).
+        #expect(
+            daemon.log.wait(timeout: .seconds(30)) {
+                $0.components(separatedBy: "cannot write the meeting's details").count > 4
+            }, "\(daemon.log.contents)")
+        #expect(server.notifications.count { $0["summary"]?.stringValue == cannot } == 1, "\(server.notifications)")
+        #expect(rmdir(details + "/in-the-way") == 0 && rmdir(details) == 0)
+        let again = "syncupsd saves your sync-ups again"
+        let recovered = try #require(server.wait(timeout: .seconds(30)) { $0["summary"]?.stringValue == again })
+        #expect(recovered["replaces"] == failed["id"], "stacked rather than replaced: \(server.notifications)")
+    }
+
     /// Real speech that fails mid-meeting (a speech command that crashes after a second of ALSA audio) is a
     /// critical notification even at `notify important`; the meeting saved is one too; the floor is not.
     @Test func speechThatFailsIsAnImportantNotification() throws {

@@ -79,16 +79,24 @@ import Testing
         #expect(try client.result("session.get") == .null)
     }
 
-    @Test func recordsWhatTheMicrophoneHeardByteForByte() throws {
+    /// A meeting of one attendee, `seconds` long, started (no cue, no transcript) with `audio` fed to the
+    /// microphone in real time: the fixture, the daemon, the feeder (to stop), the client and the meeting's id.
+    func pacedMeeting(_ audio: [UInt8], seconds: Int) throws
+        -> (ALSAFixture, DaemonProcess, PacedFeeder, RawClient, String)
+    {
         let alsa = try ALSAFixture(paced: true)
-        let audio = SpeechFixture.pattern(seconds: 20)
         let daemon = try daemon(alsa, ["--no-cue"])
         let feeder = try PacedFeeder(fifo: alsa.microphonePath, audio: audio)
-        defer { feeder.stop() }
         let client = try daemon.client()
-        let id = try createSyncUp(client, seconds: 3, attendees: ["Solo"])
+        let id = try createSyncUp(client, seconds: seconds, attendees: ["Solo"])
         let started = try client.result("session.start", ["syncup": .string(id), "transcribe": false])
-        let meetingID = try #require(started["meeting"]?.stringValue)
+        return (alsa, daemon, feeder, client, try #require(started["meeting"]?.stringValue))
+    }
+
+    @Test func recordsWhatTheMicrophoneHeardByteForByte() throws {
+        let audio = SpeechFixture.pattern(seconds: 20)
+        let (_, daemon, feeder, client, meetingID) = try pacedMeeting(audio, seconds: 3)
+        defer { feeder.stop() }
         _ = try client.result("subscribe", ["topics": ["session"], "snapshot": false])
         _ = try client.nextEvent("session.ended")
         let wav = try #require(Files.read(daemon.dataPath + "/meetings/\(meetingID).wav"))
@@ -226,6 +234,54 @@ import Testing
             Files.readString(daemon.dataPath + "/meetings/\(meetingID).json")?.contains(#""interrupted" : true"#)
                 == true)
         #expect(!Files.exists(daemon.dataPath + "/meetings/\(meetingID).recording.json"))
+    }
+
+    /// SIGTERM while the microphone's open hangs (ALSA's `file` plugin on a FIFO nobody writes: the open waits
+    /// for a writer): the starting meeting is discarded and the daemon exits without waiting for the open,
+    /// which holds nothing of the user's (a meeting's audio file is made once its device is open) and ends with
+    /// the process. Before, the stop waited the clean-up's whole bound (10 s) for it, then said it gave up.
+    @Test func aSIGTERMDoesNotWaitForACaptureDeviceWhoseOpenHangs() throws {
+        let alsa = try ALSAFixture(paced: true)  // no feeder: nobody ever opens the FIFO for writing
+        let daemon = try daemon(alsa, ["--no-cue"])
+        let client = try daemon.client()
+        let id = try createSyncUp(client, seconds: 600, attendees: ["Solo"])
+        try client.send(
+            #"{"id":"start","cmd":"session.start","args":{"syncup":"\#(id)","transcribe":false}}"# + "\n")
+        #expect(daemon.log.wait { $0.contains("opening the capture device virtmic") }, "\(daemon.log.contents)")
+        #expect(daemon.stop() == .exited(0))
+        let log = daemon.log.contents
+        #expect(log.contains("not waiting for a capture device's open that has not returned"), "\(log)")
+        #expect(!log.contains("stopping without waiting any longer"), "the stop waited for the open:\n\(log)")
+        #expect(Files.list(daemon.dataPath + "/meetings").isEmpty, "\(Files.list(daemon.dataPath + "/meetings"))")
+    }
+
+    /// ...while a meeting whose microphone did open has its recording stopped and its file completed by the
+    /// stop: every frame captured until then, in order, and a header that says so. The SIGTERM comes while the
+    /// file holds audio written after its header's last update (patched once a second), so only the stop's
+    /// completion makes the two agree.
+    @Test func aSIGTERMMidMeetingCompletesTheAudioFileOfAnOpenedDevice() throws {
+        let audio = SpeechFixture.pattern(seconds: 60)
+        let (_, daemon, feeder, _, meetingID) = try pacedMeeting(audio, seconds: 600)
+        defer { feeder.stop() }
+        let path = daemon.dataPath + "/meetings/\(meetingID).wav"
+        func declaredAndWritten() -> (declared: Int, written: Int)? {
+            guard let wav = Files.read(path), wav.count >= 44 else { return nil }
+            let declared = wav[40..<44].reversed().reduce(0) { $0 << 8 | Int($1) }
+            return (declared, wav.count - 44)
+        }
+        #expect(
+            try waitFor { declaredAndWritten().map { $0.declared > 0 && $0.written > $0.declared } == true },
+            "no audio past the header's last update")
+        #expect(daemon.stop() == .exited(0))
+        let log = daemon.log.contents
+        #expect(!log.contains("not waiting for a capture device's open"), "\(log)")
+        #expect(!log.contains("stopping without waiting any longer"), "\(log)")
+        let (declared, written) = try #require(declaredAndWritten())
+        #expect(declared == written, "the header says \(declared) bytes of \(written)")
+        let data = Array(try #require(Files.read(path))[44...])
+        #expect(data == Array(audio.prefix(data.count)), "every frame captured, in order")
+        let details = Files.readString(daemon.dataPath + "/meetings/\(meetingID).json")
+        #expect(details?.contains(#""interrupted" : true"#) == true, "\(details ?? "no details")")
     }
 
     /// A meeting saved just before the daemon stops: its details, written off the event loop, are finished

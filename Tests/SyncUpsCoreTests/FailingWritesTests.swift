@@ -16,8 +16,8 @@ import Testing
         #expect(writes.failed(.details(meeting), "no details") == .failed("no details"))
         #expect(writes.failed(.journalRemoval(other), "no unlink") == .failed("no unlink"))
         #expect(writes.lastError == "no unlink")
-        // A retry failing again is said again, and is the latest.
-        #expect(writes.failed(.syncUps, "disk full") == .failed("disk full"))
+        // A retry failing again alike says nothing new, but is the latest.
+        #expect(writes.failed(.syncUps, "disk full") == .unchanged)
         #expect(writes.lastError == "disk full")
         #expect(writes.succeeded(.syncUps) == .unchanged)
         #expect(writes.lastError == "no unlink")
@@ -25,6 +25,33 @@ import Testing
         #expect(writes.lastError == "no details" && writes.error(of: .details(meeting)) == "no details")
         #expect(writes.succeeded(.details(meeting)) == .recovered)
         #expect(writes.isEmpty && writes.lastError == nil)
+    }
+
+    /// A retried write failing again with the same error says nothing new: a full disk during a meeting
+    /// published `persistence.failed`, and the desktop showed it, at every retry of every failing write.
+    /// `lastError` stays current: the retry's failure is the latest.
+    @Test func aWriteFailingAgainAlikeSaysNothingNewAndStaysTheLatest() {
+        var writes = FailingWrites()
+        #expect(writes.failed(.details(meeting), "disk full") == .failed("disk full"))
+        #expect(writes.failed(.syncUps, "read-only") == .failed("read-only"))
+        #expect(writes.lastError == "read-only")
+        for _ in 0..<5 { #expect(writes.failed(.details(meeting), "disk full") == .unchanged) }
+        #expect(writes.lastError == "disk full" && writes.error(of: .details(meeting)) == "disk full")
+        #expect(writes.failed(.syncUps, "read-only") == .unchanged)
+        #expect(writes.lastError == "read-only")
+    }
+
+    /// What is new is said: the same write failing with another error (and back), another write failing with
+    /// an error already said, and a write failing again after it worked (a new episode).
+    @Test func anotherErrorAnotherWriteOrANewEpisodeIsSaid() {
+        var writes = FailingWrites()
+        _ = writes.failed(.details(meeting), "disk full")
+        #expect(writes.failed(.details(meeting), "read-only") == .failed("read-only"))
+        #expect(writes.failed(.details(meeting), "disk full") == .failed("disk full"))
+        #expect(writes.failed(.details(other), "disk full") == .failed("disk full"))
+        #expect(writes.failed(.journal(meeting), "disk full") == .failed("disk full"))
+        #expect(writes.succeeded([.details(meeting), .details(other), .journal(meeting)]) == .recovered)
+        #expect(writes.failed(.details(meeting), "disk full") == .failed("disk full"))
     }
 
     /// A write that works without having failed, or one reported twice, says nothing.

@@ -148,7 +148,7 @@ final class HeldMicrophone: Sendable {
         microphone.release()
         let reply = try client.reply(to: "start")
         #expect(reply["error"]?["code"] == "invalid_state", "\(JSONWriter().string(reply))")
-        // The WAV the open created goes with the recorder's stop, queued after the open.
+        // The open answers after the discard: it makes no WAV, and none is left.
         let meetings = held.directory.path + "/meetings"
         let deadline = MonotonicInstant.now() + .seconds(10)
         while (try? DirectoryListing.names(in: meetings))?.isEmpty == false, MonotonicInstant.now() < deadline {
@@ -173,7 +173,7 @@ final class HeldMicrophone: Sendable {
 
     /// A microphone that does not answer within 10 s (attack 37's C1: a device hung in the kernel): the
     /// meeting starts without audio and says why, and the start is answered; what the open opens when it
-    /// returns at last is stopped and its file removed. Before, the meeting stayed `starting`, and its client
+    /// returns at last is stopped, and leaves no file. Before, the meeting stayed `starting`, and its client
     /// without a reply, for as long as the device hung (here until the watchdog forced the open).
     @Test func aMicrophoneThatHangsPastTheOpensDeadlineStartsTheMeetingWithoutAudio() throws {
         let held = try Held()
@@ -244,6 +244,37 @@ final class HeldMicrophone: Sendable {
         _ = try held.client.result("session.end", ["action": "discard"])
     }
 
+    /// An open that answers only after its meeting gave it up (here past the 10 s deadline; at a SIGTERM, the
+    /// daemon no longer waits for it) makes no file at all, not even for an instant: the process may be
+    /// exiting, and a file made and removed again could stay. Before, it made the WAV and removed it at once.
+    @Test func anOpenThatAnswersAfterItsMeetingGaveItUpMakesNoFile() throws {
+        let held = try Held()
+        held.daemon.advanceTime(by: .seconds(10))
+        #expect(try held.client.reply(to: "start")["ok"] == true)
+        let watch = inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(watch >= 0, "inotify_init1: \(Errno.current)")
+        defer { close(watch) }
+        #expect(inotify_add_watch(watch, held.directory.path + "/meetings", UInt32(IN_CREATE)) >= 0)
+        held.microphone.release()
+        // The opener has finished the open once a job queued behind it runs.
+        let done = try WakeSignal()
+        held.daemon.session.opener.run { done.signal() }
+        #expect(done.wait(timeout: .seconds(20)))
+        var created: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let count = buffer.withUnsafeMutableBytes { read(watch, $0.baseAddress, $0.count) }
+        var offset = 0
+        while count > 0, offset + 16 <= count {
+            let length = buffer[(offset + 12)..<(offset + 16)].reversed().reduce(0) { $0 << 8 | Int($1) }
+            let name = buffer[(offset + 16)..<(offset + 16 + length)].prefix { $0 != 0 }
+            created.append(String(decoding: name, as: UTF8.self))
+            offset += 16 + length
+        }
+        #expect(!created.contains { $0.hasSuffix(".wav") }, "\(created)")
+        #expect(held.microphone.openCount == 1 && !held.microphone.wasForced)
+        _ = try held.client.result("session.end", ["action": "discard"])
+    }
+
     /// Opens queued behind one that hangs, for meetings ended before their turn came, are never begun: each
     /// would hang in its turn for a device that answers only now and then (attack 37b: a start once the device
     /// answered again still waited its 10 s behind a discarded meeting's queued open, which hung in turn).
@@ -269,15 +300,37 @@ final class HeldMicrophone: Sendable {
     }
 
     /// The daemon stopping (SIGTERM) while the microphone's open hangs: the starting meeting is discarded and
-    /// the stop waits for the clean-up worker only up to its bound, so a device hung in the kernel cannot keep
-    /// the daemon running until systemd kills it. Before, the stop joined the worker, waiting in the open for
-    /// as long as it hung (here until the watchdog forced it through).
+    /// the stop does not wait for the open at all, however long the clean-up's bound (here longer than the
+    /// watchdog's 10 s), so a device hung in the kernel cannot keep the daemon running. Before, the stop joined
+    /// the worker, waiting in the open for as long as it hung, and then waited out the bound (10 s in the
+    /// daemon; here until the watchdog forced the open through).
     @Test func stoppingWhileTheCaptureDeviceHangsInItsOpenDoesNotWaitForIt() throws {
         let held = try Held()
-        held.daemon.session.settings.shutdownCleanupTimeout = .milliseconds(200)
+        held.daemon.session.settings.shutdownCleanupTimeout = .seconds(3600)
         _ = try held.other.waitForStatus { $0["session"]?["state"] == "starting" }
         held.daemon.session.shutDown()
         #expect(!held.microphone.wasForced, "the stop waited until the watchdog forced the open through")
         #expect(held.daemon.session.active == nil)
+    }
+
+    /// A meeting started without audio past its microphone's deadline, and the daemon stopping while that open
+    /// still hangs: the meeting is saved, its details written and its journal removed, and the stop does not
+    /// wait for the open (an open that has not returned holds none of the user's data). Before, the stop
+    /// waited for the open up to the clean-up's bound (here until the watchdog forced it through).
+    @Test func stoppingWhileAnEarlierOpenHangsSavesTheMeetingWithoutWaitingForTheOpen() throws {
+        var held: Held? = try Held()
+        let directory = held!.directory
+        held!.daemon.session.settings.shutdownCleanupTimeout = .seconds(3600)
+        held!.daemon.advanceTime(by: .seconds(10))
+        let started = try held!.client.reply(to: "start")
+        let meeting = try #require(started["result"]?["meeting"]?.stringValue)
+        held!.daemon.session.shutDown()
+        let wasForced = held!.microphone.wasForced
+        held = nil  // what the daemon does after the stop: the store's last write, then the journals'
+        #expect(!wasForced, "the stop waited until the watchdog forced the open through")
+        let details = Files.readString(directory.path + "/meetings/\(meeting).json")
+        #expect(details?.contains(#""interrupted" : true"#) == true, "\(details ?? "no details")")
+        #expect(!Files.exists(directory.path + "/meetings/\(meeting).recording.json"), "the journal stayed")
+        #expect(Files.readString(directory.path + "/sync-ups.json")?.contains(meeting) == true)
     }
 }

@@ -22,6 +22,11 @@ import Testing
         try InProcessDaemon(dataDirectory: path, clock: .manual(startingAt: start))
     }
 
+    /// `daemon(_:)` logging to `log`.
+    static func daemon(_ directory: TemporaryDirectory, log: LogLines) throws -> InProcessDaemon {
+        try InProcessDaemon(dataDirectory: directory.path, logger: log.logger, clock: .manual(startingAt: start))
+    }
+
     /// A minute-long sync-up of one attendee, the client that created it, and a second client following `topic`.
     static func soloSyncUp(_ daemon: InProcessDaemon, watching topic: String) throws -> (LoopClient, LoopClient, String)
     {
@@ -68,6 +73,18 @@ import Testing
         _ = try client.result("session.end", ["action": "save"])
         _ = try watcher.events(until: "persistence.failed")
         return (client, watcher, id, meeting)
+    }
+
+    /// Moves time on by the longest back-off (30 s), so the next retry of `meeting`'s failing details write
+    /// runs, and turns the loop until `log` shows its failure: the tries logged, once it has (deadline 20 s).
+    /// The retry after it is armed only once this one has failed.
+    static func retryFailingDetails(of meeting: String, _ daemon: InProcessDaemon, log: LogLines) -> Int {
+        func tries() -> Int { log.count(containing: "cannot write the meeting's details", meeting) }
+        let before = tries()
+        daemon.advanceTime(by: .seconds(30))
+        let deadline = MonotonicInstant.now() + .seconds(20)
+        while tries() == before, MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
+        return tries()
     }
 
     /// The app's own `timer` test through the whole daemon: 3 attendees, 6 seconds, speakers 0, 1, 1, 2, 2,
@@ -282,14 +299,12 @@ import Testing
     /// `timers` is 0 again at once (it stayed 1 until the stale retry fired, up to 30 s later).
     @Test func deletingAMeetingWhoseDetailsFailedLeavesNoRetryTimer() throws {
         let directory = TemporaryDirectory("virtual")
-        let daemon = try Self.daemon(directory)
-        let (client, watcher, id, meeting) = try Self.meetingWhoseDetailsFail(daemon, in: directory)
+        let log = LogLines()
+        let daemon = try Self.daemon(directory, log: log)
+        let (client, _, id, meeting) = try Self.meetingWhoseDetailsFail(daemon, in: directory)
         #expect(try client.result("status")["timers"] != 0)
-        // Three failures: the next retry is 4 s away.
-        for _ in 0..<2 {
-            daemon.advanceTime(by: .seconds(2))
-            _ = try watcher.events(until: "persistence.failed")
-        }
+        // Three failures: the next retry is 2 s away.
+        for attempt in 2...3 { #expect(Self.retryFailingDetails(of: meeting, daemon, log: log) == attempt) }
         // The obstruction goes, else the deletion's own removal of the files would fail and be retried.
         let details = directory.path + "/meetings/" + meeting + ".json"
         #expect(rmdir(details + "/in-the-way") == 0 && rmdir(details) == 0)

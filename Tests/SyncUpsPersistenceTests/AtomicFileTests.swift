@@ -38,6 +38,24 @@ import Testing
         #expect(Files.list(directory.path) == ["details.json"])
     }
 
+    /// A write that fails again the same way fails with the same error: the temporary file, another name at
+    /// each try, is named by its pattern. Before, each retry's error named its own temporary, so a failing
+    /// meeting's details said a "new" failure (`persistence.failed`, a desktop notification) at every retry.
+    @Test(arguments: [FaultyFileSystem.Operation.open, .rename])
+    func aWriteFailingAgainAlikeFailsWithTheSameError(operation: FaultyFileSystem.Operation) throws {
+        let faulty = FaultyFileSystem()
+        faulty.fail(operation, with: .readOnlyFileSystem)
+        let file = AtomicFile(path: path, fileSystem: faulty.fileSystem)
+        func error() -> SystemError? {
+            do { try file.write(Array("new".utf8)) } catch { return error }
+            return nil
+        }
+        let (first, second) = (try #require(error()), try #require(error()))
+        #expect(first == second)
+        #expect(first.operation.contains(directory.appending(".details.json.tmp-*")), "\(first)")
+        #expect(first.errno == .readOnlyFileSystem)
+    }
+
     @Test func replacesAPlantedSymlinkInsteadOfWritingThroughIt() throws {
         let outside = TemporaryDirectory("outside")
         let target = outside.appending("victim")

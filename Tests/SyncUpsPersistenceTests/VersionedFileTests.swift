@@ -96,6 +96,21 @@ import Testing
         #expect(Files.list(directory.path) == ["sync-ups.json", "sync-ups.json.prev"])
     }
 
+    /// A put that fails again the same way fails with the same error (sync-ups.json's retries say nothing new):
+    /// the temporary file, another name at each try, is named by its pattern.
+    @Test func aPutFailingAgainAlikeFailsWithTheSameError() throws {
+        let faulty = FaultyFileSystem()
+        faulty.fail(.open, with: .readOnlyFileSystem)
+        let file = VersionedFile(path: path, previousPath: previous, fileSystem: faulty.fileSystem)
+        func error() -> AtomicFileError? {
+            do { _ = try put(file, "new") } catch { return error as? AtomicFileError }
+            return nil
+        }
+        let (first, second) = (try #require(error()), try #require(error()))
+        #expect(first == second)
+        #expect(first.description.contains(directory.appending(".sync-ups.json.tmp-*")), "\(first)")
+    }
+
     @Test func abortsWithoutChangingAnythingWhenTheFileIsNotTheOneExpected() throws {
         let file = VersionedFile(path: path, previousPath: previous)
         try file.makeDurable(put(file, "ours"))

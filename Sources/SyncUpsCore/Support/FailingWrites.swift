@@ -1,8 +1,8 @@
 /// Which writes of the user's data are failing now: the one answer to "is a write failing". Every writer
 /// reports here (`sync-ups.json` and `former-attendees.json`, each meeting's details, journal writes and
 /// removals, `syncups.schedule`, the voice profiles); `status.persistence.lastError` is `lastError`, and the
-/// `Change` each report returns is the event to publish: `persistence.failed` naming what failed, and
-/// `persistence.recovered` only once nothing fails any more. Pure: the daemon's state owns one
+/// `Change` each report returns is the event to publish: `persistence.failed` naming a new failure (not a
+/// retry failing alike), and `persistence.recovered` only once nothing fails any more. Pure: the daemon's state owns one
 /// (`DaemonState.failingWrites`) and publishes what it returns.
 public struct FailingWrites: Sendable, Equatable {
     /// One write that can fail, and later work.
@@ -46,12 +46,15 @@ public struct FailingWrites: Sendable, Equatable {
     /// Why `write` fails, while it does.
     public func error(of write: Write) -> String? { errors[write] }
 
-    /// `write` failed with `error` (again, or for the first time): said each time, as each try of a retried
-    /// write is.
+    /// `write` failed with `error`, for the first time or again: the latest failure from now on. Said when it
+    /// is new (`write` was not failing, or failed with another error); a retry that fails the same way says
+    /// nothing new, so a full disk is one event (and one desktop notification) per failing write, not one per
+    /// retry.
     public mutating func failed(_ write: Write, _ error: String) -> Change {
-        if errors.updateValue(error, forKey: write) != nil { order.removeAll { $0 == write } }
+        let previous = errors.updateValue(error, forKey: write)
+        if previous != nil { order.removeAll { $0 == write } }
         order.append(write)
-        return .failed(error)
+        return previous == error ? .unchanged : .failed(error)
     }
 
     /// `write` worked (or is no longer wanted): the failure is over once no other write fails.

@@ -57,6 +57,8 @@ final class DesktopSurfaces {
     private let wallClock: WallClock
     /// What the player shows, rebuilt only when that changes (not at each tick or transcript).
     private var follower = PlayerFollower()
+    /// The failing writes of the user's data: one notification an episode.
+    private var failures = FailureNotice()
 
     init(
         loop: EventLoop, environment: [String: String], logger: Logger, session: SessionController,
@@ -107,8 +109,16 @@ final class DesktopSurfaces {
     /// notification.
     func published(_ topic: Topic, _ name: String, _ data: () -> JSONValue) {
         sessionChanged()
-        guard notificationLevel != .none, bus.isConnected, name != "session.tick", name != "session.transcript"
-        else { return }
+        let canShow = notificationLevel != .none && bus.isConnected
+        if name.hasPrefix("persistence.") {
+            // Followed whether or not it can show, so an episode ends with its recovery; at every level, since
+            // the recovery replaces the failure's critical notification.
+            if let notification = failures.notification(for: name, canShow: canShow, data) {
+                notifier.show(notification)
+            }
+            return
+        }
+        guard canShow, name != "session.tick", name != "session.transcript" else { return }
         if name == EventName.scheduleReminder {
             let event = data()
             if let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
@@ -130,7 +140,8 @@ final class DesktopSurfaces {
     }
 
     /// The notification an event shows, if any: the floor (one slot, replaced in place, with Next and Pause),
-    /// the meeting saved, and what went wrong (critical).
+    /// the meeting saved, and what went wrong (critical); the failing writes of the user's data are
+    /// `FailureNotice`'s.
     static func notification(for name: String, _ data: () -> JSONValue, machine: SessionMachine?, now: Date)
         -> DesktopNotification?
     {
@@ -191,10 +202,6 @@ final class DesktopSurfaces {
                 body: "\(event["schedule"]?.stringValue ?? "") \(event["timeZone"]?.stringValue ?? "")",
                 actions: [.init("start", "Start"), .init("snooze", "Snooze 5 min"), .init("skip", "Skip today")],
                 urgency: .normal)
-        case "persistence.failed":
-            return DesktopNotification(
-                slot: "problem", summary: "syncupsd cannot save your sync-ups",
-                body: data()["error"]?.stringValue ?? "", urgency: .critical)
         default:
             return nil
         }

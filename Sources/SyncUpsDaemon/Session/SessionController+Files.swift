@@ -212,7 +212,7 @@ extension SessionController {
         guard let error else { return state.writesWorked([.journal(meeting)]) }
         logger.throttled(.warning, "journal", "cannot write the meeting journal: \(error)", .meeting(meeting))
         let message = "cannot write the meeting's journal: \(error)"
-        if state.failingWrites.error(of: .journal(meeting)) != message { state.writeFailed(.journal(meeting), message) }
+        state.writeFailed(.journal(meeting), message)  // said once per error: `FailingWrites` drops a repeat
         guard let session = active, session.meetingID == meeting else { return }
         handle(.journalFailed(error.description), in: session)
         if active === session { writeJournal(session) }

@@ -26,7 +26,7 @@ extension SessionController {
             microphoneName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
             call: call, callDevice: settings.serverCaptureDevice,
             directory: state.dataDirectory, meetingID: session.meetingID, start: session.start, relay: session.relay,
-            opened: session.openedRecorders, mailbox: mailbox)
+            opened: session.openedRecorders, mailbox: mailbox, logger: logger)
         // After what the last meeting queued on the clean-up worker (its devices closed first); the open itself on
         // its own worker, so a device that never answers holds up no other meeting's clean-up (its devices'
         // close, its details, its recognizer's start). Opens wait for each other there; a few at most.
@@ -120,6 +120,7 @@ struct RecorderOpening: Sendable {
     var relay: RecognitionRelay
     var opened: OpenedRecorders
     var mailbox: Mailbox<SessionController.Message>
+    var logger: Logger
 
     typealias Message = SessionController.Message
 
@@ -129,10 +130,11 @@ struct RecorderOpening: Sendable {
         trouble: @escaping @Sendable (MeetingRecorder.Trouble, Meeting.ID) -> Message,
         onAudio: @escaping @Sendable (AudioChunk) -> Void
     ) throws(RecorderError) -> MeetingRecorder {
-        let (meetingID, mailbox) = (meetingID, mailbox)
+        let (meetingID, mailbox, opened) = (meetingID, mailbox, opened)
         let recorder = try MeetingRecorder(
             device: device, deviceName: name, wavPath: directory.sidecar(meetingID, suffix), start: start,
-            onTrouble: { mailbox.post(trouble($0, meetingID)) }, onAudio: onAudio)
+            isWanted: { !opened.isAbandoned }, onTrouble: { mailbox.post(trouble($0, meetingID)) }, onAudio: onAudio)
+        // Abandoned since `isWanted` said no: its file goes with it.
         guard opened.add(recorder) else {
             recorder.stop(keepsFile: false)  // its file with it: nobody records this meeting any more
             throw .file(
@@ -148,6 +150,9 @@ struct RecorderOpening: Sendable {
             let reason = "the meeting ended before its capture device was opened"
             return OpenedRecording(audioError: reason, fact: .recorderFailedToStart(reason, warnings: []))
         }
+        // Said before the call that may never return: a log whose last line about a meeting is this one shows
+        // where a device hung.
+        logger.debug("opening the capture device \(microphoneName)", .meeting(meetingID))
         var warnings: [String] = []
         // `meetings/` (or the whole directory) may have been removed while the daemon ran: the audio and
         // the journal go there, so it comes back as the store brings back the directory itself.

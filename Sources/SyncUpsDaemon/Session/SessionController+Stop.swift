@@ -49,14 +49,18 @@ extension SessionController {
 
     /// What is still being cleaned up (a meeting saved just before, its details being written) ends before the
     /// process does, and its report is handled (removing that meeting's journal); but a device hung in the
-    /// kernel (an open or a read that never returns) must not keep the daemon from stopping: after
+    /// kernel (a close or a read that never returns) must not keep the daemon from stopping: after
     /// `shutdownCleanupTimeout`, or a second SIGTERM, it stops without the rest. What was cut short is what a
     /// kill -9 would leave: a meeting's journal stays until its details are written, and the next start
     /// recovers it.
+    ///
+    /// A capture device's open is not waited for at all: by now the meeting it was for has ended (a starting
+    /// meeting is discarded, one that started without it past its deadline saved), so it has made no file (the
+    /// audio file is made once the device is open) and makes none when it returns: what it opened is stopped
+    /// at once (`OpenedRecorders`). Its thread ends with the process.
     private func finishCleanup(interrupt: ShutdownInterrupt?) {
         isCleanupCaughtUp = false
-        // Through both workers: what the clean-up queued, and a capture device's open it handed over.
-        cleanup.run { [mailbox, opener] in opener.run { mailbox.post(.cleanupCaughtUp) } }
+        cleanup.run { [mailbox] in mailbox.post(.cleanupCaughtUp) }
         let deadline = MonotonicInstant.now() + settings.shutdownCleanupTimeout
         while !isCleanupCaughtUp {
             let remaining = deadline - MonotonicInstant.now()
@@ -70,7 +74,14 @@ extension SessionController {
             if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
         }
         cleanup.finish()
-        opener.finish()
+        // The clean-up worker, which hands the opens over, is done: nothing is queued on the opener from now on.
+        if opener.isIdle {
+            opener.finish()
+        } else {
+            logger.notice(
+                "not waiting for a capture device's open that has not returned: its meeting has ended, and it has made no file"
+            )
+        }
         drainMailboxNow()
     }
 }

@@ -226,7 +226,8 @@ final class DaemonState {
         publish(.syncups, EventName.syncUpCreated, ["syncup": WireFormat.syncUp(syncUp, meetings: .summary)])
     }
 
-    /// A write of the user's data failed (again): `persistence.failed` says what.
+    /// A write of the user's data failed (again): `persistence.failed` says what, unless it is a retry that
+    /// failed the same way.
     func writeFailed(_ write: FailingWrites.Write, _ error: String) {
         publishChange(failingWrites.failed(write, error))
     }
