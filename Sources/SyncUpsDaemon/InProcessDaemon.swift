@@ -73,9 +73,14 @@ public final class InProcessDaemon {
 
     deinit {
         peer?.close()
+        for connection in server.connections.values { server.close(connection, reason: nil) }
         services.scheduler.close()
         _ = services.store.close()
         services.session.close()
+        // The command handler holds the server (and everything else): let go of it, so the daemon's
+        // descriptors and threads end with it, not with the test process.
+        server.handler = { _, _ in .failure(ProtocolError(.internalError, "the daemon has stopped")) }
+        server.replayGeneration = { _ in nil }
     }
 
     /// Answers one request line (without its newline) and lets the loop catch up (timers, the store's

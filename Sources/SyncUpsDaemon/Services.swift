@@ -37,8 +37,9 @@ final class Services {
             server.publish(topic, name, data())
             onPublish(topic, name, data)
         }
-        var state: DaemonState?
-        var voicesOfReload: VoiceService?
+        // Weak: the store holds this closure, and the state holds the store.
+        weak var state: DaemonState?
+        weak var voicesOfReload: VoiceService?
         let loaded: SyncUpStore.LoadResult
         do {
             store = try SyncUpStore(
