@@ -58,6 +58,8 @@ public final class AudioCapture: Sendable {
     private let start: MonotonicInstant
     private let output: BlockingQueue<AudioChunk>
     private let report: @Sendable (Report) -> Void
+    /// The capture thread's time spent waiting for a core so far (`SchedulingDelay`; a test's own count).
+    private let schedulingDelay: @Sendable () -> Duration?
     private let isStopping = Atomic(false)
     /// When `stop` was called (nanoseconds of `MonotonicInstant`), 0 before: the recording ends there, even if
     /// the thread, in a read that waits for a stalled server, ends a little later.
@@ -69,17 +71,20 @@ public final class AudioCapture: Sendable {
 
     /// Opens `deviceName` now, so a device that cannot be opened is known before the session starts. Frame 0
     /// is `start`: two captures given the same start stay in step (silence fills what either misses).
+    /// `schedulingDelay` is called on the capture thread.
     public init(
         device: CaptureDevice,
         deviceName: String,
         output: BlockingQueue<AudioChunk>,
         start: MonotonicInstant = .now(),
+        schedulingDelay: @escaping @Sendable () -> Duration? = SchedulingDelay.ofCurrentThread,
         report: @escaping @Sendable (Report) -> Void
     ) throws(AudioError) {
         self.device = device
         self.deviceName = deviceName
         self.start = start
         self.output = output
+        self.schedulingDelay = schedulingDelay
         self.report = report
         do {
             wake = try WakeSignal()
@@ -191,6 +196,7 @@ public final class AudioCapture: Sendable {
                 continue
             }
             let readStarted = MonotonicInstant.now()
+            let delayBefore = current.bufferedFrames == nil ? nil : schedulingDelay()
             let count = samples.withUnsafeMutableBufferPointer { current.read($0.baseAddress!, Int(period)) }
             if count > 0 {
                 let bytes = samples.withUnsafeBytes { Array($0.prefix(count * AudioFormat.bytesPerFrame)) }
@@ -204,8 +210,12 @@ public final class AudioCapture: Sendable {
                     // the meeting (and the other source's file) for good. A read that waited this long found the
                     // server's buffer empty, so this chunk is the newest audio; the server's own count of what
                     // it holds is stale for seconds after a stall (libpulse interpolates through it), so it
-                    // only serves the other reads.
-                    let waited = MonotonicInstant.now() - readStarted >= Self.stallDuration
+                    // only serves the other reads. The time the thread waited for a core is not the server's:
+                    // starved on a busy machine, the read found the server holding all it captured meanwhile,
+                    // and filling that time too put the words after it late (a second and more: into the next
+                    // speaker's turn) and left the meeting's last ones unread at the stop.
+                    let starved = schedulingDelay().map { $0 - (delayBefore ?? $0) } ?? .zero
+                    let waited = MonotonicInstant.now() - readStarted - starved >= Self.stallDuration
                     fillGap(tolerance: Int64(count) + 2 * period + (waited ? 0 : Int64(buffered() ?? 0)))
                 }
                 deliver(bytes, isFiller: false)

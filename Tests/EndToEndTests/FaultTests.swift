@@ -11,15 +11,39 @@ import Testing
     static let iterations =
         Int(Subprocess.currentEnvironment()["SYNCUPS_STRESS_ITERATIONS"] ?? "").map { max(10, $0 / 100) } ?? 5
 
-    /// Acknowledged changes with when they were acknowledged, from a writer thread.
+    /// Acknowledged changes with when they were acknowledged, from a writer thread; `signal` hears of each.
     final class Acknowledged: Sendable {
         private let titles = Mutex<[(String, MonotonicInstant)]>([])
         private let stop = Mutex(false)
-        func add(_ title: String) { titles.withLock { $0.append((title, .now())) } }
+        private let ended = Mutex(false)
+        let signal: ChangeSignal
+        init() throws { signal = try ChangeSignal() }
+        func add(_ title: String) {
+            titles.withLock { $0.append((title, .now())) }
+            signal.changed()
+        }
         var all: [(String, MonotonicInstant)] { titles.withLock { $0 } }
         var isStopped: Bool { stop.withLock { $0 } }
         func finish() { stop.withLock { $0 = true } }
+        /// The writer has stopped (told to, or a request failed).
+        var hasWriterEnded: Bool { ended.withLock { $0 } }
+        func writerEnded() {
+            ended.withLock { $0 = true }
+            signal.changed()
+        }
+        /// How many changes were acknowledged more than `margin` after the first one: those since the first
+        /// is older than `margin`.
+        func count(laterThanTheFirstBy margin: Duration) -> Int {
+            titles.withLock { titles in titles.first.map { first in titles.count { $0.1 - first.1 > margin } } ?? 0 }
+        }
     }
+
+    /// A change acknowledged longer than this before a kill must be on disk. It waits at most the store's
+    /// one-second throttle window, plus the write in flight when the window ends, plus its own write:
+    /// encoding and writing a few MB into the page cache, no fsync (that comes after the file is in place).
+    /// Allow 1.5 s for the two writes of a debug build under the suite's load. (With the fsync first, a busy
+    /// disk once held every change back for 3.7 s.)
+    static let margin = Duration.milliseconds(2_500)
 
     @Test func losesOnlyWhatTheWriteThrottleHeldBackWhenABusyDaemonIsKilledOverAndOver() throws {
         let directory = TemporaryDirectory("kill")
@@ -41,10 +65,11 @@ import Testing
                 "syncups.create", ["title": .string("meeting \(iteration)"), "duration": 600, "attendees": ["A", "B"]])
             _ = try setup.result("session.start", ["syncup": syncUp["id"]!, "transcribe": false])
 
-            let acknowledged = Acknowledged()
+            let acknowledged = try Acknowledged()
             let path = daemon.socketPath
             let base = generation
             let writer = try DedicatedThread(name: "busy-writer") {
+                defer { acknowledged.writerEnded() }
                 guard let client = try? RawClient(path: path) else { return }
                 var count = 0
                 while !acknowledged.isStopped {
@@ -54,25 +79,27 @@ import Testing
                     count += 1
                 }
             }
-            // Let requests and the meeting run for a random while, longer than the margin checked below (so
-            // some acknowledged changes must be on disk), then kill.
-            let runFor = Int.random(in: 3_000_000_000...5_000_000_000)
-            var pause = timespec(tv_sec: runFor / 1_000_000_000, tv_nsec: runFor % 1_000_000_000)
-            nanosleep(&pause, nil)
+            // Kill once the writer has had a random number of changes acknowledged since the first one became
+            // older than the margin: some acknowledged changes must then be on disk, and the kill falls at a
+            // random point of the throttle's window and of the write in flight.
+            let extra = Int.random(in: 1...300)
+            let reached = acknowledged.signal.wait(timeout: .seconds(60)) {
+                acknowledged.count(laterThanTheFirstBy: Self.margin) >= extra || acknowledged.hasWriterEnded
+            }
             let killedAt = MonotonicInstant.now()
             #expect(daemon.stop(signal: SIGKILL) == .signaled(SIGKILL))
             acknowledged.finish()
             writer.join()
             generation += 1
+            try #require(
+                reached && acknowledged.count(laterThanTheFirstBy: Self.margin) >= extra,
+                "the writer never had \(extra) changes acknowledged past the margin (\(acknowledged.all.count) in all) before it stopped or 60 s passed"
+            )
 
             let file = try #require(Files.read(directory.appending("data/sync-ups.json")))
             let titles = Set(try JSONParser().parse(file).arrayValue?.compactMap { $0["title"]?.stringValue } ?? [])
-            // A change waits at most the store's one-second throttle window, plus the write in flight when the
-            // window ends, plus its own write: encoding and writing a few MB into the page cache, no fsync (that
-            // comes after the file is in place). Allow 1.5 s for the two writes of a debug build under the
-            // suite's load. (With the fsync first, a busy disk once held every change back for 3.7 s.)
-            let old = acknowledged.all.filter { killedAt - $0.1 > .milliseconds(2_500) }
-            #expect(!old.isEmpty, "some changes were acknowledged more than 2.5 s before the kill")
+            let old = acknowledged.all.filter { killedAt - $0.1 > Self.margin }
+            #expect(!old.isEmpty, "some changes were acknowledged more than \(Self.margin) before the kill")
             if old.contains(where: { !titles.contains($0.0) }) {
                 // Lost changes: keep the daemon's own account (its store logs failures) and what is on disk.
                 let listing = try? CommandResult.run("/bin/ls", ["-la", "--full-time", directory.appending("data")])

@@ -92,7 +92,8 @@ import Testing
             #expect(row["share"] == 2)
             #expect(Self.within(row["floor"], expected.0, Self.tickLateness), "\(row)")
             #expect(Self.within(row["speaking"], expected.1), "\(row)")
-            #expect(Self.within(row["overtime"], expected.2), "\(row)")
+            // Overtime is the floor less the share: a late tick's error in the floor is in it too.
+            #expect(Self.within(row["overtime"], expected.2, Self.tickLateness), "\(row)")
             #expect(row["ranOver"] == false)
         }
 
