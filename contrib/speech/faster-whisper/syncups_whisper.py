@@ -1189,14 +1189,18 @@ class Engine:
             end = min(voiced_end + self.params.tail, self.received)
             if self.speculation is None or self.speculation[0] != (open_start, end):
                 result = self._decode(open_start, end)
-                self.speculation = ((open_start, end), result)
-                if self._timed(open_start):
+                timed = self._timed(open_start)
+                # The decode before this one, for the words this one settles if the speaker goes on (_settle_ahead).
+                self.speculation = ((open_start, end), result, self._previous(open_start) if timed else None)
+                if timed:
                     # If the speaker goes on after all, the next partial settles what this decode agrees with.
                     self.hypothesis = (open_start, timed_words(result))
                 self._partial(result)
                 self.last_partial = time.monotonic()
                 self.partial_wait = self.args.partial_interval
             return 1.0
+        if self._settle_ahead(open_start, voiced_end):
+            return 0.0  # the open segment now starts at the cut
         if self.received - voiced_end > 2 * FRAME:
             return 0.05  # maybe stopping: keep the engine free for the decode ahead of the final
         if now - self.last_partial >= self.partial_wait:
@@ -1224,19 +1228,43 @@ class Engine:
         return 0 < commit_after and (self.received - open_start >= commit_after or (
             self.hypothesis is not None and self.hypothesis[0] <= open_start))
 
-    def _commit(self, open_start, result):
+    def _previous(self, open_start):
+        """The words of the open segment's last timed decode ([] if none), which the next one is compared with."""
+        return self.hypothesis[1] if self.hypothesis is not None and self.hypothesis[0] <= open_start else []
+
+    def _settle_ahead(self, open_start, voiced_end):
+        """Once the speaker goes on after the decode ahead of the final (a breath, not the utterance's end), settles
+        what that decode settles as a partial would (_commit), and shows the words after the cut: otherwise the
+        next partial decoded that audio again, and the one after it settled it."""
+        if self.speculation is None or self.speculation[0][0] != open_start or self.speculation[2] is None:
+            return False
+        (_, end), result, previous = self.speculation
+        if voiced_end <= end - self.params.tail:
+            return False  # still the pause it was decoded in
+        self.speculation = None
+        if result is None:
+            return False
+        shown = self._commit(open_start, result, heard_to=end, previous=previous)
+        if shown is result:
+            return False
+        self._partial(shown)
+        return True
+
+    def _commit(self, open_start, result, heard_to=None, previous=None):
         """Settles the words of the open segment that this timed partial heard up to a clause end (settled_words) as
         a final: the segment is cut between that word and the next, at the quietest frame there, and goes on from
         the cut. Not with the settled words as its prompt, as LocalAgreement does: tiny.en's garbled words
         ("old-s-y") went on as loops in the decodes after them. So a long utterance is settled as it goes, at word
         boundaries, not at pauses (a 0.3 s pause inside a word cut it); its final decode covers only its last
         unsettled words (a 7.7 s phrase decoded once it closed settled 1.33 s after its end), and each partial
-        only the words after the last cut.
+        only the words after the last cut. `heard_to` (samples): the end of the audio `result` decoded (None: all
+        that came, as for a partial); `previous`: the words of the decode before it (None: the last timed one).
         Returns the partial to show: the words after the cut, or `result` if nothing was settled."""
         words = timed_words(result)
-        previous = self.hypothesis[1] if self.hypothesis is not None and self.hypothesis[0] <= open_start else []
+        previous = self._previous(open_start) if previous is None else previous
         self.hypothesis = (open_start, words)
-        count = settled_words(previous, words, self.received / RATE, opened=open_start / RATE)
+        count = settled_words(previous, words, (self.received if heard_to is None else heard_to) / RATE,
+                              opened=open_start / RATE)
         if count < MIN_SETTLED_WORDS:
             return result
         # The quietest frame from a little before the last settled word's end to a little after the next word's
