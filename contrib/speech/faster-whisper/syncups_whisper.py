@@ -65,19 +65,26 @@ class EnergyVad:
     UNVOICED = -1000.0  # stands for a frame that was not speech in `recent`
 
     def __init__(self, min_db=-50.0, snr_db=10.0, window=300, prior_db=-60.0, prior_frames=100, drop_db=0.0,
-                 recent_frames=50):
+                 recent_frames=50, room_frames=4):
         """drop_db: a frame more than this far below the loudest speech of the last `recent_frames` (1.5 s) is not
         speech either (0: no such bound): the end of speech is then told by the speech's own level, not only by
         the room's, so a recording's or a room's noisy tail (-42 to -47 dBFS after the LibriVox clips' last
         words, 15 dB above a quiet room) does not hold the final back. The bound only ends speech in progress:
         a frame at the room's level forgets the speech before it, so a quiet speaker's first words after a loud
-        one, or speech after a cough, start by the room's rule alone."""
+        one, or speech after a cough, start by the room's rule alone. Back at the room's level means `room_frames`
+        frames in a row (120 ms): a recording's own noise after its last word dips to the room's level for one to
+        three frames (-53 dBFS, then -50 to -42 for 0.2 s; -54, -55, -54, then -49) and, the loudest speech
+        forgotten there, counted as speech again, holding the final back by as long (the bench's room-noise row,
+        clips 0870 and 0920). A quiet speaker 0.2 s after a loud one, or speech 0.15 s after a cough, come after
+        more."""
         self.min_db = min_db
         self.snr_db = snr_db
         self.drop_db = drop_db
         self.prior = [prior_db] * prior_frames
         self.history = deque(maxlen=window)
         self.recent = deque(maxlen=recent_frames)
+        self.room_frames = room_frames
+        self.quiet = 0  # frames in a row at the room's level
 
     def noise_floor(self):
         levels = sorted(self.history) if len(self.history) >= len(self.prior) else sorted(
@@ -91,8 +98,11 @@ class EnergyVad:
         voiced = level_db >= self.min_db and level_db >= noise + self.snr_db
         if not voiced:
             # Back at the room's level: what was heard before says nothing of the next utterance's level.
-            self.recent.clear()
+            self.quiet += 1
+            if self.quiet >= self.room_frames:
+                self.recent.clear()
             return False
+        self.quiet = 0
         if self.drop_db > 0 and self.recent and level_db < max(self.recent) - self.drop_db:
             voiced = False
         self.recent.append(level_db if voiced else self.UNVOICED)

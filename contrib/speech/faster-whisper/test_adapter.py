@@ -322,6 +322,23 @@ class SegmenterTests(unittest.TestCase):
             self.assertTrue(all(vad(loud - 25.0) for _ in range(self.frames(1))),
                             "speech %.2f s after a frame at %.0f dBFS was dropped" % (gap, loud))
 
+    def test_a_recordings_noise_that_dips_to_the_rooms_level_for_a_frame_after_the_speech_is_no_speech(self):
+        """After 10 s of a room at -60 dBFS, clip 0870's own noise after its last word went -44, -43, -45, -47, -47,
+        then one frame at -53 (the room's level), then -50 to -42 for 0.2 s: that frame cleared the speech's level,
+        the rest counted as speech, and the final came 0.9-1.0 s after the speech instead of 0.6-0.76 s (clip 0920:
+        three frames at -54 to -55, then -49). Back at the room's level takes four frames in a row (120 ms)."""
+        drop = engine.parse_args([]).vad_drop_db
+        for dip in (1, 3):
+            vad = engine.EnergyVad(drop_db=drop)
+            for _ in range(self.frames(10)):
+                vad(-60.0)  # the room
+            self.assertTrue(all(vad(-20.0) for _ in range(self.frames(0.5))))
+            self.assertFalse(any(vad(level) for level in (-44.0, -43.0, -45.0, -47.0, -47.0)), "the tail, as before")
+            for _ in range(dip):
+                self.assertFalse(vad(-54.0))
+            self.assertFalse(any(vad(level) for level in (-50.0, -43.0, -42.0, -44.0, -42.0)),
+                             "the recording's noise after %d frame(s) at the room's level" % dip)
+
     def test_silence_and_clicks_make_no_segment_and_progress_goes_on(self):
         flags = [False] * self.frames(10)
         flags[100] = True  # a 30 ms click
