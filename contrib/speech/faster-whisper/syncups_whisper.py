@@ -22,6 +22,7 @@ numpy and faster-whisper are imported when the engine starts.
 
 import argparse
 import bisect
+import itertools
 import json
 import math
 import os
@@ -64,19 +65,26 @@ class EnergyVad:
     UNVOICED = -1000.0  # stands for a frame that was not speech in `recent`
 
     def __init__(self, min_db=-50.0, snr_db=10.0, window=300, prior_db=-60.0, prior_frames=100, drop_db=0.0,
-                 recent_frames=50):
+                 recent_frames=50, room_frames=4):
         """drop_db: a frame more than this far below the loudest speech of the last `recent_frames` (1.5 s) is not
         speech either (0: no such bound): the end of speech is then told by the speech's own level, not only by
         the room's, so a recording's or a room's noisy tail (-42 to -47 dBFS after the LibriVox clips' last
         words, 15 dB above a quiet room) does not hold the final back. The bound only ends speech in progress:
         a frame at the room's level forgets the speech before it, so a quiet speaker's first words after a loud
-        one, or speech after a cough, start by the room's rule alone."""
+        one, or speech after a cough, start by the room's rule alone. Back at the room's level means `room_frames`
+        frames in a row (120 ms): a recording's own noise after its last word dips to the room's level for one to
+        three frames (-53 dBFS, then -50 to -42 for 0.2 s; -54, -55, -54, then -49) and, the loudest speech
+        forgotten there, counted as speech again, holding the final back by as long (the bench's room-noise row,
+        clips 0870 and 0920). A quiet speaker 0.2 s after a loud one, or speech 0.15 s after a cough, come after
+        more."""
         self.min_db = min_db
         self.snr_db = snr_db
         self.drop_db = drop_db
         self.prior = [prior_db] * prior_frames
         self.history = deque(maxlen=window)
         self.recent = deque(maxlen=recent_frames)
+        self.room_frames = room_frames
+        self.quiet = 0  # frames in a row at the room's level
 
     def noise_floor(self):
         levels = sorted(self.history) if len(self.history) >= len(self.prior) else sorted(
@@ -90,8 +98,11 @@ class EnergyVad:
         voiced = level_db >= self.min_db and level_db >= noise + self.snr_db
         if not voiced:
             # Back at the room's level: what was heard before says nothing of the next utterance's level.
-            self.recent.clear()
+            self.quiet += 1
+            if self.quiet >= self.room_frames:
+                self.recent.clear()
             return False
+        self.quiet = 0
         if self.drop_db > 0 and self.recent and level_db < max(self.recent) - self.drop_db:
             voiced = False
         self.recent.append(level_db if voiced else self.UNVOICED)
@@ -297,6 +308,16 @@ def token_budget(seconds, final=True):
     if not final:
         return min(440, 8 + int(math.ceil(6 * seconds)))
     return min(440, 16 + int(math.ceil(10 * seconds)))
+
+
+def first_window(segments, count=None):
+    """The first `count` segments of a decode (faster-whisper's lazy generator; None: all of them). A partial is
+    decoded without timestamp tokens, so its first window, the whole utterance, is one segment; with word timings,
+    faster-whisper then decodes again from its last word's end to the audio's end (openai/whisper's seek to the last
+    word), another encoder run and decode of a 5 s window for the last fraction of a second: 0.245 s of CPU against
+    0.085 s for 3 s of speech, 0.29 against 0.22 for 6 s. A partial's last words are provisional: taking the first
+    segment alone stops the generator before that second decode."""
+    return list(segments if count is None else itertools.islice(segments, count))
 
 
 def word_key(text):
@@ -1078,10 +1099,11 @@ class Engine:
             kwargs["temperature"] = 0.0  # a partial is provisional: no retries at higher temperatures
         if args.vad_filter and final:
             kwargs["vad_parameters"] = {"min_silence_duration_ms": 500, "speech_pad_ms": 200}
-        segments = list(self.model.transcribe(audio, **kwargs)[0])
+        windows = None if final else 1  # a partial: the one segment of the first window (first_window)
+        segments = first_window(self.model.transcribe(audio, **kwargs)[0], windows)
         if any(looped(getattr(segment, "tokens", None) or ()) for segment in segments):
             # Decoded again with repeated tokens scored down; kept only if that one did not loop too.
-            again = list(self.model.transcribe(audio, repetition_penalty=LOOP_PENALTY, **kwargs)[0])
+            again = first_window(self.model.transcribe(audio, repetition_penalty=LOOP_PENALTY, **kwargs)[0], windows)
             if args.verbose:
                 log("looped %r; decoded again: %r" % (" ".join(s.text.strip() for s in segments),
                                                       " ".join(s.text.strip() for s in again)))
@@ -1189,14 +1211,18 @@ class Engine:
             end = min(voiced_end + self.params.tail, self.received)
             if self.speculation is None or self.speculation[0] != (open_start, end):
                 result = self._decode(open_start, end)
-                self.speculation = ((open_start, end), result)
-                if self._timed(open_start):
+                timed = self._timed(open_start)
+                # The decode before this one, for the words this one settles if the speaker goes on (_settle_ahead).
+                self.speculation = ((open_start, end), result, self._previous(open_start) if timed else None)
+                if timed:
                     # If the speaker goes on after all, the next partial settles what this decode agrees with.
                     self.hypothesis = (open_start, timed_words(result))
                 self._partial(result)
                 self.last_partial = time.monotonic()
                 self.partial_wait = self.args.partial_interval
             return 1.0
+        if self._settle_ahead(open_start, voiced_end):
+            return 0.0  # the open segment now starts at the cut
         if self.received - voiced_end > 2 * FRAME:
             return 0.05  # maybe stopping: keep the engine free for the decode ahead of the final
         if now - self.last_partial >= self.partial_wait:
@@ -1224,7 +1250,29 @@ class Engine:
         return 0 < commit_after and (self.received - open_start >= commit_after or (
             self.hypothesis is not None and self.hypothesis[0] <= open_start))
 
-    def _commit(self, open_start, result):
+    def _previous(self, open_start):
+        """The words of the open segment's last timed decode ([] if none), which the next one is compared with."""
+        return self.hypothesis[1] if self.hypothesis is not None and self.hypothesis[0] <= open_start else []
+
+    def _settle_ahead(self, open_start, voiced_end):
+        """Once the speaker goes on after the decode ahead of the final (a breath, not the utterance's end), settles
+        what that decode settles as a partial would (_commit), and shows the words after the cut: otherwise the
+        next partial decoded that audio again, and the one after it settled it."""
+        if self.speculation is None or self.speculation[0][0] != open_start or self.speculation[2] is None:
+            return False
+        (_, end), result, previous = self.speculation
+        if voiced_end <= end - self.params.tail:
+            return False  # still the pause it was decoded in
+        self.speculation = None
+        if result is None:
+            return False
+        shown = self._commit(open_start, result, heard_to=end, previous=previous)
+        if shown is result:
+            return False
+        self._partial(shown)
+        return True
+
+    def _commit(self, open_start, result, heard_to=None, previous=None):
         """Settles the words of the open segment that this timed partial heard up to a clause end (settled_words) as
         a final: the segment is cut between that word and the next, at the quietest frame there, and goes on from
         the cut. Not with the settled words as its prompt, as LocalAgreement does: tiny.en's garbled words
@@ -1234,9 +1282,10 @@ class Engine:
         only the words after the last cut.
         Returns the partial to show: the words after the cut, or `result` if nothing was settled."""
         words = timed_words(result)
-        previous = self.hypothesis[1] if self.hypothesis is not None and self.hypothesis[0] <= open_start else []
+        previous = self._previous(open_start) if previous is None else previous
         self.hypothesis = (open_start, words)
-        count = settled_words(previous, words, self.received / RATE, opened=open_start / RATE)
+        count = settled_words(previous, words, (self.received if heard_to is None else heard_to) / RATE,
+                              opened=open_start / RATE)
         if count < MIN_SETTLED_WORDS:
             return result
         # The quietest frame from a little before the last settled word's end to a little after the next word's

@@ -322,6 +322,23 @@ class SegmenterTests(unittest.TestCase):
             self.assertTrue(all(vad(loud - 25.0) for _ in range(self.frames(1))),
                             "speech %.2f s after a frame at %.0f dBFS was dropped" % (gap, loud))
 
+    def test_a_recordings_noise_that_dips_to_the_rooms_level_for_a_frame_after_the_speech_is_no_speech(self):
+        """After 10 s of a room at -60 dBFS, clip 0870's own noise after its last word went -44, -43, -45, -47, -47,
+        then one frame at -53 (the room's level), then -50 to -42 for 0.2 s: that frame cleared the speech's level,
+        the rest counted as speech, and the final came 0.9-1.0 s after the speech instead of 0.6-0.76 s (clip 0920:
+        three frames at -54 to -55, then -49). Back at the room's level takes four frames in a row (120 ms)."""
+        drop = engine.parse_args([]).vad_drop_db
+        for dip in (1, 3):
+            vad = engine.EnergyVad(drop_db=drop)
+            for _ in range(self.frames(10)):
+                vad(-60.0)  # the room
+            self.assertTrue(all(vad(-20.0) for _ in range(self.frames(0.5))))
+            self.assertFalse(any(vad(level) for level in (-44.0, -43.0, -45.0, -47.0, -47.0)), "the tail, as before")
+            for _ in range(dip):
+                self.assertFalse(vad(-54.0))
+            self.assertFalse(any(vad(level) for level in (-50.0, -43.0, -42.0, -44.0, -42.0)),
+                             "the recording's noise after %d frame(s) at the room's level" % dip)
+
     def test_silence_and_clicks_make_no_segment_and_progress_goes_on(self):
         flags = [False] * self.frames(10)
         flags[100] = True  # a 30 ms click
@@ -612,6 +629,30 @@ class LiveTests(unittest.TestCase):
         self.assertIsNone(decoder._decode(0, RATE))
         self.assertIsNone(decoder._decode(0, RATE, words=False))
 
+    def test_a_partial_decodes_its_first_window_only(self):
+        """With word timings and no timestamp tokens (a timed partial), faster-whisper decodes a second window from
+        the last word's end to the audio's end: another encoder run and decode for a fraction of a second, 35 % of
+        a timed partial's CPU (36 decodes of 2.5-7 s of the LibriVox clips: 9.38 s against 6.09 s), which heard
+        " you", " Thanks." or " E 1 E 1 E 1" there. A partial takes the first window's segment alone, and the
+        generator is not asked for the second; a final takes every window."""
+        first = fake_segment(" He was not an ill", words=[(" He", 0.1, 0.3), (" was", 0.3, 0.5), (" not", 0.5, 0.8),
+                                                           (" an", 0.9, 1.0), (" ill", 1.0, 1.3)])
+        tail = fake_segment(" Thanks.", words=[(" Thanks.", 1.5, 1.9)])
+        for words in (True, False):
+            decoder = self.engine([first, tail], [first, tail])
+            pulled = []
+            transcribe = decoder.model.transcribe
+
+            def counting(audio, **kwargs):
+                segments, info = transcribe(audio, **kwargs)
+                return (pulled.append(segment) or segment for segment in segments), info
+
+            decoder.model.transcribe = counting
+            decoder.pcm = bytearray(self.speech(2.0))
+            self.assertEqual(decoder._decode(0, 2 * RATE, words=words, final=False)["text"], "He was not an ill")
+            self.assertEqual(len(pulled), 1, "the second window is never decoded")
+            self.assertEqual(decoder._decode(0, 2 * RATE)["text"], "He was not an ill Thanks.", "a final: all")
+
     def test_a_decode_that_looped_is_made_again_with_repeated_tokens_scored_down(self):
         """tiny.en looped on a phrase cut from a monologue ("He was not an old-s-y-y-y-y-y-y-y-y": the tokens of
         "-y", 12 and 88, ten times), in every partial of it and in the decode ahead of its final, so nothing of it
@@ -743,9 +784,10 @@ class LiveTests(unittest.TestCase):
         samples, _ = decoder.model.calls[2]
         self.assertEqual(samples, decoder.received - cut + engine.PREROLL, "the rest, with 0.15 s before it")
 
-    def breath_then_on(self, *results):
+    def breath_then_on(self, *results, decodes=2):
         """An engine on a fake model (`results`) fed 3.5 s of speech and a breath (0.35 s), which it decodes ahead of
-        the final, then 1 s more speech, which it decodes as a partial: (the engine, its output)."""
+        the final, then 1 s more speech, which it decodes as a partial (`decodes` 2; 1: it settles what the decode
+        ahead settles instead): (the engine, its output)."""
         import io
         stream = io.BytesIO()
         decoder = engine.Engine(engine.parse_args([]), engine.Output(stream), self.numpy)
@@ -763,7 +805,7 @@ class LiveTests(unittest.TestCase):
         _, open_start, _ = decoder._plan()
         decoder.last_partial -= 1.0
         decoder._live(open_start)
-        self.assertEqual(len(decoder.model.calls), 2)
+        self.assertEqual(len(decoder.model.calls), decodes)
         return decoder, stream
 
     def test_the_decode_ahead_of_a_final_counts_as_a_partial_when_the_speaker_goes_on(self):
@@ -778,6 +820,32 @@ class LiveTests(unittest.TestCase):
         decoder, stream = self.breath_then_on([ahead], [later])
         finals = [json.loads(line) for line in stream.getvalue().splitlines() if b'"final"' in line]
         self.assertEqual([f["text"] for f in finals], ["Had he married,"])
+
+    def test_what_the_decode_ahead_of_a_final_settles_is_settled_at_once_when_the_speaker_goes_on(self):
+        """A breath after "... for them. He was not" was decoded ahead of the final; the speaker went on, and the next
+        partial decoded those 7.7 s again before it settled "... for them." (a sentence's end half a second before
+        the audio decoded). The decode ahead settles it as soon as the speaker goes on, with no decode, and the
+        next partial decodes only the audio after the cut (and the 0.15 s before it)."""
+        heard = [(" Had", 0.4, 0.7), (" he", 0.7, 0.9), (" married.", 0.9, 1.4), (" He", 1.8, 2.0),
+                 (" was", 2.0, 2.3), (" not", 2.3, 3.6)]
+        ahead = fake_segment("".join(w for w, _, _ in heard), words=heard)
+        later = fake_segment(" He was not an", words=[(" He", 0.2, 0.4), (" was", 0.4, 0.7), (" not", 0.7, 2.0),
+                                                        (" an", 2.4, 2.6)])
+        decoder, stream = self.breath_then_on([ahead], [later], decodes=1)
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+        self.assertEqual([line["text"] for line in lines if line["type"] == "final"], ["Had he married."])
+        self.assertEqual(len(decoder.model.calls), 1, "settled with no decode of its own (breath_then_on)")
+        self.assertEqual(lines[-1]["type"], "partial")
+        self.assertEqual(lines[-1]["text"], "He was not", "the words after the cut, shown at once")
+        cut = decoder.floor
+        self.assertTrue(int(1.34 * RATE) <= cut <= int(1.86 * RATE), cut / RATE)
+        _, open_start, _ = decoder._plan()
+        self.assertEqual(open_start, cut)
+        decoder.last_partial -= 1.0
+        decoder._live(open_start)
+        self.assertEqual(len(decoder.model.calls), 2)
+        self.assertEqual(decoder.model.calls[1][0], decoder.received - cut + engine.PREROLL,
+                         "the next partial decodes the audio after the cut only")
 
     def test_a_comma_settles_nothing_until_the_utterance_is_long(self):
         """Cut at a comma two partials agreed on, tiny.en decoded the rest of the sentence as if it began one: "Had he
@@ -864,7 +932,7 @@ class LiveTests(unittest.TestCase):
         settled and the utterance cut after them: the five words before "Mr." were never sent. Now a decode that
         lacks the first words the one before held settles nothing; the utterance's final has them all."""
         ahead = [(" is", 0.3, 0.4), (" to", 0.4, 0.5), (" be", 0.5, 0.65), (" ill", 0.65, 0.85),
-                 (" disposed.", 0.85, 1.3), (" And", 1.4, 1.5), (" Mr.", 1.5, 1.7), (" John", 1.7, 1.95),
+                 (" disposed,", 0.85, 1.3), (" And", 1.4, 1.5), (" Mr.", 1.5, 1.7), (" John", 1.7, 1.95),
                  (" Dashwood", 1.95, 2.4), (" had", 2.4, 2.55), (" leisure", 2.6, 3.0), (" for", 3.0, 3.2),
                  (" them.", 3.2, 3.6)]
         going_on = [(" Had", 4.2, 4.4), (" he", 4.4, 4.6)]
@@ -873,14 +941,15 @@ class LiveTests(unittest.TestCase):
         def segment(words):
             return [fake_segment("".join(w for w, _, _ in words), words=words)]
 
-        # "them." ends 1.55 s before the audio the second decode covers (5.15 s)
+        # "them." ends 1.55 s before the audio the second decode covers (5.15 s); the decode ahead settles nothing
+        # itself ("disposed," a comma in a short utterance, CLAUSE_AFTER)
         decoder, stream = self.breath_then_on(segment(ahead), segment(skipped), segment(ahead + going_on))
         self.assertNotIn(b'"final"', stream.getvalue(), "settled without the words the decode before heard")
         decoder.events.put(("eof", None))
         self.assertEqual(decoder.run(), 0)
         finals = [json.loads(line) for line in stream.getvalue().splitlines() if b'"final"' in line]
         self.assertEqual([f["text"] for f in finals],
-                         ["is to be ill disposed. And Mr. John Dashwood had leisure for them. Had he"])
+                         ["is to be ill disposed, And Mr. John Dashwood had leisure for them. Had he"])
         self.assertEqual(finals[0]["start"], 0.3)
 
     def test_only_a_decode_that_holds_the_utterances_first_words_settles_any(self):
