@@ -47,14 +47,15 @@ public struct FailingWrites: Sendable, Equatable {
     public func error(of write: Write) -> String? { errors[write] }
 
     /// `write` failed with `error`, for the first time or again: the latest failure from now on. Said when it
-    /// is new (`write` was not failing, or failed with another error); a retry that fails the same way says
-    /// nothing new, so a full disk is one event (and one desktop notification) per failing write, not one per
-    /// retry.
+    /// is new: no failing write has this very error now. A retry that fails the same way says nothing new, so
+    /// a full disk is one event (and one desktop notification), not one per retry; nor does another write
+    /// failing with the same text (which names the file and the cause): the 300 meetings of a deleted sync-up
+    /// waiting for one deletion record that cannot be written were 300 events, where one is the news.
     public mutating func failed(_ write: Write, _ error: String) -> Change {
-        let previous = errors.updateValue(error, forKey: write)
-        if previous != nil { order.removeAll { $0 == write } }
+        let isSaid = errors.values.contains(error)
+        if errors.updateValue(error, forKey: write) != nil { order.removeAll { $0 == write } }
         order.append(write)
-        return previous == error ? .unchanged : .failed(error)
+        return isSaid ? .unchanged : .failed(error)
     }
 
     /// `write` worked (or is no longer wanted): the failure is over once no other write fails.
