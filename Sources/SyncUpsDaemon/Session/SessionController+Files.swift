@@ -251,7 +251,8 @@ extension SessionController {
     }
 
     /// Says which deleted meetings keep their files as the daemon stops because their deletion could not be
-    /// recorded: nothing on disk names them now, and the next start sets them aside (`MeetingSweep`).
+    /// recorded: once `sync-ups.json` drops the meeting nothing on disk names them, and the next start sets
+    /// them aside (`MeetingSweep`).
     private func logUnrecordedDeletions() {
         let directory = state.dataDirectory
         for meeting in journals.unrecordedDeletions.sorted(by: { $0.description < $1.description }) {
@@ -261,8 +262,8 @@ extension SessionController {
             guard !files.isEmpty else { continue }
             logger.error(
                 "stopping with the deletion of a meeting unrecorded: its files \(files.joined(separator: ", ")) "
-                    + "stay in \(directory.meetingsDirectory); the next start sets them aside in "
-                    + "\(MeetingAside(directory: directory).aside.path)", .meeting(meeting))
+                    + "stay in \(directory.meetingsDirectory); the next start that finds the meeting in no sync-up "
+                    + "sets them aside in \(MeetingAside(directory: directory).aside.path)", .meeting(meeting))
         }
     }
 
