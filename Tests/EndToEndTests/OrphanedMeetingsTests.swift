@@ -20,6 +20,9 @@ import Testing
         let meetings = first.dataPath + "/meetings"
         let files = [meeting + ".json", meeting + ".wav"]
         #expect(try waitFor { files.allSatisfy { Files.exists(meetings + "/" + $0) } })
+        // Saved for good: details written, sync-ups.json synced, the journal gone (kept, the unrecorded deletion
+        // keeps it too, and the next start recovers the meeting from it).
+        #expect(try waitFor { !Files.exists(meetings + "/\(meeting).recording.json") })
         let record = first.dataPath + "/deleted-meetings.json"
         #expect(mkdir(record, 0o700) == 0)
         let watcher = try first.client()
