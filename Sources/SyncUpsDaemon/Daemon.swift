@@ -145,6 +145,7 @@ public final class Daemon {
         services.scheduler.close()
         let failure = services.store.close()
         services.session.close()
+        services.meetingsSweep.finish()
         logger.flushThrottled()
         if let failure {
             logger.error(failure)

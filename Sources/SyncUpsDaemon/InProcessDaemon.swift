@@ -86,6 +86,7 @@ public final class InProcessDaemon {
         services.scheduler.close()
         _ = services.store.close()
         services.session.close()
+        services.meetingsSweep.finish()
         loop.close()
         server.handler = { _, _ in .failure(ProtocolError(.internalError, "the daemon has stopped")) }
         server.replayGeneration = { _ in nil }

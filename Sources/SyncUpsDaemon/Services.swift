@@ -14,6 +14,7 @@ final class Services {
     let session: SessionController
     let voices: VoiceService
     let scheduler: Scheduler
+    let meetingsSweep: MeetingSweep
 
     /// Opens the data directory (loading, recovering interrupted meetings) and wires it all together.
     /// `onPublish` runs after every event is published, with its topic, name and data.
@@ -39,6 +40,7 @@ final class Services {
         }
         var state: DaemonState?
         var voicesOfReload: VoiceService?
+        var meetingsOfReload: MeetingSweep?
         let loaded: SyncUpStore.LoadResult
         do {
             store = try SyncUpStore(
@@ -46,7 +48,10 @@ final class Services {
             ) { event in
                 Self.handle(event, state: state, publish: publish, logger: logger)
                 // A sync-up put back by an outside edit (a restored backup) finds its people's voices again.
-                if case .reloaded(let syncUps) = event { voicesOfReload?.bringBack(syncUps.attendeeIDs) }
+                if case .reloaded(let syncUps) = event {
+                    voicesOfReload?.bringBack(syncUps.attendeeIDs)
+                    meetingsOfReload?.bringBack(syncUps.meetingIDs)
+                }
             }
             loaded = try store.open()
         } catch {
@@ -82,6 +87,11 @@ final class Services {
         }
         owner.session = session
         session.retryFailedWrites()
+        let sweep = MeetingSweep(directory: directory, fileSystem: fileSystem, wallClock: wallClock, logger: logger)
+        meetingsSweep = sweep
+        meetingsOfReload = sweep
+        let keptMeetings = sweep.sweep(
+            known: owner.syncUps.meetingIDs, rosterIsFromFile: loaded.isFromFile)
         do {
             voices = try VoiceService(
                 loop: loop, directory: directory, model: voiceModel, logger: logger, wallClock: wallClock,
@@ -125,7 +135,7 @@ final class Services {
                 socketPath: socketDescription,
                 startedAt: startedAt,
                 startDate: wallClock(),
-                loadWarnings: loaded.warnings + shared + recovered + loaded.formerProblems + keptProfiles
+                loadWarnings: loaded.warnings + shared + recovered + keptMeetings + loaded.formerProblems + keptProfiles
                     + scheduleWarnings,
                 desktop: desktop,
                 scheduler: scheduler
@@ -152,36 +162,17 @@ final class Services {
         voices.bringBack(known)
         let orphans = voices.profiles.keys.filter { !known.contains($0) }.sorted { $0.description < $1.description }
         guard !orphans.isEmpty else { return [] }
-        guard rosterIsFromFile else {
-            let warning =
-                "voices: kept \(orphans.count) profiles of people in none of the sync-ups loaded, which did not "
-                + "come from \(DataDirectory.fileName) itself: it may hold them"
-            logger.warning(warning)
-            return [warning]
-        }
-        if let problem = voices.store.asideDirectoryProblem() {
-            let warning = "voices: kept \(orphans.count) profiles of people in no sync-up in place: \(problem)"
-            logger.warning(warning)
-            return [warning]
+        let profiles: (Int) -> String = { "\($0) profiles of people" }
+        if let kept = voices.store.aside.keptInPlace(
+            topic: "voices", items: profiles, of: orphans.count, rosterIsFromFile: rosterIsFromFile, logger: logger)
+        {
+            return kept
         }
         for id in orphans { logger.notice("voices: setting aside the profile of \(id), who is in no sync-up") }
         let (moved, failure) = voices.setAside(orphans)
-        var warnings: [String] = []
-        if let failure {
-            let warning =
-                "voices: cannot set aside \(orphans.count - moved.count) profiles of people in no sync-up (\(failure)); "
-                + "kept them in \(voices.store.directory), tried again at the next start"
-            logger.error(warning)
-            warnings.append(warning)
-        }
-        guard !moved.isEmpty else { return warnings }
-        let warning =
-            "voices: set aside \(moved.count) profiles of people in no sync-up in \(voices.store.asideDirectory) "
-            + "(a sync-up that names them again gets them back; moving one back to \(voices.store.directory) "
-            + "restores it; beyond \(VoiceProfileStore.maximumAside) the longest aside are deleted once they have "
-            + "waited \(VoiceProfileStore.asideGrace.components.seconds / 86_400) days)"
-        logger.warning(warning)
-        return [warning] + warnings
+        return voices.store.aside.report(
+            topic: "voices", items: profiles, of: orphans.count, moved: moved.count,
+            failure: failure, kept: voices.store.directory, logger: logger)
     }
 
     /// `idle · 3 sync-ups` or `recording "Design" 03:12 · Blob Jr 2/6`: systemd's status line.

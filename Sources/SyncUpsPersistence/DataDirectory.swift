@@ -11,6 +11,7 @@ import SyncUpsPOSIX
 ///   sync-ups.json.corrupt-<UTC>    a file that failed to parse, moved aside, never deleted
 ///   meetings/<meeting-id>.wav      the meeting's audio
 ///   meetings/<meeting-id>.json     what the app's model has no field for (segments, flags)
+///   meetings/orphaned/             files of meetings nothing named at a start, set aside (`MeetingAside`)
 ///   syncupsd.lock                  the pid of the daemon using the directory (it flocks the directory)
 /// ```
 public struct DataDirectory: Sendable, Equatable {

@@ -163,6 +163,12 @@ public final class JournalWriter: Sendable {
         worker.run(done)
     }
 
+    /// The deletions whose files stay because the record could not take them (none called off): after
+    /// `finish`, what a restart finds named by nothing (`MeetingAside` sets them aside then).
+    public var unrecordedDeletions: Set<Meeting.ID> {
+        state.withLock { $0.deleting.subtracting($0.recorded).subtracting($0.calledOff) }
+    }
+
     /// Does what is queued, then ends the thread; for shutdown.
     public func finish() {
         worker.finish()

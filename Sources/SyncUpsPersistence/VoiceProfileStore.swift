@@ -109,52 +109,40 @@ public struct VoiceProfileStore: Sendable {
     /// Where the profiles of people no sync-up names are set aside rather than deleted (`voices/orphaned/`):
     /// the roster that left them out may be missing a sync-up the user will restore. Moving a file back to
     /// `voices/` restores it, and a roster naming its person again brings it back (`bringBack`).
-    public var asideDirectory: String { FilePath.join(directory, "orphaned") }
+    public var asideDirectory: String { aside.path }
+
+    public var aside: AsideDirectory {
+        AsideDirectory(path: FilePath.join(directory, "orphaned"), contents: "set-aside voice profiles")
+    }
 
     public func asidePath(of attendee: Attendee.ID) -> String {
-        FilePath.join(asideDirectory, attendee.description + ".json")
+        aside.path(of: attendee.description + ".json")
     }
 
-    /// The most profiles kept aside once they have waited `asideGrace`: beyond it the longest aside are deleted.
-    /// A profile that loaded is under `maximumBytes` (about 5 KB as the daemon writes it).
-    public static let maximumAside = 100
+    /// The most profiles kept aside once they have waited `asideGrace` (`AsideDirectory.maximum`). A profile
+    /// that loaded is under `maximumBytes` (about 5 KB as the daemon writes it).
+    public static let maximumAside = AsideDirectory.maximum
 
-    /// How long a profile set aside is kept whatever their number: a wrong `sync-ups.json` restored sets aside
-    /// everybody it lacks at once (hundreds, in a large team), and none of them is deleted before the user has
-    /// had weeks to notice (`persistence.warnings` says so) and put the right file back, which brings them all
-    /// back. Setting aside is a rename, so waiting costs no disk the profiles did not already take.
-    public static let asideGrace: Duration = .seconds(30 * 86_400)
+    /// How long a profile set aside is kept whatever their number (`AsideDirectory.grace`).
+    public static let asideGrace = AsideDirectory.grace
 
-    /// The nanoseconds of the modification time the daemon gives a profile it sets aside (its seconds are when):
-    /// the mark of its own. Only a file so marked is counted, and ever deleted; any other file there (put by
-    /// the user or another program, or a profile whose file system keeps whole seconds) is left alone.
-    static let asideMark = 314_159_265
-
-    /// Why `voices/orphaned/` is not the daemon's own to use, or nil when it is, or is missing (it is made when
-    /// needed). It must be a directory of this user, not a symbolic link (never followed: what it points to is
-    /// not the data directory), as the socket's directory must be (`OwnDirectory`). When it is not,
-    /// nothing is set aside, counted, brought back or deleted there.
-    public func asideDirectoryProblem() -> String? {
-        switch OwnDirectory.problem(at: asideDirectory, owner: geteuid()) {
-        case nil: nil
-        case .cannotExamine(let error): "cannot examine \(asideDirectory): \(error)"
-        case .unfit(let reason): "refusing \(asideDirectory) for set-aside voice profiles: \(reason)"
-        }
-    }
+    /// Why `voices/orphaned/` is not the daemon's own to use, or nil when it is, or is missing
+    /// (`AsideDirectory.problem`).
+    public func asideDirectoryProblem() -> String? { aside.problem() }
 
     /// The attendees whose profiles are set aside now (none when the directory is not the daemon's own).
     public func asideAttendees() -> Set<Attendee.ID> {
-        guard asideDirectoryProblem() == nil else { return [] }
-        let names = (try? DirectoryListing.names(in: asideDirectory)) ?? []
-        return Set(
-            names.lazy.filter { $0.hasSuffix(".json") }.compactMap { Attendee.ID(uuidString: String($0.dropLast(5))) })
+        Set(
+            aside.names().lazy.filter { $0.hasSuffix(".json") }.compactMap {
+                Attendee.ID(uuidString: String($0.dropLast(5)))
+            })
     }
 
     /// Moves the attendees' profiles aside (their `.bad` files, unusable anyway, go), each marked with `now`,
-    /// when it was set aside (`asideMark`), then deletes the longest aside beyond `maximumAside` of those the
-    /// daemon set aside more than `asideGrace` before `now` (never one set aside by this call). Every file is
-    /// tried; returns the attendees whose set-aside profiles were deleted, and throws the first failure (a
-    /// profile left in place) or the refusal of a directory not the daemon's own (nothing moved).
+    /// when it was set aside, then deletes the longest aside beyond `maximumAside` of those the daemon set
+    /// aside more than `asideGrace` before `now` (never one set aside by this call). Every file is tried;
+    /// returns the attendees whose set-aside profiles were deleted, and throws the first failure (a profile
+    /// left in place) or the refusal of a directory not the daemon's own (nothing moved).
     @discardableResult
     public func setAside(_ attendees: some Sequence<Attendee.ID>, at now: Date) throws(SystemError) -> [Attendee.ID] {
         if let problem = asideDirectoryProblem() { throw SystemError(problem, Errno(rawValue: ELOOP)) }
@@ -164,39 +152,20 @@ public struct VoiceProfileStore: Sendable {
         for attendee in attendees {
             fileSystem.unlink(path(of: attendee) + ".bad")
             do {
-                try DataDirectory.makeDirectories(asideDirectory)
-                try fileSystem.rename(path(of: attendee), asidePath(of: attendee))
-                let when = timespec(tv_sec: seconds, tv_nsec: Self.asideMark)
-                _ = withUnsafePointer(to: (when, when)) {
-                    $0.withMemoryRebound(to: timespec.self, capacity: 2) {
-                        utimensat(AT_FDCWD, asidePath(of: attendee), $0, AT_SYMLINK_NOFOLLOW)
-                    }
-                }
+                try aside.move(
+                    path(of: attendee), as: attendee.description + ".json", at: seconds, fileSystem: fileSystem)
             } catch  where error.errno == .noSuchFile && fileSystem.identity(path(of: attendee)) == nil {
             } catch {
                 failure = failure ?? error
             }
         }
-        let deleted = overflow(keeping: attendees, before: seconds - Int(Self.asideGrace.components.seconds))
+        let marked = asideAttendees().compactMap { id in
+            aside.markedSeconds(of: id.description + ".json").map { (id, $0) }
+        }
+        let deleted = AsideDirectory.overflow(marked, keeping: attendees, now: seconds, order: \.description)
         for id in deleted { fileSystem.unlink(asidePath(of: id)) }
         if let failure { throw failure }
         return deleted
-    }
-
-    /// The profiles the daemon set aside (regular files with its mark) beyond `maximumAside`, longest aside
-    /// first, of those set aside before `cutoff` (seconds) and not in `fresh`.
-    private func overflow(keeping fresh: Set<Attendee.ID>, before cutoff: Int) -> [Attendee.ID] {
-        let marked = asideAttendees().compactMap { id -> (id: Attendee.ID, seconds: Int)? in
-            var info = stat()
-            guard lstat(asidePath(of: id), &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-                info.st_mtim.tv_nsec == Self.asideMark
-            else { return nil }
-            return (id, Int(info.st_mtim.tv_sec))
-        }
-        guard marked.count > Self.maximumAside else { return [] }
-        return marked.filter { $0.seconds < cutoff && !fresh.contains($0.id) }
-            .sorted { ($0.seconds, $0.id.description) < ($1.seconds, $1.id.description) }
-            .prefix(marked.count - Self.maximumAside).map(\.id)
     }
 
     /// Moves the attendee's set-aside profile back to `voices/` and loads it: nil if none is aside, or if the
