@@ -903,6 +903,9 @@ RETRY_EMPTY = 0.25  # seconds before the open segment is decoded again after a p
 # of the 0.3 s after the last one's last voiced frame: with all 0.3 s, tiny.en heard that word's fading end as one
 # more word, "him." or "them.", at the start of 4 of 5 such segments)
 PREROLL = int(0.15 * RATE)
+# seconds: how far after the last final's end a word the decode puts in the pre-roll must have its middle to be
+# kept (_decode). faster-whisper times words by aligning them to the encoder's 20 ms frames: one frame of jitter.
+PREROLL_SLACK = 0.02
 FIRST_PARTIAL_SPEECH = 0.5  # seconds of an utterance (from its first voiced frame) before its first partial
 MIN_SETTLED_WORDS = 2  # the fewest words settled ahead of an utterance's end (_commit)
 WARM_UP_FRAMES = 100  # Mel frames (1 s) the encoder runs on before the meeting (Engine.warm_up)
@@ -944,8 +947,10 @@ class Engine:
         # (sample, PCM bytes): the unvoiced audio just before the end of the last segment transcribed, for a
         # segment that starts right there (a long utterance ended at a short pause; see _decode).
         self.preroll = None
-        # word_key of the last final's last word: the one word the decode of the pre-roll may hear again (_decode).
-        self.last_said = None
+        # meeting seconds up to which the last final accounts for the audio: a closed segment's end (its decode
+        # heard all of it), a settle cut's last settled word's end. A word the decode of the pre-roll puts before
+        # that is the last final's again (_decode).
+        self.said_to = -math.inf
         # (open segment's start, [(text, start, end)] in meeting seconds): the words of the open segment's last
         # timed decode, the one the next timed partial is compared with (_commit).
         self.hypothesis = None
@@ -1128,12 +1133,13 @@ class Engine:
                 continue
             timed = [(word.word, float(word.start), float(word.end)) for word in segment.words or []]
             if timed:
-                # A word of the audio before the segment (the fading end of the last segment's last word, which
-                # the pre-roll holds) belongs to that segment. Only that word: a run-on's settle cut went through
-                # a short "and" after "milk,", the decode after it put the "And" before the cut, and it was in no
-                # final (attack 37's C8).
+                # A word of the audio before the segment whose audio the last final accounts for (the fading end
+                # of its last word, which the pre-roll holds, heard as "married." or "marry." or "he married.")
+                # belongs to that final. A word after the last final's end is kept: a run-on's settle cut went
+                # through a short "and" after "milk,", the decode after it put the "And" before the cut, and it
+                # was in no final (attack 37's C8). Judged by the word's middle, PREROLL_SLACK after that end.
                 kept, text = spoken_words([word for word in timed if origin + word[2] > t0
-                                           or word_key(word[0]) != self.last_said])
+                                           or origin + (word[1] + word[2]) / 2 >= self.said_to + PREROLL_SLACK])
                 if len(kept) < len(timed) and args.verbose:
                     log("dropped %d words with no audio under them from %r" % (len(timed) - len(kept),
                                                                                   segment.text.strip()))
@@ -1173,14 +1179,13 @@ class Engine:
         else:
             result = self._decode(start, end)
         self.audio_seconds_transcribed += (end - start) / RATE
+        self.said_to = end / RATE
         if result is None:
             return
         self._final(result)
 
     def _final(self, result):
         self.finals += 1
-        said = result["text"].split()
-        self.last_said = word_key(said[-1]) if said else None
         self.out.write({"type": "final", "text": result["text"], "start": result["start"], "end": result["end"],
                         "words": result["words"]})
 
@@ -1303,6 +1308,7 @@ class Engine:
             word["end"] = min(word["end"], seconds)
             word["start"] = min(word["start"], word["end"])
         self._final({"text": text, "start": settled[0]["start"], "end": settled[-1]["end"], "words": settled})
+        self.said_to = settled[-1]["end"]
         self.commits += 1
         if self.args.verbose:
             log("settled %.2f-%.2f s: %r" % (open_start / RATE, seconds, text))

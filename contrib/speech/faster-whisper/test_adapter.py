@@ -702,6 +702,19 @@ class LiveTests(unittest.TestCase):
         self.assertEqual([(f["start"], f["end"]) for f in finals], [(0.3, 1.0), (7.4, 8.1)])
         self.assertEqual(finals[1]["text"], "He was not")
 
+    def test_a_word_the_decode_after_a_pause_puts_in_the_quiet_before_it_is_dropped_whatever_it_is_heard_as(self):
+        """Attack 38: the fading end of "married" in the pre-roll heard as "marry." or as "he married." joined the
+        next final ("marry. He was not", "he He was not") when only the last final's last word spelled alike was
+        dropped there. The last final's decode heard all of the pause up to its end: no word there is new."""
+        for label, pre in (("another word", [(" marry.", 0.0, 0.1)]),
+                           ("two words", [(" he", 0.0, 0.05), (" married.", 0.05, 0.1)]),
+                           ("a word the last final did not end with", [(" him.", 0.0, 0.1)])):
+            with self.subTest(label):
+                said = pre + [(" He", 0.2, 0.4), (" was", 0.4, 0.6), (" not", 0.6, 0.9)]
+                finals = self.cut_phrase(fake_segment("".join(w for w, _, _ in said), words=said))
+                self.assertEqual([(f["start"], f["end"]) for f in finals], [(0.3, 1.0), (7.4, 8.1)])
+                self.assertEqual(finals[1]["text"], "He was not")
+
     def cut_phrase(self, second):
         """The finals of 7.2 s of speech, a 0.3 s pause and 3 s more, the utterances decoded as "Had he married"
         and `second`; checks that the second is decoded with 0.15 s of the pause before it."""
@@ -724,16 +737,6 @@ class LiveTests(unittest.TestCase):
         self.assertEqual(decoder.model.calls[1][0], int(3.45 * RATE) + int(0.15 * RATE), "no quiet before it")
         return [json.loads(line) for line in stream.getvalue().splitlines() if b'"final"' in line]
 
-    def test_a_word_the_decode_after_a_cut_puts_before_it_is_kept_unless_it_is_the_last_final_word(self):
-        """Attack 37's C8: a run-on's settle cut went through a short "and"; the decode after the cut put its "And"
-        before the cut, where only the fading end of the last settled word is dropped, and the word was in no
-        final. Only the last final's last word is dropped there; another word is kept, at the cut."""
-        second = fake_segment(" And he was not", words=[(" And", 0.0, 0.1), (" he", 0.2, 0.4), (" was", 0.4, 0.6),
-                                                         (" not", 0.6, 0.9)])
-        finals = self.cut_phrase(second)
-        self.assertEqual([(f["start"], f["end"]) for f in finals], [(0.3, 1.0), (7.35, 8.1)], "\"And\" at the cut")
-        self.assertEqual(finals[1]["text"], "And he was not")
-
     def test_words_two_partials_agree_on_are_settled_at_a_clause_end_before_the_utterance_ends(self):
         """A long utterance was settled only once it closed, decoded whole: a 7.7 s phrase of the bench's monologue
         settled 1.33 s after its end, and a speaker who never paused waited 2 s. Once an utterance holds 3 s, its
@@ -741,31 +744,9 @@ class LiveTests(unittest.TestCase):
         after it, settles the words before it as a final, cut at the quietest frame between the two words. The
         rest goes on from the cut, decoded with the last 0.15 s before it. (A comma settles only once the utterance
         holds CLAUSE_AFTER seconds: here from its start.)"""
-        import io
-        self.enterContext(unittest.mock.patch.object(engine, "CLAUSE_AFTER", 0.0))
-
-        def decode(*words):
-            return [fake_segment("".join(w for w, _, _ in words), words=[(w, s + 4.5, e + 4.5) for w, s, e in words])]
-
-        heard = [(" Had", 0.3, 0.5), (" he", 0.5, 0.6), (" married,", 0.6, 1.0), (" a", 1.1, 1.2), (" more", 1.2, 1.5)]
-        stream = io.BytesIO()
-        decoder = engine.Engine(engine.parse_args([]), engine.Output(stream), self.numpy)
-        # "married," ends at 5.5 s, less than a second before the audio's end (6.3 s): not settled alone.
-        decoder.model = FakeModel(decode(*heard), decode(*heard, (" amiable", 1.6, 2.0)), [])
-        speech = self.numpy.frombuffer(self.speech(6.0), dtype="<i2").reshape(-1, engine.FRAME).copy()
-        speech[1::5] //= 50  # a quiet frame in five, as speech has, so that the noise floor stays under it
-        boundary = int(round((5.55 - 0.3) / 0.03))  # the frame at 5.55 s, between "married," and "a"
-        speech[boundary] //= 500
-        speech[boundary - 4] = 0  # quieter still, but at 5.43 s: inside "married,"
-        decoder._add_audio(silence(0.3) + speech.tobytes(), time.monotonic())
-        _, open_start, _ = decoder._plan()
-        self.assertEqual(open_start, 0)
-        wait = decoder._live(open_start)
+        decoder, stream = self.settle_married([])
         self.assertTrue(decoder.model.calls[0][1]["word_timestamps"], "a partial of 3 s or more: word timings")
         self.assertFalse(decoder.model.calls[0][1]["vad_filter"])
-        self.assertNotIn(b'"final"', stream.getvalue(), "one partial alone settles nothing")
-        decoder.last_partial -= wait
-        decoder._live(open_start)
         lines = [json.loads(line) for line in stream.getvalue().splitlines()]
         finals = [line for line in lines if line["type"] == "final"]
         self.assertEqual(len(finals), 1, lines)
@@ -776,13 +757,57 @@ class LiveTests(unittest.TestCase):
         self.assertEqual([w["word"] for w in finals[0]["words"]], ["Had", "he", "married,"])
         self.assertEqual(lines[-1], {"type": "partial", "text": "a more amiable", "start": 5.6,
                                      "end": lines[-1]["end"], "words": []})
+        samples, _ = decoder.model.calls[2]
+        self.assertEqual(samples, decoder.received - cut + engine.PREROLL, "the rest, with 0.15 s before it")
+
+    def test_a_word_the_decode_after_a_settle_cut_puts_before_it_is_kept_if_after_the_last_final_end(self):
+        """Attack 37's C8: a run-on's settle cut went through a short "and"; the decode after the cut put its "And"
+        before the cut, and the word was in no final. A word there whose middle is after the last final's end is
+        kept, at the cut; the fading end of the last final's word, whatever it is heard as, is not (attack 38)."""
+        for label, pre, said in (("a word after the final's end", [(" And", 0.11, 0.145)], "And a more"),
+                                 ("the fading end", [(" married.", 0.0, 0.1)], "a more"),
+                                 ("heard as another word", [(" marry.", 0.0, 0.1)], "a more"),
+                                 ("heard as two words", [(" he", 0.0, 0.05), (" married.", 0.05, 0.1)], "a more")):
+            with self.subTest(label):
+                # the decode after the cut (5.55 s) begins 0.15 s before it; "married," ended at 5.5 s
+                words = pre + [(" a", 0.2, 0.3), (" more", 0.3, 0.6)]
+                decoder, stream = self.settle_married([fake_segment("".join(w for w, _, _ in words), words=words)])
+                last = json.loads(stream.getvalue().splitlines()[-1])
+                self.assertEqual((last["type"], last["text"]), ("partial", said))
+                self.assertEqual(last["start"], 5.55 if said.startswith("And") else 5.6)
+
+    def settle_married(self, after):
+        """An engine on a fake model that settles "Had he married," of a 6 s utterance at a cut at 5.55 s, then is
+        fed 1 s more and decodes it as a partial (`after`): (the engine, its output)."""
+        import io
+        self.enterContext(unittest.mock.patch.object(engine, "CLAUSE_AFTER", 0.0))
+
+        def decode(*words):
+            return [fake_segment("".join(w for w, _, _ in words), words=[(w, s + 4.5, e + 4.5) for w, s, e in words])]
+
+        heard = [(" Had", 0.3, 0.5), (" he", 0.5, 0.6), (" married,", 0.6, 1.0), (" a", 1.1, 1.2), (" more", 1.2, 1.5)]
+        stream = io.BytesIO()
+        decoder = engine.Engine(engine.parse_args([]), engine.Output(stream), self.numpy)
+        # "married," ends at 5.5 s, less than a second before the audio's end (6.3 s): not settled alone.
+        decoder.model = FakeModel(decode(*heard), decode(*heard, (" amiable", 1.6, 2.0)), after)
+        speech = self.numpy.frombuffer(self.speech(6.0), dtype="<i2").reshape(-1, engine.FRAME).copy()
+        speech[1::5] //= 50  # a quiet frame in five, as speech has, so that the noise floor stays under it
+        boundary = int(round((5.55 - 0.3) / 0.03))  # the frame at 5.55 s, between "married," and "a"
+        speech[boundary] //= 500
+        speech[boundary - 4] = 0  # quieter still, but at 5.43 s: inside "married,"
+        decoder._add_audio(silence(0.3) + speech.tobytes(), time.monotonic())
         _, open_start, _ = decoder._plan()
-        self.assertEqual(open_start, cut)
+        self.assertEqual(open_start, 0)
+        wait = decoder._live(open_start)
+        self.assertNotIn(b'"final"', stream.getvalue(), "one partial alone settles nothing")
+        decoder.last_partial -= wait
+        decoder._live(open_start)
+        _, open_start, _ = decoder._plan()
+        self.assertEqual(open_start, decoder.floor)
         decoder._add_audio(self.speech(1.0), time.monotonic())
         decoder.last_partial = 0.0
         decoder._live(open_start)
-        samples, _ = decoder.model.calls[2]
-        self.assertEqual(samples, decoder.received - cut + engine.PREROLL, "the rest, with 0.15 s before it")
+        return decoder, stream
 
     def breath_then_on(self, *results, decodes=2):
         """An engine on a fake model (`results`) fed 3.5 s of speech and a breath (0.35 s), which it decodes ahead of
