@@ -58,7 +58,7 @@ public final class EventLoop {
     private var timers = TimerQueue()
     private var armedDeadline: MonotonicInstant?
     private var isRunning = false
-    /// Work for the loop's next turn (`execute`), run after the current batch of events, in order.
+    /// Work for the end of the loop's current turn (`execute`), run after the current batch of events, in order.
     private var deferred: [() -> Void] = []
     /// Work given way to other inputs (`executeAfterPolling`): run on the turn after the next poll.
     private var afterPolling: [() -> Void] = []
@@ -245,11 +245,12 @@ public final class EventLoop {
 
     // MARK: - Deferred work
 
-    /// Runs `task` on this loop's next turn: after every handler of the current batch has returned, before
-    /// the loop sleeps again (SwiftNIO's `EventLoop.execute`, MPD's `DeferEvent`), or sooner, between two
-    /// handlers, when a timer fires there (its events are then sent at once). What one input triggers for
-    /// others (sending a subscriber its events, resuming a paused reader) goes here, so no handler ever runs
-    /// inside another. Tasks that a task schedules run on the turn after, or after the next timer.
+    /// Runs `task` at the end of this loop's current turn (not a later one: that is `executeAfterPolling`):
+    /// after every handler of the current batch has returned, before the loop sleeps again (SwiftNIO's
+    /// `EventLoop.execute`, MPD's `DeferEvent`), or sooner, between two handlers, when a timer fires there
+    /// (its events are then sent at once). What one input triggers for others (sending a subscriber its
+    /// events, resuming a paused reader) goes here, so no handler ever runs inside another. Tasks that a task
+    /// schedules run on the turn after, or after the next timer.
     public func execute(_ task: @escaping () -> Void) {
         deferred.append(task)
     }
@@ -260,7 +261,7 @@ public final class EventLoop {
         afterPolling.append(task)
     }
 
-    /// Whether work is waiting for the next turn.
+    /// Whether work is waiting for the end of the turn or the next poll.
     public var hasDeferredWork: Bool { !deferred.isEmpty || !afterPolling.isEmpty }
 
     /// Runs the tasks queued before this call; returns how many ran. (Those they queue wait for the next

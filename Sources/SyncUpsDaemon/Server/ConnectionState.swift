@@ -147,7 +147,7 @@ struct ConnectionState: Equatable {
         case none
         /// Update the socket's interest (`EPOLLIN` follows `isReading`).
         case updateInterest
-        /// Update the interest, and handle the lines already received on the loop's next turn (they are in
+        /// Update the interest, and handle the lines already received at the end of the loop's turn (they are in
         /// our buffer, not the kernel's: the socket may never become readable again).
         case resumeInput
         /// Handle the input now (a yielded backlog's turn came).
@@ -164,7 +164,7 @@ struct ConnectionState: Equatable {
         /// Give back its descriptor, watch, timer and subscriptions.
         case release(cancel: ReplyJob?)
         /// The client is gone: read what it sent before (all in the socket now), stop watching the socket,
-        /// drop its output and subscriptions, and carry out its lines (on the loop's next turn, or when its
+        /// drop its output and subscriptions, and carry out its lines (at the end of the loop's turn, or when its
         /// hold ends). `cancel`: a reply being made that nobody will read.
         case finishInput(cancel: ReplyJob?)
     }

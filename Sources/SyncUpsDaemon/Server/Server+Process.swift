@@ -165,15 +165,15 @@ extension Server {
         }
     }
 
-    /// Queues a reply made off the loop and lets its connection go on with the lines it sent meanwhile (on
-    /// the loop's next turn, as a reader resumes). A connection closed meanwhile gets nothing.
+    /// Queues a reply made off the loop and lets its connection go on with the lines it sent meanwhile (at
+    /// the end of the loop's turn, as a reader resumes). A connection closed meanwhile gets nothing.
     private func answer(_ later: LaterReply) {
         guard let connection = connections[later.connection] else { return }
         switch apply(.deferredReplyMade, to: connection) {
         case .queueReply(let id):
             queueReply(id: id, outcome: later.outcome, to: connection)
             flush(connection)
-            if !connection.isClosed { handleInputOnNextTurn(connection) }
+            if !connection.isClosed { handleInputAtEndOfTurn(connection) }
         case let other:
             perform(other, on: connection)  // `.discardReply`: nobody waits for it
         }

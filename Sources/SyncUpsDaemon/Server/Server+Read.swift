@@ -59,7 +59,7 @@ extension Server {
     /// The client is gone (`ConnectionState.Input.gone`): what it sent before is all in the socket now, so it
     /// is read to its end (up to a line's limit beyond what is held, for a client that only shut its reading
     /// side and writes on), the socket is no longer watched (a hang-up would be reported at every turn), its
-    /// output and subscriptions are dropped, and its lines are carried out on the loop's next turn.
+    /// output and subscriptions are dropped, and its lines are carried out at the end of the loop's turn.
     func finishInput(_ connection: Connection) {
         // All of what is queued now, and its end; past that, one buffer more at most (a client that shut only
         // its reading side may write on for ever).
@@ -95,7 +95,7 @@ extension Server {
         subscriptions.remove(connection.topics)
         connection.topics = []
         connection.output.discardAll()
-        handleInputOnNextTurn(connection)
+        handleInputAtEndOfTurn(connection)
     }
 
     /// Handles what the input holds, watches what is left of a line, and sends the replies.

@@ -41,7 +41,7 @@ struct Subscriptions {
 /// Subscriptions: publishing events to the clients that follow a topic.
 extension Server {
     /// Publishes an event to every client subscribed to `topic`, numbered with the next `seq`. The line is
-    /// encoded once and queued to every subscriber; the sockets are written on the loop's next turn, so
+    /// encoded once and queued to every subscriber; the sockets are written at the end of the loop's turn, so
     /// publishing never runs anything of another client's.
     func publish(_ topic: Topic, _ name: String, _ data: @autoclosure () -> JSONValue) {
         guard subscriptions.number(topic) else { return }

@@ -37,7 +37,7 @@ extension Server {
     }
 
     /// Sends what the socket takes now; arranges to be called again when it takes more. Never handles input:
-    /// a paused reader that has caught up resumes on the loop's next turn.
+    /// a paused reader that has caught up resumes at the end of the loop's turn (`EventLoop.execute`).
     func flush(_ connection: Connection) {
         guard !connection.isClosed else { return }
         if connection.state.acceptsOutput { sendQueued(connection) }
@@ -95,10 +95,11 @@ extension Server {
         handle(.outputPassedPauseThreshold, on: connection)
     }
 
-    /// Handles the lines a connection already received on the loop's next turn, if it still handles input
-    /// then: after a pause or an awaited reply (the socket may never become readable again: they are in
-    /// our buffer, not the kernel's).
-    func handleInputOnNextTurn(_ connection: Connection) {
+    /// Handles the lines a connection already received at the end of the loop's current turn
+    /// (`EventLoop.execute`; not after another poll, as `yieldTurn` does), if it still handles input then:
+    /// after a pause or an awaited reply (the socket may never become readable again: they are in our
+    /// buffer, not the kernel's).
+    func handleInputAtEndOfTurn(_ connection: Connection) {
         loop.execute { [weak self, weak connection] in
             guard let self, let connection, connection.state.handlesInput else { return }
             processInputAndFlush(connection)

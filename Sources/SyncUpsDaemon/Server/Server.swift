@@ -10,15 +10,15 @@ typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValu
 /// Accepts clients on the Unix socket, reads their request lines, writes replies and events without ever
 /// blocking on a client, and cuts off clients that stop reading.
 ///
-/// All on the event loop's thread, and run to completion: each input (a client's readable socket, a timer,
-/// a mailbox message) is handled whole before the next, and nothing here runs another client's input from
+/// All on the event loop's thread, and run to completion: each input (a client's readable socket, a timer, a
+/// mailbox message) is handled whole before the next, and nothing here runs another client's input from
 /// inside a handler. `publish` only encodes the event once and queues it; the subscribers' sockets are
-/// written on the loop's next turn (`EventLoop.execute`), and a client whose reading was paused for unread
-/// output resumes from the loop too, never from inside a send. So events reach every subscriber in `seq`
-/// order, and each after the change it describes. A request is answered before the next line of the same
-/// client is read, so replies come in request order; an event published while handling a request is queued
-/// before that request's reply, on the requester's connection too: a subscribed client reads
-/// `syncup.created` before the reply to its own `syncups.create`.
+/// written at the end of the loop's current turn (`EventLoop.execute`, not a later turn), and a client whose
+/// reading was paused for unread output resumes from the loop too, never from inside a send. So events reach
+/// every subscriber in `seq` order, and each after the change it describes. A request is answered before the
+/// next line of the same client is read, so replies come in request order; an event published while handling
+/// a request is queued before that request's reply, on the requester's connection too: a subscribed client
+/// reads `syncup.created` before the reply to its own `syncups.create`.
 ///
 /// One file per concern, as MPD's `src/client/`: this one holds the state and closing;
 /// `Server+Accept` (the listener, admission), `Server+Read` (reading, framing, the turn budget),
@@ -56,7 +56,7 @@ final class Server {
     var subscriberCount: Int { subscriptions.subscriberCount }
     /// The number of the last event published; strictly increasing for the daemon's lifetime.
     var seq: Int { subscriptions.seq }
-    /// Connections with output queued by `publish`, sent on the loop's next turn, by number.
+    /// Connections with output queued by `publish`, sent at the end of the loop's turn, by number.
     var pendingFlush: [Int: Connection] = [:]
 
     /// The last `status`-like reply, replayed for the same line while its generation holds.
@@ -152,7 +152,7 @@ final class Server {
             updateInterest(connection)
         case .resumeInput:
             updateInterest(connection)
-            handleInputOnNextTurn(connection)
+            handleInputAtEndOfTurn(connection)
         case .handleInput:
             processInputAndFlush(connection)
         case .closeOnItsTurn(let job):
