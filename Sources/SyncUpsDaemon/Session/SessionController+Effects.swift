@@ -67,12 +67,13 @@ extension SessionController {
                     mailbox.post(.recorderStopped(meetingID))
                 }
             case .abandonRecorder:
-                // After the discard's removal of the meeting's temporary files, on the same worker. What the
-                // start's open made is stopped here, or by the open itself if it answers later
-                // (`OpenedRecorders`); the audio files an open still hanging has begun go now.
-                let (opened, directory, meeting) = (session.openedRecorders, state.dataDirectory, session.meetingID)
+                // Given up here, at once: an open answering from now on makes no file (`OpenedRecorders`), even
+                // while the worker is busy. What the start's open made so far is stopped after the discard's
+                // removal of the meeting's temporary files, on the same worker, with any audio file begun.
+                let (directory, meeting) = (state.dataDirectory, session.meetingID)
+                let recorders = session.openedRecorders.abandon()
                 cleanup.run {
-                    for recorder in opened.abandon() { recorder.stop(keepsFile: false) }
+                    for recorder in recorders { recorder.stop(keepsFile: false) }
                     for suffix in [MeetingFiles.audio, MeetingFiles.callAudio] {
                         unlink(directory.sidecar(meeting, suffix))
                     }

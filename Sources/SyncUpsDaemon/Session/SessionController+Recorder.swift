@@ -15,8 +15,8 @@ extension SessionController {
     /// from the source the machine was handed, if any, and the mixer that gives the recognizer both, opened on
     /// the clean-up worker (an ALSA open, or the sound server's, which waits up to 1.5 s for a hung server, must
     /// not stop the loop), after what the last meeting queued there (its devices closed first). The fact
-    /// comes back through the mailbox (`recorderOpened`); a meeting ended meanwhile has its recorders stopped by
-    /// `abandonRecorder`, queued on the same worker after this.
+    /// comes back through the mailbox (`recorderOpened`); a meeting ended meanwhile gives its recording up at
+    /// once (`abandonRecorder`), and what the open made is stopped on the same worker after this.
     func startRecorder(_ session: ActiveSession, call: String?) {
         let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
         session.microphoneThroughServer =
@@ -44,7 +44,7 @@ extension SessionController {
     }
 
     /// The recording opened off the loop: its recorders become the session's, and the machine hears how it
-    /// went. Nothing for a meeting that ended meanwhile (its `abandonRecorder` stopped them on the worker).
+    /// went. Nothing for a meeting that ended meanwhile (its `abandonRecorder` has them stopped on the worker).
     func recorderOpened(_ opened: OpenedRecording, in session: ActiveSession) {
         guard session.machine.recorder == .starting else { return }
         session.recorder = opened.recorder
@@ -81,7 +81,7 @@ struct OpenedRecording: Sendable {
     var fact: SessionMachine.Event
 }
 
-/// Every recorder a meeting's start opened, for the clean-up worker: `abandonRecorder` stops them even when it
+/// Every recorder a meeting's start opened: `abandonRecorder` (on the loop) takes them to stop even when it
 /// came before the loop heard that they opened (a meeting discarded while it started), and refuses any the
 /// open makes after it (an open that answered past its deadline, or queued behind one that never did).
 final class OpenedRecorders: Sendable {
