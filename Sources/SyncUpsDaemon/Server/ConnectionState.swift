@@ -1,6 +1,5 @@
 import SyncUpsJSON
 import SyncUpsPOSIX
-import Synchronization
 
 /// Where one connection is in its life, and its deadlines, as one value. Each fact about it (the output
 /// passed the pause threshold, the socket hung up, a reply made off the loop came back) goes through
@@ -420,20 +419,4 @@ extension ConnectionState.Hold {
     var job: ReplyJob? {
         if case .awaitingReply(_, let job) = self { job } else { nil }
     }
-}
-
-/// A reply being made off the loop (`ReplyBody.later`), cancelled when the connection that asked closed, was
-/// cut off or dropped: a read skips itself or stops at its next chunk (five clients that asked for a 22 MB
-/// meeting and hung up held another client's small read up for 33 s, each read done for nobody).
-final class ReplyJob: Sendable, Equatable {
-    private let cancelled = Mutex(false)
-
-    var isCancelled: Bool { cancelled.withLock { $0 } }
-
-    /// Nobody will read the reply: a read not started is not made, one running stops at its next chunk.
-    func cancel() {
-        cancelled.withLock { $0 = true }
-    }
-
-    static func == (lhs: ReplyJob, rhs: ReplyJob) -> Bool { lhs === rhs }
 }

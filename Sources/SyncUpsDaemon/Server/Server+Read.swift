@@ -233,17 +233,6 @@ extension Server {
         )
     }
 
-    /// Sends one error line (id null) and closes the connection once it is sent; what it sent is dropped,
-    /// and a reply being made for it is not made if it has not started.
-    func drop(_ connection: Connection, _ error: ProtocolError) {
-        guard case .sendErrorThenClose(let job) = apply(.dropped, to: connection) else { return }
-        job?.cancel()
-        enqueue(Wire.failure(id: .null, error: error), to: connection)
-        connection.input = []
-        connection.inputStart = 0
-        flush(connection)
-    }
-
     /// After a replayed line: answers the lines right after it that are the same bytes again (each with its
     /// newline, at most `limit`) with the same reply, all appended at once; returns how many. What a status
     /// bar or a script sending `status` in a batch costs per line is then a compare and a copy.

@@ -11,24 +11,6 @@ extension Server {
         connection.output.append(bytes)
     }
 
-    /// The output limit, the one place it is checked: a client with more than `maxOutputBytes` unread (with
-    /// `adding` more about to be queued) is cut off, and closed on its own turn, by `flush`: never inside the
-    /// request of another client whose event overflowed it. Returns whether it is over.
-    @discardableResult
-    func cutOffIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
-        let unread = connection.output.count + adding
-        guard unread > limits.maxOutputBytes else { return false }
-        let action = apply(.outputOverLimit, to: connection)
-        if case .closeOnItsTurn = action {  // else it was cut off already
-            logger.throttled(
-                .notice, "client.closed",
-                "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
-            )
-        }
-        perform(action, on: connection)
-        return true
-    }
-
     /// Flushes `connection` at the end of the loop's turn (`flushPending`), once however often it is asked.
     func flushAtEndOfTurn(_ connection: Connection) {
         guard !connection.isClosed, pendingFlush[connection.number] == nil else { return }

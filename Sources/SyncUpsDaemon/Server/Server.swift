@@ -20,12 +20,13 @@ typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValu
 /// a request is queued before that request's reply, on the requester's connection too: a subscribed client
 /// reads `syncup.created` before the reply to its own `syncups.create`.
 ///
-/// One file per concern, as MPD's `src/client/`: this one holds the state and closing;
-/// `Server+Accept` (the listener, admission), `Server+Read` (reading, framing, the turn budget),
-/// `Server+Process` (the one decode path: a line to its reply, replies made off the loop), `Server+Write`
-/// (sending, pausing, the output limit), `Server+Timeouts` (one timer per connection at its state's next deadline),
-/// `Server+Subscriptions` (topics, `publish`), `ReplayCache`; each connection's state is a
-/// `ConnectionState`, whose methods say what the server is to do.
+/// One file per concern, as MPD's `src/client/`: this one holds the state and performs what a connection's
+/// `ConnectionState` decides; `Server+Accept` (the listener, admission), `Server+Read` (reading, framing, the
+/// turn budget), `Server+Process` (the one decode path: a line to its reply), `Server+LaterReplies` (replies
+/// made off the loop: the reply thread, the mailbox back, `ReplyJob`), `Server+Write` (sending, pausing),
+/// `Server+Close` (closing, cutting off at the output limit, dropping after an error line), `Server+Timeouts`
+/// (one timer per connection at its state's next deadline), `Server+Subscriptions` (topics, `publish`),
+/// `ReplayCache`.
 final class Server {
     /// What the daemon answers a request with.
     typealias Handler = (Request, Connection) -> Result<ReplyBody, ProtocolError>
@@ -170,29 +171,6 @@ final class Server {
             job?.cancel()
             assertionFailure("an error line must be queued where the connection is dropped (`drop`)")
         }
-    }
-
-    // MARK: - Closing
-
-    func close(_ connection: Connection, reason: String?) {
-        guard !connection.isClosed else { return }
-        if let reason {
-            logger.throttled(.notice, "client.closed", "closing \(connection.label): \(reason)")
-        } else {
-            logger.debug("\(connection.label) disconnected")
-        }
-        handle(.closed, on: connection)
-    }
-
-    /// Gives back what a closed connection held.
-    private func release(_ connection: Connection) {
-        if let watch = connection.watch { loop.unwatch(watch) }
-        cancelDeadline(connection)
-        subscriptions.remove(connection.topics)
-        connection.fd.close()
-        listenerGate?.resume()  // a descriptor is free: accept again if short of them
-        connections[connection.number] = nil
-        noteReleased(connection.input.capacity + connection.output.capacity)
     }
 
     /// Counts buffer bytes given back to the allocator; schedules a heap trim once there are enough.

@@ -1,0 +1,56 @@
+import SyncUpsPOSIX
+import SyncUpsProtocol
+
+/// Ending a connection: `close` (now), `cutOffIfOverOutputLimit` (over its output limit: closed on its own turn),
+/// `drop` (one error line, then closed), and `release`, what a closed connection gives back.
+extension Server {
+    func close(_ connection: Connection, reason: String?) {
+        guard !connection.isClosed else { return }
+        if let reason {
+            logger.throttled(.notice, "client.closed", "closing \(connection.label): \(reason)")
+        } else {
+            logger.debug("\(connection.label) disconnected")
+        }
+        handle(.closed, on: connection)
+    }
+
+    /// Gives back what a closed connection held.
+    func release(_ connection: Connection) {
+        if let watch = connection.watch { loop.unwatch(watch) }
+        cancelDeadline(connection)
+        subscriptions.remove(connection.topics)
+        connection.fd.close()
+        listenerGate?.resume()  // a descriptor is free: accept again if short of them
+        connections[connection.number] = nil
+        noteReleased(connection.input.capacity + connection.output.capacity)
+    }
+
+    /// The output limit, the one place it is checked: a client with more than `maxOutputBytes` unread (with
+    /// `adding` more about to be queued) is cut off, and closed on its own turn, by `flush`: never inside the
+    /// request of another client whose event overflowed it. Returns whether it is over.
+    @discardableResult
+    func cutOffIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
+        let unread = connection.output.count + adding
+        guard unread > limits.maxOutputBytes else { return false }
+        let action = apply(.outputOverLimit, to: connection)
+        if case .closeOnItsTurn = action {  // else it was cut off already
+            logger.throttled(
+                .notice, "client.closed",
+                "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
+            )
+        }
+        perform(action, on: connection)
+        return true
+    }
+
+    /// Sends one error line (id null) and closes the connection once it is sent; what it sent is dropped,
+    /// and a reply being made for it is not made if it has not started.
+    func drop(_ connection: Connection, _ error: ProtocolError) {
+        guard case .sendErrorThenClose(let job) = apply(.dropped, to: connection) else { return }
+        job?.cancel()
+        enqueue(Wire.failure(id: .null, error: error), to: connection)
+        connection.input = []
+        connection.inputStart = 0
+        flush(connection)
+    }
+}
