@@ -2,30 +2,34 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 
 /// Where one connection is in its life, and its deadlines, as one value. Each fact about it (the output
-/// passed the pause threshold, the socket hung up, a reply made off the loop came back) goes through
-/// `apply`, whose one table (`transition(from:on:)`) says for every phase what the fact does: a legal fact
-/// moves the phase and returns the action the server performs, a harmless repeat is a named no-op, and an
-/// impossible one is a programmer error (`Server.apply` reports it, and stops a debug build). Time is a fact
-/// too: the state keeps since when its output has waited unread and since when its input has held part of a
-/// line, and `expire(at:)` answers what to do at a given instant (read first, time out the line, close, or
-/// nothing), so a test drives the deadlines as values without a socket or a clock. In the manner of
-/// SwiftNIO's `NIOTypedHTTPServerUpgraderStateMachine` (methods return actions) and `IdleStateHandler` (a
-/// timer that fires early finds the deadline moved and re-arms); MPD keeps the same facts in `src/client/`.
+/// passed the pause threshold, the socket hung up, a reply made off the loop came back) goes through a table
+/// that says for every phase what the fact does: a legal fact moves the phase and returns the action the
+/// server performs, a harmless repeat is a named no-op, and an impossible one is a programmer error
+/// (`Server.action` reports it, and stops a debug build). Each kind of fact returns only the actions its
+/// caller can perform, so the compiler checks that every one is: `apply(_:)` an `Action` (`Server.perform`),
+/// `replyMade()` a `ReplyAction` (`Server.answer`, which has the reply), `drop()` a `DropAction`
+/// (`Server.drop`, which has the error line). Hang-ups (`hungUp()`), sends (`afterSend`) and time (`expire(at:)`) are decided
+/// beside the table, not in it, because they turn on amounts no phase holds (bytes unsent, lines pending,
+/// instants against deadlines) and most of their answers move no phase. The state keeps since when its
+/// output has waited unread and since when its input has held part of a line, so a test drives the deadlines
+/// as values without a socket or a clock. In the manner of SwiftNIO's
+/// `NIOTypedHTTPServerUpgraderStateMachine` (methods return actions) and `IdleStateHandler` (a timer that
+/// fires early finds the deadline moved and re-arms); MPD keeps the same facts in `src/client/`.
 ///
 /// ```
 /// holds: from open(.none, input) and back to it, the input unchanged
 ///     outputPassedPauseThreshold ─► .pausedForOutput ─► outputReadDown
 ///     turnBudgetSpent            ─► .yielding        ─► loopPolled
-///     replyDeferred(id, job)     ─► .awaitingReply   ─► deferredReplyMade (queue the reply)
+///     replyDeferred(id, job)     ─► .awaitingReply   ─► replyMade() (queue the reply)
 ///
 /// open(.none, .open) ── inputEnded ──► open(_, .closed) ── flushed, all answered, no subscription ───┐
-///      │ dropped (line too long; request_timeout from expire)                                        │
+///      │ drop() (line too long; request_timeout from expire)                                         │
 ///      ▼                                                                                             ▼
 ///   draining ─────────────────────────── flushed ─────────────────────────────────────────────► closed
 ///      │ outputOverLimit (from open too)                                                             ▲
 ///      └────────────────────────────► cutOff ── its own turn (flush) ────────────────────────────────┘
 /// every phase ── closed (hang-up, send error, closeStalled from expire) ──► closed
-/// leaving .awaitingReply but by deferredReplyMade cancels its job (`ReplyJob`)
+/// leaving .awaitingReply but by replyMade() cancels its job (`ReplyJob`)
 /// ```
 struct ConnectionState: Equatable {
     /// Why an open connection handles no input for now.
@@ -112,9 +116,9 @@ struct ConnectionState: Equatable {
         }
     }
 
-    // MARK: - Facts, and the one table of what each does in each phase
+    // MARK: - Facts, and the tables of what each does in each phase
 
-    /// Everything that happens to a connection, apart from time (`expire`) and sends (`afterSend`).
+    /// What happens to a connection in its life, whose action `Server.perform` carries out whatever the fact.
     enum Fact: Equatable {
         /// Its unsent output reached `readPauseThreshold`.
         case outputPassedPauseThreshold
@@ -126,12 +130,8 @@ struct ConnectionState: Equatable {
         case loopPolled
         /// A request's reply is being made off the loop by `job` (already queued on the reply thread).
         case replyDeferred(id: JSONValue, job: ReplyJob)
-        /// The reply made off the loop came back.
-        case deferredReplyMade
         /// The client shut its sending side (read returned 0).
         case inputEnded
-        /// One error line is to be sent and the connection closed once it is; what it sent is dropped.
-        case dropped
         /// Its unread output would pass the output limit.
         case outputOverLimit
         /// The client is gone: it hung up, or a send found it closed.
@@ -140,7 +140,7 @@ struct ConnectionState: Equatable {
         case closed
     }
 
-    /// What the server does after a fact.
+    /// What the server does after a `Fact`: every case is one `Server.perform` carries out.
     enum Action: Equatable {
         /// Nothing.
         case none
@@ -151,14 +151,8 @@ struct ConnectionState: Equatable {
         case resumeInput
         /// Handle the input now (a yielded backlog's turn came).
         case handleInput
-        /// Queue the reply made off the loop, answering `id`, flush, and handle the lines sent meanwhile.
-        case queueReply(id: JSONValue)
-        /// Nobody waits for the reply made off the loop: drop it.
-        case discardReply
-        /// Queue the one error line and flush; the connection closes once it is sent. `cancel` is a reply
+        /// Close it on its own turn: flush it at the end of the loop's turn, which closes it. `cancel` is a reply
         /// being made off the loop that nobody will read (`ReplyJob.cancel`).
-        case sendErrorThenClose(cancel: ReplyJob?)
-        /// Close it on its own turn: flush it at the end of the loop's turn, which closes it.
         case closeOnItsTurn(cancel: ReplyJob?)
         /// Give back its descriptor, watch, timer and subscriptions.
         case release(cancel: ReplyJob?)
@@ -168,8 +162,25 @@ struct ConnectionState: Equatable {
         case finishInput(cancel: ReplyJob?)
     }
 
-    /// What a fact does in a phase.
-    enum Transition: Equatable {
+    /// What the server does when the reply made off the loop comes back (`replyMade`); only `Server.answer`,
+    /// which holds the reply, gets one.
+    enum ReplyAction: Equatable {
+        /// Queue the reply, answering `id`, flush, and handle the lines sent meanwhile.
+        case queueReply(id: JSONValue)
+        /// Nobody waits for the reply: drop it.
+        case discardReply
+    }
+
+    /// What the server does when it drops the connection (`drop`); only `Server.drop`, which holds the error
+    /// line, gets one.
+    enum DropAction: Equatable {
+        /// Queue the one error line and flush; the connection closes once it is sent. `cancel` is a reply being
+        /// made off the loop that nobody will read.
+        case sendErrorThenClose(cancel: ReplyJob?)
+    }
+
+    /// What a fact does in a phase, with the action of its kind (`Action`, `ReplyAction`, `DropAction`).
+    enum Transition<Action: Equatable>: Equatable {
         /// A legal fact: the phase moves and the server performs the action.
         case move(to: Phase, Action)
         /// A harmless repeat or a fact that came too late (a reply for a connection cut off meanwhile): the
@@ -182,7 +193,7 @@ struct ConnectionState: Equatable {
     /// The table: every (phase, fact) pair, decided. No `default`: a new phase or fact does not compile until
     /// each pair is decided here, and `ConnectionStateTests.theTableDecidesEveryPhaseAgainstEveryFact` fails
     /// until it is decided there too.
-    static func transition(from phase: Phase, on fact: Fact) -> Transition {
+    static func transition(from phase: Phase, on fact: Fact) -> Transition<Action> {
         switch (phase, fact) {
         // A gone client's output is dropped as it is queued (`Server.sendQueued`): it never fills up.
         case (.open(.none, .gone), .outputPassedPauseThreshold):
@@ -197,7 +208,7 @@ struct ConnectionState: Equatable {
         case (_, .outputPassedPauseThreshold), (_, .turnBudgetSpent), (_, .replyDeferred):
             return .impossible
 
-        // Each hold ends by its own fact.
+        // Each hold ends by its own fact (a reply's by `replyMade`).
         case (.open(.pausedForOutput, let input), .outputReadDown):
             return .move(to: .open(.none, input), .resumeInput)
         case (_, .outputReadDown):
@@ -209,13 +220,6 @@ struct ConnectionState: Equatable {
             // Cut off or closed (a send failed, a stall) while it waited for its turn.
             return .ignore(.none)
         case (_, .loopPolled):
-            return .impossible
-        case (.open(.awaitingReply(let id, _), let input), .deferredReplyMade):
-            return .move(to: .open(.none, input), .queueReply(id: id))
-        case (.draining, .deferredReplyMade), (.cutOff, .deferredReplyMade), (.closed, .deferredReplyMade):
-            // Dropped, cut off (an event overflowed it) or closed while the reply was made.
-            return .ignore(.discardReply)
-        case (.open, .deferredReplyMade):
             return .impossible
 
         // A client gone: what it sent is still carried out, unread replies dropped; a hold goes on to its end,
@@ -234,13 +238,6 @@ struct ConnectionState: Equatable {
         case (.open(.none, .open), .inputEnded):
             return .move(to: .open(.none, .closed), .none)
         case (_, .inputEnded):
-            return .impossible
-
-        // Dropping: from any open phase (a line too long is found after the input loop stopped for a hold).
-        case (.open(let hold, _), .dropped):
-            return .move(to: .draining, .sendErrorThenClose(cancel: hold.job))
-        case (.draining, .dropped), (.cutOff, .dropped), (.closed, .dropped):
-            // Reads nothing, so has no line to refuse and no partial line to time out.
             return .impossible
 
         case (.open(let hold, _), .outputOverLimit):
@@ -264,9 +261,49 @@ struct ConnectionState: Equatable {
         }
     }
 
-    /// Applies `fact`; returns the transition, so that the caller reports an impossible one (`Server.apply`).
-    mutating func apply(_ fact: Fact) -> Transition {
-        let transition = Self.transition(from: phase, on: fact)
+    /// The reply made off the loop came back: the table's column for it, apart because only its caller can
+    /// queue the reply.
+    static func replyMade(in phase: Phase) -> Transition<ReplyAction> {
+        switch phase {
+        case .open(.awaitingReply(let id, _), let input):
+            return .move(to: .open(.none, input), .queueReply(id: id))
+        case .draining, .cutOff, .closed:
+            // Dropped, cut off (an event overflowed it) or closed while the reply was made.
+            return .ignore(.discardReply)
+        case .open:
+            return .impossible
+        }
+    }
+
+    /// The server drops it: one error line is to be sent and the connection closed once it is; what it sent is
+    /// dropped. The table's column for it, apart because only its caller can queue the error line.
+    static func drop(from phase: Phase) -> Transition<DropAction> {
+        switch phase {
+        // From any open phase: a line too long is found after the input loop stopped for a hold.
+        case .open(let hold, _):
+            return .move(to: .draining, .sendErrorThenClose(cancel: hold.job))
+        case .draining, .cutOff, .closed:
+            // Reads nothing, so has no line to refuse and no partial line to time out.
+            return .impossible
+        }
+    }
+
+    /// Applies `fact`; returns the transition, so that the caller reports an impossible one (`Server.action`).
+    mutating func apply(_ fact: Fact) -> Transition<Action> {
+        take(Self.transition(from: phase, on: fact))
+    }
+
+    /// The reply made off the loop came back.
+    mutating func replyMade() -> Transition<ReplyAction> {
+        take(Self.replyMade(in: phase))
+    }
+
+    /// The server drops it (`line_too_long`, `request_timeout`).
+    mutating func drop() -> Transition<DropAction> {
+        take(Self.drop(from: phase))
+    }
+
+    private mutating func take<A>(_ transition: Transition<A>) -> Transition<A> {
         if case .move(let next, _) = transition {
             phase = next
             // A partial line is the client's wait only while the connection reads.

@@ -25,32 +25,37 @@ extension Server {
         noteReleased(connection.input.capacity + connection.output.capacity)
     }
 
-    /// The output limit, the one place it is checked: a client with more than `maxOutputBytes` unread (with
-    /// `adding` more about to be queued) is cut off, and closed on its own turn, by `flush`: never inside the
-    /// request of another client whose event overflowed it. Returns whether it is over.
+    /// The output limit, the one place it is checked, and the one way a connection is cut off (MPD's
+    /// `SetExpired`): a client with more than `maxOutputBytes` unread (with `adding` more about to be queued)
+    /// reads, queues and sends nothing more from here on, and is closed on its own turn, by `flush`: never
+    /// inside the request of another client whose event overflowed it.
+    /// Returns whether it is over.
     @discardableResult
     func cutOffIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
         let unread = connection.output.count + adding
         guard unread > limits.maxOutputBytes else { return false }
-        let action = apply(.outputOverLimit, to: connection)
-        if case .closeOnItsTurn = action {  // else it was cut off already
+        if connection.state.acceptsOutput {  // else it was cut off already
             logger.throttled(
                 .notice, "client.closed",
                 "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
             )
         }
-        perform(action, on: connection)
+        handle(.outputOverLimit, on: connection)
         return true
     }
 
     /// Sends one error line (id null) and closes the connection once it is sent; what it sent is dropped,
     /// and a reply being made for it is not made if it has not started.
     func drop(_ connection: Connection, _ error: ProtocolError) {
-        guard case .sendErrorThenClose(let job) = apply(.dropped, to: connection) else { return }
-        job?.cancel()
-        enqueue(Wire.failure(id: .null, error: error), to: connection)
-        connection.input = []
-        connection.inputStart = 0
-        flush(connection)
+        switch action(connection.state.drop(), on: connection, after: "a drop (\(error.code))") {
+        case .sendErrorThenClose(let job)?:
+            job?.cancel()
+            enqueue(Wire.failure(id: .null, error: error), to: connection)
+            connection.input = []
+            connection.inputStart = 0
+            flush(connection)
+        case nil:
+            break
+        }
     }
 }

@@ -94,13 +94,13 @@ extension Server {
     /// the end of the loop's turn, as a reader resumes). A connection closed meanwhile gets nothing.
     private func answer(_ later: LaterReply) {
         guard let connection = connections[later.connection] else { return }
-        switch apply(.deferredReplyMade, to: connection) {
-        case .queueReply(let id):
+        switch action(connection.state.replyMade(), on: connection, after: "a reply made off the loop") {
+        case .queueReply(let id)?:
             queueReply(id: id, outcome: later.outcome, to: connection)
             flush(connection)
             if !connection.isClosed { handleInputAtEndOfTurn(connection) }
-        case let other:
-            perform(other, on: connection)  // `.discardReply`: nobody waits for it
+        case .discardReply?, nil:
+            break  // nobody waits for it
         }
     }
 

@@ -124,30 +124,33 @@ final class Server {
 
     // MARK: - Facts about a connection
 
-    /// Applies `fact` to the connection's state and returns the action it calls for. An impossible fact
-    /// is a bug here: it is logged, stops a debug build, and changes nothing.
-    func apply(_ fact: ConnectionState.Fact, to connection: Connection) -> ConnectionState.Action {
-        switch connection.state.apply(fact) {
+    /// The action `transition` (of the connection's state, on `fact`) calls for; nil for an impossible one, a
+    /// bug here: it is logged, stops a debug build, and changed nothing.
+    func action<Action>(
+        _ transition: ConnectionState.Transition<Action>, on connection: Connection,
+        after fact: @autoclosure () -> String
+    ) -> Action? {
+        switch transition {
         case .move(_, let action), .ignore(let action):
             return action
         case .impossible:
-            let message = "\(connection.label): \(fact) cannot happen while \(connection.state.phase); ignored"
+            let message = "\(connection.label): \(fact()) cannot happen while \(connection.state.phase); ignored"
             logger.error(message)
             assertionFailure(message)
-            return .none
+            return nil
         }
     }
 
-    /// Applies `fact` and performs the action it calls for.
+    /// Applies `fact` to the connection's state and performs the action it calls for.
     func handle(_ fact: ConnectionState.Fact, on connection: Connection) {
-        perform(apply(fact, to: connection), on: connection)
+        guard let action = action(connection.state.apply(fact), on: connection, after: "\(fact)") else { return }
+        perform(action, on: connection)
     }
 
-    /// Performs what a fact called for; the two actions that need what only their caller has (the reply
-    /// made off the loop, the error line) are performed there, `answer` and `drop`.
-    func perform(_ action: ConnectionState.Action, on connection: Connection) {
+    /// Performs what a fact called for.
+    private func perform(_ action: ConnectionState.Action, on connection: Connection) {
         switch action {
-        case .none, .discardReply:
+        case .none:
             break
         case .updateInterest:
             updateInterest(connection)
@@ -165,11 +168,6 @@ final class Server {
         case .finishInput(let job):
             job?.cancel()
             finishInput(connection)
-        case .queueReply(let id):
-            assertionFailure("a reply for \(id) must be queued where it came back (`answer`)")
-        case .sendErrorThenClose(let job):
-            job?.cancel()
-            assertionFailure("an error line must be queued where the connection is dropped (`drop`)")
         }
     }
 
