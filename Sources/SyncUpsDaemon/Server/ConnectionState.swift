@@ -8,7 +8,7 @@ import SyncUpsPOSIX
 /// (`Server.action` reports it, and stops a debug build). Each kind of fact returns only the actions its
 /// caller can perform, so the compiler checks that every one is: `apply(_:)` an `Action` (`Server.perform`),
 /// `replyMade()` a `ReplyAction` (`Server.answer`, which has the reply), `drop()` a `DropAction`
-/// (`Server.drop`, which has the error line). Hang-ups (`hungUp()`), sends (`afterSend`) and time (`expire(at:)`) are decided
+/// (`Server.drop`, which has the error line). Sends (`afterSend`) and time (`expire(at:)`) are decided
 /// beside the table, not in it, because they turn on amounts no phase holds (bytes unsent, lines pending,
 /// instants against deadlines) and most of their answers move no phase. The state keeps since when its
 /// output has waited unread and since when its input has held part of a line, so a test drives the deadlines
@@ -27,8 +27,9 @@ import SyncUpsPOSIX
 ///      ▼                                                                                             ▼
 ///   draining ─────────────────────────── flushed ─────────────────────────────────────────────► closed
 ///      │ outputOverLimit (from open too)                                                             ▲
-///      └────────────────────────────► cutOff ── its own turn (flush) ────────────────────────────────┘
-/// every phase ── closed (hang-up, send error, closeStalled from expire) ──► closed
+///      └────────────────────────────► cutOff ── closeOnItsTurn (the end of the loop's turn) ─────────┘
+/// every phase ── closed (send error, closeStalled from expire) ──► closed
+/// peerGone (hang-up, reset, send to a closed socket): open ──► open(_, .gone); draining, cutOff ──► closed
 /// leaving .awaitingReply but by replyMade() cancels its job (`ReplyJob`)
 /// ```
 struct ConnectionState: Equatable {
@@ -134,7 +135,7 @@ struct ConnectionState: Equatable {
         case inputEnded
         /// Its unread output would pass the output limit.
         case outputOverLimit
-        /// The client is gone: it hung up, or a send found it closed.
+        /// The client is gone: the socket hung up, a read found it reset, or a send found it closed.
         case peerGone
         /// The server closes it.
         case closed
@@ -151,8 +152,8 @@ struct ConnectionState: Equatable {
         case resumeInput
         /// Handle the input now (a yielded backlog's turn came).
         case handleInput
-        /// Close it on its own turn: flush it at the end of the loop's turn, which closes it. `cancel` is a reply
-        /// being made off the loop that nobody will read (`ReplyJob.cancel`).
+        /// Close it on its own turn, at the end of the loop's turn. `cancel` is a reply being made off the loop
+        /// that nobody will read (`ReplyJob.cancel`).
         case closeOnItsTurn(cancel: ReplyJob?)
         /// Give back its descriptor, watch, timer and subscriptions.
         case release(cancel: ReplyJob?)
@@ -223,7 +224,8 @@ struct ConnectionState: Equatable {
             return .impossible
 
         // A client gone: what it sent is still carried out, unread replies dropped; a hold goes on to its end,
-        // but the output it waited for is dropped with the rest, so a paused reader goes on at once.
+        // but the output it waited for is dropped with the rest, so a paused reader goes on at once. The
+        // socket's hang-up is this fact too: a connection cut off or draining has nothing left to carry out.
         case (.open(.pausedForOutput, .open), .peerGone), (.open(.pausedForOutput, .closed), .peerGone):
             return .move(to: .open(.none, .gone), .finishInput(cancel: nil))
         case (.open(let hold, .open), .peerGone), (.open(let hold, .closed), .peerGone):
@@ -314,25 +316,6 @@ struct ConnectionState: Equatable {
 
     // MARK: - Sending
 
-    /// What the server does when the socket reports a hang-up, once it has sent what it could.
-    enum HangUpAction: Equatable {
-        /// Read: the end of input, or what arrived before it.
-        case read
-        /// The client is gone, both directions shut: carry out what it sent (`Fact.peerGone`).
-        case peerGone
-        /// Cut off: nothing it sent is carried out.
-        case close
-    }
-
-    func hungUp() -> HangUpAction {
-        switch phase {
-        case .open(_, .open), .open(_, .closed): .peerGone
-        case .cutOff: .close
-        // Gone: its socket is no longer watched. Draining: its error line's send finds it gone and closes it.
-        case .open(_, .gone), .draining, .closed: .read
-        }
-    }
-
     /// The client is gone: its output is dropped, not sent.
     var isPeerGone: Bool {
         if case .open(_, .gone) = phase { true } else { false }
@@ -340,7 +323,7 @@ struct ConnectionState: Equatable {
 
     /// What to do once a send left `unsent` bytes.
     enum AfterSend: Equatable {
-        /// Output remains: wait for `EPOLLOUT`.
+        /// Output remains, or nothing is sent at all (cut off, closed): wait for `EPOLLOUT` or the close.
         case wait
         /// All sent; the output buffer's capacity may go back (`OutputBuffer.releaseCapacity(into:)`).
         case idle(releasesBuffer: Bool)
@@ -348,8 +331,6 @@ struct ConnectionState: Equatable {
         case close(releasesBuffer: Bool)
         /// The client caught up with a paused reading: resume it (`Fact.outputReadDown`).
         case resumeReading
-        /// It went over its output limit: close it now, its output unsent.
-        case cutOff
     }
 
     /// The server sent what the socket took. `resumeBelow` is half the read-pause threshold; a batch that
@@ -357,8 +338,8 @@ struct ConnectionState: Equatable {
     /// pause, the rest of the batch grew a new one, which the idle connection then kept).
     func afterSend(unsent: Int, resumeBelow: Int, hasPendingInput: Bool, isSubscriber: Bool) -> AfterSend {
         switch phase {
-        case .closed: return .wait
-        case .cutOff: return .cutOff
+        // A connection cut off is closed on its own turn (`closeOnItsTurn`), not by a send.
+        case .closed, .cutOff: return .wait
         case .draining: return unsent == 0 ? .close(releasesBuffer: true) : .wait
         case .open(let hold, .gone):
             // Its output was dropped; done once every line it sent is carried out.

@@ -27,8 +27,8 @@ extension Server {
 
     /// The output limit, the one place it is checked, and the one way a connection is cut off (MPD's
     /// `SetExpired`): a client with more than `maxOutputBytes` unread (with `adding` more about to be queued)
-    /// reads, queues and sends nothing more from here on, and is closed on its own turn, by `flush`: never
-    /// inside the request of another client whose event overflowed it.
+    /// reads, queues and sends nothing more from here on, and is closed on its own turn, at the end of the
+    /// loop's turn (`closeOnItsTurn`): never inside the request of another client whose event overflowed it.
     /// Returns whether it is over.
     @discardableResult
     func cutOffIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
@@ -42,6 +42,14 @@ extension Server {
         }
         handle(.outputOverLimit, on: connection)
         return true
+    }
+
+    /// Closes a connection that was cut off, at the end of the loop's turn.
+    func closeAtEndOfTurn(_ connection: Connection) {
+        loop.execute { [weak self, weak connection] in
+            guard let self, let connection else { return }
+            close(connection, reason: nil)  // logged when it was cut off
+        }
     }
 
     /// Sends one error line (id null) and closes the connection once it is sent; what it sent is dropped,

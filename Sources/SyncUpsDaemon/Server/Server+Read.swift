@@ -11,18 +11,12 @@ extension Server {
         if events.contains(.writable) || hungUp { flush(connection) }
         if connection.isClosed { return }
         if hungUp {
-            switch connection.state.hungUp() {
-            case .close:
-                close(connection, reason: nil)
-                return
-            case .peerGone:
-                handle(.peerGone, on: connection)
-                return
-            case .read:
-                break
-            }
+            // Both directions shut: the client is gone, and what it sent is carried out unless it was dropped or
+            // cut off (the table's `peerGone`).
+            handle(.peerGone, on: connection)
+            return
         }
-        if events.contains(.readable) || hungUp { read(connection) }
+        if events.contains(.readable) { read(connection) }
     }
 
     /// Reads what the socket holds now: on a readiness event, and before the partial-line deadline judges a
@@ -39,7 +33,7 @@ extension Server {
         case .failure(let error):
             // A client that closed with replies unread resets the socket once all it sent has been read: it
             // is gone, and what it sent is carried out, as after a hang-up.
-            if error.errno == .connectionReset, connection.state.hungUp() == .peerGone {
+            if error.errno == .connectionReset {
                 handle(.peerGone, on: connection)
                 return
             }

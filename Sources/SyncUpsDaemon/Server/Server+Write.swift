@@ -21,8 +21,9 @@ extension Server {
     /// Sends what the socket takes now; arranges to be called again when it takes more. Never handles input:
     /// a paused reader that has caught up resumes at the end of the loop's turn (`EventLoop.execute`).
     func flush(_ connection: Connection) {
-        guard !connection.isClosed else { return }
-        if connection.state.acceptsOutput { sendQueued(connection) }
+        // Cut off (closed at the end of the turn: `closeOnItsTurn`) or closed: nothing is sent.
+        guard connection.state.acceptsOutput else { return }
+        sendQueued(connection)
         if connection.isClosed { return }
         noteOutput(connection)
         let next = connection.state.afterSend(
@@ -40,9 +41,6 @@ extension Server {
             return
         case .resumeReading:
             handle(.outputReadDown, on: connection)
-        case .cutOff:
-            close(connection, reason: nil)  // logged when it was cut off
-            return
         }
         updateInterest(connection)
     }

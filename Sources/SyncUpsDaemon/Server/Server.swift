@@ -161,7 +161,7 @@ final class Server {
             processInputAndFlush(connection)
         case .closeOnItsTurn(let job):
             job?.cancel()
-            flushAtEndOfTurn(connection)
+            closeAtEndOfTurn(connection)
         case .release(let job):
             job?.cancel()
             release(connection)
