@@ -1,8 +1,9 @@
 import SyncUpsPOSIX
 import SyncUpsProtocol
 
-/// Ending a connection: `close` (now), `cutOffIfOverOutputLimit` (over its output limit: closed on its own turn),
-/// `drop` (one error line, then closed), and `release`, what a closed connection gives back.
+/// Ending a connection: `close` (now), `cutOffIfOverOutputLimit` (over its output limit: closed at the end of
+/// the loop's turn, `closeAtEndOfTurn`), `drop` (one error line, then closed), and `release`, what a closed
+/// connection gives back.
 extension Server {
     func close(_ connection: Connection, reason: String?) {
         guard !connection.isClosed else { return }
