@@ -9,8 +9,9 @@ import SyncUpsPOSIX
 /// caller can perform, so the compiler checks that every one is: `apply(_:)` an `Action` (`Server.perform`),
 /// `replyMade()` a `ReplyAction` (`Server.answer`, which has the reply), `drop()` a `DropAction`
 /// (`Server.drop`, which has the error line). Sends (`afterSend`) and time (`expire(at:)`) are decided
-/// beside the table, not in it, because they turn on amounts no phase holds (bytes unsent, lines pending,
-/// instants against deadlines) and most of their answers move no phase. The state keeps since when its
+/// beside the table, not in it, because they turn on amounts no phase holds and the connection's buffers
+/// own (bytes unsent, lines pending, subscribed or not, handed in so a test needs no socket) or on instants
+/// against deadlines, and most of their answers move no phase. The state keeps since when its
 /// output has waited unread and since when its input has held part of a line, so a test drives the deadlines
 /// as values without a socket or a clock. In the manner of SwiftNIO's
 /// `NIOTypedHTTPServerUpgraderStateMachine` (methods return actions) and `IdleStateHandler` (a timer that
@@ -63,8 +64,8 @@ struct ConnectionState: Equatable {
         case open(Hold, Input)
         /// Must be dropped once its output is sent (after `line_too_long`, `request_timeout`); reads nothing.
         case draining
-        /// Went over its output limit: closed on its own turn (`Server.flush`), never inside another
-        /// client's request (a subscriber overflowed by an event that request published), as MPD defers
+        /// Went over its output limit: closed on its own turn, at the end of the loop's turn
+        /// (`Server.closeAtEndOfTurn`), never inside another client's request (a subscriber overflowed by an event that request published), as MPD defers
         /// closing a client to its own turn. Reads, queues and sends nothing meanwhile.
         case cutOff
         case closed
