@@ -120,7 +120,7 @@ public enum CommandRecognizer {
                 writeInput(queue.items, to: process.standardInput!, control: controlWrite, shared: shared)
             }
             _ = try DedicatedThread(name: "syncups-asr-log") {
-                forwardLog(process.standardError!, events: events)
+                forwardLog(process.standardError!, shared: shared)
             }
             _ = try DedicatedThread(name: "syncups-asr-out") {
                 readResults(process.standardOutput!, shared: shared)
@@ -297,7 +297,11 @@ public enum CommandRecognizer {
         }
     }
 
-    private static func forwardLog(_ stderr: FileDescriptor, events: @Sendable (RecognizerEvent) -> Void) {
+    /// The engine's stderr, to the daemon's log. It is held to its output's budget (`maxBytesPerSecond`): a
+    /// flood is the engine's failure, and its log is then no longer read (a writer still holding the pipe
+    /// blocks, or gets EPIPE), rather than read at a core's cost for as long as it goes on.
+    private static func forwardLog(_ stderr: FileDescriptor, shared: Shared) {
+        let events = shared.events
         var reader = LineReader(fd: stderr, maxLineBytes: 4096, keepsUnterminatedLastLine: true)
         // At most 20 lines a second reach the daemon's loop and log; the rest are summed up.
         let throttle = LogThrottle()
@@ -305,13 +309,28 @@ public enum CommandRecognizer {
             for summary in decision.summaries { events(.log(summary.line)) }
             if decision.logsMessage { events(.log(line)) }
         }
+        var windowStart = shared.clock()
+        var bytesInWindow = 0
         while true {
             let line: ArraySlice<UInt8>
             do {
                 line = try reader.nextLine(timeout: nil)
             } catch .tooLong {
+                bytesInWindow += 4096
                 continue
             } catch {
+                break
+            }
+            let now = shared.clock()
+            if now - windowStart >= .seconds(1) {
+                windowStart = now
+                bytesInWindow = 0
+            }
+            bytesInWindow += line.count + 1
+            if bytesInWindow > maxBytesPerSecond {
+                shared.fail(
+                    "the speech command flooded its log (over \(maxBytesPerSecond >> 20) MiB of stderr in a second); killed it"
+                )
                 break
             }
             let text = String(decoding: line, as: UTF8.self)

@@ -89,6 +89,17 @@ import Testing
         #expect(harness.finish())
     }
 
+    /// Its log is read as its output is, on the same budget: an engine (or a spare waiting for its meeting)
+    /// that floods its stderr is killed, not read at the cost of a core of the daemon for as long as it runs
+    /// (attack 40: a flooding spare kept the idle daemon at 100 % CPU).
+    @Test func killsAnEngineThatFloodsItsLog() throws {
+        let still = MonotonicInstant.now()
+        let harness = try RecognizerHarness(Self.recognizer("logflood", clock: { still }))
+        #expect(harness.wait { if case .failed = $0 { true } else { false } })
+        #expect(failure(harness)?.hasPrefix("the speech command flooded its log") == true, "\(harness.events)")
+        #expect(harness.finish())
+    }
+
     @Test func refusesALineOverOneMebibyte() throws {
         let harness = try RecognizerHarness(Self.recognizer("longline"))
         #expect(harness.wait { if case .failed = $0 { true } else { false } })

@@ -7,6 +7,7 @@ Usage: fake-recognizer.py MODE
   crash    reads one second of audio, then exits with status 3
   hang     reads audio, writes nothing
   flood    writes output as fast as it can
+  logflood says it is up, then writes its log (stderr) as fast as it can
   longline writes a 2 MiB line
   error    reports an error line and exits 1
   garbage  writes a line that is not JSON, then behaves like echo
@@ -37,6 +38,11 @@ if mode == "flood":
     line = json.dumps({"type": "partial", "text": "x" * 1000, "start": 0, "end": 1}) + "\n"
     while True:
         out.write(line * 100)
+if mode == "logflood":
+    emit({"type": "progress", "time": 0})
+    line = "warning: something the engine thinks worth saying again and again\n"
+    while True:
+        sys.stderr.write(line * 100)
 if mode == "longline":
     out.write("x" * (2 << 20))
     out.flush()
