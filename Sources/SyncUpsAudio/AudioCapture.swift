@@ -58,8 +58,9 @@ public final class AudioCapture: Sendable {
     private let start: MonotonicInstant
     private let output: BlockingQueue<AudioChunk>
     private let report: @Sendable (Report) -> Void
-    /// The capture thread's time spent waiting for a core so far (`SchedulingDelay`; a test's own count).
-    private let schedulingDelay: @Sendable () -> Duration?
+    /// Makes, on the capture thread, what tells its time spent waiting for a core so far (`SchedulingDelay`,
+    /// opened once for the thread; a test's own count).
+    private let schedulingDelay: @Sendable () -> () -> Duration?
     private let isStopping = Atomic(false)
     /// When `stop` was called (nanoseconds of `MonotonicInstant`), 0 before: the recording ends there, even if
     /// the thread, in a read that waits for a stalled server, ends a little later.
@@ -71,13 +72,13 @@ public final class AudioCapture: Sendable {
 
     /// Opens `deviceName` now, so a device that cannot be opened is known before the session starts. Frame 0
     /// is `start`: two captures given the same start stay in step (silence fills what either misses).
-    /// `schedulingDelay` is called on the capture thread.
+    /// `schedulingDelay` is called once, on the capture thread, and what it returns at each read.
     public init(
         device: CaptureDevice,
         deviceName: String,
         output: BlockingQueue<AudioChunk>,
         start: MonotonicInstant = .now(),
-        schedulingDelay: @escaping @Sendable () -> Duration? = SchedulingDelay.ofCurrentThread,
+        schedulingDelay: @escaping @Sendable () -> () -> Duration? = { SchedulingDelay().read },
         report: @escaping @Sendable (Report) -> Void
     ) throws(AudioError) {
         self.device = device
@@ -172,6 +173,7 @@ public final class AudioCapture: Sendable {
         }
         /// Reopened, but not yet read from: back only once audio comes.
         var isReopened = false
+        let schedulingDelay = schedulingDelay()
 
         while !isStopping.load(ordering: .relaxed) {
             guard let current = stream else {

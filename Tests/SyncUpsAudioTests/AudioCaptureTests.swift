@@ -23,8 +23,11 @@ import Testing
 
         init(isStarved: Bool) { self.isStarved = isStarved }
 
-        var schedulingDelay: @Sendable () -> Duration? {
-            { (SchedulingDelay.ofCurrentThread() ?? .zero) + self.addedDelay.withLock { $0 } }
+        var schedulingDelay: @Sendable () -> () -> Duration? {
+            {
+                let own = SchedulingDelay()
+                return { (own.read() ?? .zero) + self.addedDelay.withLock { $0 } }
+            }
         }
 
         var device: CaptureDevice {

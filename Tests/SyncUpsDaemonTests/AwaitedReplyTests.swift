@@ -9,11 +9,12 @@ import Testing
 /// A daemon on the manual clock with a sync-up whose one meeting is saved with its details on disk, the
 /// client that made it, and another (a watcher of `daemon`) reading it.
 struct SavedMeetingReader {
-    let directory = TemporaryDirectory("awaited-reply")
     let daemon: InProcessDaemon
     let client: LoopClient
     let reader: LoopClient
     let saved: (syncUp: String, meeting: String)
+    /// Last: a struct's properties go in their order, and the daemon's writers must be gone before it.
+    let directory = TemporaryDirectory("awaited-reply")
 
     init(_ daemon: (String) throws -> InProcessDaemon = { try VirtualTimeTests.daemon(path: $0) }) throws {
         self.daemon = try daemon(directory.path)

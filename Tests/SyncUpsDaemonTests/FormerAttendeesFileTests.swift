@@ -14,8 +14,14 @@ import Testing
     let directory = TemporaryDirectory("former")
     let faults = FaultyFileSystem()
 
+    static let step = Duration.milliseconds(500)
+
+    /// A daemon on a manual clock: the store's write throttle and the retries' back-off pass in virtual time
+    /// (`waitForStatus(advancing:)`).
     func daemon() throws -> (InProcessDaemon, LoopClient) {
-        let daemon = try InProcessDaemon(dataDirectory: directory.path, fileSystem: faults.fileSystem)
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.path, clock: .manual(startingAt: VirtualTimeTests.start),
+            fileSystem: faults.fileSystem)
         return (daemon, LoopClient(try daemon.connect(), daemon))
     }
 
@@ -31,7 +37,7 @@ import Testing
         let created = try client.result(
             "syncups.create", ["title": "F9", "duration": 60, "attendees": ["Xena", "Yuri"]])
         let id = try #require(created["id"]?.stringValue)
-        _ = try client.waitForStatus { _ in syncUpsOnDisk.contains("Yuri") }
+        _ = try client.waitForStatus(advancing: Self.step) { _ in syncUpsOnDisk.contains("Yuri") }
         return (id, try #require(created["attendees"]?.arrayValue?.last))
     }
 
@@ -44,13 +50,15 @@ import Testing
         let (id, yuri) = try create(client)
         faults.fail(.write, with: .noSpace)
         _ = try client.result("syncups.update", ["id": .string(id), "attendees": [yuri]])
-        let failing = try client.waitForStatus { $0["persistence"]?["lastError"]?.stringValue != nil }
+        let failing = try client.waitForStatus(advancing: Self.step) {
+            $0["persistence"]?["lastError"]?.stringValue != nil
+        }
         let error = failing["persistence"]?["lastError"]?.stringValue ?? ""
         #expect(error.contains("former-attendees.json") && error.contains("No space left"), "\(error)")
         #expect(failing["persistence"]?["unsavedChanges"] == true)
         #expect(syncUpsOnDisk.contains("Xena"), "sync-ups.json dropped Xena before her id was remembered")
         faults.heal()
-        try client.waitForStatus {
+        try client.waitForStatus(advancing: Self.step) {
             $0["persistence"]?["lastError"] == .null && $0["persistence"]?["unsavedChanges"] == false
         }
         #expect(formerOnDisk.contains("Xena"))
@@ -66,11 +74,13 @@ import Testing
         let (id, yuri) = try create(client)
         faults.fail(.sync, with: .ioError)
         _ = try client.result("syncups.update", ["id": .string(id), "attendees": [yuri]])
-        try client.waitForStatus { $0["persistence"]?["lastError"]?.stringValue != nil }
+        try client.waitForStatus(advancing: Self.step) { $0["persistence"]?["lastError"]?.stringValue != nil }
         #expect(syncUpsOnDisk.contains("Xena") || formerOnDisk.contains("Xena"))
         #expect(syncUpsOnDisk.contains("Xena"), "sync-ups.json dropped Xena while her id was not durable")
         faults.heal()
-        try client.waitForStatus { $0["persistence"]?["lastError"] == .null && !syncUpsOnDisk.contains("Xena") }
+        try client.waitForStatus(advancing: Self.step) {
+            $0["persistence"]?["lastError"] == .null && !syncUpsOnDisk.contains("Xena")
+        }
         #expect(formerOnDisk.contains("Xena"))
     }
 

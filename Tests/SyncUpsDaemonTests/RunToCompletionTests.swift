@@ -181,13 +181,17 @@ final class LoopClient {
     }
 
     /// Asks `status` until `condition` holds of it (deadline 20 s: a guard against a hang, not a measure).
+    /// `advancing` moves a manual clock on by that much between two asks, so what the daemon does on a timer
+    /// (the store's write throttle, a write's retry and its back-off) happens in virtual time; the real
+    /// deadline is only for the writers' threads.
     @discardableResult
-    func waitForStatus(_ condition: (JSONValue) -> Bool) throws -> JSONValue {
+    func waitForStatus(advancing step: Duration? = nil, _ condition: (JSONValue) -> Bool) throws -> JSONValue {
         let deadline = MonotonicInstant.now() + .seconds(20)
         while true {
             let status = try result("status")
             if condition(status) { return status }
             guard MonotonicInstant.now() < deadline else { throw TestFailure("status never matched: \(status)") }
+            if let step { daemon.advanceTime(by: step) }
             daemon.turn(waitingUpTo: 20)
         }
     }

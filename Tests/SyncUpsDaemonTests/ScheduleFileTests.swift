@@ -3,16 +3,24 @@ import Glibc
 import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
+import SyncUpsPersistence
 import SyncUpsTestSupport
 import Testing
 
 @testable import SyncUpsDaemon
 
 /// `syncups.schedule` is the user's data: a write the disk refuses is reported in `status.persistence` and
-/// retried with the latest schedules until it works (issue 29's attack, break 3).
+/// retried with the latest schedules until it works (issue 29's attack, break 3). The daemons run on a manual
+/// clock: the store's write throttle and the retries' back-off pass in virtual time (`waitForStatus(advancing:)`).
 @Suite struct ScheduleFileTests {
     let directory = TemporaryDirectory("schedfile")
     let faults = FaultyFileSystem()
+    static let step = Duration.milliseconds(500)
+
+    func daemon(fileSystem: FileSystem = .live) throws -> InProcessDaemon {
+        try InProcessDaemon(
+            dataDirectory: directory.path, clock: .manual(startingAt: VirtualTimeTests.start), fileSystem: fileSystem)
+    }
 
     var scheduleOnDisk: String {
         String(decoding: Files.read(directory.appending("syncups.schedule")) ?? [], as: UTF8.self)
@@ -22,13 +30,13 @@ import Testing
     /// until space is back; then the file holds the latest schedules. Before, the commands succeeded, status
     /// said nothing, nothing retried, and a restart brought the cleared schedule back and lost the new one.
     @Test func aFullDiskIsReportedAndRetriedWithTheLatestSchedules() throws {
-        let daemon = try InProcessDaemon(dataDirectory: directory.path, fileSystem: faults.fileSystem)
+        let daemon = try self.daemon(fileSystem: faults.fileSystem)
         let client = LoopClient(try daemon.connect(), daemon)
         let design = try client.result("syncups.create", ["title": "Design", "duration": 60, "attendees": ["A"]])
         let ops = try client.result("syncups.create", ["title": "Ops", "duration": 60, "attendees": ["B"]])
         _ = try client.result(
             "schedule.set", ["syncup": try #require(design["id"]), "schedule": "mon-fri 09:30", "timeZone": "UTC"])
-        try client.waitForStatus {
+        try client.waitForStatus(advancing: Self.step) {
             scheduleOnDisk.contains("mon-fri 09:30") && $0["persistence"]?["unsavedChanges"] == false
         }
 
@@ -36,7 +44,7 @@ import Testing
         _ = try client.result("schedule.clear", ["syncup": try #require(design["id"])])
         _ = try client.result(
             "schedule.set", ["syncup": try #require(ops["id"]), "schedule": "daily 10:00", "timeZone": "UTC"])
-        let failing = try client.waitForStatus {
+        let failing = try client.waitForStatus(advancing: Self.step) {
             $0["persistence"]?["lastError"]?.stringValue?.contains("syncups.schedule") == true
         }
         let error = failing["persistence"]?["lastError"]?.stringValue ?? ""
@@ -45,7 +53,7 @@ import Testing
         #expect(scheduleOnDisk.contains("mon-fri 09:30"))
 
         faults.heal()
-        try client.waitForStatus {
+        try client.waitForStatus(advancing: Self.step) {
             $0["persistence"]?["lastError"] == .null && $0["persistence"]?["unsavedChanges"] == false
         }
         #expect(!scheduleOnDisk.contains("mon-fri 09:30"), "\(scheduleOnDisk)")
@@ -57,26 +65,26 @@ import Testing
     @Test func keepsAnEntryThatDoesNotParseAndDropsUnknownSyncUps() throws {
         let (design, ops): (String, String)
         do {
-            let daemon = try InProcessDaemon(dataDirectory: directory.path)
+            let daemon = try self.daemon()
             let client = LoopClient(try daemon.connect(), daemon)
             let created = try client.result("syncups.create", ["title": "Design", "duration": 60, "attendees": ["A"]])
             design = try #require(created["id"]?.stringValue)
             let other = try client.result("syncups.create", ["title": "Ops", "duration": 60, "attendees": ["B"]])
             ops = try #require(other["id"]?.stringValue)
-            try client.waitForStatus { $0["persistence"]?["unsavedChanges"] == false }
+            try client.waitForStatus(advancing: Self.step) { $0["persistence"]?["unsavedChanges"] == false }
         }
         let bad = #"{"syncup":"\#(design)","schedule":"mon-fry 25:00","timeZone":"UTC","note":"mine"}"#
         let unknown = #"{"syncup":"00000000-0000-0000-0000-0000000000AA","schedule":"daily 10:00","timeZone":"UTC"}"#
         let file = #"{"version":1,"schedules":[\#(bad),\#(unknown)]}"#
         Files.write(directory.appending("syncups.schedule"), Array(file.utf8))
 
-        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        let daemon = try self.daemon()
         let client = LoopClient(try daemon.connect(), daemon)
         let warnings = try client.result("status")["persistence"]?["warnings"]?.arrayValue ?? []
         #expect(warnings.contains { $0.stringValue?.contains("1 schedules of sync-ups that do not exist") == true })
         #expect(warnings.contains { $0.stringValue?.contains("kept in the file") == true }, "\(warnings)")
         _ = try client.result("schedule.set", ["syncup": .string(ops), "schedule": "daily 10:00", "timeZone": "UTC"])
-        try client.waitForStatus { _ in scheduleOnDisk.contains(ops) }
+        try client.waitForStatus(advancing: Self.step) { _ in scheduleOnDisk.contains(ops) }
         #expect(scheduleOnDisk.contains("mon-fry 25:00") && scheduleOnDisk.contains("mine"), "\(scheduleOnDisk)")
         #expect(!scheduleOnDisk.contains("0000000000AA"), "\(scheduleOnDisk)")
     }
@@ -128,14 +136,16 @@ import Testing
 
     /// A deleted sync-up's schedule leaves the file (it stayed there for good, break 11 of issue 29).
     @Test func deletingASyncUpRemovesItsSchedule() throws {
-        let daemon = try InProcessDaemon(dataDirectory: directory.path)
+        let daemon = try self.daemon()
         let client = LoopClient(try daemon.connect(), daemon)
         let created = try client.result("syncups.create", ["title": "Ops", "duration": 60, "attendees": ["A"]])
         let id = try #require(created["id"]?.stringValue)
         _ = try client.result("schedule.set", ["syncup": .string(id), "schedule": "daily 09:30", "timeZone": "UTC"])
-        try client.waitForStatus { _ in scheduleOnDisk.contains(id) }
+        try client.waitForStatus(advancing: Self.step) { _ in scheduleOnDisk.contains(id) }
         _ = try client.result("syncups.delete", ["id": .string(id)])
-        try client.waitForStatus { $0["persistence"]?["unsavedChanges"] == false && !scheduleOnDisk.contains(id) }
+        try client.waitForStatus(advancing: Self.step) {
+            $0["persistence"]?["unsavedChanges"] == false && !scheduleOnDisk.contains(id)
+        }
         #expect(scheduleOnDisk.contains("\"schedules\""), "\(scheduleOnDisk)")
     }
 }

@@ -73,13 +73,14 @@ final class HeldMicrophone: Sendable {
     /// A daemon whose microphone's open is held, a one-attendee sync-up, the client that sent `session.start`
     /// for it (with audio, no transcript), a watcher of `session`, and another client.
     struct Held {
-        let directory = TemporaryDirectory("held-open")
         let microphone: HeldMicrophone
         let daemon: InProcessDaemon
         let client: LoopClient
         let watcher: LoopClient
         let other: LoopClient
         let id: String
+        /// Last: a struct's properties go in their order, and the daemon's writers must be gone before it.
+        let directory = TemporaryDirectory("held-open")
 
         init() throws {
             microphone = try HeldMicrophone()

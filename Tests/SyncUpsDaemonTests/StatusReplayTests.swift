@@ -28,19 +28,18 @@ import Testing
         #expect(replies.last?["result"]?["seq"] != replies.first?["result"]?["seq"])
     }
 
+    /// On a manual clock: the uptime is the loop's, and time passes only when the test moves it.
     @Test func aRepeatedStatusLineStillCountsTheUptime() throws {
-        let (directory, daemon, client) = try Self.daemon()
-        _ = directory
-        _ = daemon
+        let directory = TemporaryDirectory("replay")
+        let daemon = try VirtualTimeTests.daemon(directory)
+        let client = LoopClient(try daemon.connect(), daemon)
         let status = #"{"id":"s","cmd":"status"}"# + "\n"
         try client.send(status)
         let first = try #require(try client.reply(to: "s")["result"]?["uptime"]?.numberValue?.double)
-        // The uptime has millisecond precision: wait until the clock has passed the next millisecond.
-        let later = MonotonicInstant.now() + .milliseconds(2)
-        while MonotonicInstant.now() < later {}
+        daemon.advanceTime(by: .milliseconds(1500))
         try client.send(status)
         let second = try #require(try client.reply(to: "s")["result"]?["uptime"]?.numberValue?.double)
-        #expect(second > first)
+        #expect(abs(second - first - 1.5) < 0.0005, "\(first) then \(second)")
     }
 
     @Test func anotherIdGetsItsOwnReply() throws {

@@ -71,16 +71,16 @@ import Testing
             return attendees.first { $0["id"]?.stringValue == cat.description }?["seconds"]?.numberValue?.double
         }
         do {  // the start on .prev, which writes sync-ups.json anew at its first change
-            let daemon = try InProcessDaemon(dataDirectory: data)
+            let daemon = try VirtualTimeTests.daemon(path: data)
             let client = LoopClient(try daemon.connect(), daemon)
             _ = try client.result("syncups.create", ["title": "Probe"])
-            _ = try client.waitForStatus { _ in
+            _ = try client.waitForStatus(advancing: .milliseconds(500)) { _ in
                 (try? SyncUpsFile.decode(Array((Files.readString(data + "/sync-ups.json") ?? "").utf8))) != nil
             }
         }
         #expect(Files.exists(data + "/voices/\(cat).json"), "the fallback start judged nobody")
         func start() throws -> LoopClient {
-            let daemon = try InProcessDaemon(dataDirectory: data)
+            let daemon = try VirtualTimeTests.daemon(path: data)
             return LoopClient(try daemon.connect(), daemon)
         }
         let aside = data + "/voices/orphaned/\(cat).json"
@@ -102,7 +102,7 @@ import Testing
         Files.write(data + "/sync-ups.json.new", SyncUpsFile.encode(current + [b]))
         rename(data + "/sync-ups.json.new", data + "/sync-ups.json")
         let client = try running ?? start()
-        _ = try client.waitForStatus { _ in (try? catsSeconds(client)) == 9.6 }
+        _ = try client.waitForStatus(advancing: .milliseconds(500)) { _ in (try? catsSeconds(client)) == 9.6 }
         #expect(Files.readString(data + "/voices/\(cat).json") == VoiceProfileValidationFile.sane)
         #expect(!Files.exists(aside))
     }
@@ -152,7 +152,7 @@ import Testing
         mkdir(data + "/voices", 0o700)
         let everyone = a.attendees + b.attendees
         for attendee in everyone { Files.write(profile(attendee.id), VoiceProfileValidationFile.sane) }
-        let daemon = try InProcessDaemon(dataDirectory: data)
+        let daemon = try VirtualTimeTests.daemon(path: data)
         let client = LoopClient(try daemon.connect(), daemon)
         // A forget runs on the voices' writer after any removal queued before it (the sweep's), and is answered
         // once done: by its reply, what start-up removed is gone.
@@ -167,7 +167,9 @@ import Testing
         _ = try client.result(
             "schedule.set", ["syncup": try #require(probe["id"]), "schedule": "daily 09:00", "timeZone": "UTC"])
         let schedule = data + "/syncups.schedule"
-        _ = try client.waitForStatus { _ in (Files.readString(schedule) ?? "").contains("09:00") }
+        _ = try client.waitForStatus(advancing: .milliseconds(500)) { _ in
+            (Files.readString(schedule) ?? "").contains("09:00")
+        }
         let onDisk = Files.readString(schedule) ?? ""
         #expect(onDisk.contains(b.id.description), "B's schedule was dropped: \(onDisk)")
     }

@@ -13,10 +13,11 @@ final class StoreHarness {
     var events: [SyncUpStore.Event] = []
     var store: SyncUpStore!
 
-    /// On `.manual` time, the throttle's window ends only when the test says (`loop.advanceTime(by:)`).
+    /// On `.manual` time (unless told otherwise), the throttle's window and the retries' back-off end only
+    /// when the test says (`run(advancing:until:)`, `loop.advanceTime(by:)`).
     init(
         throttleWindow: Duration = .milliseconds(300),
-        clock: EventLoop.Clock = .monotonic,
+        clock: EventLoop.Clock = .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000)),
         beforeEach: @escaping @Sendable (FaultyFileSystem.Operation) -> Void = { _ in }
     ) throws {
         faults = FaultyFileSystem(beforeEach: beforeEach)
@@ -34,8 +35,19 @@ final class StoreHarness {
     var writes: Int { faults.replacements(of: file) }
     func onDisk() -> [SyncUp]? { Files.read(file).flatMap { try? SyncUpsFile.decode($0) } }
 
+    /// Turns the loop until `condition` holds (10 s of real time at most: the writer's thread is real);
+    /// `advancing` moves a manual clock on by that much between two turns, for a window or a back-off to pass.
     @discardableResult
-    func run(until condition: () -> Bool) -> Bool { loop.run(until: condition, timeout: .seconds(10)) }
+    func run(advancing step: Duration? = nil, until condition: () -> Bool) -> Bool {
+        guard let step else { return loop.run(until: condition, timeout: .seconds(10)) }
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while !condition() {
+            guard MonotonicInstant.now() < deadline else { return false }
+            loop.advanceTime(by: step)
+            loop.runOnce(timeoutMilliseconds: 10)
+        }
+        return true
+    }
 }
 
 @Suite struct SyncUpStoreTests {
@@ -83,7 +95,11 @@ final class StoreHarness {
         #expect(harness.run { harness.onDisk() == a })
         harness.store.save(b)
         harness.store.save(c)
-        #expect(harness.run { harness.onDisk() == c && !harness.store.hasUnsavedChanges })
+        // Held for the window's end (one timer), not handed to the writer: nothing is written before it.
+        #expect(harness.loop.scheduledTimerCount == 1 && harness.store.hasUnsavedChanges)
+        harness.loop.advanceTime(by: .milliseconds(299))
+        #expect(harness.loop.scheduledTimerCount == 1 && harness.onDisk() == a)
+        #expect(harness.run(advancing: .milliseconds(1)) { harness.onDisk() == c && !harness.store.hasUnsavedChanges })
         #expect(harness.writes == 2)
         #expect(harness.events.isEmpty)
         harness.store.close()
@@ -340,7 +356,7 @@ final class StoreHarness {
         #expect(harness.run { harness.onDisk() == a })
         harness.faults.fail(.write, with: .noSpace)
         harness.store.save(b)
-        #expect(harness.run { !harness.events.isEmpty })
+        #expect(harness.run(advancing: .milliseconds(10)) { !harness.events.isEmpty })
         guard case .writeFailed(let message) = harness.events.first else {
             Issue.record("expected writeFailed, got \(harness.events)")
             return
@@ -350,8 +366,8 @@ final class StoreHarness {
         #expect(harness.onDisk() == a)
         harness.store.save(c)
         harness.faults.heal()
-        #expect(harness.run { harness.onDisk() == c })
-        #expect(harness.run { harness.events.last == .writeRecovered })
+        #expect(harness.run(advancing: .milliseconds(100)) { harness.onDisk() == c })
+        #expect(harness.run(advancing: .milliseconds(100)) { harness.events.last == .writeRecovered })
         #expect(harness.store.lastError == nil)
         #expect(Files.list(harness.directory.path) == ["meetings", "sync-ups.json", "sync-ups.json.prev"])
         harness.store.close()
@@ -378,7 +394,8 @@ final class StoreHarness {
         #expect(harness.store.lastError != nil)
         #expect(!harness.events.contains(.writeRecovered), "\(harness.events)")
         harness.faults.heal()
-        #expect(harness.run { harness.events.last == .writeRecovered && harness.isDurable })
+        #expect(
+            harness.run(advancing: .milliseconds(100)) { harness.events.last == .writeRecovered && harness.isDurable })
         #expect(harness.onDisk() == b && harness.store.lastError == nil)
         harness.store.close()
     }
@@ -390,14 +407,14 @@ final class StoreHarness {
         #expect(harness.run { harness.isDurable })
         harness.faults.fail(.sync, with: .ioError)
         harness.store.save(b)
-        #expect(harness.run { harness.store.lastError != nil })
+        #expect(harness.run(advancing: .milliseconds(10)) { harness.store.lastError != nil })
         #expect(harness.store.lastError?.hasSuffix("fsync: Input/output error") == true)
         // In place (a killed daemon keeps it) but never the fallback: a power cut may lose it.
         #expect(harness.onDisk() == b)
         #expect(Files.read(harness.file + ".prev").flatMap { try? SyncUpsFile.decode($0) } == a)
         let unsynced = FileIdentity(path: harness.file)
         harness.faults.heal()
-        #expect(harness.run { harness.store.lastError == nil && harness.isDurable })
+        #expect(harness.run(advancing: .milliseconds(100)) { harness.store.lastError == nil && harness.isDurable })
         // Written again in a fresh file (Linux forgets a failed writeback: syncing the same one proves nothing).
         #expect(FileIdentity(path: harness.file)?.inode != unsynced?.inode)
         #expect(harness.onDisk() == b)
@@ -418,7 +435,9 @@ final class StoreHarness {
         #expect(harness.run { harness.onDisk() == a })
         for (index, state) in [b, c].enumerated() {
             harness.store.save(state)
-            #expect(harness.run { harness.onDisk() == state }, "change \(index) waited for the stuck fsync")
+            #expect(
+                harness.run(advancing: .milliseconds(10)) { harness.onDisk() == state },
+                "change \(index) waited for the stuck fsync")
         }
         harness.store.whenWritten { durable.append("c") }
         #expect(durable.isEmpty && !Files.exists(harness.file + ".prev"))
@@ -445,7 +464,7 @@ final class StoreHarness {
         harness.store.save(b)
         harness.store.whenWritten { ran.append(harness.onDisk()?.first?.title ?? "no file") }
         harness.faults.heal()
-        #expect(harness.run { ran.count == 3 })
+        #expect(harness.run(advancing: .milliseconds(100)) { ran.count == 3 })
         // Both run once the write that took the file past them is done (jobs replace each other: it wrote B).
         #expect(ran == ["nothing unsaved", "B", "B"])
         harness.store.close()

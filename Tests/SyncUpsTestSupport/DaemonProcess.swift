@@ -24,6 +24,12 @@ public final class DaemonProcess {
         dataPath = directory.appending("data")
         var fullEnvironment = Subprocess.currentEnvironment()
         fullEnvironment["XDG_CONFIG_HOME"] = directory.appending("config")
+        // A runtime directory of its own, removed with `directory`. Without one, libpulse puts its runtime
+        // directory in a new `$TMPDIR/pulse-XXXXXXXX` linked from `$XDG_CONFIG_HOME/pulse`: the link went with
+        // the test, the directory stayed (thousands in /tmp after a day of suites). A test gives another.
+        let runtime = directory.appending("run")
+        mkdir(runtime, 0o700)
+        fullEnvironment["XDG_RUNTIME_DIR"] = runtime
         // The desktop's session bus only when a test brings its own (`SessionBusFixture`).
         fullEnvironment["DBUS_SESSION_BUS_ADDRESS"] = nil
         for (key, value) in environment { fullEnvironment[key] = value }
