@@ -96,7 +96,12 @@ import Testing
         }
         var running: LoopClient? = try start()
         try expectCatSetAside(try #require(running))
-        // The user restores B.
+        // The user restores B, into the file as the daemon last wrote it: its write of Probe 2, due after the
+        // throttle, is made first. (Moving the clock past it fired that write before the loop read inotify's
+        // word of the user's edit, and the daemon's write replaced the edit: 1 loaded suite run in 5.)
+        _ = try running?.waitForStatus(advancing: .milliseconds(500)) {
+            $0["persistence"]?["unsavedChanges"] == false && $0["persistence"]?["synced"] == true
+        }
         let current = try SyncUpsFile.decode(Array((Files.readString(data + "/sync-ups.json") ?? "").utf8))
         if restored == "beforeAStart" { running = nil }
         Files.write(data + "/sync-ups.json.new", SyncUpsFile.encode(current + [b]))
