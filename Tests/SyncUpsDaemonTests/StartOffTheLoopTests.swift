@@ -79,14 +79,16 @@ final class HeldMicrophone: Sendable {
         let watcher: LoopClient
         let other: LoopClient
         let id: String
+        /// What the daemon logged, notices and above.
+        let log = LogLines(minimumLevel: .notice)
         /// Last: a struct's properties go in their order, and the daemon's writers must be gone before it.
         let directory = TemporaryDirectory("held-open")
 
         init() throws {
             microphone = try HeldMicrophone()
             daemon = try InProcessDaemon(
-                dataDirectory: directory.path, clock: .manual(startingAt: VirtualTimeTests.start),
-                captureDevice: microphone.device)
+                dataDirectory: directory.path, logger: log.logger,
+                clock: .manual(startingAt: VirtualTimeTests.start), captureDevice: microphone.device)
             (client, watcher, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
             other = LoopClient(try daemon.connect(), daemon)
             try client.send(
@@ -320,6 +322,10 @@ final class HeldMicrophone: Sendable {
         held.daemon.session.shutDown()
         #expect(!held.microphone.wasForced, "the stop waited until the watchdog forced the open through")
         #expect(held.daemon.session.active == nil)
+        // Nothing was recorded, and the log does not say it is saved (attack 40: it said "saving").
+        let said = held.log.all
+        #expect(said.contains { $0.hasPrefix("discarding the meeting still starting") }, "\(said)")
+        #expect(!said.contains { $0.contains("saving the running meeting") }, "\(said)")
     }
 
     /// A meeting started without audio past its microphone's deadline, and the daemon stopping while that open

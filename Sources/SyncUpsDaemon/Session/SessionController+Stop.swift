@@ -26,7 +26,11 @@ extension SessionController {
         defer { finishCleanup(interrupt: interrupt) }
         endSparesForGood()
         guard let session = active else { return }
-        logger.notice("saving the running meeting before stopping", .meeting(session.meetingID))
+        // A meeting still starting recorded nothing: the machine discards it, and the log must not say "saving".
+        logger.notice(
+            session.machine.isStarting
+                ? "discarding the meeting still starting (nothing recorded yet) before stopping"
+                : "saving the running meeting before stopping", .meeting(session.meetingID))
         handle(.daemonStopping, in: session)
         while active === session {
             if let interrupt, interrupt.hasHappened() {
