@@ -46,10 +46,26 @@ public enum EventName {
     public static let persistenceRecovered = "persistence.recovered"
     public static let scheduleReminder = "schedule.reminder"
 
-    /// A session event: `session.` and what happened (`started`, `tick`, `speaker`, …, `ended`).
-    public static func session(_ change: String) -> String { sessionPrefix + change }
-    /// What every session event's name starts with.
+    /// What every session event's name starts with (a client following the session takes them all).
     public static let sessionPrefix = "session."
-    public static let sessionEnded = session("ended")
-    public static let sessionError = session("error")
+    public static let sessionStarted = "session.started"
+    public static let sessionTick = "session.tick"
+    public static let sessionSpeaker = "session.speaker"
+    public static let sessionPaused = "session.paused"
+    public static let sessionResumed = "session.resumed"
+    public static let sessionEnding = "session.ending"
+    public static let sessionUpdated = "session.updated"
+    public static let sessionTranscript = "session.transcript"
+    public static let sessionAttribution = "session.attribution"
+    public static let sessionError = "session.error"
+    public static let sessionEnded = "session.ended"
+
+    /// Every event a subscriber can be sent (the greeting is not one: it is no topic's), as protocol.md's
+    /// events table lists them.
+    public static let published = [
+        syncUpCreated, syncUpUpdated, syncUpDeleted, syncUpsReloaded, sessionStarted, sessionTick, sessionSpeaker,
+        sessionPaused, sessionResumed, sessionEnding, sessionUpdated, sessionTranscript, sessionAttribution,
+        sessionError, sessionEnded, persistenceFailed, persistenceRecovered, daemonWarning, scheduleReminder,
+        daemonStopping,
+    ]
 }

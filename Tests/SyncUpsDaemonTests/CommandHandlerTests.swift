@@ -1,6 +1,7 @@
 import SyncUpsDaemon
 import SyncUpsJSON
 import SyncUpsPOSIX
+import SyncUpsProtocol
 import SyncUpsTestSupport
 import Testing
 
@@ -23,6 +24,24 @@ import Testing
             }
     }()
 
+    /// The event names of protocol.md's events table (its second column).
+    static let documentedEvents: [String] = {
+        let root = FilePath.directory(of: FilePath.directory(of: FilePath.directory(of: #filePath)))
+        let text = Files.readString(FilePath.join(root, "protocol.md")) ?? ""
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(of: "## Events"),
+            let end = lines.firstIndex(of: "## Limits and slow clients")
+        else { return [] }
+        return lines[start..<end].filter { $0.hasPrefix("| `") }
+            .flatMap { row in
+                let cells = row.split(separator: "|", omittingEmptySubsequences: false)
+                guard cells.count > 2 else { return [String]() }
+                return cells[2].split(separator: "`").enumerated().filter { $0.offset % 2 == 1 }.map {
+                    String($0.element)
+                }
+            }
+    }()
+
     static func client() throws -> (TemporaryDirectory, LoopClient) {
         let directory = TemporaryDirectory("commands")
         let daemon = try InProcessDaemon(dataDirectory: directory.path)
@@ -41,6 +60,15 @@ import Testing
         for name in ["ping", "status", "syncups.create", "session.pause", "session.resume", "unsubscribe"] {
             #expect(Self.documentedCommands.contains(name), "\(name) not found in \(Self.documentedCommands)")
         }
+    }
+
+    /// Every event the daemon publishes is one `EventName` constant, and protocol.md's table lists exactly
+    /// those: a new event without its row (or a row for an event no constant names) fails here.
+    @Test func protocolMDListsEveryPublishedEventAndNoOther() {
+        #expect(Self.documentedEvents.count >= 15, "\(Self.documentedEvents)")
+        #expect(Set(Self.documentedEvents) == Set(EventName.published))
+        #expect(Set(EventName.published).count == EventName.published.count, "a name listed twice")
+        #expect(EventName.published.filter { $0.hasPrefix(EventName.sessionPrefix) }.count == 11)
     }
 
     @Test func hasAnEntryForEveryDocumentedCommand() throws {

@@ -110,7 +110,7 @@ final class DesktopSurfaces {
     func published(_ topic: Topic, _ name: String, _ data: () -> JSONValue) {
         sessionChanged()
         let canShow = notificationLevel != .none && bus.isConnected
-        if name.hasPrefix("persistence.") {
+        if name == EventName.persistenceFailed || name == EventName.persistenceRecovered {
             // Followed whether or not it can show, so an episode ends with its recovery; at every level, since
             // the recovery replaces the failure's critical notification.
             if let notification = failures.notification(for: name, canShow: canShow, data) {
@@ -118,7 +118,7 @@ final class DesktopSurfaces {
             }
             return
         }
-        guard canShow, name != "session.tick", name != "session.transcript" else { return }
+        guard canShow, name != EventName.sessionTick, name != EventName.sessionTranscript else { return }
         if name == EventName.scheduleReminder {
             let event = data()
             if let id = event["syncup"]?.stringValue.flatMap(SyncUp.ID.init(uuidString:)),
@@ -146,28 +146,28 @@ final class DesktopSurfaces {
         -> DesktopNotification?
     {
         switch name {
-        case "session.started", "session.speaker", "session.resumed":
+        case EventName.sessionStarted, EventName.sessionSpeaker, EventName.sessionResumed:
             guard let machine, machine.phase == .running, let speaker = machine.speaker else { return nil }
             let speakerName = speaker.name.isEmpty ? "(no name)" : speaker.name
             return DesktopNotification(
                 slot: "floor", summary: "\(speakerName)'s turn · \(DurationText.clock(machine.turnRemaining))",
                 body: "\(machine.syncUp.title) · \(machine.speakerIndex + 1)/\(machine.roster.rotationCount)",
                 actions: [.init("next", "Next"), .init("pause", "Pause")], urgency: .low)
-        case "session.paused":
+        case EventName.sessionPaused:
             guard let machine else { return nil }
             return DesktopNotification(
                 slot: "floor", summary: "\(machine.syncUp.title) paused",
                 body:
                     "\(machine.speaker?.name ?? "nobody") has the floor, \(DurationText.clock(machine.durationRemaining)) left",
                 actions: [.init("resume", "Resume"), .init("next", "Next")], urgency: .low)
-        case "session.ending":
+        case EventName.sessionEnding:
             // Everyone spoke: the floor's Next would do nothing; save or go on.
             guard let machine, machine.phase == .ending, machine.pendingEnding == nil else { return nil }
             return DesktopNotification(
                 slot: "floor", summary: "\(machine.syncUp.title): everyone has spoken",
                 body: "Save the meeting, or resume it", actions: [.init("save", "Save"), .init("resume", "Resume")],
                 urgency: .low)
-        case "session.ended":
+        case EventName.sessionEnded:
             let event = data()
             guard event["outcome"] == "saved", let meeting = event["meeting"] else { return nil }
             let title = event["session"]?["title"]?.stringValue ?? machine?.syncUp.title ?? "the sync-up"
@@ -176,7 +176,7 @@ final class DesktopSurfaces {
                 body:
                     "\(meeting["transcript"]?.stringValue?.isEmpty == false ? "with its transcript; " : "")syncupsctl meeting \"\(title)\" shows it",
                 actions: [], urgency: .normal)
-        case "session.error":
+        case EventName.sessionError:
             // Speech that failed and a journal that cannot be written are important; a cue that did not
             // play or a microphone's trouble are for `all`.
             guard let message = data()["message"]?.stringValue else { return nil }

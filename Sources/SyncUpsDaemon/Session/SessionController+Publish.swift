@@ -43,22 +43,22 @@ extension SessionController {
         let name: String
         var data = JSONObject()  // after the session object, which is built only for subscribers
         switch notification {
-        case .started: name = "started"
-        case .tick: name = "tick"
-        case .speaker: name = "speaker"
-        case .paused: name = "paused"
-        case .resumed: name = "resumed"
-        case .ending: name = "ending"
-        case .updated: name = "updated"
-        case .transcript: name = "transcript"
+        case .started: name = EventName.sessionStarted
+        case .tick: name = EventName.sessionTick
+        case .speaker: name = EventName.sessionSpeaker
+        case .paused: name = EventName.sessionPaused
+        case .resumed: name = EventName.sessionResumed
+        case .ending: name = EventName.sessionEnding
+        case .updated: name = EventName.sessionUpdated
+        case .transcript: name = EventName.sessionTranscript
         case .attributionCorrected(let segments):
-            name = "attribution"
+            name = EventName.sessionAttribution
             data.append("segments", .array(segments.map(\.json)))
         case .error(let message):
-            name = "error"
+            name = EventName.sessionError
             data.append("message", .string(message))
         case .ended(let ending):
-            name = "ended"
+            name = EventName.sessionEnded
             switch ending {
             case .finished(let meeting), .saved(let meeting), .interrupted(let meeting):
                 let reason =
@@ -78,7 +78,7 @@ extension SessionController {
                 data.append("reason", .string("the sync-up was deleted"))
             }
         }
-        publishEvent(.session, EventName.session(name)) { [self] in
+        publishEvent(.session, name) { [self] in
             .object(JSONObject([JSONObject.Member(key: "session", value: sessionJSON(session))] + data.members))
         }
     }
