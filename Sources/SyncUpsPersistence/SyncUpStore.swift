@@ -64,7 +64,7 @@ public final class SyncUpStore {
     private var isConflictPending = false
     /// Set by `close`: results are recorded, but start no more writes.
     private var isClosing = false
-    /// Actions waiting for the state of a generation to be on disk (`whenWritten`), oldest first.
+    /// Actions waiting for the state of a generation to be on disk (`whenDurable`), oldest first.
     private var afterWrite: [(generation: Int, action: () -> Void)] = []
 
     /// The last write error, or nil when the file is up to date or a write is merely pending.
@@ -181,7 +181,7 @@ public final class SyncUpStore {
     /// is, else after the `fsync` that takes it there. For what must not go before the data it protects, such
     /// as a meeting's journal, which may be removed only once the meeting is on disk. An outside edit that
     /// replaces the state also counts (the file then is the state); a write that never succeeds never runs it.
-    public func whenWritten(_ action: @escaping () -> Void) {
+    public func whenDurable(_ action: @escaping () -> Void) {
         guard durableGeneration < generation else { return action() }
         afterWrite.append((generation, action))
     }

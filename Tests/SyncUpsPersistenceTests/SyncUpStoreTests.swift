@@ -383,7 +383,7 @@ final class StoreHarness {
         gate.close()
         harness.store.save(a, urgent: true)
         var isADurable = false
-        harness.store.whenWritten { isADurable = true }
+        harness.store.whenDurable { isADurable = true }
         #expect(harness.run { harness.onDisk() == a })
         harness.faults.fail(.write, with: .noSpace)
         harness.store.save(b, urgent: true)
@@ -431,7 +431,7 @@ final class StoreHarness {
         gate.close()
         harness.store.save(a)
         var durable: [String] = []
-        harness.store.whenWritten { durable.append("a") }
+        harness.store.whenDurable { durable.append("a") }
         #expect(harness.run { harness.onDisk() == a })
         for (index, state) in [b, c].enumerated() {
             harness.store.save(state)
@@ -439,7 +439,7 @@ final class StoreHarness {
                 harness.run(advancing: .milliseconds(10)) { harness.onDisk() == state },
                 "change \(index) waited for the stuck fsync")
         }
-        harness.store.whenWritten { durable.append("c") }
+        harness.store.whenDurable { durable.append("c") }
         #expect(durable.isEmpty && !Files.exists(harness.file + ".prev"))
         gate.open()
         #expect(harness.run { durable == ["a", "c"] })
@@ -452,17 +452,17 @@ final class StoreHarness {
         let harness = try StoreHarness(throttleWindow: .milliseconds(50))
         _ = try harness.store.open()
         var ran: [String] = []
-        harness.store.whenWritten { ran.append("nothing unsaved") }
+        harness.store.whenDurable { ran.append("nothing unsaved") }
         #expect(ran == ["nothing unsaved"])
 
         harness.faults.fail(.write, with: .noSpace)
         harness.store.save(a, urgent: true)
-        harness.store.whenWritten { ran.append(harness.onDisk()?.first?.title ?? "no file") }
+        harness.store.whenDurable { ran.append(harness.onDisk()?.first?.title ?? "no file") }
         #expect(harness.run { harness.store.lastError != nil })
         // The write failed: the action waits (a meeting's journal stays while the meeting is not in the file).
         #expect(ran == ["nothing unsaved"])
         harness.store.save(b)
-        harness.store.whenWritten { ran.append(harness.onDisk()?.first?.title ?? "no file") }
+        harness.store.whenDurable { ran.append(harness.onDisk()?.first?.title ?? "no file") }
         harness.faults.heal()
         #expect(harness.run(advancing: .milliseconds(100)) { ran.count == 3 })
         // Both run once the write that took the file past them is done (jobs replace each other: it wrote B).
@@ -477,7 +477,7 @@ final class StoreHarness {
         #expect(harness.run { harness.onDisk() == a })
         harness.store.save(c)
         var ran = false
-        harness.store.whenWritten { ran = harness.onDisk() == c }
+        harness.store.whenDurable { ran = harness.onDisk() == c }
         #expect(!ran)
         #expect(harness.store.close() == nil)
         #expect(ran)

@@ -110,7 +110,7 @@ enum MeetingRecovery {
                     continue
                 }
             }
-            state.whenSaved { [unowned state] in
+            state.whenDurable { [unowned state] in
                 // Once the session controller exists, its journal writer removes it (and retries a failure).
                 if let session = state.session { return session.journals.remove(meeting) }
                 do throws(SystemError) {

@@ -63,7 +63,7 @@ extension SessionController {
             if error == nil { cleanup.run { directory.removeSidecars(of: meeting) } }
         case .written:
             state.writesWorked([.details(meeting)])
-            state.whenSaved { [journals] in journals.remove(meeting) }
+            state.whenDurable { [journals] in journals.remove(meeting) }
         case .retry(let delay, let isFirstFailure):
             let message = "cannot write the meeting's details: \(error ?? "")"
             let journal = state.detailsWrites.details(of: meeting)?.journal

@@ -207,9 +207,9 @@ final class DaemonState {
             + "; they share their files, which are kept until no sync-up holds the meeting"
     }
 
-    /// Runs `action` once every change made so far is on disk (see `SyncUpStore.whenWritten`).
-    func whenSaved(_ action: @escaping () -> Void) {
-        store.whenWritten(action)
+    /// Runs `action` once every change made so far is durable (fsync'd) in the file (`SyncUpStore.whenDurable`).
+    func whenDurable(_ action: @escaping () -> Void) {
+        store.whenDurable(action)
     }
 
     /// Writes any change still waiting for the throttle now.
