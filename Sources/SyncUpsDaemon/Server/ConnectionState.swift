@@ -405,7 +405,7 @@ struct ConnectionState: Equatable {
         /// stopped (SIGSTOP, a long stall) fires its timers before it polls, and the client may have completed
         /// the line meanwhile.
         case readFirst
-        /// The line stayed incomplete: send `request_timeout` and close once it is sent (`Fact.dropped`).
+        /// The line stayed incomplete: send `request_timeout` and close once it is sent (`drop(from:)`).
         case timeOutPartialLine
         /// The stall's time is up: try to send what waits first, then ask again. A loop that was stopped fires
         /// its timers before it polls, and the client may have read everything meanwhile.

@@ -50,6 +50,17 @@ extension Server {
         processInputAndFlush(connection)
     }
 
+    /// Handles the lines a connection already received at the end of the loop's current turn
+    /// (`EventLoop.execute`; not after another poll, as `yieldTurn` does), if it still handles input then:
+    /// after a pause or an awaited reply (the socket may never become readable again: they are in our
+    /// buffer, not the kernel's).
+    func handleInputAtEndOfTurn(_ connection: Connection) {
+        loop.execute { [weak self, weak connection] in
+            guard let self, let connection, connection.state.handlesInput else { return }
+            processInputAndFlush(connection)
+        }
+    }
+
     /// The client is gone (`ConnectionState.Input.gone`): what it sent before is all in the socket now, so it
     /// is read to its end (up to a line's limit beyond what is held, for a client that only shut its reading
     /// side and writes on), the socket is no longer watched (a hang-up would be reported at every turn), its

@@ -75,17 +75,6 @@ extension Server {
         handle(.outputPassedPauseThreshold, on: connection)
     }
 
-    /// Handles the lines a connection already received at the end of the loop's current turn
-    /// (`EventLoop.execute`; not after another poll, as `yieldTurn` does), if it still handles input then:
-    /// after a pause or an awaited reply (the socket may never become readable again: they are in our
-    /// buffer, not the kernel's).
-    func handleInputAtEndOfTurn(_ connection: Connection) {
-        loop.execute { [weak self, weak connection] in
-            guard let self, let connection, connection.state.handlesInput else { return }
-            processInputAndFlush(connection)
-        }
-    }
-
     /// Sends every subscriber the events queued for it during this turn.
     func flushPending() {
         let connections = pendingFlush

@@ -62,7 +62,8 @@ final class Server {
 
     /// The last `status`-like reply, replayed for the same line while its generation holds.
     var replay = ReplayCache()
-    /// When the request line being handled was taken from its client's input: the clock is read once per line.
+    /// About when the request line being handled was taken from its client's input (`status`'s uptime):
+    /// `processInput` reads the clock at a batch's start and then once every `replaysPerClockRead` lines.
     var lineTime = MonotonicInstant.now()
 
     /// Reading from a client pauses while this much of its output is unsent, so a client that pipelines
