@@ -176,6 +176,21 @@ public final class EventLoop {
         manualNow = start + duration
     }
 
+    /// For the loop's own thread while the loop does not run (at shutdown): waits for `mailbox`'s next message
+    /// until `deadline` on this loop's clock, or until `other` is readable. On the manual clock time stands
+    /// still unless a test moves it, and nothing moves it while this waits: so it does not wait. A message
+    /// already queued is there; else the clock moves on to `deadline` (firing nothing, as the loop does not
+    /// run) and the wait has timed out. Before, the waits at shutdown measured the loop's clock while sleeping
+    /// in real time: on the manual clock their deadline never came.
+    public func wait<Message>(
+        for mailbox: Mailbox<Message>, until deadline: MonotonicInstant, orUntilReadable other: FileDescriptor? = nil
+    ) -> Mailbox<Message>.WaitOutcome {
+        guard let manualNow else { return mailbox.wait(timeout: deadline - .now(), orUntilReadable: other) }
+        let outcome = mailbox.wait(timeout: .zero, orUntilReadable: other)
+        if outcome == .timedOut { self.manualNow = max(manualNow, deadline) }
+        return outcome
+    }
+
     /// Calls `handler` once, on this loop, at `deadline` (at once if it has passed).
     @discardableResult
     public func schedule(at deadline: MonotonicInstant, _ handler: @escaping () -> Void) -> Timer {

@@ -70,22 +70,34 @@ public final class Mailbox<Message: Sendable>: Sendable {
         return taken
     }
 
-    /// Waits up to `timeout` for a message, without taking it; returns whether one is queued. For the loop's
-    /// own thread while the loop is not running (at shutdown, waiting for a helper's last report). The wait
-    /// also ends, without a message, as soon as `other` is readable (the daemon's signals).
-    public func wait(timeout: Duration, orUntilReadable other: FileDescriptor? = nil) -> Bool {
+    /// How a wait for a message ended.
+    public enum WaitOutcome: Sendable, Equatable {
+        /// A message is queued (not taken).
+        case message
+        /// The time given passed with none.
+        case timedOut
+        /// The other descriptor became readable first (the daemon's signals).
+        case interrupted
+    }
+
+    /// Waits up to `timeout` for a message, without taking it. For the loop's own thread while the loop is
+    /// not running (at shutdown, waiting for a helper's last report): `EventLoop.wait(for:until:orUntilReadable:)`
+    /// waits on the loop's clock. The wait also ends, without a message, as soon as `other` is readable.
+    public func wait(timeout: Duration, orUntilReadable other: FileDescriptor? = nil) -> WaitOutcome {
         let deadline = MonotonicInstant.now() + timeout
         while true {
             var count: UInt64 = 0
             _ = Glibc.read(eventFD.rawValue, &count, 8)  // non-blocking: clears a signal already acted on
-            if queue.withLock({ !$0.isEmpty }) { return true }
+            if queue.withLock({ !$0.isEmpty }) { return .message }
             let remaining = deadline - MonotonicInstant.now()
-            guard remaining > .zero else { return false }
+            guard remaining > .zero else { return .timedOut }
             var pollers = [pollfd(fd: eventFD.rawValue, events: Int16(POLLIN), revents: 0)]
             if let other { pollers.append(pollfd(fd: other.rawValue, events: Int16(POLLIN), revents: 0)) }
             // Rounded up, so the last fraction of a millisecond is slept rather than spun.
             _ = poll(&pollers, nfds_t(pollers.count), CInt(clamping: (remaining.nanoseconds + 999_999) / 1_000_000))
-            if pollers.count > 1 && pollers[1].revents != 0 { return queue.withLock { !$0.isEmpty } }
+            if pollers.count > 1 && pollers[1].revents != 0 {
+                return queue.withLock { !$0.isEmpty } ? .message : .interrupted
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 import Glibc
 import SyncUpsAudio
+import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsTestSupport
@@ -326,6 +327,48 @@ final class HeldMicrophone: Sendable {
         let said = held.log.all
         #expect(said.contains { $0.hasPrefix("discarding the meeting still starting") }, "\(said)")
         #expect(!said.contains { $0.contains("saving the running meeting") }, "\(said)")
+    }
+
+    /// The daemon stopping while a running meeting's recording has not reported its end (the clean-up worker,
+    /// which stops it, held): the machine's 5 s settle wait is on the loop's clock, so on the manual clock it
+    /// passes at once, and the meeting is saved as interrupted. Before, the wait measured the manual clock while
+    /// sleeping in real time: its deadline never came, and the stop went on until the recording's report did
+    /// (here when the watchdog opened the worker, 10 s later).
+    @Test func theStopsSettleWaitPassesOnTheLoopsClock() throws {
+        let directory = TemporaryDirectory("settle-clock")
+        let log = LogLines(minimumLevel: .notice)
+        let daemon = try InProcessDaemon(
+            dataDirectory: directory.path, logger: log.logger, clock: .manual(startingAt: VirtualTimeTests.start))
+        let (client, _, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
+        let started = try client.result(
+            "session.start", ["syncup": .string(id), "audio": true, "transcribe": false])
+        let meeting = try #require(started["meeting"]?.stringValue)
+        daemon.advanceTime(by: .seconds(2))
+        let worker = try Gate()
+        worker.close()
+        daemon.session.cleanup.run { worker.pass() }
+        let released = try WakeSignal()
+        let forced = Mutex(false)
+        let watchdog = try DedicatedThread(name: "settle-watchdog") {
+            if !released.wait(timeout: .seconds(10)) { forced.withLock { $0 = true } }
+            worker.open()
+        }
+        let before = daemon.session.loop.now()
+        daemon.session.settings.shutdownCleanupTimeout = .zero  // the worker stays held: not waited for
+        daemon.session.shutDown()
+        released.signal()
+        watchdog.join()
+        #expect(!forced.withLock { $0 }, "the stop waited in real time until the recording's report came")
+        #expect(daemon.session.loop.now() - before == .seconds(5), "the settle wait's 5 s, in virtual time")
+        #expect(daemon.session.active == nil)
+        let said = log.all
+        #expect(
+            said.contains("the recording did not end within 5.0 seconds; saving without waiting for it"), "\(said)")
+        #expect(said.contains { $0.hasPrefix("saving the running meeting before stopping") }, "\(said)")
+        let isSaved = daemon.session.state.syncUps.contains { syncUp in
+            syncUp.meetings.contains { $0.id == Meeting.ID(uuidString: meeting) }
+        }
+        #expect(isSaved, "the meeting was not saved")
     }
 
     /// A meeting started without audio past its microphone's deadline, and the daemon stopping while that open

@@ -1,3 +1,4 @@
+import Glibc
 import SyncUpsPOSIX
 import Synchronization
 import Testing
@@ -8,15 +9,41 @@ import Testing
     @Test func waitWakesForANewMessageAndNotForOneAlreadyTaken() throws {
         let mailbox = try Mailbox<Int>()
         mailbox.post(1)
-        #expect(mailbox.wait(timeout: .zero))
+        #expect(mailbox.wait(timeout: .zero) == .message)
         #expect(mailbox.takeAll() == [1])
         let start = MonotonicInstant.now()
-        #expect(!mailbox.wait(timeout: .milliseconds(50)))
+        #expect(mailbox.wait(timeout: .milliseconds(50)) == .timedOut)
         #expect(MonotonicInstant.now() - start >= .milliseconds(50))
         let poster = try DedicatedThread(name: "test-poster") { mailbox.post(2) }
-        #expect(mailbox.wait(timeout: .seconds(10)))
+        #expect(mailbox.wait(timeout: .seconds(10)) == .message)
         poster.join()
         #expect(mailbox.takeAll() == [2])
+    }
+
+    /// A readable descriptor given to `wait` (the daemon's signals at shutdown) ends it as `interrupted`, not
+    /// as a timeout: the shutdown tells the two apart.
+    @Test func aReadableDescriptorEndsTheWaitAsInterrupted() throws {
+        let mailbox = try Mailbox<Int>()
+        var ends: [CInt] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { for end in ends { close(end) } }
+        var byte: UInt8 = 1
+        #expect(write(ends[1], &byte, 1) == 1)
+        #expect(mailbox.wait(timeout: .seconds(10), orUntilReadable: FileDescriptor(rawValue: ends[0])) == .interrupted)
+    }
+
+    /// On a manual clock the loop's `wait(for:until:)` does not sleep: a queued message is there, else the clock
+    /// moves to the deadline and the wait has timed out (before, shutdown measured the manual clock while
+    /// sleeping in real time, and the deadline never came).
+    @Test func theLoopsWaitOnAManualClockMovesTheClockToTheDeadline() throws {
+        let start = MonotonicInstant(nanoseconds: 1_000_000_000)
+        let loop = try EventLoop(clock: .manual(startingAt: start))
+        let mailbox = try Mailbox<Int>()
+        #expect(loop.wait(for: mailbox, until: start + .seconds(5)) == .timedOut)
+        #expect(loop.now() == start + .seconds(5))
+        mailbox.post(1)
+        #expect(loop.wait(for: mailbox, until: start + .seconds(9)) == .message)
+        #expect(loop.now() == start + .seconds(5))
     }
 }
 

@@ -40,14 +40,16 @@ extension SessionController {
                 handle(.settleTimedOut, in: session)
                 break
             }
-            // The machine's settle deadline; none armed (nothing to wait for) is the same as one passed.
+            // The machine's settle deadline, on the loop's clock (on a manual one it passes at once unless a
+            // report is already queued); none armed (nothing to wait for) is the same as one passed.
             let deadline = session.machine.settleDeadline.map { instant(session, $0.at) } ?? loop.now()
-            let remaining = deadline - loop.now()
-            guard remaining > .zero else {
+            guard deadline > loop.now() else {
                 settleTimedOut(session)
                 break
             }
-            if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
+            if loop.wait(for: mailbox, until: deadline, orUntilReadable: interrupt?.descriptor) == .message {
+                drainMailboxNow()
+            }
         }
     }
 
@@ -56,7 +58,8 @@ extension SessionController {
     /// kernel (a close or a read that never returns) must not keep the daemon from stopping: after
     /// `shutdownCleanupTimeout`, or a second SIGTERM, it stops without the rest. What was cut short is what a
     /// kill -9 would leave: a meeting's journal stays until its details are written, and the next start
-    /// recovers it.
+    /// recovers it. This bound is in real time on every clock: it is for a thread's work (a write, a
+    /// device's close), which virtual time does not speed up.
     ///
     /// A capture device's open is not waited for at all: by now the meeting it was for has ended (a starting
     /// meeting is discarded, one that started without it past its deadline saved), so it has made no file (the
@@ -75,7 +78,9 @@ extension SessionController {
                 drainMailboxNow()
                 return
             }
-            if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) { drainMailboxNow() }
+            if mailbox.wait(timeout: remaining, orUntilReadable: interrupt?.descriptor) == .message {
+                drainMailboxNow()
+            }
         }
         cleanup.finish()
         // The clean-up worker, which hands the opens over, is done: nothing is queued on the opener from now on.

@@ -45,8 +45,11 @@ extension SessionController {
         case .saving?, .stopping?, nil:
             let timeout = Duration.nanoseconds(
                 session.machine.settleDeadline.map { session.machine.settleTimeouts[$0.deadline] } ?? 0)
+            // What was still awaited: the recognizer's last words, or (a meeting without one) the recording's end.
             logger.warning(
-                "the recognizer did not finish within \(timeout); saving without its last words",
+                session.machine.recognizer == .absent
+                    ? "the recording did not end within \(timeout); saving without waiting for it"
+                    : "the recognizer did not finish within \(timeout); saving without its last words",
                 .meeting(session.meetingID))
         }
         handle(.settleTimedOut, in: session)
