@@ -62,15 +62,15 @@ extension SessionMachine {
         return try respond(to: request, at: Self.seconds(now))
     }
 
-    /// A fact at `time`, in seconds (the machine's tests): `handle(_:atNanoseconds:)` at that instant. A
-    /// `timerTicked` is the armed timer firing at `time` (a test's clock may run ahead of the schedule, as
-    /// `next` moves the elapsed time on): the tick due is the one at `time`, taken by the same catch-up as the
-    /// daemon's, which arms the timer for the next second.
+    /// A fact at `time`, in seconds (the machine's tests): `handle(_:atNanoseconds:)` at that instant, the
+    /// one path a tick takes (a `timerTicked` at `time` takes each tick due by then, none if it comes early).
     public mutating func handle(_ event: Event, at time: Double) -> [Effect] {
-        let now = Self.nanoseconds(time)
-        if event == .timerTicked, !isOver { schedule.fires(at: now) }
-        return handle(event, atNanoseconds: now)
+        handle(event, atNanoseconds: Self.nanoseconds(time))
     }
+
+    /// Where the timer is armed now (nanoseconds since the session started): the last `armTimer`'s deadline
+    /// while the timer runs, nil while it stands.
+    public var nextTickDeadline: Int64? { schedule.nextDeadline }
 
     /// A client's request at `time`, in seconds (the machine's tests).
     public mutating func request(_ request: Request, at time: Double) throws(SessionRejection) -> [Effect] {

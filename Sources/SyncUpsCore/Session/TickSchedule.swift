@@ -17,18 +17,6 @@ public struct TickSchedule: Sendable, Equatable {
         nextDeadline = now + Self.second
     }
 
-    /// How many ticks are due at `now` (more than one after a late wake-up); advances past them.
-    public mutating func ticksDue(at now: Instant) -> Int {
-        guard var deadline = nextDeadline, deadline <= now else { return 0 }
-        var count = 0
-        while deadline <= now {
-            count += 1
-            deadline += Self.second
-        }
-        nextDeadline = deadline
-        return count
-    }
-
     /// The deadline of the first tick due at `now`, if any, advancing past it alone (a late wake-up takes its
     /// ticks one at a time, each handled before the next).
     public mutating func takeTick(at now: Instant) -> Instant? {
@@ -39,13 +27,6 @@ public struct TickSchedule: Sendable, Equatable {
 
     /// Whether a tick is due at `now`.
     public func isDue(at now: Instant) -> Bool { nextDeadline.map { $0 <= now } ?? false }
-
-    /// The timer fires at `now`, whatever was due (the machine's tests drive it so): the tick due is the one
-    /// at `now`, the next a second later. Nothing while paused.
-    mutating func fires(at now: Instant) {
-        guard nextDeadline != nil else { return }
-        nextDeadline = now
-    }
 
     public mutating func pause(at now: Instant) {
         guard let deadline = nextDeadline else { return }
