@@ -62,6 +62,55 @@ import Testing
         #expect(try LoopClient(try daemon.connect(), daemon).result("ping") == "pong")
     }
 
+    /// The subscriber limit counts connections, not subscriptions: one that changes what it follows keeps
+    /// its one place; one that follows nothing any more, or closes, gives its place back; a subscriber past
+    /// the limit is refused with the reason (and its ping still answered). (A half-closed subscriber keeps its
+    /// place: it still reads its events, as `echo subscribe | socat - UNIX-CONNECT:…` does.)
+    @Test func theSubscriberLimitCountsConnectionsAndFreesThePlaceOfOneThatLeaves() throws {
+        let directory = TemporaryDirectory("subscribers")
+        var limits = Limits()
+        limits.maxSubscribers = 2
+        let daemon = try InProcessDaemon(dataDirectory: directory.path, limits: limits)
+        func subscribe(_ client: LoopClient, _ topics: [String]) throws -> JSONValue {
+            try client.send(
+                JSONWriter().string(
+                    ["id": "sub", "cmd": "subscribe", "args": ["topics": .array(topics.map(JSONValue.string))]])
+                    + "\n")
+            return try client.reply(to: "sub")
+        }
+        /// Asks until the daemon has seen a close (a deadline against a hang, not a measure).
+        func subscribeOnceAPlaceIsFree(_ client: LoopClient) throws -> JSONValue {
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            var reply = try subscribe(client, ["session"])
+            while reply["ok"] != true, MonotonicInstant.now() < deadline {
+                daemon.turn(waitingUpTo: 10)
+                reply = try subscribe(client, ["session"])
+            }
+            return reply
+        }
+        let first = LoopClient(try daemon.connect(), daemon)
+        var second: LoopClient? = LoopClient(try daemon.connect(), daemon)
+        var third: LoopClient? = LoopClient(try daemon.connect(), daemon)
+        #expect(try subscribe(first, ["session"])["ok"] == true)
+        #expect(try subscribe(first, ["session", "syncups"])["ok"] == true, "a change is not a second place")
+        #expect(try subscribe(second!, ["syncups"])["ok"] == true)
+        let refused = try subscribe(third!, ["session"])
+        #expect(refused["error"]?["code"] == "too_many_subscriptions", "\(refused)")
+        #expect(try third!.result("ping") == "pong")
+        // Following nothing any more frees the place.
+        _ = try first.result("unsubscribe")
+        #expect(try subscribe(third!, ["session"])["ok"] == true)
+        #expect(try subscribe(first, ["session"])["error"]?["code"] == "too_many_subscriptions")
+        // So does a close, with its input read to the end or not.
+        second = nil
+        #expect(try subscribeOnceAPlaceIsFree(first)["ok"] == true)
+        let fourth = LoopClient(try daemon.connect(), daemon)
+        #expect(try subscribe(fourth, ["session"])["error"]?["code"] == "too_many_subscriptions")
+        try third!.send(#"{"id":"unread","cmd":"status"}"# + "\n")
+        third = nil
+        #expect(try subscribeOnceAPlaceIsFree(fourth)["ok"] == true)
+    }
+
     @Test func answersWhatAClientSentBeforeClosingItsSideThenCloses() throws {
         let (directory, daemon) = try Self.daemon()
         _ = directory

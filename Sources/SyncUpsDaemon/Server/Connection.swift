@@ -15,6 +15,8 @@ final class Connection {
     var inputStart = 0
     var output = OutputBuffer()
 
+    /// What it follows; changed only by `Subscriptions.set` (Server+Subscriptions), which keeps the per-topic
+    /// counts with it.
     var topics: Set<Topic> = []
     var isSubscriber: Bool { !topics.isEmpty }
 

@@ -19,7 +19,7 @@ extension Server {
     func release(_ connection: Connection) {
         if let watch = connection.watch { loop.unwatch(watch) }
         cancelDeadline(connection)
-        subscriptions.remove(connection.topics)
+        subscriptions.remove(connection)
         connection.fd.close()
         listenerGate?.resume()  // a descriptor is free: accept again if short of them
         connections[connection.number] = nil

@@ -97,8 +97,7 @@ extension Server {
         }
         if let watch = connection.watch { loop.unwatch(watch) }
         connection.watch = nil
-        subscriptions.remove(connection.topics)
-        connection.topics = []
+        subscriptions.remove(connection)
         connection.output.discardAll()
         handleInputAtEndOfTurn(connection)
     }

@@ -1,8 +1,9 @@
 import SyncUpsJSON
 import SyncUpsProtocol
 
-/// Who subscribes to what, and the numbering of the events published: the server's bookkeeping, apart
-/// from the connections' own `topics`.
+/// Who subscribes to what, and the numbering of the events published: the server's bookkeeping. Each
+/// connection's `topics` says what it follows; the counts per topic (so a publish nobody follows costs no
+/// encoding and no walk of the connections) are kept beside them, and both change here alone, together.
 struct Subscriptions {
     /// How many connections subscribe to anything.
     private(set) var subscriberCount = 0
@@ -17,24 +18,26 @@ struct Subscriptions {
         return counts[topic, default: 0] > 0
     }
 
-    /// A connection subscribed to `old` now subscribes to `new`.
-    mutating func change(from old: Set<Topic>, to new: Set<Topic>, limit: Int) throws(ProtocolError) {
-        if old.isEmpty && !new.isEmpty {
+    /// `connection` now subscribes to `topics` (none: it follows nothing any more); refused past `limit`
+    /// subscribers, with nothing changed.
+    mutating func set(_ topics: Set<Topic>, for connection: Connection, limit: Int = .max) throws(ProtocolError) {
+        let old = connection.topics
+        if old.isEmpty && !topics.isEmpty {
             guard subscriberCount < limit else {
                 throw ProtocolError(.tooManySubscriptions, "the daemon already has \(limit) subscribers")
             }
             subscriberCount += 1
-        } else if !old.isEmpty && new.isEmpty {
+        } else if !old.isEmpty && topics.isEmpty {
             subscriberCount -= 1
         }
         for topic in old { counts[topic, default: 0] -= 1 }
-        for topic in new { counts[topic, default: 0] += 1 }
+        for topic in topics { counts[topic, default: 0] += 1 }
+        connection.topics = topics
     }
 
-    /// A connection subscribed to `topics` closed.
-    mutating func remove(_ topics: Set<Topic>) {
-        if !topics.isEmpty { subscriberCount -= 1 }
-        for topic in topics { counts[topic, default: 0] -= 1 }
+    /// `connection` follows nothing any more (it hung up, or closed).
+    mutating func remove(_ connection: Connection) {
+        try? set([], for: connection)  // never refused: the limit is only for subscribing
     }
 }
 
@@ -54,7 +57,6 @@ extension Server {
 
     /// Changes what `connection` is subscribed to.
     func setTopics(_ topics: Set<Topic>, for connection: Connection) throws(ProtocolError) {
-        try subscriptions.change(from: connection.topics, to: topics, limit: limits.maxSubscribers)
-        connection.topics = topics
+        try subscriptions.set(topics, for: connection, limit: limits.maxSubscribers)
     }
 }
