@@ -31,7 +31,7 @@ import Testing
         var all: [(Phase, ConnectionState)] = []
         for (hold, reach) in holds {
             all.append((.open(hold, .open), state(reach.map { [$0] } ?? [])))
-            all.append((.open(hold, .closed), state([.inputEnded] + (reach.map { [$0] } ?? []))))
+            all.append((.open(hold, .ended), state([.inputEnded] + (reach.map { [$0] } ?? []))))
             // Gone while paused goes on unpaused: its output was dropped.
             if hold != .pausedForOutput {
                 all.append((.open(hold, .gone), state([.peerGone] + (reach.map { [$0] } ?? []))))
@@ -41,7 +41,7 @@ import Testing
         guard case .move = dropped.drop() else { preconditionFailure("drop from a new connection") }
         all.append((.draining, dropped))
         all.append((.cutOff, state([.outputOverLimit])))
-        all.append((.closed, state([.closed])))
+        all.append((.closed, state([.closedByServer])))
         return all
     }()
 
@@ -57,7 +57,7 @@ import Testing
     static let facts: [Column] = [
         .fact(.outputPassedPauseThreshold), .fact(.outputReadDown), .fact(.turnBudgetSpent), .fact(.loopPolled),
         .fact(.replyDeferred(id: "q", job: job)), .replyMade, .fact(.inputEnded), .drop, .fact(.outputOverLimit),
-        .fact(.closed), .fact(.peerGone),
+        .fact(.closedByServer), .fact(.peerGone),
     ]
 
     /// What a column decides in `phase`, by name.
@@ -93,7 +93,7 @@ import Testing
             let inputName =
                 switch input {
                 case .open: "open"
-                case .closed: "closed"
+                case .ended: "ended"
                 case .gone: "gone"
                 }
             return "\(holdName)/\(inputName)"
@@ -121,7 +121,7 @@ import Testing
         case .replyDeferred: "deferred"
         case .inputEnded: "inputEnded"
         case .outputOverLimit: "overLimit"
-        case .closed: "closed"
+        case .closedByServer: "closedByServer"
         case .peerGone: "peerGone"
         }
     }
@@ -170,11 +170,11 @@ import Testing
     static let table: [String: [String]] = [
         "none/open": [
             "→paused/open interest", "!", "→yielding/open interest", "!", "→awaiting/open interest", "!",
-            "→none/closed none", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
+            "→none/ended none", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
             "→none/gone finishInput",
         ],
-        "none/closed": [
-            "→paused/closed interest", "!", "→yielding/closed interest", "!", "→awaiting/closed interest", "!",
+        "none/ended": [
+            "→paused/ended interest", "!", "→yielding/ended interest", "!", "→awaiting/ended interest", "!",
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
             "→none/gone finishInput",
         ],
@@ -183,8 +183,8 @@ import Testing
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
             "→none/gone finishInput",
         ],
-        "paused/closed": [
-            "!", "→none/closed resumeInput", "!", "!", "!", "!",
+        "paused/ended": [
+            "!", "→none/ended resumeInput", "!", "!", "!", "!",
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
             "→none/gone finishInput",
         ],
@@ -193,8 +193,8 @@ import Testing
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
             "→yielding/gone finishInput",
         ],
-        "yielding/closed": [
-            "!", "!", "!", "→none/closed handleInput", "!", "!",
+        "yielding/ended": [
+            "!", "!", "!", "→none/ended handleInput", "!", "!",
             "!", "→draining sendError", "→cutOff closeOnItsTurn", "→closed release",
             "→yielding/gone finishInput",
         ],
@@ -203,8 +203,8 @@ import Testing
             "!", "→draining sendError+cancel", "→cutOff closeOnItsTurn+cancel", "→closed release+cancel",
             "→awaiting/gone finishInput+cancel",
         ],
-        "awaiting/closed": [
-            "!", "!", "!", "!", "!", "→none/closed queueReply(r)",
+        "awaiting/ended": [
+            "!", "!", "!", "!", "!", "→none/ended queueReply(r)",
             "!", "→draining sendError+cancel", "→cutOff closeOnItsTurn+cancel", "→closed release+cancel",
             "→awaiting/gone finishInput+cancel",
         ],
@@ -275,7 +275,7 @@ import Testing
         let awaiting = Self.reachable.filter { if case .open(.awaitingReply, _) = $0.0 { true } else { false } }
         #expect(awaiting.count == 3)
         for (_, start) in awaiting {
-            for fact in [Fact.outputOverLimit, .closed] {
+            for fact in [Fact.outputOverLimit, .closedByServer] {
                 var state = start
                 let cancelled: ReplyJob? =
                     switch state.apply(fact) {
@@ -311,7 +311,7 @@ import Testing
             var state = start
             let transition = state.apply(.peerGone)
             switch phase {
-            case .open(_, .open), .open(_, .closed):
+            case .open(_, .open), .open(_, .ended):
                 guard case .move(.open(_, .gone), .finishInput) = transition else {
                     Issue.record("\(phase): \(transition)")
                     continue
@@ -346,7 +346,7 @@ import Testing
                                 ? .close(releasesBuffer: true) : .idle(releasesBuffer: hold == .none)
                         case .open(let hold, let input):
                             let isDone =
-                                hold.job == nil && input == .closed && !hasPendingInput && !isSubscriber
+                                hold.job == nil && input == .ended && !hasPendingInput && !isSubscriber
                             if unsent == 0 && isDone {
                                 expected = .close(releasesBuffer: hold == .none)
                             } else if hold == .pausedForOutput && unsent <= half {
@@ -484,7 +484,7 @@ import Testing
         #expect(state.expire(at: Self.t0 + .seconds(5)) == .readFirst)
         #expect(state.expire(at: Self.t0 + .seconds(10)) == .sendFirst)
         #expect(state.expire(at: Self.t0 + .seconds(10)) == .closeStalled)
-        _ = state.apply(.closed)
+        _ = state.apply(.closedByServer)
         #expect(state.nextDeadline == nil)
         #expect(state.expire(at: Self.t0 + .seconds(3600)) == .none)
     }

@@ -23,13 +23,13 @@ import SyncUpsPOSIX
 ///     turnBudgetSpent            ─► .yielding        ─► loopPolled
 ///     replyDeferred(id, job)     ─► .awaitingReply   ─► replyMade() (queue the reply)
 ///
-/// open(.none, .open) ── inputEnded ──► open(_, .closed) ── flushed, all answered, no subscription ───┐
+/// open(.none, .open) ── inputEnded ──► open(_, .ended) ── flushed, all answered, no subscription ───┐
 ///      │ drop() (line too long; request_timeout from expire)                                         │
 ///      ▼                                                                                             ▼
 ///   draining ─────────────────────────── flushed ─────────────────────────────────────────────► closed
 ///      │ outputOverLimit (from open too)                                                             ▲
 ///      └────────────────────────────► cutOff ── closeOnItsTurn (the end of the loop's turn) ─────────┘
-/// every phase ── closed (send error, closeStalled from expire) ──► closed
+/// every phase ── closedByServer (send error, closeStalled from expire) ──► closed
 /// peerGone (hang-up, reset, send to a closed socket): open ──► open(_, .gone); draining, cutOff ──► closed
 /// leaving .awaitingReply but by replyMade() cancels its job (`ReplyJob`)
 /// ```
@@ -51,9 +51,9 @@ struct ConnectionState: Equatable {
     /// Whether the client may still send.
     enum Input: Equatable {
         case open
-        /// The client shut its sending side: the connection ends once every line it sent is answered, unless
-        /// it subscribes (`echo subscribe | socat …` keeps following events).
-        case closed
+        /// The client shut its sending side (its input ended): the connection ends once every line it sent is
+        /// answered, unless it subscribes (`echo subscribe | socat …` keeps following events).
+        case ended
         /// The client is gone (it closed its socket, or a send found it closed): every line it sent before is
         /// still carried out, in order, and its replies are discarded; the connection ends once they are. A
         /// script that writes its requests and closes without reading loses none of them.
@@ -138,8 +138,8 @@ struct ConnectionState: Equatable {
         case outputOverLimit
         /// The client is gone: the socket hung up, a read found it reset, or a send found it closed.
         case peerGone
-        /// The server closes it.
-        case closed
+        /// The server closes it (a send error, a stall: `Server.close`).
+        case closedByServer
     }
 
     /// What the server does after a `Fact`: every case is one `Server.perform` carries out.
@@ -227,9 +227,9 @@ struct ConnectionState: Equatable {
         // A client gone: what it sent is still carried out, unread replies dropped; a hold goes on to its end,
         // but the output it waited for is dropped with the rest, so a paused reader goes on at once. The
         // socket's hang-up is this fact too: a connection cut off or draining has nothing left to carry out.
-        case (.open(.pausedForOutput, .open), .peerGone), (.open(.pausedForOutput, .closed), .peerGone):
+        case (.open(.pausedForOutput, .open), .peerGone), (.open(.pausedForOutput, .ended), .peerGone):
             return .move(to: .open(.none, .gone), .finishInput(cancel: nil))
-        case (.open(let hold, .open), .peerGone), (.open(let hold, .closed), .peerGone):
+        case (.open(let hold, .open), .peerGone), (.open(let hold, .ended), .peerGone):
             return .move(to: .open(hold, .gone), .finishInput(cancel: hold.job))
         case (.open(_, .gone), .peerGone), (.closed, .peerGone):
             return .ignore(.none)
@@ -239,7 +239,7 @@ struct ConnectionState: Equatable {
 
         // The end of input is read only while reading.
         case (.open(.none, .open), .inputEnded):
-            return .move(to: .open(.none, .closed), .none)
+            return .move(to: .open(.none, .ended), .none)
         case (_, .inputEnded):
             return .impossible
 
@@ -254,11 +254,11 @@ struct ConnectionState: Equatable {
             // Nothing is queued to a closed connection: it left `connections` and its subscriptions.
             return .impossible
 
-        case (.open(let hold, _), .closed):
+        case (.open(let hold, _), .closedByServer):
             return .move(to: .closed, .release(cancel: hold.job))
-        case (.draining, .closed), (.cutOff, .closed):
+        case (.draining, .closedByServer), (.cutOff, .closedByServer):
             return .move(to: .closed, .release(cancel: nil))
-        case (.closed, .closed):
+        case (.closed, .closedByServer):
             // Closing twice (a send failed inside a flush that was closing it anyway).
             return .ignore(.none)
         }
@@ -347,7 +347,7 @@ struct ConnectionState: Equatable {
             let isDone = hold == .none && !hasPendingInput
             return isDone ? .close(releasesBuffer: true) : .idle(releasesBuffer: hold == .none)
         case .open(let hold, let input):
-            let isDone = !isAwaitingReply && input == .closed && !hasPendingInput && !isSubscriber
+            let isDone = !isAwaitingReply && input == .ended && !hasPendingInput && !isSubscriber
             if unsent == 0 && isDone { return .close(releasesBuffer: hold == .none) }
             if hold == .pausedForOutput && unsent <= resumeBelow { return .resumeReading }
             return unsent == 0 ? .idle(releasesBuffer: hold == .none) : .wait

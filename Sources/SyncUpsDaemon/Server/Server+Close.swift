@@ -12,7 +12,7 @@ extension Server {
         } else {
             logger.debug("\(connection.label) disconnected")
         }
-        handle(.closed, on: connection)
+        handle(.closedByServer, on: connection)
     }
 
     /// Gives back what a closed connection held.
