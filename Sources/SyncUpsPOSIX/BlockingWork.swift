@@ -2,7 +2,8 @@ import CSyncUpsShims
 
 /// Blocking work (reading a file, listing a directory, asking a file's length) runs on a helper thread,
 /// never on the event loop's (ARCHITECTURE.md, "The owner and its threads"): one slow disk must not stop
-/// every client. Debug builds check it: `EventLoop.runOnce` marks its thread while it handles a turn, and the
+/// every client. Debug builds check it: `EventLoop.runOnce` marks its thread while it handles a turn (and
+/// `advanceTime(by:)` while it fires a manual clock's timers), and the
 /// project's blocking functions call `check` first, which counts a call made there (per thread, so a test
 /// that turns a loop asserts its own count stays put) and names it on standard error. Release builds
 /// compile it away.

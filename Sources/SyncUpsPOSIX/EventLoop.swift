@@ -13,7 +13,7 @@ public struct IOEvents: OptionSet, Sendable {
     public static let writable = IOEvents(rawValue: EPOLLOUT.rawValue)
     /// The peer hung up or the descriptor failed. epoll reports `EPOLLHUP` and `EPOLLERR` without being asked;
     /// `EPOLLRDHUP` (the peer shut only its sending side) only when asked, and nothing here asks for it: such a
-    /// peer shows as readable, and the read that returns 0 is how the server learns it. Asking passes the bit.
+    /// peer shows as readable, and the read that returns 0 is how the server learns it.
     ///
     /// Why the server does not ask: a half-close means something only after the lines sent before it are
     /// answered, in order, and the read that returns 0 after them is exactly that moment. While reading is
@@ -21,8 +21,9 @@ public struct IOEvents: OptionSet, Sendable {
     /// sooner: the pending replies must still be sent, and the end of input is read when reading resumes.
     /// And the bit is level-triggered: asked for, it would be reported on every turn of a paused reader, so
     /// the server would have to take it out of the interest again, a second record of the input's end beside
-    /// `ConnectionState`'s. (`ServerTests` covers a half-close while paused.)
-    public static let hangup = IOEvents(rawValue: EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue)
+    /// `ConnectionState`'s. (`ServerTests` covers a half-close while paused.) So `EPOLLRDHUP` is not in this
+    /// set either: a half-close is not a hang-up.
+    public static let hangup = IOEvents(rawValue: EPOLLHUP.rawValue | EPOLLERR.rawValue)
 }
 
 /// The daemon's one event loop: epoll for descriptors, one timerfd for every timer, run on one thread.
@@ -60,7 +61,7 @@ public final class EventLoop {
     private var isRunning = false
     /// Work for the end of the loop's current turn (`execute`), run after the current batch of events, in order.
     private var deferred: [() -> Void] = []
-    /// Work given way to other inputs (`executeAfterPolling`): run on the turn after the next poll.
+    /// Work given way to other inputs (`executeAfterPolling`): run in the turn that polls next, after its handlers.
     private var afterPolling: [() -> Void] = []
     private let eventBuffer: UnsafeMutablePointer<epoll_event>
     private static let eventCapacity: CInt = 128
@@ -160,6 +161,10 @@ public final class EventLoop {
     /// the next timer, as a turn of the loop would run it. Only for a loop made with `.manual`.
     public func advanceTime(by duration: Duration) {
         guard let start = manualNow else { preconditionFailure("advanceTime(by:) needs a loop with a manual clock") }
+        #if DEBUG
+            syncups_loop_turn_enter()  // what it fires is the loop's work, checked as a turn's (`BlockingWork.check`)
+            defer { syncups_loop_turn_leave() }
+        #endif
         let target = start + duration
         while let deadline = timers.earliestDeadline, deadline <= target {
             manualNow = max(deadline, manualNow ?? deadline)
