@@ -49,9 +49,6 @@ final class ActiveSession {
         self.meetingID = meetingID
         self.start = start
     }
-
-    /// Seconds of meeting (and audio) time since the session started.
-    func elapsedSeconds(now: MonotonicInstant) -> Double { (now - start).seconds }
 }
 
 /// Why the call is or is not recorded.

@@ -14,7 +14,7 @@ extension SessionController {
         let speaker = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
         // "Cat speaking in Ben's turn": a voice heard that is not the floor holder's.
         var heard = ""
-        if let active, let voice = machine.speaking(at: active.elapsedSeconds(now: loop.now())),
+        if let active, let voice = machine.speaking(at: SessionMachine.seconds(elapsed(active))),
             voice.id != machine.speaker?.id
         {
             heard = " · \(voice.name.isEmpty ? "(no name)" : voice.name) speaking in \(speaker)'s turn"
@@ -116,7 +116,7 @@ extension SessionController {
         else { return .null }
         object.append("callAudio", callAudioJSON(session))
         // Who is heard speaking now (a voice matched in the last 3.2 s), beside `speaker`, who holds the floor.
-        object.append("speaking", session.machine.speaking(at: session.elapsedSeconds(now: loop.now()))?.json ?? .null)
+        object.append("speaking", session.machine.speaking(at: SessionMachine.seconds(elapsed(session)))?.json ?? .null)
         return .object(object)
     }
 }

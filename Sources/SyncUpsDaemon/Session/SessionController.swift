@@ -32,10 +32,10 @@ final class SessionController {
         /// The configuration turned transcription off (`--speech-engine none`): a start that does not ask for a
         /// transcript records without one, rather than failing for want of an engine.
         var isTranscriptionOff = false
-        /// How long saving waits for the recognizer's last words before giving up on them.
-        var settleTimeout: Duration = .seconds(20)
-        /// The same wait when the daemon is stopping: shorter, well inside systemd's 30 s to stop.
-        var shutdownSettleTimeout: Duration = .seconds(5)
+        /// How long the machine waits for the parts of a meeting (the recognizer's last words when saving, 20 s;
+        /// the same wait when the daemon is stopping, 5 s, well inside systemd's 30 s to stop; a capture
+        /// device's open, 10 s): the machine's own defaults, one copy of them.
+        var settleTimeouts = SessionMachine.SettleTimeouts()
         /// How long stopping waits, after that, for the clean-up worker's work (a saved meeting's details being
         /// written, a capture device being opened or closed): with both, well inside systemd's 30 s.
         var shutdownCleanupTimeout: Duration = .seconds(10)
@@ -207,8 +207,7 @@ final class SessionController {
             playsCue: settings.cueDeviceName != nil,
             warnings: request.warnings,
             roster: roster,
-            settleTimeouts: SessionMachine.SettleTimeouts(
-                saving: settings.settleTimeout.nanoseconds, stopping: settings.shutdownSettleTimeout.nanoseconds),
+            settleTimeouts: settings.settleTimeouts,
             atNanoseconds: elapsed(session)
         )
         session.machine = machine
@@ -260,9 +259,6 @@ final class SessionController {
         guard let session = active, session.meetingID == meeting else { return }
         handle(.voiceHeard(evidence), in: session)
     }
-
-    /// The meeting's time: seconds (of audio) since it started.
-    func now(_ session: ActiveSession) -> Double { session.elapsedSeconds(now: loop.now()) }
 
     /// The meeting's time in nanoseconds, the machine's clock.
     func elapsed(_ session: ActiveSession) -> Int64 { (loop.now() - session.start).nanoseconds }
