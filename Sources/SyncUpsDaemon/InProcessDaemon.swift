@@ -34,7 +34,7 @@ public final class InProcessDaemon {
     private var peer: FileDescriptor?
 
     /// A daemon on `dataDirectory` with no audio, no cue and no speech engine. `readPauseThreshold` is the
-    /// unsent output at which a client's reading pauses, and `limits` the server's (smaller in tests, to reach
+    /// unsent output at which a client's reading pauses (nil: the server's own default), and `limits` the server's (smaller in tests, to reach
     /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests); `clock` is the
     /// loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds,
     /// and the wall clock moves with it: `wallClock()` plus the virtual time passed, which the schedules'
@@ -42,7 +42,7 @@ public final class InProcessDaemon {
     /// `fileSystem` the data files' (a `FaultyFileSystem` in tests, to fill the disk at a chosen moment);
     /// `captureDevice` opens the microphone of a meeting with audio (ALSA's `null` device unless given).
     public init(
-        dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int = 192 * 1024,
+        dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int? = nil,
         limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system,
         clock: EventLoop.Clock = .monotonic, fileSystem: FileSystem = .live, captureDevice: CaptureDevice = .alsa
     ) throws {
@@ -56,7 +56,7 @@ public final class InProcessDaemon {
         }
         server = Server(
             loop: loop, limits: limits, version: SyncUpsVersion.current, logger: logger,
-            readPauseThreshold: readPauseThreshold)
+            readPauseThreshold: readPauseThreshold ?? Server.defaultReadPauseThreshold)
         var settings = SessionController.Settings()
         settings.audioDeviceName = "null"
         settings.captureDevice = captureDevice

@@ -8,7 +8,7 @@ import SyncUpsProtocol
 typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValue) -> Void
 
 /// Accepts clients on the Unix socket, reads their request lines, writes replies and events without ever
-/// blocking on a client, and cuts off clients that stop reading.
+/// blocking on a client, and closes clients that stop reading.
 ///
 /// All on the event loop's thread, and run to completion: each input (a client's readable socket, a timer, a
 /// mailbox message) is handled whole before the next, and nothing here runs another client's input from
