@@ -11,9 +11,14 @@ extension Server {
         listenerGate = try ListenerGate(loop: loop, listener: listener) { [unowned self] in acceptPending() }
     }
 
+    /// How many connections one readiness of the listener accepts before the loop polls again (SwiftNIO's
+    /// server channel reads a bounded `maxMessagesPerRead` too): the listener is level-triggered, so what is
+    /// left is reported on the next poll, after the other clients' input, hang-ups and timers.
+    static let acceptsPerTurn = 16
+
     private func acceptPending() {
         guard let listener else { return }
-        while true {
+        for _ in 0..<Self.acceptsPerTurn {
             let fd: FileDescriptor
             do {
                 guard let accepted = try UnixSocket.accept(listener) else { return }
