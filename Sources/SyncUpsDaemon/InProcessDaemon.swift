@@ -34,9 +34,9 @@ public final class InProcessDaemon {
     private var peer: FileDescriptor?
 
     /// A daemon on `dataDirectory` with no audio, no cue and no speech engine. `readPauseThreshold` is the
-    /// unsent output at which a client's reading pauses (nil: the server's own default), and `limits` the server's (smaller in tests, to reach
-    /// them with little data); `uuid` and `wallClock` make new ids and dates (fixed in tests); `clock` is the
-    /// loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds,
+    /// unsent output at which a client's reading pauses (nil: the server's own default), and `limits` the
+    /// server's (smaller in tests, to reach them with little data); `uuid` and `wallClock` make new ids and
+    /// dates (fixed in tests); `clock` is the loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds,
     /// and the wall clock moves with it: `wallClock()` plus the virtual time passed, which the schedules'
     /// reminders are timed by);
     /// `fileSystem` the data files' (a `FaultyFileSystem` in tests, to fill the disk at a chosen moment);

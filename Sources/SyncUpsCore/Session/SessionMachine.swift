@@ -139,9 +139,9 @@ public struct SessionMachine: Sendable, Equatable {
         /// `voiceListenerStarted` or `voiceListenerUnavailable` follows.
         case startVoiceListener
         /// The recording has ended (queued on the clean-up worker after `stopRecorder` or `abandonRecorder`, so
-        /// the encoder has heard the last audio): the speaker encoder finishes what it heard, and the voice profiles are written. `keepsLearning` is false when the meeting
-        /// is discarded: what it taught is dropped, every profile put back as it was before the meeting (a
-        /// discard saves nothing).
+        /// the encoder has heard the last audio): the speaker encoder finishes what it heard, and the voice
+        /// profiles are written. `keepsLearning` is false when the meeting is discarded: what it taught is
+        /// dropped, every profile put back as it was before the meeting (a discard saves nothing).
         case stopVoiceListener(keepsLearning: Bool)
         /// Start the recognizer on the recording's audio; `recognizerStarted` or `recognizerFailedToStart`
         /// follows.

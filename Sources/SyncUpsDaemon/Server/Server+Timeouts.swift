@@ -3,10 +3,10 @@ import SyncUpsProtocol
 
 /// Timeouts: a client that stops reading its output (`stallTimeoutSeconds`) is closed (`closeStalled`), and one
 /// that leaves a request line incomplete (`partialLineTimeoutSeconds`) is dropped with `request_timeout` (its
-/// error line sent, then closed); "cut off" is only the output limit's (`Server+Close`). The deadlines are the connection's state's
-/// (`ConnectionState.expire(at:)` says what each instant calls for); here is only the one timer per
-/// connection that wakes the server at the next of them, on the loop's clock, so a test's manual clock
-/// drives them (`VirtualTimeTests`).
+/// error line sent, then closed); "cut off" is only the output limit's (`Server+Close`). The deadlines are
+/// the connection's state's (`ConnectionState.expire(at:)` says what each instant calls for); here is only
+/// the one timer per connection that wakes the server at the next of them, on the loop's clock, so a test's
+/// manual clock drives them (`VirtualTimeTests`).
 extension Server {
     /// After the input was handled: the state watches what is left of a line.
     func noteInput(_ connection: Connection) {
