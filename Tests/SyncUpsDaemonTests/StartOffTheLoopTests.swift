@@ -329,24 +329,40 @@ final class HeldMicrophone: Sendable {
         #expect(!said.contains { $0.contains("saving the running meeting") }, "\(said)")
     }
 
+    /// A meeting with audio on the manual clock, 2 s in, whose recording cannot stop: the clean-up worker, which
+    /// stops it, is held behind `worker` until a test opens it.
+    struct RecordingStopHeld {
+        let directory: TemporaryDirectory
+        let log = LogLines(minimumLevel: .notice)
+        let daemon: InProcessDaemon
+        let client: LoopClient
+        let meeting: String
+        let worker: Gate
+
+        init(_ name: String) throws {
+            directory = TemporaryDirectory(name)
+            daemon = try InProcessDaemon(
+                dataDirectory: directory.path, logger: log.logger, clock: .manual(startingAt: VirtualTimeTests.start))
+            let (client, _, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
+            let started = try client.result(
+                "session.start", ["syncup": .string(id), "audio": true, "transcribe": false])
+            self.client = client
+            meeting = try #require(started["meeting"]?.stringValue)
+            daemon.advanceTime(by: .seconds(2))
+            worker = try Gate()
+            worker.close()
+            daemon.session.cleanup.run { [worker] in worker.pass() }
+        }
+    }
+
     /// The daemon stopping while a running meeting's recording has not reported its end (the clean-up worker,
     /// which stops it, held): the machine's 5 s settle wait is on the loop's clock, so on the manual clock it
     /// passes at once, and the meeting is saved as interrupted. Before, the wait measured the manual clock while
     /// sleeping in real time: its deadline never came, and the stop went on until the recording's report did
     /// (here when the watchdog opened the worker, 10 s later).
     @Test func theStopsSettleWaitPassesOnTheLoopsClock() throws {
-        let directory = TemporaryDirectory("settle-clock")
-        let log = LogLines(minimumLevel: .notice)
-        let daemon = try InProcessDaemon(
-            dataDirectory: directory.path, logger: log.logger, clock: .manual(startingAt: VirtualTimeTests.start))
-        let (client, _, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
-        let started = try client.result(
-            "session.start", ["syncup": .string(id), "audio": true, "transcribe": false])
-        let meeting = try #require(started["meeting"]?.stringValue)
-        daemon.advanceTime(by: .seconds(2))
-        let worker = try Gate()
-        worker.close()
-        daemon.session.cleanup.run { worker.pass() }
+        let held = try RecordingStopHeld("settle-clock")
+        let (daemon, log, meeting, worker) = (held.daemon, held.log, held.meeting, held.worker)
         let released = try WakeSignal()
         let forced = Mutex(false)
         let watchdog = try DedicatedThread(name: "settle-watchdog") {
@@ -369,6 +385,24 @@ final class HeldMicrophone: Sendable {
             syncUp.meetings.contains { $0.id == Meeting.ID(uuidString: meeting) }
         }
         #expect(isSaved, "the meeting was not saved")
+    }
+
+    /// The daemon stopping while a meeting is already being saved (`session.end`, the recording's end not yet
+    /// reported): the log says the save goes on, not that it saves the running meeting, and the meeting is
+    /// saved once, as the user asked, not as interrupted. Before, the log said "saving the running meeting".
+    @Test func stoppingWhileAMeetingIsBeingSavedSaysSoAndSavesItOnce() throws {
+        let held = try RecordingStopHeld("stop-while-saving")
+        let (daemon, log, meeting, worker) = (held.daemon, held.log, held.meeting, held.worker)
+        _ = try held.client.result("session.end", ["action": "save"])  // the recording's stop waits: still saving
+        #expect(daemon.session.active?.machine.pendingEnding != nil, "the save is not pending")
+        daemon.session.settings.shutdownCleanupTimeout = .zero
+        daemon.session.shutDown()
+        worker.open()
+        let said = log.all
+        #expect(said.contains { $0.hasPrefix("finishing the meeting's save, already under way") }, "\(said)")
+        #expect(!said.contains { $0.contains("saving the running meeting") }, "\(said)")
+        let saved = daemon.session.state.syncUps.flatMap(\.meetings).filter { $0.id == Meeting.ID(uuidString: meeting) }
+        #expect(saved.count == 1, "\(saved)")
     }
 
     /// A meeting started without audio past its microphone's deadline, and the daemon stopping while that open

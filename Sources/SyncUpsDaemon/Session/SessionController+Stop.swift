@@ -26,11 +26,7 @@ extension SessionController {
         defer { finishCleanup(interrupt: interrupt) }
         endSparesForGood()
         guard let session = active else { return }
-        // A meeting still starting recorded nothing: the machine discards it, and the log must not say "saving".
-        logger.notice(
-            session.machine.isStarting
-                ? "discarding the meeting still starting (nothing recorded yet) before stopping"
-                : "saving the running meeting before stopping", .meeting(session.meetingID))
+        logger.notice(Self.stoppingNotice(session.machine), .meeting(session.meetingID))
         handle(.daemonStopping, in: session)
         while active === session {
             if let interrupt, interrupt.hasHappened() {
@@ -51,6 +47,14 @@ extension SessionController {
                 drainMailboxNow()
             }
         }
+    }
+
+    /// What the log says of the meeting as the daemon stops: a meeting still starting recorded nothing (the
+    /// machine discards it), and one already being saved (`session.end`, or time ran out) is not saved again.
+    static func stoppingNotice(_ machine: SessionMachine) -> String {
+        if machine.isStarting { return "discarding the meeting still starting (nothing recorded yet) before stopping" }
+        if machine.pendingEnding != nil { return "finishing the meeting's save, already under way, before stopping" }
+        return "saving the running meeting before stopping"
     }
 
     /// What is still being cleaned up (a meeting saved just before, its details being written) ends before the
