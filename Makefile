@@ -94,14 +94,15 @@ run: build
 ## on a clean Debian 12 too (test-deb).
 ## Its parts run side by side, each as soon as what it needs is there (make -j; each part printed whole when it
 ## ends, with a line saying when it ran and its CPU; the timeline again at the end). At once: lint, the venv, the
-## voice model, the clean Debian root (mostly download and unpack), the debug build for the tests and, as root, the
-## packages' release build (in a tree of its own, see RELEASE_FLAGS), then the debug build: on 2 cores the two
-## side by side slowed each other, at one priority or with either at the idle one (clean-clone runs of 7 m 46 s,
-## 8 m 1 s and 7 m 32 s against 7 m 11 s one after the other), and the release build first lets test-deb run
-## beside the debug build.
-## The adapter's tests need only the venv; test-deb only the two .debs and the clean root; the Swift shares the
-## debug build, the venv and the voice model. The tests run without make's environment (a make they run must
-## not see -j).
+## voice model, the clean Debian root (mostly download and unpack) and, as root, the packages' release build (in a
+## tree of its own, see RELEASE_FLAGS); then the debug build for the tests: on 2 cores the two builds side by side
+## slowed each other, at one priority or with either at the idle one (clean-clone runs of 7 m 46 s, 8 m 1 s and
+## 7 m 32 s against 7 m 11 s one after the other). The .debs are packed from the release build beside the debug
+## build, and test-deb, mostly waiting on a clean root's systemd, runs beside the Swift tests: both builds use
+## every core they get, the tests and test-deb less than half of them.
+## The adapter's tests need only the venv; test-deb the two .debs, the clean root and the end of the debug build;
+## the Swift shares the debug build, the venv and the voice model. The tests run without make's environment (a
+## make they run must not see -j).
 ADAPTER_TESTS = cd contrib/speech/faster-whisper && SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) $(WHISPER_VENV)/bin/python3 -m unittest test_adapter
 AS_ROOT := $(filter 0,$(shell id -u))
 TEST_TIMELINE = $(CURDIR)/.build/test-timeline
@@ -115,7 +116,7 @@ test: deps-test $(if $(AS_ROOT),deps-test-deb)
 	echo "make test: each part (seconds since the start):"; cat $(TEST_TIMELINE); exit $$status
 
 # The parts of `make test`, for it alone (run through scripts/timed).
-.PHONY: test-parts test-lint test-whisper test-voice test-build test-swift test-adapter test-deb-root test-deb-built test-deb-run
+.PHONY: test-parts test-lint test-whisper test-voice test-release test-build test-swift test-adapter test-deb-root test-deb-built test-deb-run
 test-parts: test-lint test-swift test-adapter $(if $(AS_ROOT),test-deb-run)
 test-lint:
 	@scripts/timed lint $(LINT)
@@ -123,9 +124,11 @@ test-whisper:
 	@scripts/timed whisper-venv $(MAKE) --no-print-directory whisper
 test-voice:
 	@scripts/timed voice-model $(MAKE) --no-print-directory voice-test-model
-test-deb-built:
+test-release:
+	@scripts/timed release-build $(MAKE) --no-print-directory build man SYNCUPS_RELEASE_SCRATCH=$(PACKAGE_SCRATCH)
+test-deb-built: test-release
 	@scripts/timed packages $(MAKE) --no-print-directory test-deb-packages
-test-build: $(if $(AS_ROOT),test-deb-built)
+test-build: $(if $(AS_ROOT),test-release)
 	@scripts/timed debug-build $(SWIFT) build --build-tests
 test-swift: test-build test-whisper test-voice
 	@SYNCUPS_WHISPER_VENV=$(WHISPER_VENV) SYNCUPS_VOICE_DIR=$(VOICE_DIR) \
@@ -134,7 +137,7 @@ test-adapter: test-whisper
 	@scripts/timed adapter $(WITHOUT_MAKE) sh -c '$(ADAPTER_TESTS)'
 test-deb-root:
 	@scripts/timed clean-root scripts/test-deb --make-root $(TEST_DEB_ROOT)
-test-deb-run: test-deb-built test-deb-root
+test-deb-run: test-deb-built test-deb-root test-build
 	@scripts/timed test-deb $(WITHOUT_MAKE) $(TEST_DEB) $(TEST_DEB_ROOT)
 
 ## The user units under a real `systemd --user` (as root: a private mount namespace, an ordinary user made with
@@ -288,15 +291,20 @@ deb: deps-deb
 ## The package on a clean Debian 12 made by mmdebstrap from this machine's Debian mirror, as root: installed with
 ## apt-get, run by an ordinary user by hand and under a real systemd --user, purged mid-meeting, and upgraded
 ## from an older package mid-meeting (scripts/test-deb says what it checks).
-TEST_DEB = scripts/test-deb $(DEB_FILE) syncupsd_$(VERSION)~prev_$(DEB_ARCH).deb
+TEST_DEB = scripts/test-deb $(DEB_FILE) $(PREVIOUS_DEB_FILE)
 test-deb: test-deb-packages
 	$(TEST_DEB)
 
-## The two packages test-deb installs: this version and an older one built from the same tree.
+## The two packages test-deb installs: this version, and an older one for the upgrade: the same package repacked
+## by dpkg-deb under VERSION~prev, the only field that differs (a second dpkg-buildpackage compressed and linted
+## the same files again: 20 s more on the way to the tests).
+PREVIOUS_DEB_FILE = syncupsd_$(VERSION)~prev_$(DEB_ARCH).deb
 test-deb-packages:
 	@scripts/ensure-packages $(TEST_DEB_PACKAGES)
 	$(MAKE) --no-print-directory deb
-	$(MAKE) --no-print-directory deb DEB_VERSION=$(VERSION)~prev
+	rm -rf .build/deb/previous && dpkg-deb -R $(DEB_FILE) .build/deb/previous
+	sed -i 's/^Version: .*/Version: $(VERSION)~prev/' .build/deb/previous/DEBIAN/control
+	dpkg-deb --root-owner-group -Zgzip -z1 -b .build/deb/previous $(PREVIOUS_DEB_FILE)
 
 ## systemd's own checker on the user units, installed as `make install PREFIX=~/.local` would, in a scratch
 ## home. A bare `systemd-analyze verify systemd/syncupsd.service` cannot pass in a build tree: in user scope it
