@@ -330,12 +330,13 @@ final class HeldMicrophone: Sendable {
     }
 
     /// A meeting with audio on the manual clock, 2 s in, whose recording cannot stop: the clean-up worker, which
-    /// stops it, is held behind `worker` until a test opens it.
+    /// stops it, is held behind `worker` until a test opens it. `watcher` is subscribed to the session's events.
     struct RecordingStopHeld {
         let directory: TemporaryDirectory
         let log = LogLines(minimumLevel: .notice)
         let daemon: InProcessDaemon
         let client: LoopClient
+        let watcher: LoopClient
         let meeting: String
         let worker: Gate
 
@@ -343,10 +344,10 @@ final class HeldMicrophone: Sendable {
             directory = TemporaryDirectory(name)
             daemon = try InProcessDaemon(
                 dataDirectory: directory.path, logger: log.logger, clock: .manual(startingAt: VirtualTimeTests.start))
-            let (client, _, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
+            let (client, watcher, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
             let started = try client.result(
                 "session.start", ["syncup": .string(id), "audio": true, "transcribe": false])
-            self.client = client
+            (self.client, self.watcher) = (client, watcher)
             meeting = try #require(started["meeting"]?.stringValue)
             daemon.advanceTime(by: .seconds(2))
             worker = try Gate()
@@ -403,6 +404,8 @@ final class HeldMicrophone: Sendable {
         #expect(!said.contains { $0.contains("saving the running meeting") }, "\(said)")
         let saved = daemon.session.state.syncUps.flatMap(\.meetings).filter { $0.id == Meeting.ID(uuidString: meeting) }
         #expect(saved.count == 1, "\(saved)")
+        let ended = try held.watcher.events(until: "session.ended").last?["data"]
+        #expect(ended?["reason"] == "ended", "saved as asked, not as interrupted: \(ended ?? .null)")
     }
 
     /// A meeting started without audio past its microphone's deadline, and the daemon stopping while that open
