@@ -152,6 +152,14 @@ public final class EventLoop {
     /// The loop's clock: CLOCK_MONOTONIC, or the manual clock's time.
     public func now() -> MonotonicInstant { manualNow ?? .now() }
 
+    /// The instant on CLOCK_MONOTONIC as far from now as `instant` is on the loop's clock: where something that
+    /// runs in real time (a capture device, frame 0 at the meeting's start) starts from an instant of the loop's.
+    /// `instant` itself on the monotonic clock.
+    public func monotonicInstant(of instant: MonotonicInstant) -> MonotonicInstant {
+        guard let manualNow else { return instant }
+        return .now() + (instant - manualNow)
+    }
+
     /// Whether time moves only by `advanceTime(by:)` (`.manual`): a timer on another clock (`WallClockTimer`)
     /// then goes through the loop's own.
     public var hasManualClock: Bool { manualNow != nil }

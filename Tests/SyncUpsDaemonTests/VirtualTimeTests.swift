@@ -277,6 +277,51 @@ import Testing
         }
     #endif
 
+    /// Where a test's manual clock starts against CLOCK_MONOTONIC.
+    enum ClockStart: String, CaseIterable, CustomTestStringConvertible {
+        /// An hour ahead: as `start` (1000 s) is on a machine booted less than 17 minutes ago.
+        case anHourAhead
+        /// At boot (CLOCK_MONOTONIC's 0): as `start` is on a machine up for hours.
+        case atBoot
+
+        var instant: MonotonicInstant {
+            switch self {
+            case .anHourAhead: .now() + .seconds(3600)
+            case .atBoot: MonotonicInstant(nanoseconds: 0)
+            }
+        }
+        var testDescription: String { rawValue }
+    }
+
+    /// A capture device runs in real time whatever the loop's clock says: its frame 0 is the meeting's start as
+    /// CLOCK_MONOTONIC sees it. It was the loop's instant: on a manual clock ahead of CLOCK_MONOTONIC the capture
+    /// waited for the real clock to get there and recorded nothing (every test of a meeting with audio or a
+    /// transcript failed on a machine up less than 17 minutes); on one behind it, it read ALSA's `null` as fast
+    /// as it gives (about a gigabyte a second) until its file held the hours since.
+    @Test(arguments: ClockStart.allCases)
+    func theCaptureRecordsInRealTimeWhateverTheLoopsClock(_ clock: ClockStart) throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try InProcessDaemon(dataDirectory: directory.path, clock: .manual(startingAt: clock.instant))
+        let (client, _, id) = try Self.soloSyncUp(daemon, watching: "session")
+        let asked = MonotonicInstant.now()
+        let started = try client.result("session.start", ["syncup": .string(id), "audio": true, "transcribe": false])
+        #expect(started["audio"]?["recording"] == true)
+        var recorded = 0.0
+        let deadline = asked + .seconds(15)
+        while recorded < 1, MonotonicInstant.now() < deadline {
+            daemon.turn(waitingUpTo: 10)
+            recorded = try client.result("session.get")["audio"]?["seconds"]?.numberValue?.double ?? 0
+            // The file's length is rounded to 0.1 s; what the device gave may be a period ahead of the clock.
+            let passed = (MonotonicInstant.now() - asked).seconds
+            guard recorded <= passed + 0.5 else {
+                Issue.record("\(recorded) s recorded in \(passed) s")
+                break
+            }
+        }
+        #expect(recorded >= 1, "the capture recorded \(recorded) s in 15 s")
+        _ = try client.result("session.end", ["action": "discard"])
+    }
+
     /// A meeting whose details cannot be written, then deleted: `status` stops reporting the error, and the
     /// `persistence.recovered` event says so too (the deletion cleared the error silently before, so a client
     /// that followed `persistence.failed` kept showing it).

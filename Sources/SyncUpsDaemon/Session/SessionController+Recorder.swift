@@ -25,7 +25,8 @@ extension SessionController {
             microphone: session.microphoneThroughServer ? server! : settings.captureDevice,
             microphoneName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
             call: call, callDevice: settings.serverCaptureDevice,
-            directory: state.dataDirectory, meetingID: session.meetingID, start: session.start, relay: session.relay,
+            directory: state.dataDirectory, meetingID: session.meetingID,
+            start: loop.monotonicInstant(of: session.start), relay: session.relay,
             opened: session.openedRecorders, mailbox: mailbox, logger: logger)
         // After what the last meeting queued on the clean-up worker (its devices closed first); the open itself on
         // its own worker, so a device that never answers holds up no other meeting's clean-up (its devices'
