@@ -35,8 +35,10 @@ import Testing
         let server = Server(loop: loop, limits: limits, version: "test", logger: .discarding)
         let path = directory.path + "/socket"
         let listener = try UnixSocket.listen(path: path)
-        defer { listener.close() }
         try server.start(listener: listener)
+        // The server's from here on, closed by its shutDown (closed here too, the second close closed another
+        // test's descriptor of the same number: a daemon's queue or mailbox, which then hung).
+        defer { server.shutDown(reason: "test") }
         let waiting = Server.acceptsPerTurn * 3 + 1
         var clients: [FileDescriptor] = []
         defer { for client in clients { client.close() } }
@@ -49,7 +51,6 @@ import Testing
             loop.runOnce(timeoutMilliseconds: 100)
         }
         #expect(server.connections.count == waiting)
-        server.shutDown(reason: "test")
     }
 
     /// Events a request publishes overflow a subscriber's output limit: the subscriber is cut off then (its
