@@ -12,7 +12,7 @@ RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/nul
 RUN_PACKAGES = pkg-config libasound2-dev libpulse-dev libsystemd-dev libpocketsphinx-dev pocketsphinx-en-us
 TEST_PACKAGES = $(RUN_PACKAGES) pocketsphinx-testdata espeak-ng sox alsa-utils socat systemd python3 python3-venv \
 	scdoc zsh fish make i3blocks cmark procps pipewire wireplumber pipewire-pulse pulseaudio-utils dbus playerctl \
-	python3-dbus python3-gi time $(VOICE_PACKAGES)
+	python3-dbus python3-gi time strace $(VOICE_PACKAGES)
 
 # The faster-whisper adapter's Python environment for the tests (PyPI's faster-whisper and a tiny.en model).
 WHISPER_VENV = $(CURDIR)/.build/whisper-venv

@@ -61,7 +61,13 @@ public final class Daemon {
         let lock = try lockDataDirectory(directory)
         defer { lock.release() }
         let socket = try openSocket()
-        defer { socket.close() }
+        // Its descriptor is the server's once `start(listener:)` took it, and its `shutDown` closes it: closed
+        // here too, the second close closed whatever the daemon had opened since under that number.
+        var isServing = false
+        defer {
+            if !isServing { socket.fd.close() }
+            socket.removeFile()
+        }
 
         var limits = Limits()
         limits.maxConnections = configuration.maxConnections
@@ -98,6 +104,7 @@ public final class Daemon {
 
         do {
             try server.start(listener: socket.fd)
+            isServing = true
             _ = try loop.watch(signals.descriptor, for: .readable) { [unowned self] _ in
                 for signal in signals.drain() { received(signal, services: services) }
             }

@@ -15,6 +15,30 @@ import Testing
         #expect(Files.mode(daemon.dataPath) == 0o700)
     }
 
+    /// Each descriptor the daemon closes, it closes once, over a life with a client, a meeting with audio and a
+    /// SIGTERM: `strace` sees no `close` fail. The socket was closed by the server's shutdown and again at the
+    /// end of `run` (EBADF; a descriptor opened between, the store's last write or a worker's file, would have
+    /// been closed under its owner: in the test process, another test's queue, which then hung).
+    @Test func closesEachDescriptorOnce() throws {
+        let directory = TemporaryDirectory("close-once")
+        let trace = directory.appending("failed-closes")
+        let daemon = try DaemonProcess(
+            arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"], directory: directory,
+            wrapper: ["/usr/bin/strace", "-f", "-qq", "-e", "trace=close", "-e", "status=failed", "-o", trace])
+        let client = try daemon.client()
+        let created = try client.result("syncups.create", ["title": "T", "duration": 60, "attendees": ["Ann"]])
+        let id = try #require(created["id"])
+        _ = try client.result("session.start", ["syncup": id, "audio": true, "transcribe": false])
+        _ = try client.result("session.end", ["action": "save"])
+        // The daemon is strace's child: the signal goes to it, as systemd's would.
+        let children = Files.readString("/proc/\(daemon.pid)/task/\(daemon.pid)/children") ?? ""
+        let pid = try #require(children.split(separator: " ").first.flatMap { pid_t($0) }, "no daemon under strace")
+        kill(pid, SIGTERM)
+        #expect(daemon.waitForExit() == .exited(0), "\(daemon.log.contents)")
+        let failed = Files.readString(trace) ?? "(no trace)"
+        #expect(failed.isEmpty, "\(failed)")
+    }
+
     @Test func usesNoTimersWhenIdle() throws {
         let daemon = try DaemonProcess()
         let client = try daemon.client()

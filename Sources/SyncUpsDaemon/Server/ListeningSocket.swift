@@ -77,11 +77,11 @@ struct ListeningSocket {
         }
     }
 
-    /// Closes the socket and, when this daemon created it, removes it. Its lock file stays: removed while
-    /// held, a daemon that had just opened it would lock a file the next one does not see, and both would
-    /// serve the socket.
-    func close() {
-        fd.close()
+    /// Removes the socket file, when this daemon created it, and lets go of its lock. The descriptor is not
+    /// closed here: whoever serves it closes it (`Server.shutDown`). The lock file stays: removed while held, a
+    /// daemon that had just opened it would lock a file the next one does not see, and both would serve the
+    /// socket.
+    func removeFile() {
         if let ownedPath {
             unlink(ownedPath)
         }

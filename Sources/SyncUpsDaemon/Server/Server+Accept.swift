@@ -5,7 +5,8 @@ import SyncUpsProtocol
 
 /// Accepting: the listener, who may connect, the greeting.
 extension Server {
-    /// Starts accepting on `listener`, a listening, non-blocking Unix stream socket.
+    /// Starts accepting on `listener`, a listening, non-blocking Unix stream socket. The server owns it from
+    /// here on: `shutDown` closes it, and nobody else may.
     func start(listener: FileDescriptor) throws(SystemError) {
         self.listener = listener
         listenerGate = try ListenerGate(loop: loop, listener: listener) { [unowned self] in acceptPending() }
