@@ -49,22 +49,15 @@ public final class DaemonConnection {
             throw .unavailable("cannot connect to syncupsd at \(path): \(error.errno)")
         }
         reader = LineReader(fd: fd)
-        let first: IncomingMessage
-        do {
-            first = try nextMessage()
-        } catch {
-            fd.close()
-            throw error
-        }
-        switch first {
+        // From here on a throw runs `deinit` (every property is set), which closes the socket: closed here too,
+        // it was closed twice.
+        switch try nextMessage() {
         case .event(EventName.hello, _, let data):
             greeting = data
         case .reply(_, .failure(let error)):
             // A daemon at its limits says why instead of greeting (protocol.md: too_many_connections).
-            fd.close()
             throw .turnedAway(error)
         default:
-            fd.close()
             throw .broken("the daemon at \(path) did not greet (not syncupsd?)")
         }
     }

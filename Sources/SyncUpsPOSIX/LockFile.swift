@@ -46,7 +46,7 @@ public final class LockFile {
             try syscall("flock(\(path))") { flock(fd.rawValue, LOCK_EX | LOCK_NB) }
         } catch {
             let owner = pidFile == nil ? Self.pid(in: fd) : Self.pid(at: pidPath)
-            fd.close()
+            release()  // as `deinit` would, which runs too (every property is set): the file is closed once
             throw error.errno == .wouldBlock ? .held(byPID: owner) : .system(error)
         }
         // Ours now. A failure to write loses only the pid in someone else's message.

@@ -24,7 +24,7 @@ import Testing
         let trace = directory.appending("failed-closes")
         let daemon = try DaemonProcess(
             arguments: ["--audio-device", "null", "--no-cue", "--speech-engine", "none"], directory: directory,
-            wrapper: ["/usr/bin/strace", "-f", "-qq", "-e", "trace=close", "-e", "status=failed", "-o", trace])
+            wrapper: ["/usr/bin/strace"] + Self.closesTraced(to: trace))
         let client = try daemon.client()
         let created = try client.result("syncups.create", ["title": "T", "duration": 60, "attendees": ["Ann"]])
         let id = try #require(created["id"])
@@ -33,10 +33,35 @@ import Testing
         // The daemon is strace's child: the signal goes to it, as systemd's would.
         let children = Files.readString("/proc/\(daemon.pid)/task/\(daemon.pid)/children") ?? ""
         let pid = try #require(children.split(separator: " ").first.flatMap { pid_t($0) }, "no daemon under strace")
+        // A second daemon on the same socket, refused at its lock (it closed the lock file, then its `deinit`
+        // again), and syncupsctl against a socket that never greets (its connection's `deinit` closed again
+        // what the failed `init` had closed).
+        let second = try CommandResult.run(
+            "/usr/bin/strace",
+            Self.closesTraced(to: directory.appending("second"))
+                + [BuiltProducts.path("syncupsd"), "--socket", daemon.socketPath, "--data-dir", daemon.dataPath + "2"])
+        #expect(second.exitCode == 1, "\(second.standardError)")
+        let silent = try UnixSocket.listen(path: directory.appending("silent.sock"))
+        defer { silent.close() }
+        let cli = try CommandResult.run(
+            "/usr/bin/strace",
+            Self.closesTraced(to: directory.appending("cli"))
+                + [
+                    BuiltProducts.path("syncupsctl"), "--socket", directory.appending("silent.sock"), "--timeout",
+                    "0.1", "ping",
+                ])
+        #expect(cli.exitCode == 69, "\(cli.standardError)")
         kill(pid, SIGTERM)
         #expect(daemon.waitForExit() == .exited(0), "\(daemon.log.contents)")
-        let failed = Files.readString(trace) ?? "(no trace)"
-        #expect(failed.isEmpty, "\(failed)")
+        for name in ["failed-closes", "second", "cli"] {
+            let failed = Files.readString(directory.appending(name)) ?? "(no trace)"
+            #expect(failed.isEmpty, "\(name): \(failed)")
+        }
+    }
+
+    /// strace's arguments to write each failed `close` of a process and its children to `file`.
+    static func closesTraced(to file: String) -> [String] {
+        ["-f", "-qq", "-e", "trace=close", "-e", "status=failed", "-o", file]
     }
 
     @Test func usesNoTimersWhenIdle() throws {

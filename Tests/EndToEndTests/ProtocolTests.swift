@@ -43,7 +43,7 @@ import Testing
         let event = try follower.readJSON()
         #expect(event["event"] == "syncup.created")
         #expect(try client.result("status")["connections"] == 2)
-        close(follower.fd.rawValue)
+        follower.close()
         #expect(try waitFor { try client.result("status")["connections"] == 1 })
     }
 

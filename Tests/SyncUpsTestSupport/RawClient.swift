@@ -15,7 +15,17 @@ public final class RawClient {
         if readGreeting { greeting = try readJSON() }
     }
 
+    private var isClosed = false
+
     deinit {
+        close()
+    }
+
+    /// Closes the connection now (once: `deinit` then closes nothing, where a second close could close another
+    /// test's descriptor of the same number).
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
         fd.close()
     }
 
