@@ -107,8 +107,7 @@ extension Server {
     private func queueReply(id: JSONValue, outcome: Result<ReplyBody, ProtocolError>, to connection: Connection) {
         var reply: [UInt8] = []
         appendReply(id: id, outcome: outcome, to: &reply)
-        connection.output.append(reply)
-        cutOffIfOverOutputLimit(connection)
+        enqueue(reply, to: connection)
     }
 }
 

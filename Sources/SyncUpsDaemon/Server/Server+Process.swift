@@ -11,8 +11,7 @@ extension Server {
     @discardableResult
     func handleLine(_ line: UnsafeRawBufferPointer, from connection: Connection) -> Bool {
         if let reply = replay.reply(to: line, generation: replayGeneration) {
-            connection.output.append(reply)
-            cutOffIfOverOutputLimit(connection)
+            enqueue(reply, to: connection)
             return true
         }
         // The handler runs first: it may queue events to this very connection (the change it made, when the
@@ -36,14 +35,13 @@ extension Server {
         }
         replyScratch.removeAll(keepingCapacity: true)
         appendReply(id: id, outcome: outcome, to: &replyScratch)
-        connection.output.append(replyScratch)
+        enqueue(replyScratch, to: connection)
         if let request, case .success = outcome {
             replay.remember(line: line, request: request, generation: replayGeneration(request), reply: replyScratch)
         }
         if replyScratch.capacity > OutputBuffer.keptCapacity {
             replyScratch = []  // a big page's reply does not stay
         }
-        cutOffIfOverOutputLimit(connection)
         return false
     }
 

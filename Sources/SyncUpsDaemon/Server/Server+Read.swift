@@ -251,8 +251,7 @@ extension Server {
         let count = entry.countRepeats(in: connection.input, from: connection.inputStart, upTo: limit)
         guard count > 0 else { return 0 }
         connection.inputStart += count * (entry.line.count + 1)
-        connection.output.append(entry.reply, times: count)
-        cutOffIfOverOutputLimit(connection)
+        enqueue(entry.reply, times: count, to: connection)
         return count
     }
 }

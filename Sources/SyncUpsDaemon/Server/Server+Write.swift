@@ -2,13 +2,15 @@ import Glibc
 import SyncUpsPOSIX
 import SyncUpsProtocol
 
-/// Writing: queuing output, sending it without blocking, pausing and resuming a reader for its unsent
-/// output, the output limit, and the socket's interest.
+/// Writing: queuing output (the one way: `enqueue`), sending it without blocking, pausing and resuming a
+/// reader for its unsent output, and the socket's interest. The output limit itself is `Server+Close`'s.
 extension Server {
-    /// Queues bytes for a client; one whose unsent output would pass the limit is cut off.
-    func enqueue(_ bytes: [UInt8], to connection: Connection) {
-        guard connection.state.acceptsOutput, !cutOffIfOverOutputLimit(connection, adding: bytes.count) else { return }
-        connection.output.append(bytes)
+    /// Queues bytes for a client, `times` over (a replayed reply's repeats): every reply, event and error line
+    /// goes this way. A client whose unsent output would pass the limit is cut off instead, and gets nothing.
+    func enqueue(_ bytes: [UInt8], times: Int = 1, to connection: Connection) {
+        guard connection.state.acceptsOutput, !cutOffIfOverOutputLimit(connection, adding: bytes.count * times)
+        else { return }
+        connection.output.append(bytes, times: times)
     }
 
     /// Flushes `connection` at the end of the loop's turn (`flushPending`), once however often it is asked.
