@@ -166,7 +166,8 @@ public final class EventLoop {
 
     /// Moves the manual clock on by `duration`: each timer due by then fires in deadline order with the
     /// clock at its deadline, and so does what it schedules within the span; the work it defers runs before
-    /// the next timer, as a turn of the loop would run it. Only for a loop made with `.manual`.
+    /// the next timer, until none is left (a real turn runs what is deferred after each timer and each handler,
+    /// once). Only for a loop made with `.manual`.
     public func advanceTime(by duration: Duration) {
         guard let start = manualNow else { preconditionFailure("advanceTime(by:) needs a loop with a manual clock") }
         #if DEBUG

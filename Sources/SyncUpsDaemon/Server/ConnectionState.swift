@@ -29,7 +29,7 @@ import SyncUpsPOSIX
 ///   draining ─────────────────────────── flushed ─────────────────────────────────────────────► closed
 ///      │ outputOverLimit (from open too)                                                             ▲
 ///      └────────────────────────────► cutOff ── closeOnItsTurn (the end of the loop's turn) ─────────┘
-/// every phase ── closedByServer (send error, closeStalled from expire) ──► closed
+/// every phase ── closedByServer (`Server.close`: all answered, a read or send error, a stall, shutDown) ──► closed
 /// peerGone (hang-up, reset, send to a closed socket): open ──► open(_, .gone); draining, cutOff ──► closed
 /// leaving .awaitingReply but by replyMade() cancels its job (`ReplyJob`)
 /// ```
@@ -138,7 +138,8 @@ struct ConnectionState: Equatable {
         case outputOverLimit
         /// The client is gone: the socket hung up, a read found it reset, or a send found it closed.
         case peerGone
-        /// The server closes it (a send error, a stall: `Server.close`).
+        /// The server closes it (`Server.close`): every line answered and flushed (`Server+Write`), a read or
+        /// send error, a stall (`Server+Timeouts`), a cut-off connection's turn, the daemon's shutdown.
         case closedByServer
     }
 

@@ -13,7 +13,8 @@ typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValu
 /// All on the event loop's thread, and run to completion: each input (a client's readable socket, a timer, a
 /// mailbox message) is handled whole before the next, and nothing here runs another client's input from
 /// inside a handler. `publish` only encodes the event once and queues it; the subscribers' sockets are
-/// written at the end of the loop's current turn (`EventLoop.execute`, not a later turn), and a client whose
+/// written with the loop's deferred work (`EventLoop.execute`: after the current handler, or after a timer
+/// that fires between two handlers; never a later turn), and a client whose
 /// reading was paused for unread output resumes from the loop too, never from inside a send. So events reach
 /// every subscriber in `seq` order, and each after the change it describes. A request is answered before the
 /// next line of the same client is read, so replies come in request order; an event published while handling
@@ -26,7 +27,9 @@ typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValu
 /// made off the loop: the reply thread, the mailbox back, `ReplyJob`), `Server+Write` (sending, pausing),
 /// `Server+Close` (closing, cutting off at the output limit, dropping after an error line), `Server+Timeouts`
 /// (one timer per connection at its state's next deadline), `Server+Subscriptions` (topics, `publish`),
-/// `ReplayCache`.
+/// `ReplayCache`. MPD's files map so: Read.cxx → `+Read`, Process.cxx → `+Process`, Write.cxx → `+Write`,
+/// Expire.cxx → `+Close` (`cutOffIfOverOutputLimit`, its `SetExpired`) and `+Timeouts` (its timeout),
+/// Idle.cxx and Subscribe.cxx → `+Subscriptions`, ThreadBackgroundCommand → `+LaterReplies`.
 final class Server {
     /// What the daemon answers a request with.
     typealias Handler = (Request, Connection) -> Result<ReplyBody, ProtocolError>
