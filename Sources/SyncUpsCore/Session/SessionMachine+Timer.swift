@@ -1,5 +1,6 @@
 /// The machine's timer on a monotonic clock: the caller hands in the instant of each event (nanoseconds since
-/// the session started), arms the one timer where `armTimer(at:)` says and feeds `timerTicked` back.
+/// the session started), arms the one timer where `armTimer(at:)` says and feeds `timerTicked` back. The entry
+/// points, `handle` and `request`, are in SessionMachine.swift.
 extension SessionMachine {
     private static let second: Int64 = 1_000_000_000
 
@@ -10,23 +11,6 @@ extension SessionMachine {
 
     /// The nanoseconds of `seconds` of meeting.
     static func nanoseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1e9).rounded()) }
-
-    /// A fact at `now`. `timerTicked` is the timer's wake-up, caught up as `catchUp` does it, the effects of
-    /// every tick due by then returned together.
-    public mutating func handle(_ event: Event, atNanoseconds now: Int64) -> [Effect] {
-        guard event == .timerTicked else {
-            clock.nanoseconds = now
-            return apply(event, at: Self.seconds(now))
-        }
-        var effects: [Effect] = []
-        Self.catchUp {
-            nextTick(atNanoseconds: now)
-        } perform: {
-            effects += $0
-            return true
-        }
-        return effects
-    }
 
     /// The timer's wake-up, the one catch-up loop: each tick due by then (more than one after a late wake-up)
     /// is taken by `step` (`nextTick` of the machine, wherever it lives) at its own deadline, so a turn the
@@ -44,6 +28,8 @@ extension SessionMachine {
     /// was the last of this wake-up (then the timer is armed for the next second, unless a tick stopped it).
     /// A caller performs each step's effects before the next, so what they publish (a tick's elapsed time,
     /// the speaker) is the state of that tick, not of the last one caught up.
+    /// The daemon takes a wake-up's ticks here, one by one (`SessionController.handle(_:in:)`'s `catchUp`), not
+    /// through `handle(_:atNanoseconds:)`, which takes them all at once for the machine's tests.
     public mutating func nextTick(atNanoseconds now: Int64) -> (effects: [Effect], isLast: Bool) {
         clock.nanoseconds = now
         guard !isOver else { return ([], true) }
@@ -56,27 +42,9 @@ extension SessionMachine {
         return (effects + (schedule.nextDeadline.map { [.armTimer(at: $0)] } ?? []), true)
     }
 
-    /// A client's request at `now`; refused (and nothing changed) when it does not apply in the current phase.
-    public mutating func request(_ request: Request, atNanoseconds now: Int64) throws(SessionRejection) -> [Effect] {
-        clock.nanoseconds = now
-        return try respond(to: request, at: Self.seconds(now))
-    }
-
-    /// A fact at `time`, in seconds (the machine's tests): `handle(_:atNanoseconds:)` at that instant, the
-    /// one path a tick takes (a `timerTicked` at `time` takes each tick due by then, none if it comes early).
-    public mutating func handle(_ event: Event, at time: Double) -> [Effect] {
-        handle(event, atNanoseconds: Self.nanoseconds(time))
-    }
-
     /// Where the timer is armed now (nanoseconds since the session started): the last `armTimer`'s deadline
     /// while the timer runs, nil while it stands.
     public var nextTickDeadline: Int64? { schedule.nextDeadline }
-
-    /// A client's request at `time`, in seconds (the machine's tests).
-    public mutating func request(_ request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
-        clock.nanoseconds = Self.nanoseconds(time)
-        return try respond(to: request, at: time)
-    }
 
     /// The timer starts (at the start, at a resume): the schedule resumes at the current instant, keeping the
     /// part of the second a pause left, and the one timer is armed for its next deadline.

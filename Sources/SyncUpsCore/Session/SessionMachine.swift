@@ -409,6 +409,43 @@ public struct SessionMachine: Sendable, Equatable {
     /// The meeting as it would be saved now.
     public var meeting: Meeting { Meeting(id: meetingID, date: startDate, transcript: transcript) }
 
+    // MARK: - Entry points: a request, a fact (the instant in nanoseconds since the start; in seconds, for tests)
+
+    /// A client's request at `now`; refused (and nothing changed) when it does not apply in the current phase.
+    public mutating func request(_ request: Request, atNanoseconds now: Int64) throws(SessionRejection) -> [Effect] {
+        clock.nanoseconds = now
+        return try respond(to: request, at: Self.seconds(now))
+    }
+
+    /// A fact at `now`. `timerTicked` is the timer's wake-up, caught up as `catchUp` does it, the effects of
+    /// every tick due by then returned together.
+    public mutating func handle(_ event: Event, atNanoseconds now: Int64) -> [Effect] {
+        guard event == .timerTicked else {
+            clock.nanoseconds = now
+            return apply(event, at: Self.seconds(now))
+        }
+        var effects: [Effect] = []
+        Self.catchUp {
+            nextTick(atNanoseconds: now)
+        } perform: {
+            effects += $0
+            return true
+        }
+        return effects
+    }
+
+    /// A client's request at `time`, in seconds (the machine's tests).
+    public mutating func request(_ request: Request, at time: Double) throws(SessionRejection) -> [Effect] {
+        clock.nanoseconds = Self.nanoseconds(time)
+        return try respond(to: request, at: time)
+    }
+
+    /// A fact at `time`, in seconds (the machine's tests): `handle(_:atNanoseconds:)` at that instant, the
+    /// one path a tick takes (a `timerTicked` at `time` takes each tick due by then, none if it comes early).
+    public mutating func handle(_ event: Event, at time: Double) -> [Effect] {
+        handle(event, atNanoseconds: Self.nanoseconds(time))
+    }
+
     // MARK: - Requests
 
     /// A client's request at `time` (seconds of meeting since it started; the timer's `clock` is set). One

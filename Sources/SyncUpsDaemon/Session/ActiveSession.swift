@@ -11,7 +11,7 @@ final class ActiveSession {
     var machine: SessionMachine!
     let meetingID: Meeting.ID
     let start: MonotonicInstant
-    var timer: EventLoop.Timer?
+    var tickTimer: EventLoop.Timer?
     var settleTimer: EventLoop.Timer?
     var recorder: MeetingRecorder?
     var audioError: String?

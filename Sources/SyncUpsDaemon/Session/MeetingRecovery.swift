@@ -79,14 +79,14 @@ enum MeetingRecovery {
                 state.insertMeeting(meeting, into: syncUp.id)
                 var interrupted = details
                 interrupted.isInterrupted = true
-                state.detailsWrites.queue(meeting.id, DetailsWrite(details: interrupted))
+                state.detailsWrites.queue(meeting.id, UnwrittenDetails(details: interrupted))
                 let note =
                     "recovered a meeting of \"\(syncUp.title)\" interrupted by a crash (\(UTCTime(journal.date).rfc3339), \(audioSeconds.map { "\(Int($0)) s of audio" } ?? "no audio"))"
                 logger.warning(note, .syncUp(syncUp.id), .meeting(journal.meeting))
                 notes.append(note)
             } else if (try? MeetingDetails.read(journal.meeting, in: directory)) == nil {
                 // Saved, but its details never reached the disk whole (it was full): the journal has them.
-                state.detailsWrites.queue(journal.meeting, DetailsWrite(details: details))
+                state.detailsWrites.queue(journal.meeting, UnwrittenDetails(details: details))
                 let note = "completed a meeting of \"\(syncUp.title)\" whose details had not been written"
                 logger.warning(note, .syncUp(syncUp.id), .meeting(journal.meeting))
                 notes.append(note)

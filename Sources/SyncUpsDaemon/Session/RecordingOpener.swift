@@ -47,7 +47,7 @@ final class OpenedRecorders: Sendable {
 }
 
 /// Opens a meeting's recording, on the clean-up worker: everything it needs, taken on the loop.
-struct RecorderOpening: Sendable {
+struct RecordingOpener: Sendable {
     var microphone: CaptureDevice
     var microphoneName: String
     /// The call's source, if one is recorded, and the sound server's way to open it (nil: gone meanwhile).
@@ -127,5 +127,38 @@ struct RecorderOpening: Sendable {
         }
         result.fact = .recorderStarted(warnings: warnings)
         return result
+    }
+}
+
+extension RecordingOpener {
+    /// Opens the call's source (before the microphone, which then feeds the mixer), the source the machine was
+    /// handed; says how it went in `result.callAudio`.
+    func openCall(_ name: String, into result: inout OpenedRecording, warnings: inout [String]) {
+        guard let device = callDevice else {
+            // Never: `callSource` settled `.source` within the same request only with a device to open it by.
+            result.callAudio = .failed("the sound server went away")
+            warnings.append("recording without the call: the sound server went away")
+            return
+        }
+        let relay = relay
+        let mixer = AudioMixer(
+            output: { bytes, frame in relay.feedRecognizer(bytes, frame) },
+            channels: { microphone, call, frame in relay.feedChannels(microphone, call, frame) })
+        do {
+            result.callRecorder = try recorder(device, name, MeetingFiles.callAudio, trouble: Message.callRecorder) {
+                chunk in mixer.feed(1, chunk.bytes, startFrame: chunk.startFrame)
+            }
+            result.mixer = mixer
+            result.callAudio = .recording
+        } catch {
+            // `RecorderError` speaks of the microphone; this is the call's source.
+            let reason: String
+            switch error {
+            case .device(let error): reason = "cannot open the call's source: \(error)"
+            case .file: reason = error.description
+            }
+            result.callAudio = .failed(reason)
+            warnings.append("recording without the call: \(reason)")
+        }
     }
 }

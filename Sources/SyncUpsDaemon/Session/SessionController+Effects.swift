@@ -48,8 +48,8 @@ extension SessionController {
             case .armTimer(let deadline):
                 armTimer(session, at: deadline)
             case .disarmTimer:
-                session.timer.map(loop.cancel)
-                session.timer = nil
+                session.tickTimer.map(loop.cancel)
+                session.tickTimer = nil
             case .writeJournal:
                 writeJournal(session)
             case .flushJournal:

@@ -146,7 +146,7 @@ extension SessionController {
     /// Says which deleted meetings keep their files as the daemon stops because their deletion could not be
     /// recorded: once `sync-ups.json` drops the meeting nothing on disk names them, and the next start sets
     /// them aside (`MeetingSweep`).
-    private func logUnrecordedDeletions() {
+    func logUnrecordedDeletions() {
         let directory = state.dataDirectory
         for meeting in journals.unrecordedDeletions.sorted(by: { $0.description < $1.description }) {
             let files = MeetingAside.suffixes(of: meeting).filter {
@@ -158,15 +158,5 @@ extension SessionController {
                     + "stay in \(directory.meetingsDirectory); the next start that finds the meeting in no sync-up "
                     + "sets them aside in \(MeetingAside(directory: directory).aside.path)", .meeting(meeting))
         }
-    }
-
-    /// Finishes the journal writes still queued (the last removals come from the store's final write); call
-    /// after the store is closed. Ends the engine started ahead, if any.
-    func close() {
-        endSparesForGood()
-        for meeting in state.detailsWrites.removals.keys { journals.remove(meeting) }  // the last try of those failing
-        journals.finish()
-        logUnrecordedDeletions()
-        settings.soundServer?.stop()
     }
 }

@@ -24,16 +24,16 @@ extension SessionController {
         spareTaken()
         cleanup.run { [mailbox] in
             let events: @Sendable (RecognizerEvent) -> Void = { event in mailbox.post(.recognizer(event, meetingID)) }
-            let opened: RecognizerOpening
+            let opened: OpenedRecognizer
             if let prepared = spares.take() {
                 if let stream = prepared.attach(events) {
-                    opened = RecognizerOpening(stream: .success(stream), name: recognizer.name, wasWarm: true)
+                    opened = OpenedRecognizer(stream: .success(stream), name: recognizer.name, wasWarm: true)
                 } else {
                     prepared.discard()
-                    opened = RecognizerOpening(start: recognizer, events: events, spareDied: true)
+                    opened = OpenedRecognizer(start: recognizer, events: events, spareDied: true)
                 }
             } else {
-                opened = RecognizerOpening(start: recognizer, events: events, spareDied: false)
+                opened = OpenedRecognizer(start: recognizer, events: events, spareDied: false)
             }
             if case .success(let stream) = opened.stream { relay.stream.withLock { $0 = stream } }
             mailbox.post(.recognizerOpened(opened, meetingID))
@@ -42,7 +42,7 @@ extension SessionController {
 
     /// The recognizer started off the loop: the meeting's, and the machine hears how it went. One whose
     /// meeting ended meanwhile (or that it no longer waits for) is stopped.
-    func recognizerOpened(_ opened: RecognizerOpening, in session: ActiveSession?) {
+    func recognizerOpened(_ opened: OpenedRecognizer, in session: ActiveSession?) {
         guard let session, session.machine.recognizer == .starting else {
             if case .success(let stream) = opened.stream {
                 stream.finish()
@@ -100,7 +100,7 @@ extension SessionController {
 }
 
 /// How a meeting's recognizer started, on the clean-up worker.
-struct RecognizerOpening: Sendable {
+struct OpenedRecognizer: Sendable {
     var stream: Result<RecognitionStream, SpeechError>
     var name: String
     /// It was the spare started ahead.

@@ -21,7 +21,7 @@ extension SessionController {
         let server = settings.soundServer?.snapshot != nil ? settings.serverCaptureDevice : nil
         session.microphoneThroughServer =
             settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
-        let opening = RecorderOpening(
+        let opening = RecordingOpener(
             microphone: session.microphoneThroughServer ? server! : settings.captureDevice,
             microphoneName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
             call: call, callDevice: settings.serverCaptureDevice,

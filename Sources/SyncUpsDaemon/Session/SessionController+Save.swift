@@ -35,7 +35,7 @@ extension SessionController {
     /// the meeting's journal on disk, in its final version, so a crash at any point still recovers them; a
     /// failure is retried with the store's back-off and reported like a failed write of sync-ups.json.
     func saveDetails(_ details: MeetingDetails, finalJournal: MeetingJournal) {
-        state.detailsWrites.queue(details.meeting, DetailsWrite(details: details, journal: finalJournal))
+        state.detailsWrites.queue(details.meeting, UnwrittenDetails(details: details, journal: finalJournal))
         writeDetails(details)
     }
 
@@ -119,7 +119,7 @@ extension SessionController {
 
 /// A saved meeting's details waiting to be written, and the journal's final version to keep for a restart if
 /// they cannot be (nil for a meeting recovered at start-up: its journal is on disk already).
-struct DetailsWrite {
+struct UnwrittenDetails {
     var details: MeetingDetails
     var journal: MeetingJournal? = nil
 }

@@ -9,7 +9,8 @@ import SyncUpsProtocol
 import SyncUpsSpeech
 import Synchronization
 
-/// The daemon is stopping: the meeting is saved, and what its helpers still do is waited for, within bounds.
+/// The daemon is stopping: the meeting is saved, and what its helpers still do is waited for, within bounds
+/// (`shutDown`); then, after the server and the store, the last journal writes (`close`).
 extension SessionController {
     /// What ends the wait at shutdown early: a descriptor that becomes readable when it may have happened
     /// (the daemon's signalfd), and the check (a second SIGTERM or SIGINT, as swift-service-lifecycle does).
@@ -55,6 +56,17 @@ extension SessionController {
         if machine.isStarting { return "discarding the meeting still starting (nothing recorded yet) before stopping" }
         if machine.pendingEnding != nil { return "finishing the meeting's save, already under way, before stopping" }
         return "saving the running meeting before stopping"
+    }
+
+    /// The second half of the stop, after `shutDown`, the server's and the store's: finishes the journal writes
+    /// still queued (the last removals come from the store's final write), so it comes after the store is
+    /// closed; ends the engine started ahead, if any, and the sound server's connection.
+    func close() {
+        endSparesForGood()
+        for meeting in state.detailsWrites.removals.keys { journals.remove(meeting) }  // the last try of those failing
+        journals.finish()
+        logUnrecordedDeletions()
+        settings.soundServer?.stop()
     }
 
     /// What is still being cleaned up (a meeting saved just before, its details being written) ends before the

@@ -13,10 +13,10 @@ import Synchronization
 extension SessionController {
     /// The one timer: `timerTicked` at `deadline` (the machine's nanoseconds); the machine says what is due.
     func armTimer(_ session: ActiveSession, at deadline: Int64) {
-        session.timer.map(loop.cancel)
-        session.timer = loop.schedule(at: instant(session, deadline)) {
+        session.tickTimer.map(loop.cancel)
+        session.tickTimer = loop.schedule(at: instant(session, deadline)) {
             [unowned self, session] in
-            session.timer = nil
+            session.tickTimer = nil
             guard active === session else { return }
             handle(.timerTicked, in: session)
         }

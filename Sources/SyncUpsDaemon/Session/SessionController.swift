@@ -56,7 +56,7 @@ final class SessionController {
         case recorderStopped(Meeting.ID)
         case recognizer(RecognizerEvent, Meeting.ID)
         /// The meeting's recognizer was started (or taken from the spare), or failed to (`startRecognizer`).
-        case recognizerOpened(RecognizerOpening, Meeting.ID)
+        case recognizerOpened(OpenedRecognizer, Meeting.ID)
         /// The next meeting's engine, started ahead.
         case spare(SpareReport)
         case cueFailed(AudioError, Meeting.ID)

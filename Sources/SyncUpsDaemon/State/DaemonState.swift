@@ -33,7 +33,7 @@ final class DaemonState {
     /// What `status` warns of a meeting recovered at start-up whose details could not be written, shown while
     /// they still wait (`detailsWrites`).
     var recoveredDetailsWarnings: [Meeting.ID: String] = [:]
-    var detailsWrites = DetailsWrites<DetailsWrite>(
+    var detailsWrites = DetailsWrites<UnwrittenDetails>(
         initialDelay: StoreRetry.initialDelay, maximumDelay: StoreRetry.maximumDelay)
     /// Which writes of the user's data fail now: every writer reports to it through `writeFailed` and
     /// `writeWorked`, which publish what it says; `status.persistence.lastError` is its `lastError`.
