@@ -61,7 +61,7 @@ public final class Daemon {
         let lock = try lockDataDirectory(directory)
         defer { lock.release() }
         let socket = try openSocket()
-        // Its descriptor is the server's once `start(listener:)` took it, and its `shutDown` closes it: closed
+        // Its descriptor is the server's once `start(listener:)` took it, and `stopAccepting` closes it: closed
         // here too, the second close closed whatever the daemon had opened since under that number.
         var isServing = false
         defer {
@@ -130,6 +130,7 @@ public final class Daemon {
 
         loop.run()
 
+        server.stopAccepting()
         logger.notice("stopping (\(stopReason ?? "asked to"))")
         serviceManager.stopping()
         // A second SIGTERM or SIGINT ends the wait for the meeting's last words; what is saved is saved.

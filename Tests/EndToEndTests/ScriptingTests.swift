@@ -37,6 +37,24 @@ import Testing
         #expect(document["meeting"]?["id"] == meeting.started["meeting"])
     }
 
+    /// A client connecting while the daemon stops (here waiting for the recognizer's last words) is refused at
+    /// once, not accepted into a listener nobody reads: syncupsctl waited 4.5 s for a reset (attack 86).
+    @Test func aClientConnectingWhileTheDaemonStopsIsRefusedAtOnce() throws {
+        let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
+            mkfifo(directory.appending("release"), 0o600)
+            return
+                "echo '{\"type\":\"progress\",\"time\":0}'\ncat > /dev/null\nread line < '\(directory.appending("release"))'\n"
+        }
+        meeting.daemon.process.send(SIGTERM)
+        #expect(meeting.daemon.log.wait(until: { $0.contains("stopping (SIGTERM)") }), "\(meeting.daemon.log.contents)")
+        #expect(throws: SystemError.self, "the stopping daemon's socket still accepted") {
+            let fd = try UnixSocket.connect(path: meeting.daemon.socketPath)
+            fd.close()
+        }
+        Files.write(meeting.alsa.directory.appending("release"), "go\n")  // waits for the engine to open it
+        #expect(meeting.daemon.waitForExit() == .exited(0))
+    }
+
     @Test func startDuringASaveSaysTheLastMeetingIsStillBeingSaved() throws {
         let meeting = try ScriptedEngineMeeting(seconds: 600) { directory in
             // The recognizer finishes only when the test says so: it waits for a line on a FIFO.

@@ -6,10 +6,20 @@ import SyncUpsProtocol
 /// Accepting: the listener, who may connect, the greeting.
 extension Server {
     /// Starts accepting on `listener`, a listening, non-blocking Unix stream socket. The server owns it from
-    /// here on: `shutDown` closes it, and nobody else may.
+    /// here on: `stopAccepting` (or `shutDown`) closes it, and nobody else may.
     func start(listener: FileDescriptor) throws(SystemError) {
         self.listener = listener
         listenerGate = try ListenerGate(loop: loop, listener: listener) { [unowned self] in acceptPending() }
+    }
+
+    /// Closes the listener: a client connecting from now on is refused at once (a socket of our own), or waits
+    /// in systemd's for the next start (socket activation), rather than in a backlog nobody reads while the
+    /// daemon stops (it waited for the meeting's last words, then was reset). `shutDown` does it too.
+    func stopAccepting() {
+        listenerGate?.close()
+        listenerGate = nil
+        listener?.close()
+        listener = nil
     }
 
     /// How many connections one readiness of the listener accepts before the loop polls again (SwiftNIO's

@@ -191,12 +191,9 @@ final class Server {
     /// everything, listener included.
     func shutDown(reason: String) {
         publish(.daemon, EventName.daemonStopping, ["reason": .string(reason)])
-        listenerGate?.close()
-        listenerGate = nil
+        stopAccepting()
         if let laterReplyWatch { loop.unwatch(laterReplyWatch) }
         laterReplyWatch = nil
-        listener?.close()
-        listener = nil
         for connection in Array(connections.values) {
             flush(connection)
             close(connection, reason: nil)
