@@ -78,7 +78,7 @@ struct ListeningSocket {
     }
 
     /// Removes the socket file, when this daemon created it, and lets go of its lock. The descriptor is not
-    /// closed here: whoever serves it closes it (`Server.shutDown`). The lock file stays: removed while held, a
+    /// closed here: the server that serves it closes it (`Server.stopAccepting`). The lock file stays: removed while held, a
     /// daemon that had just opened it would lock a file the next one does not see, and both would serve the
     /// socket.
     func removeFile() {

@@ -27,12 +27,11 @@ extension Server {
     }
 
     /// The output limit, the one place it is checked, and the one way a connection is cut off (MPD's
-    /// `SetExpired`): a client with more than `maxOutputBytes` unread (with `adding` more about to be queued)
-    /// reads, queues and sends nothing more from here on, and is closed on its own turn, at the end of the
-    /// loop's turn (`closeOnItsTurn`): never inside the request of another client whose event overflowed it.
-    /// Returns whether it is over.
-    @discardableResult
-    func cutOffIfOverOutputLimit(_ connection: Connection, adding: Int = 0) -> Bool {
+    /// `SetExpired`), asked by `enqueue` before it queues `adding` bytes: a client that would have more than
+    /// `maxOutputBytes` unread reads, queues and sends nothing more from here on, and is closed on its own
+    /// turn, at the end of the loop's turn (`closeOnItsTurn`): never inside the request of another client whose
+    /// event overflowed it. Returns whether it is over.
+    func cutOffIfOverOutputLimit(_ connection: Connection, adding: Int) -> Bool {
         let unread = connection.output.count + adding
         guard unread > limits.maxOutputBytes else { return false }
         if connection.state.acceptsOutput {  // else it was cut off already
