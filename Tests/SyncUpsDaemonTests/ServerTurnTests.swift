@@ -111,4 +111,22 @@ import Testing
         #expect(seq >= tickSeq, "the line after the first page ran before the tick (seq \(seq) < \(tickSeq))")
         #expect(try client.reply(to: "s2")["ok"] == true)
     }
+
+    /// A client whose request the daemon had not read when it stopped (it reads none while it saves the
+    /// meeting) reads end of file, as protocol.md's Stopping section says: closing a Unix socket with unread
+    /// input resets its peer on Linux, so such clients read `ECONNRESET` after the whole save (attack 87: 8
+    /// clients that connected as SIGTERM came waited 4.6 s for a reset).
+    @Test func aClientWhoseRequestWasNotReadWhenTheDaemonStopsReadsEndOfFile() throws {
+        let loop = try EventLoop(clock: .manual(startingAt: Self.start))
+        let server = Server(loop: loop, limits: Limits(), version: "test", logger: .discarding)
+        let (daemonEnd, clientEnd) = try Self.socketPair()
+        defer { clientEnd.close() }
+        #expect(server.adopt(daemonEnd) != nil)
+        try clientEnd.writeAll(Array(#"{"id":"1","cmd":"status"}"#.utf8) + [0x0A])
+        server.shutDown(reason: "test")
+        var byte: UInt8 = 0
+        let received = recv(clientEnd.rawValue, &byte, 1, 0)
+        let error = received < 0 ? errno : 0
+        #expect(received == 0, "the client read \(received) (errno \(error)), not end of file")
+    }
 }

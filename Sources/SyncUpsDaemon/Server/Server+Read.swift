@@ -102,6 +102,21 @@ extension Server {
         handleInputAtEndOfTurn(connection)
     }
 
+    /// Reads and drops what a connection sent that will never be handled, as the daemon stops: on Linux,
+    /// closing a Unix socket with input unread resets its peer (`unix_release_sock`), and a client waiting
+    /// for a reply is promised end of file. Bounded by what is queued now; a client still writing then may
+    /// read a reset.
+    func discardUnreadInput(_ connection: Connection) {
+        var left = connection.fd.queuedInputBytes ?? 0
+        while left > 0 {
+            let read = readBuffer.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
+            }
+            guard case .success(let count?) = read, count > 0 else { return }
+            left -= count
+        }
+    }
+
     /// Handles what the input holds, watches what is left of a line, and sends the replies.
     func processInputAndFlush(_ connection: Connection) {
         processInput(connection)

@@ -196,6 +196,7 @@ final class Server {
         laterReplyWatch = nil
         for connection in Array(connections.values) {
             flush(connection)
+            if !connection.isClosed { discardUnreadInput(connection) }
             close(connection, reason: nil)
         }
     }
