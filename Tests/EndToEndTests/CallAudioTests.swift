@@ -321,8 +321,16 @@ struct CallDeviceTests {
 
         // Headphones plugged in: the call plays there now, and the recording follows.
         try graph.pactl(["set-default-sink", "headphones"])
-        _ = try CallAudioTests.waitForSession(client, "the headphones' monitor") {
-            $0["callAudio"]?["device"] == "headphones.monitor"
+        do {
+            _ = try CallAudioTests.waitForSession(client, "the headphones' monitor") {
+                $0["callAudio"]?["device"] == "headphones.monitor"
+            }
+        } catch {
+            // What the server and the daemon each said then: which of them did not follow (once, under load).
+            let server = (try? graph.pactl(["info"])) ?? "pactl info failed"
+            let devices = (try? daemon.ctl(["devices"]).standardOutput) ?? "syncupsctl devices failed"
+            throw TestFailure(
+                "\(error)\nserver: \(server)\ndevices: \(devices)\nlog: \(daemon.log.contents.suffix(3000))")
         }
         let devices = try daemon.ctl(["devices"]).standardOutput
         #expect(devices.contains("sound server: PulseAudio (on PipeWire"), "\(devices)")
