@@ -69,6 +69,12 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         throw SystemError("read", .current)
     }
 
+    /// Shuts a socket's reading side (`shutdown(SHUT_RD)`): what is queued can still be read, and on a Unix
+    /// socket the peer's further writes fail (`EPIPE`). Errors (not a socket, not connected) are ignored.
+    public func shutDownReading() {
+        _ = Glibc.shutdown(rawValue, CInt(SHUT_RD))
+    }
+
     /// How many bytes wait to be read now (`FIONREAD`), or nil if that cannot be known.
     public var queuedInputBytes: Int? {
         var count: CInt = 0

@@ -129,4 +129,37 @@ import Testing
         let error = received < 0 ? errno : 0
         #expect(received == 0, "the client read \(received) (errno \(error)), not end of file")
     }
+
+    /// A client still writing requests as the daemon stops reads end of file too (attack 88: a writer blocked
+    /// on a full socket woke as the stop read what was queued, and what it sent then was unread at the close:
+    /// 4 of 6 such clients read a reset with a 4 MiB send buffer). Twenty stops, each with a writer blocked.
+    @Test func aClientStillWritingWhenTheDaemonStopsReadsEndOfFile() throws {
+        for round in 0..<20 {
+            let loop = try EventLoop(clock: .manual(startingAt: Self.start))
+            let server = Server(loop: loop, limits: Limits(), version: "test", logger: .discarding)
+            let (daemonEnd, clientEnd) = try Self.socketPair()
+            defer { clientEnd.close() }
+            var size: CInt = 4 << 20
+            setsockopt(clientEnd.rawValue, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<CInt>.size))
+            #expect(fcntl(clientEnd.rawValue, F_SETFL, 0) == 0)  // blocking: the writer waits on a full socket
+            #expect(server.adopt(daemonEnd) != nil)
+            let raw = clientEnd.rawValue
+            let writer = try DedicatedThread(name: "test-writer") {
+                let lines = Array(String(repeating: #"{"id":1,"cmd":"ping"}"# + "\n", count: 3000).utf8)
+                while lines.withUnsafeBytes({ send(raw, $0.baseAddress, $0.count, CInt(MSG_NOSIGNAL)) }) > 0 {}
+            }
+            defer { writer.join() }
+            // The writer is blocked once the socket holds more than a few of its sends (a full socket holds
+            // 234,544 bytes with the default send buffer, 8 MB with 4 MiB).
+            let deadline = MonotonicInstant.now() + .seconds(10)
+            while (daemonEnd.queuedInputBytes ?? 0) < 150_000 && MonotonicInstant.now() < deadline { sched_yield() }
+            server.shutDown(reason: "test")
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var received = 0
+            repeat { received = recv(raw, &buffer, buffer.count, 0) } while received > 0
+            let error = received < 0 ? errno : 0
+            #expect(received == 0, "round \(round): the client read errno \(error), not end of file")
+            if received != 0 { return }
+        }
+    }
 }

@@ -104,16 +104,15 @@ extension Server {
 
     /// Reads and drops what a connection sent that will never be handled, as the daemon stops: on Linux,
     /// closing a Unix socket with input unread resets its peer (`unix_release_sock`), and a client waiting
-    /// for a reply is promised end of file. Bounded by what is queued now; a client still writing then may
-    /// read a reset.
+    /// for a reply is promised end of file. The reading side is shut first, so a client still writing cannot
+    /// add to what is read here (its writes fail with `EPIPE` from then on): what is read is what was queued.
     func discardUnreadInput(_ connection: Connection) {
-        var left = connection.fd.queuedInputBytes ?? 0
-        while left > 0 {
+        connection.fd.shutDownReading()
+        while true {
             let read = readBuffer.withUnsafeMutableBytes { buffer in
                 Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
             }
             guard case .success(let count?) = read, count > 0 else { return }
-            left -= count
         }
     }
 
