@@ -1,6 +1,7 @@
 import Glibc
 import SyncUpsCore
 import SyncUpsPOSIX
+import SyncUpsPersistence
 
 /// The daemon's socket: created safely, or taken from systemd; one daemon per socket.
 ///
@@ -11,18 +12,23 @@ struct ListeningSocket {
     let fd: FileDescriptor
     /// The path to remove at exit: nil when systemd owns the socket.
     let ownedPath: String?
+    /// The socket file this daemon made there: at exit it removes that file and no other (a careless user
+    /// who removed it, or the whole directory, and started another daemon there: attack 88).
+    private let madeFile: FileIdentity?
     private let lock: LockFile?
 
     /// Wraps a socket passed by systemd; it is already bound and listening.
     init(passed fd: FileDescriptor) {
         self.fd = fd
         self.ownedPath = nil
+        self.madeFile = nil
         self.lock = nil
     }
 
     private init(fd: FileDescriptor, ownedPath: String, lock: LockFile) {
         self.fd = fd
         self.ownedPath = ownedPath
+        self.madeFile = FileIdentity(path: ownedPath)
         self.lock = lock
     }
 
@@ -77,12 +83,15 @@ struct ListeningSocket {
         }
     }
 
-    /// Removes the socket file, when this daemon created it, and lets go of its lock. The descriptor is not
+    /// Removes the socket file, when this daemon created it and it is still that file (not another daemon's
+    /// socket, a file or a link put there since), and lets go of its lock. The descriptor is not
     /// closed here: the server that serves it closes it (`Server.stopAccepting`). The lock file stays: removed while held, a
     /// daemon that had just opened it would lock a file the next one does not see, and both would serve the
     /// socket.
     func removeFile() {
-        if let ownedPath {
+        if let ownedPath, let madeFile, let now = FileIdentity(path: ownedPath),
+            now.device == madeFile.device && now.inode == madeFile.inode
+        {
             unlink(ownedPath)
         }
         lock?.release()
