@@ -174,7 +174,10 @@ final class DaemonState {
         meetingCount += 1
         store.save(syncUps, urgent: true)
         publishUpdate(syncUp, change: "meeting.saved", meeting: WireFormat.meeting(meeting, includesTranscript: true))
-        logger.info("saved a meeting of \"\(syncUp.title)\"", .syncUp(syncUpID), .meeting(meeting.id))
+        // Not "saved": the write is the store's, and a failure of it is logged after this line (attack 88).
+        logger.info(
+            "added a meeting to the history of \"\(syncUp.title)\"; writing sync-ups.json", .syncUp(syncUpID),
+            .meeting(meeting.id))
         return true
     }
 
