@@ -206,17 +206,23 @@ public final class EventLoop {
     }
 
     /// Calls `handler` once, on this loop, at `deadline` (at once if it has passed).
+    /// (`file` and `line`, the caller's, name the timer in a debug build: `scheduledTimerOrigins`.)
     @discardableResult
-    public func schedule(at deadline: MonotonicInstant, _ handler: @escaping () -> Void) -> Timer {
-        let id = timers.insert(deadline: deadline, handler: handler)
+    public func schedule(
+        at deadline: MonotonicInstant, file: StaticString = #fileID, line: UInt = #line,
+        _ handler: @escaping () -> Void
+    ) -> Timer {
+        let id = timers.insert(deadline: deadline, origin: "\(file):\(line)", handler: handler)
         if armedDeadline.map({ deadline < $0 }) ?? true { arm(deadline) }
         return Timer(id: id)
     }
 
     /// Calls `handler` once after `delay`.
     @discardableResult
-    public func schedule(after delay: Duration, _ handler: @escaping () -> Void) -> Timer {
-        schedule(at: now() + delay, handler)
+    public func schedule(
+        after delay: Duration, file: StaticString = #fileID, line: UInt = #line, _ handler: @escaping () -> Void
+    ) -> Timer {
+        schedule(at: now() + delay, file: file, line: line, handler)
     }
 
     /// Cancels a timer that has not fired; cancelling a fired or cancelled timer does nothing.
@@ -227,6 +233,12 @@ public final class EventLoop {
 
     /// The number of timers waiting to fire (zero when the daemon is idle).
     public var scheduledTimerCount: Int { timers.count }
+
+    #if DEBUG
+        /// Where each timer waiting to fire was scheduled (`File.swift:line`), sorted: what a test that finds
+        /// a timer left over says (a debug build's only; release builds keep no origins).
+        public var scheduledTimerOrigins: [String] { timers.origins.values.sorted() }
+    #endif
 
     private func arm(_ deadline: MonotonicInstant?) {
         armedDeadline = deadline
@@ -427,6 +439,10 @@ private struct TimerQueue {
 
     var isEmpty: Bool { handlers.isEmpty }
     var count: Int { handlers.count }
+    #if DEBUG
+        /// Where each waiting timer was scheduled.
+        private(set) var origins: [Int: String] = [:]
+    #endif
 
     var earliestDeadline: MonotonicInstant? {
         mutating get {
@@ -435,10 +451,15 @@ private struct TimerQueue {
         }
     }
 
-    mutating func insert(deadline: MonotonicInstant, handler: @escaping () -> Void) -> Int {
+    mutating func insert(deadline: MonotonicInstant, origin: @autoclosure () -> String, handler: @escaping () -> Void)
+        -> Int
+    {
         let id = nextID
         nextID += 1
         handlers[id] = handler
+        #if DEBUG
+            origins[id] = origin()
+        #endif
         heap.append(Entry(deadline: deadline, id: id))
         siftUp(heap.count - 1)
         return id
@@ -446,6 +467,9 @@ private struct TimerQueue {
 
     mutating func remove(_ id: Int) {
         handlers[id] = nil
+        #if DEBUG
+            origins[id] = nil
+        #endif
         // Cancelled entries stay in the heap until they reach the top; rebuild if they pile up.
         if heap.count > 64 && heap.count > 4 * handlers.count {
             heap.removeAll { handlers[$0.id] == nil }
@@ -456,7 +480,12 @@ private struct TimerQueue {
     mutating func popDue(now: MonotonicInstant) -> (() -> Void)? {
         while let top = heap.first, top.deadline <= now {
             popTop()
-            if let handler = handlers.removeValue(forKey: top.id) { return handler }
+            if let handler = handlers.removeValue(forKey: top.id) {
+                #if DEBUG
+                    origins[top.id] = nil
+                #endif
+                return handler
+            }
         }
         return nil
     }

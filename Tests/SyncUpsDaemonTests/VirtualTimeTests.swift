@@ -363,7 +363,9 @@ import Testing
             daemon.turn(waitingUpTo: 10)
         }
         let status = try client.result("status")
-        #expect(status["timers"] == 0, "\(status)")
+        #expect(
+            status["timers"] == 0,
+            "timers from \(daemon.timerOrigins): \(status)\nlog:\n\(log.all.joined(separator: "\n"))")
     }
 
     /// A request line completed while the daemon was stopped (SIGSTOP, a stalled loop) longer than the

@@ -109,6 +109,27 @@ import Testing
         #expect(loop.scheduledTimerCount == 0)
     }
 
+    #if DEBUG
+        /// A debug build says where each waiting timer was scheduled, and forgets it once it fired or was
+        /// cancelled: what a test that finds a timer left over prints.
+        @Test func namesWhereEachWaitingTimerWasScheduled() throws {
+            let loop = try EventLoop(clock: .manual(startingAt: MonotonicInstant(nanoseconds: 1_000_000_000)))
+            let line = #line + 1
+            let fires = loop.schedule(after: .seconds(1)) {}
+            let cancelled = loop.schedule(after: .seconds(2)) {}
+            #expect(
+                loop.scheduledTimerOrigins == [
+                    "SyncUpsPOSIXTests/EventLoopTests.swift:\(line)",
+                    "SyncUpsPOSIXTests/EventLoopTests.swift:\(line + 1)",
+                ])
+            loop.cancel(cancelled)
+            #expect(loop.scheduledTimerOrigins == ["SyncUpsPOSIXTests/EventLoopTests.swift:\(line)"])
+            loop.advanceTime(by: .seconds(1))
+            #expect(loop.scheduledTimerOrigins.isEmpty)
+            _ = fires
+        }
+    #endif
+
     @Test func reportsAHangupWithoutBeingAskedAndStopsReportingOnceUnwatched() throws {
         let loop = try EventLoop()
         let (read, write) = try FileDescriptor.pipe()
