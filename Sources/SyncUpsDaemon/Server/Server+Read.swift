@@ -23,9 +23,7 @@ extension Server {
     /// line (it fires before the loop polls when the loop was stopped).
     func read(_ connection: Connection) {
         guard connection.state.isReading else { return }
-        let read = readBuffer.withUnsafeMutableBytes { buffer in
-            Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
-        }
+        let read = readChunk(connection)
         let count: Int
         switch read {
         case .success(let available?): count = available
@@ -72,9 +70,7 @@ extension Server {
         var taken = 0
         var isEnd = false
         while !isEnd && taken <= queued {
-            let read = readBuffer.withUnsafeMutableBytes { buffer in
-                Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
-            }
+            let read = readChunk(connection)
             guard case .success(let count?) = read, count > 0 else {
                 // The end: a read of nothing, or a reset (the client closed with replies unread; Linux reports
                 // that once all it sent has been read), which ended a last line without "\n" as cut short.
@@ -108,11 +104,14 @@ extension Server {
     /// add to what is read here (its writes fail with `EPIPE` from then on): what is read is what was queued.
     func discardUnreadInput(_ connection: Connection) {
         connection.fd.shutDownReading()
-        while true {
-            let read = readBuffer.withUnsafeMutableBytes { buffer in
-                Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
-            }
-            guard case .success(let count?) = read, count > 0 else { return }
+        while case .success(let count?) = readChunk(connection), count > 0 {}
+    }
+
+    /// One non-blocking read of what `connection` sent, into `readBuffer`: the count (0 at the end), nil if
+    /// nothing is there now.
+    private func readChunk(_ connection: Connection) -> Result<Int?, SystemError> {
+        readBuffer.withUnsafeMutableBytes { buffer in
+            Result { () throws(SystemError) in try connection.fd.readAvailable(into: buffer) }
         }
     }
 
