@@ -142,6 +142,11 @@ import Testing
             var size: CInt = 4 << 20
             setsockopt(clientEnd.rawValue, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<CInt>.size))
             #expect(fcntl(clientEnd.rawValue, F_SETFL, 0) == 0)  // blocking: the writer waits on a full socket
+            // A guard against a hang, not a measure: a daemon's end never closed fails the test (EAGAIN).
+            var guardTime = timeval(tv_sec: 10, tv_usec: 0)
+            for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+                setsockopt(clientEnd.rawValue, SOL_SOCKET, option, &guardTime, socklen_t(MemoryLayout<timeval>.size))
+            }
             #expect(server.adopt(daemonEnd) != nil)
             let raw = clientEnd.rawValue
             let writer = try DedicatedThread(name: "test-writer") {
