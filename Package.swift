@@ -175,6 +175,10 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "SyncUpsProtocolTests", dependencies: ["SyncUpsJSON", "SyncUpsProtocol"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "SyncUpsDaemonTests",
             dependencies: ["SyncUpsDaemon", "SyncUpsJSON", "SyncUpsPOSIX", "SyncUpsProtocol", "SyncUpsTestSupport"],
             swiftSettings: strictSettings
