@@ -2,7 +2,7 @@
 
 SWIFT ?= swift
 # Each run with a TMPDIR of its own, removed after it: the driver leaves directories in TMPDIR (the script says).
-override SWIFT := $(CURDIR)/scripts/swift-own-tmpdir $(SWIFT)
+override SWIFT := scripts/swift-own-tmpdir $(SWIFT)
 # The release build. `make deb` builds the package's in a tree of its own ($(PACKAGE_SCRATCH), passed through
 # debian/rules as SYNCUPS_RELEASE_SCRATCH): SwiftPM runs one build at a time per tree, so `make test` builds the
 # packages and the debug build for the tests side by side, neither waiting for the other.
