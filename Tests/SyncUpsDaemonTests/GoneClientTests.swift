@@ -10,6 +10,23 @@ import Testing
 /// A client that writes its requests and closes its socket without reading the replies (a script's `sendall`
 /// then `close`): every line it sent is carried out, in order, and the connection ends once they are.
 @Suite struct GoneClientTests {
+    /// A gone client's replies are not queued at all: nothing would ever send them. Before, each was encoded
+    /// into its output and dropped only at the next send, so `ConnectionState`'s "a gone client's output never
+    /// fills up" held only because the input loop checks its send point before its pause threshold.
+    @Test func aGoneClientsRepliesAreNotQueued() throws {
+        let loop = try EventLoop()
+        let server = Server(loop: loop, limits: Limits(), version: "test", logger: .discarding)
+        defer { server.shutDown(reason: "test") }
+        let (daemonEnd, clientEnd) = try ServerTurnTests.socketPair()
+        defer { clientEnd.close() }
+        let connection = try #require(server.adopt(daemonEnd))
+        _ = connection.state.apply(.peerGone)  // the fact alone: its action (reading the rest) is not wanted here
+        #expect(connection.state.isPeerGone && connection.state.acceptsOutput)
+        server.enqueue(Array(repeating: 0x41, count: 100_000), to: connection)
+        let queued = connection.output.count
+        #expect(queued == 0, "\(queued) bytes queued for a client that is gone")
+    }
+
     /// Three deletes pipelined, then a close. Each `syncups.delete` is answered off the loop (it waits for its
     /// people's voice profiles to go), so the connection waited for the first reply when the hang-up came:
     /// it was closed there and then, and the other two deletes were never done (attack 37's C4).

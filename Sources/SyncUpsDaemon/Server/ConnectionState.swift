@@ -198,7 +198,7 @@ struct ConnectionState: Equatable {
     /// until it is decided there too.
     static func transition(from phase: Phase, on fact: Fact) -> Transition<Action> {
         switch (phase, fact) {
-        // A gone client's output is dropped as it is queued (`Server.sendQueued`): it never fills up.
+        // A gone client's output is never queued (`Server.enqueue` drops it): it never fills up.
         case (.open(.none, .gone), .outputPassedPauseThreshold):
             return .impossible
         // Holds start only from a connection that handles its input: the server's input loop runs only then.

@@ -6,9 +6,11 @@ import SyncUpsProtocol
 /// reader for its unsent output, and the socket's interest. The output limit itself is `Server+Close`'s.
 extension Server {
     /// Queues bytes for a client, `times` over (a replayed reply's repeats): every reply, event and error line
-    /// goes this way. A client whose unsent output would pass the limit is cut off instead, and gets nothing.
+    /// goes this way. A client whose unsent output would pass the limit is cut off instead, and gets nothing;
+    /// a gone client's (its lines still carried out) is dropped here, as nothing would send it.
     func enqueue(_ bytes: [UInt8], times: Int = 1, to connection: Connection) {
-        guard connection.state.acceptsOutput, !cutOffIfOverOutputLimit(connection, adding: bytes.count * times)
+        guard connection.state.acceptsOutput, !connection.state.isPeerGone,
+            !cutOffIfOverOutputLimit(connection, adding: bytes.count * times)
         else { return }
         connection.output.append(bytes, times: times)
     }
