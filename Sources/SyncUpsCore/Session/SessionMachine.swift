@@ -75,7 +75,8 @@ public struct SessionMachine: Sendable, Equatable {
         case journalFailed(String)
         /// The recording stopped after `stopRecorder`: its file is complete.
         case recorderStopped
-        /// The settle timeout armed by `armSettleTimeout` passed.
+        /// The settle timeout armed by `armSettleTimeout` passed: a save's or a stop's wait for the recording
+        /// and the recognizer, or the capture devices' open deadline at the start (`SettleDeadline`).
         case settleTimedOut
         /// The daemon is stopping: save what there is, flagged as interrupted, within the shorter timeout.
         case daemonStopping
@@ -418,7 +419,8 @@ public struct SessionMachine: Sendable, Equatable {
     }
 
     /// A fact at `now`. `timerTicked` is the timer's wake-up, caught up as `catchUp` does it, the effects of
-    /// every tick due by then returned together.
+    /// every tick due by then returned together: for the tests. The daemon's controller calls `catchUp` with
+    /// `nextTick` itself, performing each tick's effects before the next; a tick's logic belongs in `nextTick`.
     public mutating func handle(_ event: Event, atNanoseconds now: Int64) -> [Effect] {
         guard event == .timerTicked else {
             clock.nanoseconds = now

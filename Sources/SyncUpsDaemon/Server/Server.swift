@@ -13,8 +13,9 @@ typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValu
 /// All on the event loop's thread, and run to completion: each input (a client's readable socket, a timer, a
 /// mailbox message) is handled whole before the next, and nothing here runs another client's input from
 /// inside a handler. `publish` only encodes the event once and queues it; the subscribers' sockets are
-/// written with the loop's deferred work (`EventLoop.execute`: after the current handler, or after a timer
-/// that fires between two handlers; never a later turn), and a client whose
+/// written with the loop's deferred work (`EventLoop.execute`: at the end of this turn, or after a timer
+/// that fires between two handlers; an event published by deferred work itself, such as a resumed reader's
+/// lines, at the end of the next turn, after a poll that does not wait), and a client whose
 /// reading was paused for unread output resumes from the loop too, never from inside a send. So events reach
 /// every subscriber in `seq` order, and each after the change it describes. A request is answered before the
 /// next line of the same client is read, so replies come in request order; an event published while handling

@@ -22,7 +22,7 @@ final class ActiveSession {
     var callAudio = CallAudioState.off("--call-audio off")
     /// Mixes the microphone and the call for the recognizer, while both are recorded.
     var mixer: AudioMixer?
-    /// The recorders the start opened on the clean-up worker, for the stops queued there after it.
+    /// The recorders the start opened (on the opener), for the stops queued on the clean-up worker after it.
     let openedRecorders = OpenedRecorders()
     /// The reply to `session.start`, completed on the loop once the meeting has started (or ended before it
     /// did); the request's `ReplyBody.awaited`.

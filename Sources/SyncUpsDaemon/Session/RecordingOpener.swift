@@ -46,7 +46,8 @@ final class OpenedRecorders: Sendable {
     }
 }
 
-/// Opens a meeting's recording, on the clean-up worker: everything it needs, taken on the loop.
+/// Opens a meeting's recording, on the opener (`syncups-open`, handed it by the clean-up worker): everything it
+/// needs, taken on the loop.
 struct RecordingOpener: Sendable {
     var microphone: CaptureDevice
     var microphoneName: String

@@ -13,8 +13,9 @@ import Synchronization
 extension SessionController {
     /// `startRecorder`: the microphone (through the sound server when it follows the default there), the call
     /// from the source the machine was handed, if any, and the mixer that gives the recognizer both, opened on
-    /// the clean-up worker (an ALSA open, or the sound server's, which waits up to 1.5 s for a hung server, must
-    /// not stop the loop), after what the last meeting queued there (its devices closed first). The fact
+    /// the opener (`syncups-open`; an ALSA open, or the sound server's, which waits up to 1.5 s for a hung
+    /// server, must not stop the loop), handed over by the clean-up worker after what the last meeting queued
+    /// there (its devices closed first). The fact
     /// comes back through the mailbox (`recorderOpened`); a meeting ended meanwhile gives its recording up at
     /// once (`abandonRecorder`), and what the open made is stopped on the same worker after this.
     func startRecorder(_ session: ActiveSession, call: String?) {

@@ -2,8 +2,8 @@ import SyncUpsCore
 import SyncUpsJSON
 import SyncUpsProtocol
 
-/// `session.start`'s reply when the meeting starts off the loop (its capture device opened on the clean-up
-/// worker): made once `started` is published, or refused once the meeting ended before it started.
+/// `session.start`'s reply when the meeting starts off the loop (its capture device opened on the opener,
+/// `syncups-open`): made once `started` is published, or refused once the meeting ended before it started.
 extension SessionController {
     /// `session.start`'s result: the session object and what the meeting goes without.
     func startReplyJSON(_ session: ActiveSession) -> JSONValue {

@@ -9,7 +9,8 @@ import SyncUpsProtocol
 import SyncUpsSpeech
 import Synchronization
 
-/// The session's timers: the one tick timer the machine arms, and the settle timeout.
+/// The session's timers: the one tick timer the machine arms, and the settle timeout, which is also the capture
+/// devices' open deadline at the start (`SessionMachine.SettleDeadline.opening`).
 extension SessionController {
     /// The one timer: `timerTicked` at `deadline` (the machine's nanoseconds); the machine says what is due.
     func armTimer(_ session: ActiveSession, at deadline: Int64) {

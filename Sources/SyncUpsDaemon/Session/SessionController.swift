@@ -37,7 +37,8 @@ final class SessionController {
         /// device's open, 10 s): the machine's own defaults, one copy of them.
         var settleTimeouts = SessionMachine.SettleTimeouts()
         /// How long stopping waits, after that, for the clean-up worker's work (a saved meeting's details being
-        /// written, a capture device being opened or closed): with both, well inside systemd's 30 s.
+        /// written, a capture device being closed; an open is not waited for, `finishCleanup`): with both, well
+        /// inside systemd's 30 s.
         var shutdownCleanupTimeout: Duration = .seconds(10)
         /// How long the next meeting's engine, started ahead (`SpareEngine`), waits unused before it is ended;
         /// zero starts none.
@@ -88,11 +89,11 @@ final class SessionController {
     /// compares this number instead of the settings themselves.
     private(set) var settingsGeneration = 0
     let mailbox: Mailbox<Message>
-    /// Blocking work of a meeting's devices and files (opening its capture devices, joining the audio and cue
-    /// threads, writing its details, removing a discarded meeting's files), in order, off the loop while its
-    /// queue has room: a meeting queues a handful of jobs and there is one meeting at a time, so its 256
-    /// places do not fill; if they ever did, `SerialWorker.run` would do the job on the loop rather than lose
-    /// a meeting's files.
+    /// Blocking work of a meeting's devices and files (handing its capture devices' open to `opener`, joining
+    /// the audio and cue threads, writing its details, removing a discarded meeting's files), in order, off the
+    /// loop while its queue has room: a meeting queues a handful of jobs and there is one meeting at a time, so
+    /// its 256 places do not fill; if they ever did, `SerialWorker.run` would do the job on the loop rather than
+    /// lose a meeting's files.
     let cleanup: SerialWorker
     /// Opens a meeting's capture devices, handed each open by the clean-up worker (`startRecorder`): an open
     /// that never returns holds up only the opens behind it, at most `openerCapacity`.
