@@ -12,7 +12,7 @@ extension Server {
         } else {
             logger.debug("\(connection.label) disconnected")
         }
-        handle(.closedByServer, on: connection)
+        apply(.closedByServer, to: connection)
     }
 
     /// Gives back what a closed connection held.
@@ -40,7 +40,7 @@ extension Server {
                 "closing \(connection.label): it has \(unread) bytes of output unread, over the \(limits.maxOutputBytes)-byte limit"
             )
         }
-        handle(.outputOverLimit, on: connection)
+        apply(.outputOverLimit, to: connection)
         return true
     }
 

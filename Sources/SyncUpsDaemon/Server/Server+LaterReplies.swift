@@ -38,7 +38,7 @@ extension Server {
         switch queued {
         case true?:
             // The reply comes back through the loop's mailbox, so never before this.
-            handle(.replyDeferred(id: id, job: job), on: connection)
+            apply(.replyDeferred(id: id, job: job), to: connection)
         case false?:
             queueReply(
                 id: id, outcome: .failure(ProtocolError(.internalError, "too many replies are being made; try again")),
@@ -58,7 +58,7 @@ extension Server {
         }
         let number = connection.number
         // Deferred first: an outcome already known is posted at once, and answered on a later turn.
-        handle(.replyDeferred(id: id, job: ReplyJob()), on: connection)
+        apply(.replyDeferred(id: id, job: ReplyJob()), to: connection)
         pending.deliver { mailbox.post(LaterReply(connection: number, outcome: $0)) }
     }
 

@@ -13,7 +13,7 @@ extension Server {
         if hungUp {
             // Both directions shut: the client is gone, and what it sent is carried out unless it was dropped or
             // cut off (the table's `peerGone`).
-            handle(.peerGone, on: connection)
+            apply(.peerGone, to: connection)
             return
         }
         if events.contains(.readable) { read(connection) }
@@ -32,7 +32,7 @@ extension Server {
             // A client that closed with replies unread resets the socket once all it sent has been read: it
             // is gone, and what it sent is carried out, as after a hang-up.
             if error.errno == .connectionReset {
-                handle(.peerGone, on: connection)
+                apply(.peerGone, to: connection)
                 return
             }
             close(connection, reason: "read failed: \(error.errno)")
@@ -41,7 +41,7 @@ extension Server {
         if count == 0 {
             // End of input: answer what was sent (even a last line without "\n"), then close (`afterSend`).
             if connection.hasPendingInput { connection.input.append(0x0A) }
-            handle(.inputEnded, on: connection)
+            apply(.inputEnded, to: connection)
         } else {
             connection.input.append(contentsOf: readBuffer[0..<count])
         }
@@ -233,10 +233,10 @@ extension Server {
 
     /// Gives way to other clients for a turn: the rest of the backlog goes on once the loop has polled.
     private func yieldTurn(_ connection: Connection) {
-        handle(.turnBudgetSpent, on: connection)
+        apply(.turnBudgetSpent, to: connection)
         loop.executeAfterPolling { [weak self, weak connection] in
             guard let self, let connection else { return }
-            handle(.loopPolled, on: connection)
+            apply(.loopPolled, to: connection)
         }
     }
 

@@ -44,7 +44,7 @@ extension Server {
             close(connection, reason: nil)
             return
         case .resumeReading:
-            handle(.outputReadDown, on: connection)
+            apply(.outputReadDown, to: connection)
         }
         updateInterest(connection)
     }
@@ -64,7 +64,7 @@ extension Server {
                     close(connection, reason: "send failed: \(error)")
                     return false
                 }
-                handle(.peerGone, on: connection)  // what it sent is still carried out; its output is dropped
+                apply(.peerGone, to: connection)  // what it sent is still carried out; its output is dropped
                 return !connection.isClosed
             }
             if sent == 0 { return false }
@@ -76,7 +76,7 @@ extension Server {
     /// Stops reading from a client with `readPauseThreshold` unsent.
     func pauseReading(_ connection: Connection) {
         readPauses += 1
-        handle(.outputPassedPauseThreshold, on: connection)
+        apply(.outputPassedPauseThreshold, to: connection)
     }
 
     /// Sends every subscriber the events queued for it during this turn.

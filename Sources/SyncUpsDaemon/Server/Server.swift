@@ -147,7 +147,7 @@ final class Server {
     }
 
     /// Applies `fact` to the connection's state and performs the action it calls for.
-    func handle(_ fact: ConnectionState.Fact, on connection: Connection) {
+    func apply(_ fact: ConnectionState.Fact, to connection: Connection) {
         guard let action = action(connection.state.apply(fact), on: connection, after: "\(fact)") else { return }
         perform(action, on: connection)
     }
