@@ -203,10 +203,9 @@ public final class InProcessDaemon {
     /// How many times the server trimmed the heap after freeing buffers.
     public var heapTrims: Int { server.heapTrims }
 
-    #if DEBUG
-        /// Where each timer of the loop waiting to fire was scheduled (`EventLoop.scheduledTimerOrigins`).
-        public var timerOrigins: [String] { loop.scheduledTimerOrigins }
-    #endif
+    /// Where each timer of the loop waiting to fire was scheduled (`EventLoop.scheduledTimerOrigins`; empty in
+    /// a release build).
+    public var timerOrigins: [String] { loop.scheduledTimerOrigins }
 
     /// The sync-ups' ids, in order, as the owner holds them now.
     public var syncUpIDs: [String] { services.state.syncUps.map(\.id.description) }

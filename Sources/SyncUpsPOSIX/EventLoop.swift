@@ -234,11 +234,15 @@ public final class EventLoop {
     /// The number of timers waiting to fire (zero when the daemon is idle).
     public var scheduledTimerCount: Int { timers.count }
 
-    #if DEBUG
-        /// Where each timer waiting to fire was scheduled (`File.swift:line`), sorted: what a test that finds
-        /// a timer left over says (a debug build's only; release builds keep no origins).
-        public var scheduledTimerOrigins: [String] { timers.origins.values.sorted() }
-    #endif
+    /// Where each timer waiting to fire was scheduled (`File.swift:line`), sorted: what a test that finds a
+    /// timer left over says. Empty in a release build, which keeps no origins.
+    public var scheduledTimerOrigins: [String] {
+        #if DEBUG
+            timers.origins.values.sorted()
+        #else
+            []
+        #endif
+    }
 
     private func arm(_ deadline: MonotonicInstant?) {
         armedDeadline = deadline
