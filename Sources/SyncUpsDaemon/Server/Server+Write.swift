@@ -53,7 +53,8 @@ extension Server {
     /// is full (output remains) or the connection was closed on an error.
     @discardableResult
     func sendQueued(_ connection: Connection) -> Bool {
-        if connection.state.isPeerGone { connection.output.discardAll() }
+        // A gone client has none: `finishInput` dropped what it had, and `enqueue` drops what comes after.
+        assert(!connection.state.isPeerGone || connection.output.isEmpty, "output queued for a gone client")
         while !connection.output.isEmpty {
             let sent: Int
             do {
