@@ -4,6 +4,7 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsSpeech
 import SyncUpsTestSupport
+import Synchronization
 import Testing
 
 @testable import SyncUpsDaemon
@@ -172,6 +173,36 @@ import Testing
             try Self.within { ProcessTable.processes(withArgument: marker).isEmpty },
             "the spare's helper ended with it")
         #expect(Self.starts(in: directory) == 1)
+    }
+
+    /// An engine that says it is up before its start is reported (a fast one: its first line read before the
+    /// clean-up worker posts the start) still ends after `speech-spare-idle` unused. Before, the start's report
+    /// found the spare already warm and was dropped with the idle timer it arms: the spare ran for ever.
+    @Test func aSpareUpBeforeItsStartIsReportedStillEndsWhenIdle() throws {
+        let directory = TemporaryDirectory("spare")
+        let daemon = try VirtualTimeTests.daemon(directory)
+        let discarded = Atomic<Int>(0)
+        var settings = daemon.session.settings
+        settings.recognizer = SpeechRecognizer(name: "command") { (_) throws(SpeechError) in
+            throw SpeechError("no meeting in this test")
+        } prepare: { (idle) throws(SpeechError) in
+            idle(.ready)
+            return PreparedRecognition(
+                attach: { _ in nil }, discard: { discarded.add(1, ordering: .sequentiallyConsistent) })
+        }
+        settings.spareIdleTimeout = .seconds(600)
+        settings.preparesSpareAtStart = true
+        daemon.session.settings = settings
+        // The worker's start done (the job after it ran), then its two reports handled in one turn.
+        let workerDone = try WakeSignal()
+        daemon.session.cleanup.run { workerDone.signal() }
+        #expect(workerDone.wait(timeout: .seconds(15)))
+        _ = daemon.turn(waitingUpTo: 1000)
+        let client = LoopClient(try daemon.connect(), daemon)
+        #expect(try client.result("status")["speechSpare"] == "warm")
+        daemon.advanceTime(by: .seconds(600))
+        #expect(try client.result("status")["speechSpare"] == "none")
+        #expect(discarded.load(ordering: .sequentiallyConsistent) == 1, "the engine was ended")
     }
 
     /// A meeting with a speech command starts it off the loop (the debug build's check counts a blocking call

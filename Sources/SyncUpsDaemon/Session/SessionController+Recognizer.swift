@@ -20,7 +20,7 @@ extension SessionController {
         guard let recognizer = settings.recognizer else {
             return handle(.recognizerFailedToStart("no speech engine is available"), in: session)
         }
-        let (meetingID, relay, spares) = (session.meetingID, session.relay, spare.slot)
+        let (meetingID, relay, spares) = (session.meetingID, session.relay, spareSlot)
         spareTaken()
         cleanup.run { [mailbox] in
             let events: @Sendable (RecognizerEvent) -> Void = { event in mailbox.post(.recognizer(event, meetingID)) }

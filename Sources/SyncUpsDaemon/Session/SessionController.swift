@@ -81,8 +81,11 @@ final class SessionController {
             speechSettingsChanged()
         }
     }
-    /// The next meeting's speech engine, started ahead.
-    var spare = SpareEngine()
+    /// The next meeting's speech engine, started ahead: its phases, its engine (where the clean-up worker puts
+    /// it and a meeting's start, on the same worker, takes it), and its idle timer.
+    var spare = SpareEngine(isOn: false)
+    let spareSlot = SpareSlot()
+    var spareIdleTimer: EventLoop.Timer?
     /// `shutDown` has begun: no engine is started ahead any more.
     private(set) var isStopping = false
     /// Counts the changes of `settings` (a SIGHUP): what depends on them, such as the idle `status` reply,
@@ -152,7 +155,7 @@ final class SessionController {
             transcriptCoalescing = .off
             if case .pending(let session) = pending, active === session { self.publish(.transcript, session) }
         }
-        if !sparesAreOn { spare = SpareEngine(phase: .off) }
+        spare = SpareEngine(isOn: sparesAreOn)
         if settings.preparesSpareAtStart { prepareSpare(because: "syncupsd started") }
     }
 
