@@ -118,6 +118,20 @@ import Testing
         #expect(spare.phase == .none)
     }
 
+    /// A meeting's start, on the worker, takes only the spare there when the meeting began: a later one, wanted
+    /// meanwhile (the meeting ended before its start's turn), stays wanted, and its start goes ahead.
+    @Test func aHandOverTakesOnlyItsOwnSpare() {
+        let slot = SpareSlot()
+        slot.want(1)
+        #expect(slot.offer(PreparedRecognition(attach: { _ in nil }, discard: {}), as: 1))
+        slot.want(2)
+        #expect(slot.take(1) != nil)
+        #expect(slot.isWanted(2))
+        #expect(slot.take(1) == nil, "taken once")
+        #expect(slot.offer(PreparedRecognition(attach: { _ in nil }, discard: {}), as: 2))
+        #expect(slot.takeAll() != nil && !slot.isWanted(2), "the spare ended: none is wanted")
+    }
+
     /// `status`'s replay stamp counts the phase's changes: each change counts once, a non-change not at all.
     @Test func eachChangeOfPhaseIsCounted() {
         var spare = Self.starting()  // none → starting

@@ -175,34 +175,85 @@ import Testing
         #expect(Self.starts(in: directory) == 1)
     }
 
-    /// An engine that says it is up before its start is reported (a fast one: its first line read before the
-    /// clean-up worker posts the start) still ends after `speech-spare-idle` unused. Before, the start's report
-    /// found the spare already warm and was dropped with the idle timer it arms: the spare ran for ever.
-    @Test func aSpareUpBeforeItsStartIsReportedStillEndsWhenIdle() throws {
-        let directory = TemporaryDirectory("spare")
-        let daemon = try VirtualTimeTests.daemon(directory)
-        let discarded = Atomic<Int>(0)
-        var settings = daemon.session.settings
-        settings.recognizer = SpeechRecognizer(name: "command") { (_) throws(SpeechError) in
-            throw SpeechError("no meeting in this test")
+    /// An engine whose start says it is up at once, before it returns (a fast one: its first line read before
+    /// the clean-up worker reports the start); logs its starts and its ends to `log`.
+    static func instantEngine(_ log: LogLines) -> SpeechRecognizer {
+        SpeechRecognizer(name: "command") { (_) throws(SpeechError) in
+            throw SpeechError("no fresh engine in this test")
         } prepare: { (idle) throws(SpeechError) in
+            log.logger.info("started")
             idle(.ready)
-            return PreparedRecognition(
-                attach: { _ in nil }, discard: { discarded.add(1, ordering: .sequentiallyConsistent) })
+            return PreparedRecognition(attach: { _ in nil }, discard: { log.logger.info("ended") })
         }
+    }
+
+    /// A daemon in virtual time whose engine is `instantEngine`, started ahead at once.
+    static func instantDaemon(in directory: TemporaryDirectory, log: LogLines) throws -> InProcessDaemon {
+        let daemon = try VirtualTimeTests.daemon(directory)
+        var settings = daemon.session.settings
+        settings.recognizer = instantEngine(log)
         settings.spareIdleTimeout = .seconds(600)
         settings.preparesSpareAtStart = true
         daemon.session.settings = settings
-        // The worker's start done (the job after it ran), then its two reports handled in one turn.
-        let workerDone = try WakeSignal()
-        daemon.session.cleanup.run { workerDone.signal() }
-        #expect(workerDone.wait(timeout: .seconds(15)))
+        return daemon
+    }
+
+    /// Lets the clean-up worker do what was queued on it so far, then the loop handle what that reported.
+    static func workerCaughtUp(_ daemon: InProcessDaemon) throws {
+        let done = try WakeSignal()
+        daemon.session.cleanup.run { done.signal() }
+        #expect(done.wait(timeout: .seconds(15)), "the clean-up worker is stuck")
         _ = daemon.turn(waitingUpTo: 1000)
+    }
+
+    /// A spare that says it is up before its start is reported still ends after `speech-spare-idle` unused.
+    /// Before, the start's report found the spare already warm and was dropped with the idle timer it arms:
+    /// the spare ran for ever.
+    @Test func aSpareUpBeforeItsStartIsReportedStillEndsWhenIdle() throws {
+        let directory = TemporaryDirectory("spare")
+        let log = LogLines()
+        let daemon = try Self.instantDaemon(in: directory, log: log)
+        try Self.workerCaughtUp(daemon)
         let client = LoopClient(try daemon.connect(), daemon)
         #expect(try client.result("status")["speechSpare"] == "warm")
         daemon.advanceTime(by: .seconds(600))
         #expect(try client.result("status")["speechSpare"] == "none")
-        #expect(discarded.load(ordering: .sequentiallyConsistent) == 1, "the engine was ended")
+        #expect(log.all == ["started", "ended"])
+    }
+
+    /// A meeting discarded while its engine's hand-over waits its turn on the clean-up worker: the next spare,
+    /// asked for at that end and queued behind the hand-over, is started all the same. Before, the hand-over
+    /// took the slot's want of that next spare with its own: the next spare's start was skipped without a
+    /// report, and `speechSpare` said "starting" for ever, with no engine (attack 92).
+    @Test func aMeetingDiscardedBeforeItsEngineIsHandedOverLeavesTheNextSpareStarted() throws {
+        let directory = TemporaryDirectory("spare")
+        let log = LogLines()
+        let daemon = try Self.instantDaemon(in: directory, log: log)
+        let (client, _, id) = try VirtualTimeTests.soloSyncUp(daemon, watching: "session")
+        try client.waitForStatus { $0["speechSpare"] == "warm" }
+        try client.send(
+            #"{"id":"start","cmd":"session.start","args":{"syncup":"\#(id)","audio":true,"transcribe":true}}"# + "\n")
+        let deadline = MonotonicInstant.now() + .seconds(15)
+        while daemon.session.active == nil && MonotonicInstant.now() < deadline { daemon.turn(waitingUpTo: 10) }
+        // The worker held after it handed the devices' open to the opener: the engine's hand-over, queued once
+        // the devices are open, waits behind the gate.
+        let worker = try Gate()
+        worker.close()
+        defer { worker.open() }
+        daemon.session.cleanup.run { [worker] in worker.pass() }
+        while daemon.session.active?.machine.recognizer != .starting && MonotonicInstant.now() < deadline {
+            daemon.turn(waitingUpTo: 10)
+        }
+        try #require(daemon.session.active?.machine.recognizer == .starting)
+        let other = LoopClient(try daemon.connect(), daemon)
+        _ = try other.result("session.end", ["action": "discard"])
+        #expect(try other.result("status")["speechSpare"] == "starting", "the next spare, asked for at the end")
+        worker.open()
+        try Self.workerCaughtUp(daemon)
+        #expect(try other.result("status")["speechSpare"] == "warm")
+        // The meeting took the first (this engine cannot be handed over, so the meeting ended it); the next is up.
+        #expect(log.all == ["started", "ended", "started"])
+        _ = try client.reply(to: "start")
     }
 
     /// A meeting with a speech command starts it off the loop (the debug build's check counts a blocking call

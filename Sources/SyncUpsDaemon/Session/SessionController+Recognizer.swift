@@ -20,12 +20,12 @@ extension SessionController {
         guard let recognizer = settings.recognizer else {
             return handle(.recognizerFailedToStart("no speech engine is available"), in: session)
         }
-        let (meetingID, relay, spares) = (session.meetingID, session.relay, spareSlot)
+        let (meetingID, relay, spares, generation) = (session.meetingID, session.relay, spareSlot, spare.generation)
         spareTaken()
         cleanup.run { [mailbox] in
             let events: @Sendable (RecognizerEvent) -> Void = { event in mailbox.post(.recognizer(event, meetingID)) }
             let opened: OpenedRecognizer
-            if let prepared = spares.take() {
+            if let prepared = spares.take(generation) {
                 if let stream = prepared.attach(events) {
                     opened = OpenedRecognizer(stream: .success(stream), name: recognizer.name, wasWarm: true)
                 } else {

@@ -50,7 +50,7 @@ extension SessionController {
                 spareIdleTimer.map(loop.cancel)
                 spareIdleTimer = nil
             case .discardEngine:
-                spareSlot.take()?.discard()
+                spareSlot.takeAll()?.discard()
             case .reportEnded:
                 logger.info("speech: ended the engine started ahead: \(reason)")
             case .reportStartFailure(let error):

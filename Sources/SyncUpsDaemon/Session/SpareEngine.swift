@@ -123,9 +123,10 @@ struct SpareEngine {
     }
 }
 
-/// The spare's engine, shared by the loop and the clean-up worker.
+/// The spare's engine, shared by the loop and the clean-up worker: which spare is wanted (its start on the
+/// worker begins only then), and the engine started, with its spare's generation.
 final class SpareSlot: Sendable {
-    private let state = Mutex<(wanted: Int?, prepared: PreparedRecognition?)>((nil, nil))
+    private let state = Mutex<(wanted: Int?, prepared: (generation: Int, engine: PreparedRecognition)?)>((nil, nil))
 
     /// The spare `generation` is wanted from now on.
     func want(_ generation: Int) { state.withLock { $0.wanted = generation } }
@@ -136,16 +137,29 @@ final class SpareSlot: Sendable {
     func offer(_ prepared: PreparedRecognition, as generation: Int) -> Bool {
         state.withLock { state in
             guard state.wanted == generation, state.prepared == nil else { return false }
-            state.prepared = prepared
+            state.prepared = (generation, prepared)
             return true
         }
     }
 
-    /// The engine, if there is one; none is wanted any more.
-    func take() -> PreparedRecognition? {
+    /// A meeting's start (on the worker) takes the spare `generation`, the one there when it began: its
+    /// engine, if it was started, and it is no longer wanted. A later spare, wanted meanwhile (the meeting
+    /// ended before its start's turn on the worker, and the next was asked for), stays wanted: taking it too
+    /// left its start skipped and the machine waiting for it for ever (attack 92).
+    func take(_ generation: Int) -> PreparedRecognition? {
+        state.withLock { state in
+            if state.wanted == generation { state.wanted = nil }
+            guard let prepared = state.prepared, prepared.generation == generation else { return nil }
+            state.prepared = nil
+            return prepared.engine
+        }
+    }
+
+    /// The spare ends: its engine, whichever it is, and none is wanted any more.
+    func takeAll() -> PreparedRecognition? {
         state.withLock { state in
             defer { state = (nil, nil) }
-            return state.prepared
+            return state.prepared?.engine
         }
     }
 }
