@@ -27,6 +27,9 @@ public final class Daemon {
     private var lastStatus = ""
     /// The MPRIS player and notifications, once started.
     private var desktop: DesktopSurfaces?
+    /// How long the stop waits for the speech commands it killed to be reaped, and what they detached ended
+    /// with them (`Descendants.endAll`), before it ends what is left itself.
+    static let descendantsGrace = Duration.seconds(2)
 
     /// Blocks the signals the daemon handles itself; call on the main thread before any thread starts.
     public init(
@@ -154,6 +157,12 @@ public final class Daemon {
         let failure = services.store.close()
         services.session.close()
         services.meetingsSweep.finish()
+        // Last: what a speech command detached from its group, where no PID namespace ends it with the engine.
+        if !Descendants.endAll(waitingUpTo: Self.descendantsGrace) {
+            logger.notice(
+                "a speech command had not ended \(Int(Self.descendantsGrace.seconds)) s after it was killed; ended what it left running"
+            )
+        }
         logger.flushThrottled()
         if let failure {
             logger.error(failure)

@@ -40,6 +40,26 @@ public enum Descendants {
         }
     }
 
+    /// The daemon's last act before it exits: waits up to `timeout` for each supervised child (a speech
+    /// command, whose group was killed) to be reaped by its own thread, which ends what that child detached
+    /// (`endOrphans`), then ends whatever is left re-parented here. Returns whether every supervised child was
+    /// reaped in time. Without it a clean stop outran those threads: where no PID namespace holds the engine,
+    /// what it detached from its group outlived the daemon (attack 92: a helper holding the engine's stdout
+    /// 12 times in 12). Only in a subreaper.
+    @discardableResult
+    public static func endAll(waitingUpTo timeout: Duration) -> Bool {
+        guard isSubreaper.load(ordering: .sequentiallyConsistent) else { return true }
+        let deadline = MonotonicInstant.now() + timeout
+        var isReaped = supervised.withLock { $0.isEmpty }
+        while !isReaped && MonotonicInstant.now() < deadline {
+            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            nanosleep(&pause, nil)
+            isReaped = supervised.withLock { $0.isEmpty }
+        }
+        endOrphans()
+        return isReaped
+    }
+
     /// The pids whose parent is this process, from /proc.
     static func children() -> [pid_t] {
         let me = getpid()
