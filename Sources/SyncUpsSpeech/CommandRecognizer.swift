@@ -228,20 +228,28 @@ public enum CommandRecognizer {
         /// so its group id) may be anybody's, and nothing signals it any more.
         private let reaping = Mutex(false)
 
-        /// SIGKILLs the engine's whole process group, unless the engine has been reaped.
+        /// SIGKILLs the engine and its whole process group, unless the engine has been reaped.
         func killGroup() {
             reaping.withLock { isReaped in
-                if !isReaped { process.send(SIGKILL, toGroup: true) }
+                if !isReaped { killEngineAndGroup() }
             }
         }
 
         /// Kills what is left of the group, then reaps the engine.
         func reap() -> Subprocess.Termination {
             reaping.withLock { isReaped in
-                process.send(SIGKILL, toGroup: true)
+                killEngineAndGroup()
                 isReaped = true
                 return process.wait()
             }
+        }
+
+        /// The engine's process group, and the engine itself: one that left its group (`setpgid` into another
+        /// of the daemon's session) is not in it any more (attack 93: without a PID namespace it ran on after
+        /// its spare ended, one more each time). Not reaped yet, so its pid is still its own.
+        private func killEngineAndGroup() {
+            process.send(SIGKILL, toGroup: true)
+            process.send(SIGKILL)
         }
 
         var isFinishing: Bool { state.withLock { $0.isFinishing } }

@@ -31,6 +31,42 @@ import Testing
             logging: "no PID namespace for the speech command")
     }
 
+    /// Where no PID namespace holds it, an engine that left its process group (for the daemon's, in the same
+    /// session) is ended with its spare all the same: the engine itself is killed, not only its group. Before,
+    /// the group kill missed it: it ran on while `status` said `none`, one more after each spare (attack 93).
+    @Test(.enabled(if: ProcessTable.userNamespacesWork, "the test needs a user namespace to turn them off in"))
+    func anEngineThatLeftItsGroupEndsWithItsSpare() throws {
+        let engine = ProcessTable.uniqueSleep()
+        defer { ProcessTable.kill(withArgument: engine) }
+        let directory = TemporaryDirectory("spare")
+        let script = directory.appending("engine.sh")
+        Files.write(
+            script,
+            """
+            exec python3 -c '
+            import os, signal, sys, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.setpgid(0, os.getpgid(os.getppid()))
+            print("{\\"type\\":\\"progress\\",\\"time\\":0}", flush=True)
+            time.sleep(1000)
+            ' \(engine)
+
+            """)
+        let daemon = try DaemonProcess(
+            arguments: [
+                "--audio-device", "null", "--no-cue", "--call-audio", "off", "--speech-command", "exec sh \(script)",
+                "--speech-spare-at-start", "--speech-spare-idle", "1",
+            ], wrapper: Self.withoutUserNamespaces)
+        let client = try daemon.client()
+        #expect(try waitFor { try client.result("status")["speechSpare"] == "warm" }, "the engine is up")
+        #expect(try waitFor { !ProcessTable.processes(withArgument: engine).isEmpty }, "the engine runs")
+        #expect(try waitFor { try client.result("status")["speechSpare"] == "none" }, "ended, unused for 1 s")
+        #expect(
+            try waitFor(timeout: .seconds(5)) { ProcessTable.processes(withArgument: engine).isEmpty },
+            "still running after its spare ended:\n\(daemon.log.contents)")
+        #expect(daemon.stop(signal: SIGTERM) == .exited(0))
+    }
+
     /// Starts the daemon (through `wrapper`) with a spare whose engine detaches a helper that ignores SIGTERM,
     /// waits for both, stops the daemon, and checks that nothing of them is left running.
     static func stopLeavesNothing(helperHoldsTheOutput: Bool, wrapper: [String], logging line: String? = nil) throws {
