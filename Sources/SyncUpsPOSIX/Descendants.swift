@@ -49,13 +49,7 @@ public enum Descendants {
     @discardableResult
     public static func endAll(waitingUpTo timeout: Duration) -> Bool {
         guard isSubreaper.load(ordering: .sequentiallyConsistent) else { return true }
-        let deadline = MonotonicInstant.now() + timeout
-        var isReaped = supervised.withLock { $0.isEmpty }
-        while !isReaped && MonotonicInstant.now() < deadline {
-            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-            nanosleep(&pause, nil)
-            isReaped = supervised.withLock { $0.isEmpty }
-        }
+        let isReaped = MonotonicInstant.poll(until: .now() + timeout) { supervised.withLock { $0.isEmpty } }
         endOrphans()
         return isReaped
     }

@@ -31,6 +31,17 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConv
 
     public var description: String { "\(Double(nanoseconds) / 1e9)s" }
 
+    /// Asks `condition` every 10 ms until it holds or `deadline` passes, and returns whether it held: for what
+    /// has no descriptor to wait on (a child's exit that another thread reaps). Blocks: off the loop only.
+    public static func poll(until deadline: MonotonicInstant, _ condition: () -> Bool) -> Bool {
+        while !condition() {
+            guard now() < deadline else { return false }
+            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            nanosleep(&pause, nil)
+        }
+        return true
+    }
+
     var timeSpec: timespec {
         timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
     }

@@ -498,11 +498,7 @@ public enum CommandRecognizer {
     /// either way ends whatever it left running elsewhere (`Descendants`), and returns how it ended.
     private static func endProcess(_ shared: Shared) -> Subprocess.Termination {
         let process = shared.process
-        let deadline = MonotonicInstant.now() + exitGrace
-        while !process.hasEnded && MonotonicInstant.now() < deadline {
-            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-            nanosleep(&pause, nil)
-        }
+        _ = MonotonicInstant.poll(until: .now() + exitGrace) { process.hasEnded }
         // Before reaping it, while its process group cannot be anybody else's: whatever it left in its group.
         let termination = shared.reap()
         Descendants.supervised.withLock { _ = $0.remove(process.pid) }
