@@ -4,7 +4,6 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsSpeech
 import SyncUpsTestSupport
-import Synchronization
 import Testing
 
 @testable import SyncUpsDaemon

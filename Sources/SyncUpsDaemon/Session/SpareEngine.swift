@@ -75,17 +75,15 @@ struct SpareEngine {
     }
 
     /// Ends the spare, if there is one: idle too long, the daemon stopping, its engine dead.
-    mutating func end() -> [Action] {
-        let wasThere = phase == .starting || phase == .warm
-        move(to: phase == .off ? .off : .none)
-        return [.cancelIdleTimer, .discardEngine] + (wasThere ? [.reportEnded] : [])
-    }
+    mutating func end() -> [Action] { end(to: phase == .off ? .off : .none) }
 
     /// The speech settings changed (a SIGHUP): a spare runs the old ones, so it ends; `isOn` as for `init`.
-    mutating func settingsChanged(isOn: Bool) -> [Action] {
-        let ended = end()
-        move(to: isOn ? .none : .off)
-        return ended
+    mutating func settingsChanged(isOn: Bool) -> [Action] { end(to: isOn ? .none : .off) }
+
+    private mutating func end(to next: Phase) -> [Action] {
+        let wasThere = phase == .starting || phase == .warm
+        move(to: next)
+        return [.cancelIdleTimer, .discardEngine] + (wasThere ? [.reportEnded] : [])
     }
 
     /// What the spare's start and its engine report (through the mailbox, in the order they were posted: the
