@@ -15,6 +15,7 @@ public final class InProcessDaemon {
     private let loop: EventLoop
     private let server: Server
     private let services: Services
+    private let logger: Logger
     /// The schedules' owner, for tests that press a reminder's buttons without a desktop.
     var scheduler: Scheduler { services.scheduler }
     /// The voice profiles' owner, for tests that learn a profile without a meeting's audio.
@@ -48,6 +49,7 @@ public final class InProcessDaemon {
     ) throws {
         let loop = try EventLoop(clock: clock)
         self.loop = loop
+        self.logger = logger
         var wallClock = wallClock
         if case .manual(let start) = clock {
             let given = wallClock
@@ -86,10 +88,24 @@ public final class InProcessDaemon {
         services.scheduler.close()
         _ = services.store.close()
         services.session.close()
+        finishCleanup()
         services.meetingsSweep.finish()
         loop.close()
         server.handler = { _, _ in .failure(ProtocolError(.internalError, "the daemon has stopped")) }
         server.replayGeneration = { _ in nil }
+    }
+
+    /// Waits for what the clean-up worker is doing (a saved meeting's details being written, a device
+    /// closing), as the daemon's stop does (`SessionController.shutDown`), bounded the same way: a test's
+    /// directory goes once its daemon does, and a write still under way would make it again.
+    private func finishCleanup() {
+        let cleanup = services.session.cleanup
+        guard !cleanup.isIdle else { return }
+        logger.debug("waiting for the clean-up worker (a meeting's details, a device's close) before ending")
+        let timeout = services.session.settings.shutdownCleanupTimeout
+        if !MonotonicInstant.poll(until: .now() + timeout, { cleanup.isIdle }) {
+            logger.warning("ended without waiting any longer for the clean-up worker, still busy after \(timeout)")
+        }
     }
 
     /// Answers one request line (without its newline) and lets the loop catch up (timers, the store's

@@ -1,4 +1,5 @@
 import SyncUpsJSON
+import SyncUpsPOSIX
 import SyncUpsTestSupport
 import Testing
 
@@ -31,5 +32,34 @@ import Testing
         }
         let kept = parts.compactMap { $0.part.map { String(describing: type(of: $0)) } }
         #expect(kept.isEmpty, "kept after the daemon ended: \(kept)")
+    }
+
+    /// A daemon's end waits for its clean-up worker: a meeting's details, written there after its save, are on
+    /// disk when the daemon is gone. Before, the end did not wait, so a test that removed its directory at its
+    /// end had it made again by the write still under way (`writingAgainIfGone`): directories holding only
+    /// `meetings/<id>.json` were left in /tmp by loaded runs. Here the worker is held until the end says it
+    /// waits for it.
+    @Test func aDaemonThatEndsFinishesTheDetailsItWasWriting() throws {
+        let directory = TemporaryDirectory("in-process-end")
+        let worker = try Gate()
+        worker.close()
+        defer { worker.open() }
+        let logger = Logger(minimumLevel: .debug) { _, message, _ in
+            if message.contains("waiting for the clean-up worker") { worker.open() }
+        }
+        var details = ""
+        do {
+            let daemon = try InProcessDaemon(dataDirectory: directory.path, logger: logger)
+            let client = LoopClient(try daemon.connect(), daemon)
+            let created = try client.result("syncups.create", ["title": "Ends", "attendees": ["A", "B"]])
+            let id = try #require(created["id"])
+            daemon.session.cleanup.run { [worker] in worker.pass() }
+            let started = try client.result("session.start", ["syncup": id, "audio": false])
+            let meeting = try #require(started["meeting"]?.stringValue)
+            details = directory.path + "/meetings/" + meeting + ".json"
+            _ = try client.result("session.end", ["action": "save"])
+            #expect(!Files.exists(details), "written behind the held worker")
+        }
+        #expect(Files.exists(details), "the details' write, under way, was cut off by the end")
     }
 }
