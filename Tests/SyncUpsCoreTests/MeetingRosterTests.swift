@@ -16,7 +16,7 @@ import Testing
         if transcribes {
             effects = machine.handle(.recorderStarted(warnings: []), at: 0)
             effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
-            effects = machine.handle(.recognizerStarted, at: 0)
+            effects = machine.handle(.recognizerStarted(startedAhead: false), at: 0)
         }
         #expect(effects.contains(.armTimer(at: 1_000_000_000)))
         return machine

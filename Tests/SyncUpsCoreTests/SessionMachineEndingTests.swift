@@ -19,7 +19,7 @@ import Testing
         #expect(effects == [.startRecorder(call: nil), .settle(.opening, from: 0)])
         #expect(machine.handle(.recorderStarted(warnings: []), at: 0) == [.cancelSettleTimeout, .startVoiceListener])
         #expect(machine.handle(.voiceListenerStarted, at: 0) == [.startRecognizer])
-        effects = machine.handle(.recognizerStarted, at: 0)
+        effects = machine.handle(.recognizerStarted(startedAhead: false), at: 0)
         #expect(effects.first == .startCue && effects.contains(.armTimer(at: Self.second)))
         #expect(machine.handle(.timerTicked, at: 1) == [.publish(.tick), .armTimer(at: 2 * Self.second)])
         return machine
@@ -142,7 +142,7 @@ import Testing
             settleTimeouts: .init(saving: 7 * Self.second, stopping: 2 * Self.second))
         _ = machine.handle(.recorderStarted(warnings: []), at: 0)
         _ = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
-        _ = machine.handle(.recognizerStarted, at: 0)
+        _ = machine.handle(.recognizerStarted(startedAhead: false), at: 0)
         #expect(machine.settleDeadline == nil)
         #expect(try machine.request(.end(.save), at: 10).contains(.armSettleTimeout(.saving, at: 17 * Self.second)))
         _ = machine.handle(.recorderStopped, at: 10.5)

@@ -104,7 +104,7 @@ import Testing
                 .startRecognizer
             ])
         #expect(machine.voiceListener == .absent)
-        #expect(machine.handle(.recognizerStarted, at: 0) == started)
+        #expect(machine.handle(.recognizerStarted(startedAhead: false), at: 0) == started)
         #expect(machine.startWarnings.isEmpty && machine.isTranscribing)
         let discard = try machine.request(.end(.discard), at: 1)
         #expect(
@@ -187,7 +187,7 @@ import Testing
         var (machine, _) = begin()
         _ = machine.handle(.recorderStarted(warnings: []), at: 0)
         _ = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
-        _ = machine.handle(.recognizerStarted, at: 0)
+        _ = machine.handle(.recognizerStarted(startedAhead: false), at: 0)
         #expect(!machine.isRecognizerReady)
         #expect(machine.handle(.recognizerReady, at: 0.3) == [.publish(.updated)])
         #expect(machine.isRecognizerReady)

@@ -26,7 +26,7 @@ import Testing
         #expect(
             machine.handle(.recorderStarted(warnings: []), at: time) == [.cancelSettleTimeout, .startVoiceListener])
         #expect(machine.handle(.voiceListenerUnavailable("voices off"), at: time) == [.startRecognizer])
-        return machine.handle(.recognizerStarted, at: time)
+        return machine.handle(.recognizerStarted(startedAhead: false), at: time)
     }
 
     /// What a discard before the start returns: the meeting's files removed, the recording abandoned once
@@ -73,7 +73,7 @@ import Testing
         #expect(effects == [.discardMeeting, .cancelRecognizer, .abandonRecorder, .finish, .publish(.ended(expected))])
         #expect(machine.isOver && machine.recognizer == .stopped)
         let over = machine
-        #expect(machine.handle(.recognizerStarted, at: 0.3) == [])
+        #expect(machine.handle(.recognizerStarted(startedAhead: false), at: 0.3) == [])
         #expect(machine.handle(.recognizerReady, at: 0.3) == [])
         #expect(machine == over)
     }
@@ -87,7 +87,7 @@ import Testing
             machine.handle(.recorderStarted(warnings: []), at: 0.1) == [.cancelSettleTimeout, .startVoiceListener])
         #expect(machine.handle(.voiceListenerUnavailable("voices off"), at: 0.1) == [.startRecognizer])
         #expect(machine.handle(.recognizerReady, at: 0.2) == [])
-        let started = machine.handle(.recognizerStarted, at: 0.2)
+        let started = machine.handle(.recognizerStarted(startedAhead: false), at: 0.2)
         #expect(started.contains(.publish(.started)))
         #expect(machine.isRecognizerReady && machine.recognizer == .running)
     }
@@ -176,7 +176,7 @@ import Testing
         let attendee = syncUp.attendees[0]
         let facts: [SessionMachine.Event] = [
             .recorderStarted(warnings: []), .recorderFailedToStart("no device", warnings: []),
-            .voiceListenerStarted, .voiceListenerUnavailable("off"), .recognizerStarted,
+            .voiceListenerStarted, .voiceListenerUnavailable("off"), .recognizerStarted(startedAhead: false),
             .recognizerFailedToStart("no engine"), .recognizerReady, .timerTicked, .syncUpEdited(syncUp),
             .syncUpDeleted, .speechRecognized(RecognizedSpeech(isFinal: true, text: "early")),
             .voiceHeard(VoiceEvidence(speaker: attendee, start: 0, end: 0.2, confidence: 0.9)),

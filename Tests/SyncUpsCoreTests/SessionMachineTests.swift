@@ -34,7 +34,7 @@ extension SessionMachine {
                 effects = machine.handle(.voiceListenerUnavailable("voices off"), at: 0)
             }
         }
-        if effects == [.startRecognizer] { effects = machine.handle(.recognizerStarted, at: 0) }
+        if effects == [.startRecognizer] { effects = machine.handle(.recognizerStarted(startedAhead: false), at: 0) }
         return (machine, effects)
     }
 }
@@ -67,7 +67,7 @@ extension SessionMachine {
             if transcribes {
                 #expect(effects == [.startRecognizer])
                 #expect(machine.isStarting && machine.recognizer == .starting)
-                effects = machine.handle(.recognizerStarted)
+                effects = machine.handle(.recognizerStarted(startedAhead: false))
             }
         }
         #expect(effects == started)
@@ -349,7 +349,8 @@ extension SessionMachine {
                 voiceListenerStarts ? .voiceListenerStarted : .voiceListenerUnavailable("voices off: no voice model"))
             #expect(effects == [.startRecognizer])
             effects = machine.handle(
-                recognizerStarts ? .recognizerStarted : .recognizerFailedToStart("sphinx: no model"))
+                recognizerStarts
+                    ? .recognizerStarted(startedAhead: false) : .recognizerFailedToStart("sphinx: no model"))
             if !recognizerStarts { warnings.append("recording without a transcript: sphinx: no model") }
         } else {
             effects = machine.handle(.recorderFailedToStart("cannot open the microphone", warnings: warnings))
@@ -434,7 +435,8 @@ extension SessionMachine {
             #expect(throws: SessionRejection.self) { try machine.request(request, at: 0) }
         }
         for event in [
-            SessionMachine.Event.timerTicked, .recognizerStarted, .recognizerFailedToStart("x"), .recorderStopped,
+            SessionMachine.Event.timerTicked, .recognizerStarted(startedAhead: false), .recognizerFailedToStart("x"),
+            .recorderStopped,
             .recognizerFinished, .speechRecognized(.init(isFinal: true, text: "early")),
             .voiceListenerStarted, .voiceListenerUnavailable("x"), .recognizerReady,
         ] {
@@ -445,11 +447,11 @@ extension SessionMachine {
         // Its open answered: the open's deadline is no more.
         #expect(machine.handle(.settleTimedOut, at: 0) == [])
         #expect(machine.handle(.recorderStarted(warnings: ["again"]), at: 0) == [])
-        #expect(machine.handle(.recognizerStarted, at: 0) == [])
+        #expect(machine.handle(.recognizerStarted(startedAhead: false), at: 0) == [])
         #expect(machine.handle(.voiceListenerStarted, at: 0) == [.startRecognizer])
         #expect(machine.handle(.voiceListenerUnavailable("late"), at: 0) == [])
         #expect(machine.voiceListener == .running)
-        #expect(machine.handle(.recognizerStarted, at: 0).contains(.publish(.started)))
+        #expect(machine.handle(.recognizerStarted(startedAhead: false), at: 0).contains(.publish(.started)))
         #expect(machine.handle(.recognizerFailedToStart("late"), at: 0) == [])
         #expect(machine.isTranscribing && machine.startWarnings.isEmpty)
     }

@@ -23,6 +23,10 @@ import Testing
         case floods
         /// Starts a helper in a session of its own, then is well.
         case detachesAHelper
+        /// Says it is up, and exits at the first audio it reads: a spare that died just before the meeting took
+        /// it, its death not yet seen. (It cannot SIGKILL itself: in the engine's PID namespace it is init, to
+        /// which its own signals do not go.)
+        case diesOnceTaken
 
         var testDescription: String { rawValue }
     }
@@ -37,6 +41,7 @@ import Testing
             case .hangs: "exec sleep \(marker)"
             case .floods: #"exec yes '{"type":"progress","time":0}'"#
             case .detachesAHelper: "setsid sleep \(marker) > /dev/null 2>&1 < /dev/null &"
+            case .diesOnceTaken: #"printf '{"type":"progress","time":0}\n'; head -c 1 > /dev/null; exit 3"#
             }
         return """
             echo start >> '\(directory.path)/starts'
@@ -152,6 +157,22 @@ import Testing
         #expect(segment["end"] == 0.5, "\(segment)")
         #expect(
             try Self.within { ProcessTable.processes(withArgument: marker).isEmpty }, "the hung spare was ended")
+    }
+
+    /// A spare that dies as the meeting takes it, before it gives anything, is replaced by a fresh engine: the
+    /// meeting's words arrive all the same, and it says what happened. Before, the meeting went on without a
+    /// transcript (attack 92: 8 of 8 spares killed within 5 ms of `session.start`).
+    @Test func aSpareThatDiesAsTheMeetingTakesItIsReplacedByAFreshEngine() throws {
+        let directory = TemporaryDirectory("spare")
+        let (daemon, client, watcher, id) = try Self.daemon(.diesOnceTaken, in: directory, marker: "")
+        try client.waitForStatus { $0["speechSpare"] == "warm" }
+        let segment = try Self.firstWords(daemon, client, watcher, id, in: directory) { () throws in
+            #expect(Self.starts(in: directory) == 2, "one fresh start")
+            let transcription = try client.result("session.get")["transcription"]
+            #expect(
+                transcription?["state"] == "running" && transcription?["error"] == .null, "\(transcription ?? .null)")
+        }
+        #expect(segment["end"] == 0.5, "\(segment)")
     }
 
     /// A spare unused for `speech-spare-idle` is ended, and with it the helper it detached; not a second

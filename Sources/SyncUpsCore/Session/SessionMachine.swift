@@ -48,8 +48,9 @@ public struct SessionMachine: Sendable, Equatable {
         case voiceListenerStarted
         /// There is no speaker encoder (no voice model, or it did not start): words go to the floor alone.
         case voiceListenerUnavailable(String)
-        /// The recognizer asked for by `startRecognizer` takes audio.
-        case recognizerStarted
+        /// The recognizer asked for by `startRecognizer` takes audio; `startedAhead`: it is the engine started
+        /// before the meeting (a spare), taken at its start.
+        case recognizerStarted(startedAhead: Bool)
         /// The recognizer could not start: the meeting goes on without a transcript.
         case recognizerFailedToStart(String)
         /// The recognizer said it is up: its start can no longer be what fails (`session start` waits for this).
@@ -65,7 +66,8 @@ public struct SessionMachine: Sendable, Equatable {
         case speechRecognized(RecognizedSpeech)
         /// The speaker encoder matched the voice over a stretch of audio to an attendee, with confidence.
         case voiceHeard(VoiceEvidence)
-        /// The recognizer failed for good; the meeting goes on without transcription.
+        /// The recognizer failed; the meeting goes on without transcription, unless it was the engine started
+        /// ahead and had given nothing yet (then a fresh one is started, once).
         case speechFailed(String)
         /// The recognizer gave its last words after `finishRecognizer`, and stopped.
         case recognizerFinished
@@ -256,6 +258,14 @@ public struct SessionMachine: Sendable, Equatable {
     public private(set) var recognizer: Part
     /// The recognizer said it is up (`recognizerReady`).
     public private(set) var isRecognizerReady = false
+    /// Why the recognizer stopped mid-meeting (`transcription.error`), once it has.
+    public private(set) var speechError: String?
+    /// The running recognizer is the engine started ahead and has given no result since the meeting took it:
+    /// if it fails now, it most likely died before it was taken (killed, out of memory) with its death not
+    /// yet seen, and a fresh one is started (once) instead of the meeting going without a transcript.
+    private var recognizerIsUntried = false
+    /// The recognizer being started failed before its start was reported (its death came through first).
+    private var recognizerFailedWhileStarting: String?
     /// The speaker encoder: started once the recording runs, stopped when the meeting is over.
     public private(set) var voiceListener: Part = .absent
     public private(set) var isOver = false
@@ -525,15 +535,27 @@ public struct SessionMachine: Sendable, Equatable {
             recorder = .absent
             startWarnings += warnings + ["recording without audio: \(reason)"]
             return disarmOpening() + advanceStart()
-        case .recognizerStarted:
+        case .recognizerStarted(let startedAhead):
             guard recognizer == .starting else { return [] }
+            if let failure = recognizerFailedWhileStarting {
+                recognizerFailedWhileStarting = nil
+                if startedAhead { return restartRecognizer(failure) }
+                return [.cancelRecognizer] + apply(.recognizerFailedToStart(failure), at: time)
+            }
             recognizer = .running
-            return advanceStart()
+            recognizerIsUntried = startedAhead
+            guard !isStarting else { return advanceStart() }
+            // A fresh engine for the one started ahead, mid-meeting: it transcribes from here; a save under
+            // way waits for its last words.
+            return [.publish(.updated)] + settle(at: time)
         case .recognizerFailedToStart(let reason):
             guard recognizer == .starting else { return [] }
             recognizer = .absent
-            startWarnings.append("recording without a transcript: \(reason)")
-            return advanceStart()
+            guard !isStarting else {
+                startWarnings.append("recording without a transcript: \(reason)")
+                return advanceStart()
+            }
+            return stopTranscribing("speech recognition failed: \(reason)", at: time)
         case .recognizerReady:
             guard !isRecognizerReady else { return [] }
             isRecognizerReady = true
@@ -558,6 +580,7 @@ public struct SessionMachine: Sendable, Equatable {
             return complete(.syncUpDeleted, at: time)
         case .speechRecognized(let speech):
             guard isTranscribing, recognizer != .stopped else { return [] }
+            recognizerIsUntried = false
             // No word lies past the audio recorded so far (or, once the meeting is being saved, its end).
             let audioEnd = armedSettle?.since ?? time
             let reached = speech.words.map(\.end).max() ?? speech.end
@@ -590,11 +613,13 @@ public struct SessionMachine: Sendable, Equatable {
             return effects
         case .speechFailed(let message):
             guard isTranscribing else { return [] }
-            isTranscribing = false
-            recognizer = .stopped
-            // The app's `speechFailure`: mark where transcription stopped, if anything was transcribed.
-            record.markFailure()
-            return [.cancelRecognizer, .publish(.error(message)), .publish(.transcript)] + settle(at: time)
+            if recognizer == .starting {
+                // The fresh engine started for a failed one died before its start was reported.
+                recognizerFailedWhileStarting = message
+                return []
+            }
+            if recognizerIsUntried && pendingEnding == nil { return restartRecognizer(message) }
+            return [.cancelRecognizer] + stopTranscribing(message, at: time)
         case .recognizerFinished:
             guard recognizer != .absent else { return [] }
             recognizer = .stopped
@@ -628,6 +653,32 @@ public struct SessionMachine: Sendable, Equatable {
             guard let armed = armedSettle else { return [] }
             return [armSettle(.stopping, since: armed.since)]
         }
+    }
+
+    // MARK: - The recognizer's failures
+
+    /// The engine started ahead failed before it gave anything (`recognizerIsUntried`): a fresh one is
+    /// started. The meeting goes on meanwhile; what is said until the fresh one is up is not transcribed.
+    private mutating func restartRecognizer(_ failure: String) -> [Effect] {
+        recognizerIsUntried = false
+        recognizer = .starting
+        isRecognizerReady = false
+        return [
+            .cancelRecognizer,
+            .warn("the speech engine started ahead failed as the meeting took it (\(failure)): starting a fresh one"),
+            .startRecognizer,
+            .publish(.updated),
+        ]
+    }
+
+    /// The recognizer failed for good: the meeting goes on without a transcript.
+    private mutating func stopTranscribing(_ message: String, at time: Double) -> [Effect] {
+        isTranscribing = false
+        recognizer = recognizer == .absent ? .absent : .stopped
+        speechError = message
+        // The app's `speechFailure`: mark where transcription stopped, if anything was transcribed.
+        record.markFailure()
+        return [.publish(.error(message)), .publish(.transcript)] + settle(at: time)
     }
 
     // MARK: - Ending
@@ -833,8 +884,13 @@ extension SessionMachine {
             guard recognizer == .starting else { return [] }
             isRecognizerReady = true
             return []
-        case .timerTicked, .speechRecognized, .voiceHeard, .speechFailed, .recognizerFinished, .journalFailed,
-            .recorderStopped:
+        case .speechFailed(let message):
+            // The engine taken or started for the meeting died before its start was reported: its report
+            // decides (`recognizerStarted`).
+            guard recognizer == .starting else { return [] }
+            recognizerFailedWhileStarting = message
+            return []
+        case .timerTicked, .speechRecognized, .voiceHeard, .recognizerFinished, .journalFailed, .recorderStopped:
             // Nothing that reports these runs yet.
             return []
         }

@@ -48,8 +48,9 @@ extension SessionController {
         case .recorderStopped(let meeting):
             guard let session = active, session.meetingID == meeting else { return }
             handle(.recorderStopped, in: session)
-        case .recognizer(let event, let meeting):
-            guard let session = active, session.meetingID == meeting else { return }
+        case .recognizer(let event, let meeting, let engine):
+            // An earlier engine's last words (a failed one's `finished`) are not the fresh one's.
+            guard let session = active, session.meetingID == meeting, engine == session.recognizerStarts else { return }
             receive(event, in: session)
         case .recognizerOpened(let opened, let meeting):
             recognizerOpened(opened, in: active.flatMap { $0.meetingID == meeting ? $0 : nil })

@@ -104,9 +104,9 @@ extension SessionController {
         var transcription = JSONObject()
         transcription.append("engine", .optional(session.machine.isTranscribing ? session.engineName : nil))
         transcription.append("partial", .string(session.machine.record.partial))
-        transcription.append("error", .optional(session.speechError))
+        transcription.append("error", .optional(session.machine.speechError))
         let state =
-            if session.speechError != nil { "stopped" } else if !session.machine.isTranscribing {
+            if session.machine.speechError != nil { "stopped" } else if !session.machine.isTranscribing {
                 "off"
             } else if session.machine.isRecognizerReady { "running" } else { "starting" }
         transcription.append("state", .string(state))

@@ -20,10 +20,14 @@ extension SessionController {
         guard let recognizer = settings.recognizer else {
             return handle(.recognizerFailedToStart("no speech engine is available"), in: session)
         }
+        session.recognizerStarts += 1
         let (meetingID, relay, spares, generation) = (session.meetingID, session.relay, spareSlot, spare.generation)
+        let engine = session.recognizerStarts
         spareTaken()
         cleanup.run { [mailbox] in
-            let events: @Sendable (RecognizerEvent) -> Void = { event in mailbox.post(.recognizer(event, meetingID)) }
+            let events: @Sendable (RecognizerEvent) -> Void = { event in
+                mailbox.post(.recognizer(event, meetingID, engine: engine))
+            }
             let opened: OpenedRecognizer
             if let prepared = spares.take(generation) {
                 if let stream = prepared.attach(events) {
@@ -60,7 +64,7 @@ extension SessionController {
                 logger.info(
                     "speech: the engine started ahead had ended; started a fresh one", .meeting(session.meetingID))
             }
-            handle(.recognizerStarted, in: session)
+            handle(.recognizerStarted(startedAhead: opened.wasWarm), in: session)
         case .failure(let error):
             handle(.recognizerFailedToStart("\(opened.name) did not start: \(error)"), in: session)
         }
@@ -76,11 +80,8 @@ extension SessionController {
         case .ready:
             handle(.recognizerReady, in: session)
         case .failed(let message):
-            logger.warning(
-                "speech recognition failed: \(message); the meeting goes on without a transcript",
-                .meeting(session.meetingID))
-            session.recognition = nil  // gone already: nothing to cancel
-            session.speechError = "speech recognition failed: \(message)"
+            // The machine says what follows: the meeting without a transcript, or a fresh engine.
+            logger.warning("speech recognition failed: \(message)", .meeting(session.meetingID))
             handle(.speechFailed("speech recognition failed: \(message)"), in: session)
         case .finished:
             handle(.recognizerFinished, in: session)

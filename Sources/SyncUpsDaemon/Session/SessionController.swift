@@ -55,7 +55,8 @@ final class SessionController {
         case recorder(MeetingRecorder.Trouble, Meeting.ID)
         case callRecorder(MeetingRecorder.Trouble, Meeting.ID)
         case recorderStopped(Meeting.ID)
-        case recognizer(RecognizerEvent, Meeting.ID)
+        /// What the meeting's recognizer `engine` (its count of starts: `ActiveSession.recognizerStarts`) said.
+        case recognizer(RecognizerEvent, Meeting.ID, engine: Int)
         /// The meeting's recognizer was started (or taken from the spare), or failed to (`startRecognizer`).
         case recognizerOpened(OpenedRecognizer, Meeting.ID)
         /// The next meeting's engine, started ahead.
