@@ -13,7 +13,7 @@ import Synchronization
 /// 10 ms windows inside a remote sentence, letting its late copy through in bursts.
 /// The output runs as far as both inputs have come; when one input is more
 /// than `maxLag` frames behind the other (a stalled device), the other goes on alone and the late frames of
-/// the first are dropped from the mix (they are still in its file).
+/// the first are dropped from the mix (they are still in its file), and said (`late`): they are not transcribed.
 public final class AudioMixer: Sendable {
     public static let maxLag: Int64 = 2 * Int64(AudioFormat.sampleRate)
     /// The microphone's gain for 10 ms in which the call carries sound (RMS of at least `callSoundRMS`).
@@ -31,22 +31,29 @@ public final class AudioMixer: Sendable {
         var mixedFrames: Int64 = 0
         /// The frame up to which the microphone is ducked: `duckingHold` past the call's last sound.
         var duckedUntil: Int64 = 0
+        /// Per input, its frames dropped from the mix since it began to come late, not yet said.
+        var late: [Int64] = [0, 0]
     }
 
     private let state = Mutex(State())
     private let output: @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void
     private let channels: (@Sendable (_ microphone: [Int16], _ call: [Int16], _ startFrame: Int64) -> Void)?
+    private let late: (@Sendable (_ input: Int, _ frames: Int64) -> Void)?
 
     /// `output` gets the mixed S16_LE samples in order, from whichever thread fed the input that completed
     /// them (under the mixer's lock, so it must not block: `RecognitionStream.feed` does not). `channels`, if
     /// given, gets the same stretch of each input unmixed, in step, just before (the speaker encoder hears
-    /// each channel on its own).
+    /// each channel on its own). `late`, if given, gets the frames of an input dropped from the mix because
+    /// they came more than `maxLag` after the other's, once they come in time again (or at `flush`): under the
+    /// lock too, so it must not block either.
     public init(
         output: @escaping @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void,
-        channels: (@Sendable (_ microphone: [Int16], _ call: [Int16], _ startFrame: Int64) -> Void)? = nil
+        channels: (@Sendable (_ microphone: [Int16], _ call: [Int16], _ startFrame: Int64) -> Void)? = nil,
+        late: (@Sendable (_ input: Int, _ frames: Int64) -> Void)? = nil
     ) {
         self.output = output
         self.channels = channels
+        self.late = late
     }
 
     /// Input 0 (the microphone) or 1 (the call): S16_LE samples from `startFrame` on.
@@ -56,9 +63,14 @@ public final class AudioMixer: Sendable {
             var samples = samples[...]
             let expected = state.mixedFrames + Int64(state.pending[input].count)
             if startFrame < expected {
-                samples = samples.dropFirst(Int(min(expected - startFrame, Int64(samples.count))))
-            } else if startFrame > expected {
-                state.pending[input] += [Int16](repeating: 0, count: Int(startFrame - expected))
+                let dropped = min(expected - startFrame, Int64(samples.count))
+                samples = samples.dropFirst(Int(dropped))
+                state.late[input] += dropped
+            } else {
+                sayLate(input, &state)
+                if startFrame > expected {
+                    state.pending[input] += [Int16](repeating: 0, count: Int(startFrame - expected))
+                }
             }
             state.pending[input] += samples
             let counts = state.pending.map { Int64($0.count) }
@@ -76,12 +88,19 @@ public final class AudioMixer: Sendable {
     /// Mixes what is left, the shorter input padded with silence (the recorders have stopped).
     public func flush() {
         state.withLock { state in
+            for input in state.late.indices { sayLate(input, &state) }
             let longest = state.pending.map(\.count).max()!
             for index in state.pending.indices {
                 state.pending[index] += [Int16](repeating: 0, count: longest - state.pending[index].count)
             }
             emit(longest, &state)
         }
+    }
+
+    private func sayLate(_ input: Int, _ state: inout State) {
+        guard state.late[input] > 0 else { return }
+        late?(input, state.late[input])
+        state.late[input] = 0
     }
 
     private func emit(_ frames: Int, _ state: inout State) {

@@ -95,7 +95,9 @@ func bytes(_ samples: [Int16]) -> [UInt8] { samples.withUnsafeBytes { Array($0) 
 
     @Test func aGapInOneInputIsSilenceAndAStalledInputStopsHoldingTheOtherBackAfterTwoSeconds() {
         let output = MixedOutput()
-        let mixer = AudioMixer(output: output.add)
+        let late = Mutex<[(input: Int, frames: Int64)]>([])
+        let mixer = AudioMixer(
+            output: output.add, late: { input, frames in late.withLock { $0.append((input, frames)) } })
         mixer.feed(0, bytes([1, 1]), startFrame: 0)
         mixer.feed(1, bytes([5]), startFrame: 1)  // frame 0 of the call is missing: silence
         #expect(output.samples == [1, 6])
@@ -108,10 +110,33 @@ func bytes(_ samples: [Int16]) -> [UInt8] { samples.withUnsafeBytes { Array($0) 
         #expect(output.samples.count == 2 + 16_000)
         // The call's late frames for what was mixed already are dropped; the rest is mixed in step.
         mixer.feed(1, bytes([Int16](repeating: 2, count: 16_010)), startFrame: 2)
+        #expect(late.withLock { $0.isEmpty }, "said once the call comes in time again, or at the end")
         mixer.flush()
+        // Not transcribed, and said: the second of the call that came late.
+        #expect(late.withLock { $0.map { "\($0.input): \($0.frames)" } } == ["1: 16000"])
         #expect(output.samples.count == 48_002)
         #expect(output.samples[16_002...16_011].allSatisfy { $0 == 3 })
         #expect(output.samples[16_012] == 1)
         #expect(output.isContiguous)
+    }
+
+    /// A microphone that comes more than two seconds late has its late audio dropped from the mix (the
+    /// recognizer's stream stays in step), and the mixer says how much once it comes in time again: before,
+    /// the words were silently missing from the transcript though they were in the microphone's file.
+    @Test func sayHowMuchOfALateInputWasDroppedOnceItComesInTimeAgain() {
+        let output = MixedOutput()
+        let late = Mutex<[(input: Int, frames: Int64)]>([])
+        let mixer = AudioMixer(
+            output: output.add, late: { input, frames in late.withLock { $0.append((input, frames)) } })
+        let second = [Int16](repeating: 1, count: 16_000)
+        for start in stride(from: Int64(0), to: 48_000, by: 16_000) { mixer.feed(1, bytes(second), startFrame: start) }
+        // The microphone's first 1.5 s, late: the mix went on with the call alone up to 1 s.
+        mixer.feed(0, bytes([Int16](repeating: 4, count: 24_000)), startFrame: 0)
+        #expect(late.withLock { $0.isEmpty }, "said once it comes in time again")
+        mixer.feed(0, bytes([Int16](repeating: 4, count: 24_000)), startFrame: 24_000)
+        #expect(late.withLock { $0.map { "\($0.input): \($0.frames)" } } == ["0: 16000"])
+        mixer.flush()
+        #expect(late.withLock { $0.count } == 1, "said once")
+        #expect(output.samples[15_999] == 1 && output.samples[16_000] == 5 && output.isContiguous)
     }
 }

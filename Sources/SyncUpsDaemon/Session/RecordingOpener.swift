@@ -141,10 +141,11 @@ extension RecordingOpener {
             warnings.append("recording without the call: the sound server went away")
             return
         }
-        let relay = relay
+        let (relay, mailbox, meetingID) = (relay, mailbox, meetingID)
         let mixer = AudioMixer(
             output: { bytes, frame in relay.feedRecognizer(bytes, frame) },
-            channels: { microphone, call, frame in relay.feedChannels(microphone, call, frame) })
+            channels: { microphone, call, frame in relay.feedChannels(microphone, call, frame) },
+            late: { input, frames in mailbox.post(.mixerLate(input: input, frames: frames, meetingID)) })
         do {
             result.callRecorder = try recorder(device, name, MeetingFiles.callAudio, trouble: Message.callRecorder) {
                 chunk in mixer.feed(1, chunk.bytes, startFrame: chunk.startFrame)

@@ -45,6 +45,15 @@ extension SessionController {
                 }
             logger.throttled(.warning, "audio.call", text, .meeting(meeting))
             handle(.audioTrouble(text), in: session)
+        case .mixerLate(let input, let frames, let meeting):
+            guard let session = active, session.meetingID == meeting else { return }
+            let (late, other) = input == 0 ? ("microphone", "call") : ("call", "microphone")
+            let seconds = String(format1: Double(frames) / Double(AudioFormat.sampleRate))
+            let lag = AudioMixer.maxLag / Int64(AudioFormat.sampleRate)
+            let text =
+                "the \(late)'s audio came more than \(lag) s after the \(other)'s: \(seconds) s of it is in its file but not transcribed"
+            logger.warning(text, .meeting(meeting))
+            handle(.audioTrouble(text), in: session)
         case .recorderStopped(let meeting):
             guard let session = active, session.meetingID == meeting else { return }
             handle(.recorderStopped, in: session)

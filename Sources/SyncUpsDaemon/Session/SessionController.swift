@@ -55,6 +55,9 @@ final class SessionController {
         case recorder(MeetingRecorder.Trouble, Meeting.ID)
         case callRecorder(MeetingRecorder.Trouble, Meeting.ID)
         case recorderStopped(Meeting.ID)
+        /// The mixer dropped `frames` of `input` (0: the microphone, 1: the call) from what the recognizer hears:
+        /// they came more than `AudioMixer.maxLag` after the other input's.
+        case mixerLate(input: Int, frames: Int64, Meeting.ID)
         /// What the meeting's recognizer `engine` (its count of starts: `ActiveSession.recognizerStarts`) said.
         case recognizer(RecognizerEvent, Meeting.ID, engine: Int)
         /// The meeting's recognizer was started (or taken from the spare), or failed to (`startRecognizer`).
