@@ -12,7 +12,7 @@ import Testing
     let meetingID = Meeting.ID(UUID(counting: 0))
     let syncUp = SyncUp.fixture(attendees: 2, seconds: 60)
     static let restartWarning = SessionMachine.Effect.warn(
-        "the speech engine started ahead failed as the meeting took it (killed): starting a fresh one")
+        "the speech engine started ahead failed before it transcribed anything (killed): starting a fresh one")
 
     /// A meeting that records and transcribes, its recognizer about to report its start.
     func startingRecognizer() -> SessionMachine {

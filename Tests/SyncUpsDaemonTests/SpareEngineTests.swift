@@ -27,6 +27,8 @@ import Testing
         /// it, its death not yet seen. (It cannot SIGKILL itself: in the engine's PID namespace it is init, to
         /// which its own signals do not go.)
         case diesOnceTaken
+        /// Says it is up, then exits once the test writes `die-now`, having given nothing.
+        case diesWhenTold
 
         var testDescription: String { rawValue }
     }
@@ -42,6 +44,8 @@ import Testing
             case .floods: #"exec yes '{"type":"progress","time":0}'"#
             case .detachesAHelper: "setsid sleep \(marker) > /dev/null 2>&1 < /dev/null &"
             case .diesOnceTaken: #"printf '{"type":"progress","time":0}\n'; head -c 1 > /dev/null; exit 3"#
+            case .diesWhenTold:
+                #"printf '{"type":"progress","time":0}\n'; while [ ! -e '\#(directory.path)/die-now' ]; do sleep 0.01; done; exit 3"#
             }
         return """
             echo start >> '\(directory.path)/starts'
@@ -88,14 +92,16 @@ import Testing
         (Files.readString(directory.path + "/starts") ?? "").split(separator: "\n").count
     }
 
-    /// Starts a meeting that records and transcribes, waits for its first settled words, saves it, and returns
-    /// the saved meeting's first segment.
+    /// Starts a meeting that records and transcribes (then runs `afterStart`), waits for its first settled
+    /// words (then runs `checkingBetween`, which a trailing closure is), saves it, and returns the saved
+    /// meeting's first segment.
     static func firstWords(
         _ daemon: InProcessDaemon, _ client: LoopClient, _ watcher: LoopClient, _ id: String,
-        in directory: TemporaryDirectory, checkingBetween: () throws -> Void = {}
+        in directory: TemporaryDirectory, checkingBetween: () throws -> Void = {}, afterStart: () throws -> Void = {}
     ) throws -> JSONValue {
         let started = try client.result("session.start", ["syncup": .string(id), "audio": true, "transcribe": true])
         #expect(started["warnings"] == [], "\(started)")
+        try afterStart()
         // The meeting's clock past the words' end: the daemon keeps no word later than the audio so far. The
         // script gives its words only then: the device's audio comes in real time, the clock when the test
         // moves it, and a loaded test thread moved it after the words came (their times cut to 0: 1 loaded
@@ -172,6 +178,27 @@ import Testing
             #expect(
                 transcription?["state"] == "running" && transcription?["error"] == .null, "\(transcription ?? .null)")
         }
+        #expect(segment["end"] == 0.5, "\(segment)")
+    }
+
+    /// The fresh engine that replaces a failed spare is the meeting's: a reload (SIGHUP) during the meeting
+    /// applies from the next one. Before, the restart took the reloaded engine (attack 95: a reload to a
+    /// command that does not exist lost the meeting's transcript).
+    @Test func theFreshEngineForAFailedSpareIsTheMeetingsNotTheReloadedOne() throws {
+        let directory = TemporaryDirectory("spare")
+        let (daemon, client, watcher, id) = try Self.daemon(.diesWhenTold, in: directory, marker: "")
+        try client.waitForStatus { $0["speechSpare"] == "warm" }
+        let segment = try Self.firstWords(
+            daemon, client, watcher, id, in: directory,
+            checkingBetween: { #expect(Self.starts(in: directory) == 2, "one fresh start of the meeting's engine") },
+            afterStart: {
+                var settings = daemon.session.settings
+                settings.recognizer = SpeechRecognizer(name: "command") { (_) throws(SpeechError) in
+                    throw SpeechError("the reloaded engine, for the next meeting")
+                }
+                daemon.session.settings = settings
+                Files.write(directory.path + "/die-now", "")
+            })
         #expect(segment["end"] == 0.5, "\(segment)")
     }
 

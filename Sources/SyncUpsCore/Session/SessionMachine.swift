@@ -665,7 +665,9 @@ public struct SessionMachine: Sendable, Equatable {
         isRecognizerReady = false
         return [
             .cancelRecognizer,
-            .warn("the speech engine started ahead failed as the meeting took it (\(failure)): starting a fresh one"),
+            .warn(
+                "the speech engine started ahead failed before it transcribed anything (\(failure)): starting a fresh one"
+            ),
             .startRecognizer,
             .publish(.updated),
         ]

@@ -11,6 +11,10 @@ final class ActiveSession {
     var machine: SessionMachine!
     let meetingID: Meeting.ID
     let start: MonotonicInstant
+    /// The speech engine and the cue device of the settings the meeting started with: a reload (SIGHUP)
+    /// applies from the next meeting, so a fresh engine started mid-meeting is this one too.
+    let recognizer: SpeechRecognizer?
+    let cueDeviceName: String?
     var tickTimer: EventLoop.Timer?
     var settleTimer: EventLoop.Timer?
     var recorder: MeetingRecorder?
@@ -45,10 +49,15 @@ final class ActiveSession {
     var lastJournal: MonotonicInstant?
     var journalTimer: EventLoop.Timer?
 
-    init(machine: SessionMachine?, meetingID: Meeting.ID, start: MonotonicInstant) {
+    init(
+        machine: SessionMachine?, meetingID: Meeting.ID, start: MonotonicInstant, recognizer: SpeechRecognizer?,
+        cueDeviceName: String?
+    ) {
         self.machine = machine
         self.meetingID = meetingID
         self.start = start
+        self.recognizer = recognizer
+        self.cueDeviceName = cueDeviceName
     }
 }
 

@@ -30,7 +30,7 @@ extension SessionController {
             case .startRecognizer:
                 startRecognizer(session)
             case .startCue:
-                guard let cueDevice = settings.cueDeviceName else { continue }
+                guard let cueDevice = session.cueDeviceName else { continue }
                 let meetingID = session.meetingID
                 session.cue = try? CuePlayer(deviceName: cueDevice) { [mailbox] error in
                     mailbox.post(.cueFailed(error, meetingID))

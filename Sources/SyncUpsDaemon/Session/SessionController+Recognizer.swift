@@ -11,13 +11,13 @@ import Synchronization
 
 /// The meeting's speech recognizer: its start, and what it reports.
 extension SessionController {
-    /// `startRecognizer`: the configured engine (the one the request was checked against), started on the
+    /// `startRecognizer`: the meeting's engine (the one the request was checked against), started on the
     /// clean-up worker (a speech command's spawn, its pipes and threads are not the loop's work), after what was
     /// queued there before: the spare started ahead, if one is warm, is taken there, else a fresh one started.
     /// The fact comes back through the mailbox (`recognizerOpened`); the audio goes to it from then on (the
     /// relay is set there), what came before is silence to it (its stream counts from the meeting's start).
     func startRecognizer(_ session: ActiveSession) {
-        guard let recognizer = settings.recognizer else {
+        guard let recognizer = session.recognizer else {
             return handle(.recognizerFailedToStart("no speech engine is available"), in: session)
         }
         session.recognizerStarts += 1

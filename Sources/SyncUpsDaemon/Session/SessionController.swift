@@ -197,7 +197,9 @@ final class SessionController {
         hasSaidTranscriptionIsOff = request.hasSaidTranscriptionIsOff
 
         let meetingID = Meeting.ID(state.uuid())
-        let session = ActiveSession(machine: nil, meetingID: meetingID, start: loop.now())
+        let session = ActiveSession(
+            machine: nil, meetingID: meetingID, start: loop.now(), recognizer: settings.recognizer,
+            cueDeviceName: settings.cueDeviceName)
         let call: SessionMachine.CallSource
         if request.records {
             call = callSource(wanted: request.recordsCall, for: session)
