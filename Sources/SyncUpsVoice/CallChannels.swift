@@ -13,8 +13,10 @@ public enum VoiceChannel: Int, Sendable, Equatable, CaseIterable {
 public enum EchoRule {
     /// 10 ms at 16 kHz.
     static let frame = 160
-    /// How much later than the call the leak may reach the microphone: 300 ms.
-    public static let maxDelay = 30 * frame
+    /// How much later than the call the leak may reach the microphone: 500 ms. A room adds a few ms; the sound
+    /// server's paths, more when the machine is loaded: a real PipeWire loopback asked for 20 ms measured 0.12 to
+    /// 0.38 s window by window in one loaded run, where 300 ms let a late window's echo teach the local holder.
+    public static let maxDelay = 50 * frame
     /// How much earlier it may seem to: the two recordings come through the sound server by different paths
     /// (the monitor of a sink is late by the sink's latency), so the microphone's copy may be ahead: 300 ms.
     public static let maxLead = 30 * frame

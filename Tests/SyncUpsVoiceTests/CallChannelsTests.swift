@@ -41,7 +41,7 @@ import Testing
 
     @Test func theCallLeakingIntoTheMicrophoneLateAndQuieterIsEcho() throws {
         let (remote, _) = try Self.voices()
-        for (delay, gain) in [(0.0, Float(0.7)), (0.15, 0.316), (0.28, 0.1)] {
+        for (delay, gain) in [(0.0, Float(0.7)), (0.15, 0.316), (0.28, 0.1), (0.38, 0.5), (0.48, 0.316)] {
             let heard = Self.echoes(microphone: Self.leaked(remote, delay: delay, gain: gain), call: remote)
             #expect(heard.count >= 2)
             #expect(heard.allSatisfy { $0 }, "delay \(delay) s, gain \(gain): \(heard)")
