@@ -72,7 +72,8 @@ public final class EventLoop {
         /// CLOCK_MONOTONIC, with the timers on a timerfd: the daemon's.
         case monotonic
         /// Time that stands still until `advanceTime(by:)` moves it, firing the timers that come due in
-        /// deadline order, each at its own deadline (SwiftNIO's `EmbeddedEventLoop`): a test's.
+        /// deadline order, each at its own deadline (as SwiftNIO's `EmbeddedEventLoop`, but the work deferred
+        /// with `execute` runs after a timer fires, not before): a test's.
         case manual(startingAt: MonotonicInstant)
     }
 

@@ -9,7 +9,8 @@ import SyncUpsPOSIX
 /// mid-meeting; the meeting is then recovered rather than lost.
 public struct MeetingJournal: Sendable, Equatable {
     public var syncUp: SyncUp.ID
-    /// The sync-up's fields as the meeting started, to recreate it if it never reached the disk.
+    /// The sync-up's fields as the meeting has them (the machine follows edits until the save begins), to
+    /// recreate it if it never reached the disk.
     public var title: String
     public var theme: Theme
     public var durationSeconds: Int

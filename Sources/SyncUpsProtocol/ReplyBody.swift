@@ -12,7 +12,7 @@ public enum ReplyBody: Sendable {
     /// something (removing a deleted meeting's files) runs whole whatever it says.
     case later(@Sendable (_ isAbandoned: () -> Bool) -> Result<ReplyBody, ProtocolError>)
     /// What the reply needs is another worker's to do (the journal writer removing a deleted meeting's files,
-    /// the voice writer a forgotten profile, the clean-up worker opening a meeting's microphone): the reply is
+    /// the voice writer a forgotten profile, a meeting's start: its microphone opened, its recognizer started): the reply is
     /// made when that worker (or the loop, on the fact it reports) completes `PendingReply`, and no thread
     /// waits meanwhile. The client's next request waits for it, as for `later`; once the client is gone the
     /// work still runs whole and its reply is dropped.

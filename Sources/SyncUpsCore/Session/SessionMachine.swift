@@ -129,7 +129,9 @@ public struct SessionMachine: Sendable, Equatable {
         }
     }
 
-    /// What the daemon must do.
+    /// What the daemon must do, in the order returned: the jobs the effects queue on the clean-up worker run in
+    /// that order. An effect whose fact the controller hands back at once (`startVoiceListener`, and
+    /// `startRecognizer` without an engine) is the last of its list: that fact's effects are performed inside it.
     public enum Effect: Sendable, Equatable {
         /// Tell `session` subscribers; the daemon attaches the whole session object.
         case publish(Notification)

@@ -31,7 +31,8 @@ import SyncUpsPOSIX
 ///      └────────────────────────────► cutOff ── closeOnItsTurn (the end of the loop's turn) ─────────┘
 /// every phase ── closedByServer (`Server.close`: all answered, a read or send error, a stall, shutDown) ──► closed
 /// peerGone (hang-up, reset, send to a closed socket): open ──► open(_, .gone); draining, cutOff ──► closed
-/// leaving .awaitingReply but by replyMade() cancels its job (`ReplyJob`)
+/// leaving .awaitingReply but by replyMade() cancels its job (`ReplyJob`); peerGone cancels it too, and the
+/// hold stays until replyMade()
 /// ```
 struct ConnectionState: Equatable {
     /// Why an open connection handles no input for now.

@@ -3,8 +3,9 @@ import SyncUpsJSON
 import SyncUpsPOSIX
 import SyncUpsProtocol
 
-/// How the state and the session publish an event: the payload is built only if a client subscribes to
-/// the topic (a meeting publishes its whole session every second, usually to nobody).
+/// How the state and the session publish an event: the payload is built only when someone wants it, a client
+/// subscribed to the topic or the desktop's surfaces for the few events they show (a meeting publishes its
+/// whole session every second, usually to nobody).
 typealias PublishEvent = (_ topic: Topic, _ name: String, _ data: () -> JSONValue) -> Void
 
 /// Accepts clients on the Unix socket, reads their request lines, writes replies and events without ever

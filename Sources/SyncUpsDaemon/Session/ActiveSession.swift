@@ -11,8 +11,10 @@ final class ActiveSession {
     var machine: SessionMachine!
     let meetingID: Meeting.ID
     let start: MonotonicInstant
-    /// The speech engine and the cue device of the settings the meeting started with: a reload (SIGHUP)
-    /// applies from the next meeting, so a fresh engine started mid-meeting is this one too.
+    /// The microphone, the speech engine and the cue device of the settings the meeting started with: a reload
+    /// (SIGHUP) applies from the next meeting, so a fresh engine started mid-meeting is this one too, and the
+    /// session object names the device it records from.
+    let audioDeviceName: String
     let recognizer: SpeechRecognizer?
     let cueDeviceName: String?
     var tickTimer: EventLoop.Timer?
@@ -50,12 +52,13 @@ final class ActiveSession {
     var journalTimer: EventLoop.Timer?
 
     init(
-        machine: SessionMachine?, meetingID: Meeting.ID, start: MonotonicInstant, recognizer: SpeechRecognizer?,
-        cueDeviceName: String?
+        machine: SessionMachine?, meetingID: Meeting.ID, start: MonotonicInstant, audioDeviceName: String,
+        recognizer: SpeechRecognizer?, cueDeviceName: String?
     ) {
         self.machine = machine
         self.meetingID = meetingID
         self.start = start
+        self.audioDeviceName = audioDeviceName
         self.recognizer = recognizer
         self.cueDeviceName = cueDeviceName
     }

@@ -85,7 +85,7 @@ extension SessionController {
 
     func sessionJSON(_ session: ActiveSession) -> JSONValue {
         var audio = JSONObject()
-        audio.append("device", .string(settings.audioDeviceName))
+        audio.append("device", .string(session.audioDeviceName))
         if let recorder = session.recorder {
             let statistics = recorder.statistics
             // Where `default` went: the sound server's default source, or ALSA's `default`.

@@ -24,7 +24,7 @@ extension SessionController {
             settings.audioDeviceName == "default" && server != nil && settings.callAudio != .off
         let opening = RecordingOpener(
             microphone: session.microphoneThroughServer ? server! : settings.captureDevice,
-            microphoneName: session.microphoneThroughServer ? CaptureDevice.defaultSource : settings.audioDeviceName,
+            microphoneName: session.microphoneThroughServer ? CaptureDevice.defaultSource : session.audioDeviceName,
             call: call, callDevice: settings.serverCaptureDevice,
             directory: state.dataDirectory, meetingID: session.meetingID,
             start: loop.monotonicInstant(of: session.start), relay: session.relay,

@@ -172,8 +172,9 @@ final class SessionController {
 
     // MARK: - Requests
 
-    /// `session.start`: replied to once the meeting has started; that is within the request for a meeting
-    /// without audio, and once its capture device is open (off the loop) for one with.
+    /// `session.start`: replied to once the meeting has started (the machine publishes `started`); that is
+    /// within the request for a meeting without audio, and for one with, once its capture device is open (off
+    /// the loop), its speaker encoder started and its recognizer started (on the clean-up worker).
     func start(syncUp text: String, audio: Bool?, transcribe: Bool?, call: Bool? = nil, absent: [String] = [])
         throws(ProtocolError) -> ReplyBody
     {
@@ -198,8 +199,8 @@ final class SessionController {
 
         let meetingID = Meeting.ID(state.uuid())
         let session = ActiveSession(
-            machine: nil, meetingID: meetingID, start: loop.now(), recognizer: settings.recognizer,
-            cueDeviceName: settings.cueDeviceName)
+            machine: nil, meetingID: meetingID, start: loop.now(), audioDeviceName: settings.audioDeviceName,
+            recognizer: settings.recognizer, cueDeviceName: settings.cueDeviceName)
         let call: SessionMachine.CallSource
         if request.records {
             call = callSource(wanted: request.recordsCall, for: session)
@@ -228,8 +229,8 @@ final class SessionController {
         // The machine starts the recording, the recognizer and the cue, then the timer and the first turn.
         perform(effects, in: session)
         guard session.machine.isStarting else { return .value(startReplyJSON(session)) }
-        // The capture device opens off the loop: the reply waits for it (no thread does), the client's later
-        // lines for the reply.
+        // The capture device opens off the loop, then the recognizer starts: the reply waits for `started` (no
+        // thread does), the client's later lines for the reply.
         let reply = PendingReply()
         session.startReply = reply
         return .awaited(reply)
