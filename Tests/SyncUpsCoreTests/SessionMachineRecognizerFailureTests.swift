@@ -124,6 +124,20 @@ import Testing
         #expect(Self.saves(machine.handle(.recorderStopped, at: 3)))
     }
 
+    /// The fresh engine dies before its start is reported: the meeting goes on without a transcript, the
+    /// failure said in the engine's own words (before, "speech recognition failed: " came twice).
+    @Test func aFreshEngineThatDiesBeforeItsStartIsReportedMidMeetingStopsTheTranscript() {
+        var machine = running(startedAhead: true)
+        _ = machine.handle(.speechFailed("killed"), at: 1)
+        #expect(machine.handle(.speechFailed("speech recognition failed: exit 3"), at: 1.5) == [])
+        #expect(
+            machine.handle(.recognizerStarted(startedAhead: false), at: 2) == [
+                .cancelRecognizer, .publish(.error("speech recognition failed: exit 3")), .publish(.transcript),
+            ])
+        #expect(!machine.isTranscribing && machine.recognizer == .absent)
+        #expect(machine.speechError == "speech recognition failed: exit 3")
+    }
+
     /// A save asked for while the fresh engine starts waits for it, then lets it settle its last words.
     @Test func aSaveDuringTheRestartWaitsForTheFreshEngine() throws {
         var machine = running(startedAhead: true)

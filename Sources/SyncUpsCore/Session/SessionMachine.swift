@@ -542,7 +542,10 @@ public struct SessionMachine: Sendable, Equatable {
             if let failure = recognizerFailedWhileStarting {
                 recognizerFailedWhileStarting = nil
                 if startedAhead { return restartRecognizer(failure) }
-                return [.cancelRecognizer] + apply(.recognizerFailedToStart(failure), at: time)
+                // `failure` is the engine's own words, already a speech failure's.
+                return [.cancelRecognizer]
+                    + recognizerDidNotStart(
+                        startWarning: "recording without a transcript: \(failure)", error: failure, at: time)
             }
             recognizer = .running
             recognizerIsUntried = startedAhead
@@ -552,12 +555,10 @@ public struct SessionMachine: Sendable, Equatable {
             return [.publish(.updated)] + settle(at: time)
         case .recognizerFailedToStart(let reason):
             guard recognizer == .starting else { return [] }
-            recognizer = .absent
-            guard !isStarting else {
-                startWarnings.append("recording without a transcript: \(reason)")
-                return advanceStart()
-            }
-            return stopTranscribing("speech recognition failed: \(reason)", at: time)
+            return recognizerDidNotStart(
+                startWarning: "recording without a transcript: \(reason)",
+                error: "speech recognition failed: \(reason)",
+                at: time)
         case .recognizerReady:
             guard !isRecognizerReady else { return [] }
             isRecognizerReady = true
@@ -673,6 +674,17 @@ public struct SessionMachine: Sendable, Equatable {
             .startRecognizer,
             .publish(.updated),
         ]
+    }
+
+    /// The recognizer being started did not start: a meeting still starting goes without a transcript and says
+    /// so in its start's warnings; a running one (a fresh engine for a failed spare) stops transcribing.
+    private mutating func recognizerDidNotStart(startWarning: String, error: String, at time: Double) -> [Effect] {
+        recognizer = .absent
+        guard !isStarting else {
+            startWarnings.append(startWarning)
+            return advanceStart()
+        }
+        return stopTranscribing(error, at: time)
     }
 
     /// The recognizer failed for good: the meeting goes on without a transcript.
