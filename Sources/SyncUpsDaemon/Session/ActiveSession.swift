@@ -36,8 +36,6 @@ final class ActiveSession {
     /// The meeting's recognizer starts so far: the engine started ahead that failed as the meeting took it is
     /// replaced by a fresh one (`SessionMachine`), and what the first still says is not the second's.
     var recognizerStarts = 0
-    /// The speech engine the meeting transcribes with (the settings may change for the next one).
-    var engineName: String?
     /// The recognizer's input, until the machine says to finish it (it then still reports its last words)
     /// or cancel it; also reachable from the audio writer thread through `relay`.
     var recognition: RecognitionStream? {

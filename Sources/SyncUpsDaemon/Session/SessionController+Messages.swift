@@ -52,7 +52,7 @@ extension SessionController {
             let lag = AudioMixer.maxLag / Int64(AudioFormat.sampleRate)
             let text =
                 "the \(late)'s audio came more than \(lag) s after the \(other)'s: \(seconds) s of it is in its file but not transcribed"
-            logger.warning(text, .meeting(meeting))
+            logger.throttled(.warning, "audio.mixer", text, .meeting(meeting))
             handle(.audioTrouble(text), in: session)
         case .recorderStopped(let meeting):
             guard let session = active, session.meetingID == meeting else { return }

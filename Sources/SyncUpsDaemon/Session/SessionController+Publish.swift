@@ -102,7 +102,7 @@ extension SessionController {
             audio.append("error", .optional(session.audioError))
         }
         var transcription = JSONObject()
-        transcription.append("engine", .optional(session.machine.isTranscribing ? session.engineName : nil))
+        transcription.append("engine", .optional(session.machine.isTranscribing ? session.recognizer?.name : nil))
         transcription.append("partial", .string(session.machine.record.partial))
         transcription.append("error", .optional(session.machine.speechError))
         let state =

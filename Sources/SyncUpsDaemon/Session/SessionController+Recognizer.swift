@@ -57,7 +57,6 @@ extension SessionController {
         switch opened.stream {
         case .success(let stream):
             session.recognition = stream
-            session.engineName = opened.name
             if opened.wasWarm {
                 logger.info("speech: the meeting takes the engine started ahead", .meeting(session.meetingID))
             } else if opened.spareDied {
