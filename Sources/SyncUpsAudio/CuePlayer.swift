@@ -25,12 +25,17 @@ public final class CuePlayer: Sendable {
     private let isStopping = Atomic(false)
     private let played = Atomic(0)
 
-    public init(deviceName: String, onFailure: @escaping @Sendable (AudioError) -> Void) throws(SystemError) {
+    /// Starts the cue's thread; nothing is opened until the first `play()`. Throws if the thread cannot start.
+    public init(deviceName: String, onFailure: @escaping @Sendable (AudioError) -> Void) throws(AudioError) {
         self.deviceName = deviceName
         self.onFailure = onFailure
         // A few cues may wait (the speaker changed twice in a second); more mean the device is stuck, and a
         // late ding is wrong anyway: those are dropped.
-        worker = try SerialWorker(name: "syncups-cue", capacity: 4)
+        do {
+            worker = try SerialWorker(name: "syncups-cue", capacity: 4)
+        } catch {
+            throw AudioError(.system, operation: "starting the cue's thread", code: -error.errno.rawValue)
+        }
     }
 
     /// Plays the cue once, soon; never blocks.

@@ -34,18 +34,20 @@ public final class InProcessDaemon {
     private var connection: Connection?
     private var peer: FileDescriptor?
 
-    /// A daemon on `dataDirectory` with no audio, no cue and no speech engine. `readPauseThreshold` is the
+    /// A daemon on `dataDirectory` with no audio, no cue (unless `cueDevice`) and no speech engine. `readPauseThreshold` is the
     /// unsent output at which a client's reading pauses (nil: the server's own default), and `limits` the
     /// server's (smaller in tests, to reach them with little data); `uuid` and `wallClock` make new ids and
     /// dates (fixed in tests); `clock` is the loop's (`.manual`: time moves only by `advanceTime(by:)`, so a meeting's seconds pass in microseconds,
     /// and the wall clock moves with it: `wallClock()` plus the virtual time passed, which the schedules'
     /// reminders are timed by);
     /// `fileSystem` the data files' (a `FaultyFileSystem` in tests, to fill the disk at a chosen moment);
-    /// `captureDevice` opens the microphone of a meeting with audio (ALSA's `null` device unless given).
+    /// `captureDevice` opens the microphone of a meeting with audio (ALSA's `null` device unless given);
+    /// `cueDevice` is the ALSA playback device of the speaker-change cue (none unless given).
     public init(
         dataDirectory: String, logger: Logger = .discarding, readPauseThreshold: Int? = nil,
         limits: Limits = Limits(), uuid: UUIDGenerator = .random, wallClock: WallClock = .system,
-        clock: EventLoop.Clock = .monotonic, fileSystem: FileSystem = .live, captureDevice: CaptureDevice = .alsa
+        clock: EventLoop.Clock = .monotonic, fileSystem: FileSystem = .live, captureDevice: CaptureDevice = .alsa,
+        cueDevice: String? = nil
     ) throws {
         let loop = try EventLoop(clock: clock)
         self.loop = loop
@@ -62,7 +64,7 @@ public final class InProcessDaemon {
         var settings = SessionController.Settings()
         settings.audioDeviceName = "null"
         settings.captureDevice = captureDevice
-        settings.cueDeviceName = nil
+        settings.cueDeviceName = cueDevice
         services = try Services(
             loop: loop,
             server: server,

@@ -32,8 +32,14 @@ extension SessionController {
             case .startCue:
                 guard let cueDevice = session.cueDeviceName else { continue }
                 let meetingID = session.meetingID
-                session.cue = try? CuePlayer(deviceName: cueDevice) { [mailbox] error in
+                let failed: @Sendable (AudioError) -> Void = { [mailbox] error in
                     mailbox.post(.cueFailed(error, meetingID))
+                }
+                do {
+                    session.cue = try CuePlayer(deviceName: cueDevice, onFailure: failed)
+                } catch {
+                    // Said as a cue that does not play is, after this input: the meeting goes on without it.
+                    failed(error)
                 }
             case .beginTurn(_, let speaker, let start):
                 // The recognizer ends its utterance where the turn starts.
