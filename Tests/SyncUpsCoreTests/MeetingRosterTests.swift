@@ -107,6 +107,22 @@ import Testing
         #expect(machine.record.turns.map(\.speaker.id) == [edited.attendees[0].id])
     }
 
+    /// The app empties a sync-up to one blank attendee; a running meeting refuses an edit that leaves nobody
+    /// with a name (it would hand the floor to nobody), and only for its own sync-up.
+    @Test func anEditThatLeavesTheMeetingNobodyWithANameIsRefused() throws {
+        let machine = try start(.fixture(attendees: 2, seconds: 20))
+        var edited = machine.syncUp
+        edited.attendees = [Attendee(id: Attendee.ID(UUID(counting: 78)), name: "")]
+        #expect(machine.refusal(ofEdit: edited)?.hasPrefix("attendees: the sync-up's meeting is running") == true)
+        edited.attendees[0].name = " \t"
+        #expect(machine.refusal(ofEdit: edited) != nil, "a blank name is nobody")
+        edited.attendees.append(Attendee(id: Attendee.ID(UUID(counting: 79)), name: "Zoë"))
+        #expect(machine.refusal(ofEdit: edited) == nil, "someone is left")
+        var other = SyncUp.fixture(seed: 2, attendees: 1, seconds: 20)
+        other.attendees[0].name = ""
+        #expect(machine.refusal(ofEdit: other) == nil, "another sync-up is at rest")
+    }
+
     // MARK: - Absent today
 
     @Test func absentAtTheStartAreOutOfTheRotationAndTheSharesAreOverThosePresent() throws {

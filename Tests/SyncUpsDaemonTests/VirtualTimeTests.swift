@@ -127,6 +127,32 @@ import Testing
         #expect(got["insights"]?["pausedSeconds"] == 0)
     }
 
+    /// A running meeting refuses an edit that leaves it nobody with a name (`invalid_argument`, nothing
+    /// changed, the meeting's speaker kept); at rest, the same edit leaves the app's one blank attendee.
+    @Test func anEditLeavingTheRunningMeetingNobodyIsRefusedAndChangesNothing() throws {
+        let directory = TemporaryDirectory("virtual")
+        let daemon = try Self.daemon(directory)
+        let (client, watcher, id, _) = try Self.startedMeeting(daemon, watching: "syncups")
+        try client.send(
+            JSONWriter().string([
+                "id": "r", "cmd": "syncups.update", "args": ["id": .string(id), "attendees": .array([])],
+            ]) + "\n")
+        let refused = try client.reply(to: "r")
+        #expect(refused["error"]?["code"] == "invalid_argument")
+        #expect(
+            refused["error"]?["message"]?.stringValue?.hasPrefix(
+                "attendees: the sync-up's meeting is running and this leaves it nobody with a name") == true)
+        #expect(try client.result("syncups.get", ["id": .string(id)])["attendees"]?[0]?["name"] == "Ann")
+        #expect(try client.result("session.get")["speaker"]?["name"] == "Ann")
+
+        _ = try client.result("session.end", ["action": "discard"])
+        let emptied = try client.result("syncups.update", ["id": .string(id), "attendees": .array([])])
+        #expect(emptied["attendees"]?.arrayValue?.map { $0["name"] } == [""])
+        // The refusal published nothing: the only change its watcher sees is the one made at rest.
+        let updates = try watcher.events(until: "syncup.updated").filter { $0["event"] == "syncup.updated" }
+        #expect(updates.count == 1)
+    }
+
     /// A wake-up 12 s late (the daemon stopped, or starved; here the virtual clock moves on unseen) catches
     /// up tick by tick: each tick says its own second and speaker, and each floor change is said once, with
     /// the speaker it went to. Before, every caught-up event carried the state after the last tick: twelve

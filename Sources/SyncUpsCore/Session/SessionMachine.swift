@@ -422,6 +422,17 @@ public struct SessionMachine: Sendable, Equatable {
     /// The meeting as it would be saved now.
     public var meeting: Meeting { Meeting(id: meetingID, date: startDate, transcript: transcript) }
 
+    /// Why an edit of the sync-up, `edited`, is refused while this meeting runs; nil if it may be made (and
+    /// then `syncUpEdited`). The app's rule (a blank attendee when the list is emptied) is for a sync-up at
+    /// rest: a running meeting would hand the floor to nobody.
+    public func refusal(ofEdit edited: SyncUp) -> String? {
+        guard edited.id == syncUp.id, !edited.attendees.contains(where: { !NameKey.of($0.name).isEmpty }) else {
+            return nil
+        }
+        return "attendees: the sync-up's meeting is running and this leaves it nobody with a name; "
+            + "nothing changed (end the meeting first, or keep someone)"
+    }
+
     // MARK: - Entry points: a request, a fact (the instant in nanoseconds since the start; in seconds, for tests)
 
     /// A client's request at `now`; refused (and nothing changed) when it does not apply in the current phase.

@@ -165,6 +165,8 @@ final class SessionController {
 
     /// The sync-up being recorded, if any.
     var syncUpID: SyncUp.ID? { active?.machine.syncUp.id }
+    /// Why the running meeting refuses this edit of a sync-up (nil: it may be made, or none is running).
+    func refusal(ofEdit syncUp: SyncUp) -> String? { active?.machine.refusal(ofEdit: syncUp) }
     var engineName: String? { settings.recognizer?.name }
 
     /// The running meeting's whole transcript so far (settled text, then the provisional tail), or nil.

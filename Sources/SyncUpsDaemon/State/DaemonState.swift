@@ -117,13 +117,8 @@ final class DaemonState {
             throw .invalidArgument(error.description)
         }
         guard syncUp != syncUps[index] else { return syncUp }
-        // The app's rule (a blank attendee when the list is emptied) is for a sync-up at rest: a running
-        // meeting would hand the floor to nobody.
-        if session?.syncUpID == syncUp.id, !syncUp.attendees.contains(where: { !NameKey.of($0.name).isEmpty }) {
-            throw .invalidArgument(
-                "attendees: the sync-up's meeting is running and this leaves it nobody with a name; "
-                    + "nothing changed (end the meeting first, or keep someone)")
-        }
+        // The running meeting's rule (`SessionMachine.refusal(ofEdit:)`).
+        if let refusal = session?.refusal(ofEdit: syncUp) { throw .invalidArgument(refusal) }
         let formerChanged = former.follow(syncUps[index], to: syncUp)
         syncUps[index] = syncUp
         if formerChanged { store.save(syncUps, former: former) } else { store.save(syncUps) }
