@@ -90,6 +90,11 @@ private struct Decoder {
     var hasAudioInUtterance = false
     var lastPartialAt: Int64 = 0
     var lastPartial = ""
+    /// Turns past the audio fed so far, in order: each ends the utterance when the audio reaches its frame.
+    /// The loop decides a turn on its clock, and the audio before it can come later (the mixer waits up to
+    /// 2 s for the call's; a loaded machine): ended at once, with silence for the audio still to come, the
+    /// utterance was cut in two and that audio decoded past the turn, as the next speaker's words.
+    var pendingTurns: [Int64] = []
 
     static func run(
         model: PocketSphinxRecognizer.Model,
@@ -117,8 +122,7 @@ private struct Decoder {
             case .audio(let bytes, let startFrame):
                 state.feed(bytes, startFrame: startFrame)
             case .turn(let frame, _):
-                state.catchUp(to: frame)
-                state.endUtterance()
+                state.turn(at: frame)
             case .finish:
                 state.endUtterance(restart: false)
                 ps_free(decoder)
@@ -135,15 +139,26 @@ private struct Decoder {
         self.events = events
     }
 
+    /// A new speaker from `frame` on: the utterance ends there, now if the audio has reached it, else when it does.
+    mutating func turn(at frame: Int64) {
+        if frame <= fedFrames {
+            endUtterance()
+        } else {
+            pendingTurns.append(frame)
+        }
+    }
+
     /// Feeds silence up to `frame` when audio went missing (dropped by a full queue), so times stay aligned.
     mutating func catchUp(to frame: Int64) {
         let missing = frame - fedFrames
         guard missing > 0 else { return }
         if missing > 5 * AudioFormat.sampleRate {
-            // A long gap: start afresh at the new position rather than decode seconds of zeros.
+            // A long gap: start afresh at the new position rather than decode seconds of zeros (the turns
+            // within it end nothing more).
             endUtterance()
             fedFrames = frame
             utteranceStart = frame
+            pendingTurns.removeAll { $0 <= frame }
             return
         }
         let silence = [Int16](repeating: 0, count: Int(missing))
@@ -166,7 +181,20 @@ private struct Decoder {
         }
     }
 
+    /// Decodes `samples`, the next audio, ending the utterance at each pending turn they reach.
     mutating func process(_ samples: [Int16]) {
+        var rest = samples[...]
+        while let turn = pendingTurns.first, turn <= fedFrames + Int64(rest.count) {
+            let count = Int(turn - fedFrames)
+            decode(rest.prefix(count))
+            rest = rest.dropFirst(count)
+            pendingTurns.removeFirst()
+            endUtterance()
+        }
+        decode(rest)
+    }
+
+    private mutating func decode(_ samples: ArraySlice<Int16>) {
         guard !samples.isEmpty else { return }
         samples.withUnsafeBufferPointer { buffer in
             _ = ps_process_raw(decoder, buffer.baseAddress, buffer.count, 0, 0)

@@ -97,7 +97,8 @@ public struct RecognitionStream: Sendable {
     /// Queues S16_LE samples starting at `startFrame` (frames since the meeting started). Never blocks:
     /// if the recognizer's queue is full the audio is dropped and that reported.
     public var feed: @Sendable (_ bytes: [UInt8], _ startFrame: Int64) -> Void
-    /// A new turn starts at `frame`: end the current utterance there, so no result spans two speakers.
+    /// A new turn starts at `frame`: end the current utterance there, so no result spans two speakers. The
+    /// turn can come before the audio up to `frame` does: the utterance ends when the audio reaches it.
     public var turn: @Sendable (_ frame: Int64, _ speaker: Attendee) -> Void
     /// The meeting is over: the recognizer finishes the last utterance, reports it, and stops. Returns at
     /// once; the recognizer's `.finished` (or `.failed`) event says when it is done.

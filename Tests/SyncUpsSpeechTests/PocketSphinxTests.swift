@@ -95,6 +95,35 @@ struct PocketSphinxTests {
         #expect(harness.finals[1].words.allSatisfy { $0.start >= bobStarts - 0.05 })
     }
 
+    /// The loop decides a turn on its clock, and the audio before it can reach the recognizer later: the mixer
+    /// waits up to 2 s for the call's, and a loaded machine delays both. A turn that comes first must wait for
+    /// its frame. Filled with silence at once instead, it cut Alice's sentence in two (a grammar then finds
+    /// neither half: her words were lost), and her audio that came after was
+    /// decoded past Bob's start, so her words were his.
+    @Test(arguments: [0.5, 0.0])
+    func aTurnAheadOfTheAudioBeforeItWaitsForItsFrame(fedBeforeTheTurn: Double) throws {
+        let harness = try RecognizerHarness(PocketSphinxRecognizer.recognizer(model: Self.grammarModel))
+        let first = SpeechFixture.silence(seconds: 0.3) + (try SpeechFixture.say("yesterday i finished the review"))
+        let second = try SpeechFixture.say("today i will deploy the service", voice: "en-gb")
+        let alice = Attendee(id: Attendee.ID(UUID()), name: "Alice")
+        let bob = Attendee(id: Attendee.ID(UUID()), name: "Bob")
+        harness.stream.turn(0, alice)
+        // Part of Alice's audio has reached the recognizer when Bob's turn, 1 s after her sentence, does.
+        let before = Int(Double(first.count / 2) * fedBeforeTheTurn) * 2
+        var frame = harness.feed(Array(first[..<before]))
+        let bobFrame = Int64(first.count / 2 + 16_000)
+        harness.stream.turn(bobFrame, bob)
+        frame = harness.feed(Array(first[before...]) + SpeechFixture.silence(seconds: 1), from: frame)
+        #expect(frame == bobFrame)
+        frame = harness.feed(second + SpeechFixture.silence(seconds: 1), from: frame)
+        #expect(harness.finish())
+        let bobStarts = Double(bobFrame) / 16_000
+        #expect(harness.finals.map(\.text) == ["yesterday i finished the review", "today i will deploy the service"])
+        try #require(harness.finals.count == 2 && harness.finals.allSatisfy { !$0.words.isEmpty })
+        #expect(harness.finals[0].words.allSatisfy { $0.end <= bobStarts }, "\(harness.finals[0].words)")
+        #expect(harness.finals[1].words.allSatisfy { $0.start >= bobStarts - 0.05 }, "\(harness.finals[1].words)")
+    }
+
     /// Each meeting loads a decoder; none may leave a descriptor behind (the soak found one per meeting: the
     /// `-logfn /dev/null` log file, dropped unclosed by `err_set_logfp`).
     @Test func leavesNoDescriptorBehindMeetingAfterMeeting() throws {
