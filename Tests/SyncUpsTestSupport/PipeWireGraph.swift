@@ -69,6 +69,10 @@ public final class PipeWireGraph {
     }
 
     /// Plays S16_LE 16 kHz mono samples into `sink` with `paplay`; `wait` false returns at once (see `Playback`).
+    /// The server holds up to 2 s of it: with 50 ms, a `paplay` starved on loaded cores left the sink gaps of
+    /// silence (8-360 ms, up to 1.1 s in one sentence) in the middle of the words, in the recordings as in the
+    /// sink, and the grammar recognizer then found no sentence in them (`CallAudioTests`, 6 of 11 runs beside
+    /// five busy loops; 0 of 6 with 2 s, and no gap).
     @discardableResult
     public func play(_ bytes: [UInt8], into sink: String, wait: Bool = true) throws -> Playback {
         let path = directory.appending("play-\(UInt64.random(in: 0...UInt64.max)).raw")
@@ -77,7 +81,7 @@ public final class PipeWireGraph {
             executable: "/usr/bin/paplay",
             arguments: [
                 "--raw", "--format=s16le", "--rate=16000", "--channels=1", "--device=\(sink)",
-                "--latency-msec=50", path,
+                "--latency-msec=2000", path,
             ],
             environment: Subprocess.currentEnvironment().merging(environment) { $1 },
             standardInput: .null,
