@@ -24,6 +24,11 @@ public final class CuePlayer: Sendable {
     private let worker: SerialWorker
     private let isStopping = Atomic(false)
     private let played = Atomic(0)
+    /// When the cue playing now began (CLOCK_MONOTONIC nanoseconds), 0 when none plays.
+    private let playStarted = Atomic<Int64>(0)
+    /// A cue that has not played to its end after this has a device that does not answer (an open or a
+    /// write that never returns: a FIFO nobody reads, a hung driver). The cue lasts 0.3 s.
+    public static let stuckAfter: Duration = .seconds(2)
 
     /// Starts the cue's thread; nothing is opened until the first `play()`. Throws if the thread cannot start.
     public init(deviceName: String, onFailure: @escaping @Sendable (AudioError) -> Void) throws(AudioError) {
@@ -38,10 +43,20 @@ public final class CuePlayer: Sendable {
         }
     }
 
-    /// Plays the cue once, soon; never blocks.
+    /// Plays the cue once, soon; never blocks. A cue still playing after `stuckAfter` is reported (at each
+    /// `play` while it lasts): its thread waits in the device, and the cues after it will not play.
     public func play() {
-        worker.tryRun { [self] in
+        let started = playStarted.load(ordering: .relaxed)
+        if started != 0, MonotonicInstant.now() - MonotonicInstant(nanoseconds: started) >= Self.stuckAfter {
+            onFailure(
+                AudioError(
+                    .system, operation: "playing the cue on \(deviceName)", code: -ETIMEDOUT,
+                    message: "the device has not answered for \(Int(Self.stuckAfter.seconds)) s"))
+        }
+        _ = worker.tryRun { [self] in
             guard !isStopping.load(ordering: .relaxed) else { return }
+            playStarted.store(MonotonicInstant.now().nanoseconds, ordering: .relaxed)
+            defer { playStarted.store(0, ordering: .relaxed) }
             if let error = playOnce() { onFailure(error) } else { played.wrappingAdd(1, ordering: .relaxed) }
         }
     }
@@ -49,10 +64,11 @@ public final class CuePlayer: Sendable {
     /// How many cues have been played to the end.
     public var playedCount: Int { played.load(ordering: .relaxed) }
 
-    /// Ends the thread after the cue playing now, if any; cues still waiting are not played.
+    /// Ends the thread after the cue playing now, if any; cues still waiting are not played. Never waits:
+    /// a cue stuck in its device must hold up nothing else (the thread ends if the device ever answers).
     public func stop() {
         isStopping.store(true, ordering: .relaxed)
-        worker.finish()
+        worker.close()
     }
 
     private func playOnce() -> AudioError? {

@@ -53,6 +53,12 @@ public final class SerialWorker: Sendable {
         thread.join()  // joins once; a second `finish` returns at once
     }
 
+    /// Ends the thread after the jobs queued, without waiting for them: for a worker whose job may never
+    /// return (a device's call), which must not hold up the caller. Later jobs are refused as after `finish`.
+    public func close() {
+        queue.close()
+    }
+
     deinit {
         queue.close()
     }

@@ -48,9 +48,10 @@ extension SessionController {
             case .playCue:
                 session.cue?.play()
             case .stopCue:
-                let cue = session.cue
+                // Without waiting: a cue stuck in its device held the clean-up worker, and with it the next
+                // meeting's capture open and this meeting's details, for good (attack 96).
+                session.cue?.stop()
                 session.cue = nil
-                cleanup.run { cue?.stop() }
             case .armTimer(let deadline):
                 armTimer(session, at: deadline)
             case .disarmTimer:
