@@ -123,6 +123,24 @@ import Testing
         #expect(machine.refusal(ofEdit: other) == nil, "another sync-up is at rest")
     }
 
+    /// An outside edit of the file can leave the running meeting nobody with a name (the daemon follows the
+    /// file): the sync-up's title is still editable then, and so is adding someone (attack 96: refused).
+    @Test func afterAnOutsideEditLeftNobodyOnlyAChangeOfTheAttendeesIsJudged() throws {
+        var machine = try start(.fixture(attendees: 2, seconds: 20))
+        var blank = machine.syncUp
+        for index in blank.attendees.indices { blank.attendees[index].name = "" }
+        _ = machine.handle(.syncUpEdited(blank))
+        var renamed = machine.syncUp
+        renamed.title = "Renamed"
+        #expect(machine.refusal(ofEdit: renamed) == nil)
+        var emptied = machine.syncUp
+        emptied.attendees.removeLast()
+        #expect(machine.refusal(ofEdit: emptied) != nil, "a change that still leaves nobody")
+        var added = machine.syncUp
+        added.attendees.append(Attendee(id: Attendee.ID(UUID(counting: 81)), name: "Zed"))
+        #expect(machine.refusal(ofEdit: added) == nil)
+    }
+
     // MARK: - Absent today
 
     @Test func absentAtTheStartAreOutOfTheRotationAndTheSharesAreOverThosePresent() throws {

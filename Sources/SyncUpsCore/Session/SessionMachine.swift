@@ -424,11 +424,12 @@ public struct SessionMachine: Sendable, Equatable {
 
     /// Why an edit of the sync-up, `edited`, is refused while this meeting runs; nil if it may be made (and
     /// then `syncUpEdited`). The app's rule (a blank attendee when the list is emptied) is for a sync-up at
-    /// rest: a running meeting would hand the floor to nobody.
+    /// rest: a running meeting would hand the floor to nobody. Only a change of the attendees is refused: an
+    /// outside edit of the file may have left nobody already, and the title must stay editable then.
     public func refusal(ofEdit edited: SyncUp) -> String? {
-        guard edited.id == syncUp.id, !edited.attendees.contains(where: { !NameKey.of($0.name).isEmpty }) else {
-            return nil
-        }
+        guard edited.id == syncUp.id, edited.attendees != syncUp.attendees,
+            !edited.attendees.contains(where: { !NameKey.of($0.name).isEmpty })
+        else { return nil }
         return "attendees: the sync-up's meeting is running and this leaves it nobody with a name; "
             + "nothing changed (end the meeting first, or keep someone)"
     }
