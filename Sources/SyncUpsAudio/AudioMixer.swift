@@ -13,7 +13,8 @@ import Synchronization
 /// 10 ms windows inside a remote sentence, letting its late copy through in bursts.
 /// The output runs as far as both inputs have come; when one input is more
 /// than `maxLag` frames behind the other (a stalled device), the other goes on alone and the late frames of
-/// the first are dropped from the mix (they are still in its file), and said (`late`): they are not transcribed.
+/// the first are dropped from the mix (they are still in its file), and said (`late`) unless digital silence
+/// (a capture's filler for a stalled server): they are not transcribed.
 public final class AudioMixer: Sendable {
     public static let maxLag: Int64 = 2 * Int64(AudioFormat.sampleRate)
     /// The microphone's gain for 10 ms in which the call carries sound (RMS of at least `callSoundRMS`).
@@ -63,9 +64,9 @@ public final class AudioMixer: Sendable {
             var samples = samples[...]
             let expected = state.mixedFrames + Int64(state.pending[input].count)
             if startFrame < expected {
-                let dropped = min(expected - startFrame, Int64(samples.count))
-                samples = samples.dropFirst(Int(dropped))
-                state.late[input] += dropped
+                let dropped = Int(min(expected - startFrame, Int64(samples.count)))
+                state.late[input] += Self.heardFrames(samples.prefix(dropped))
+                samples = samples.dropFirst(dropped)
             } else {
                 sayLate(input, &state)
                 if startFrame > expected {
@@ -95,6 +96,21 @@ public final class AudioMixer: Sendable {
             }
             emit(longest, &state)
         }
+    }
+
+    /// The frames of `samples` in 10 ms windows that are not digital silence: what a late input's dropped
+    /// stretch held that the recognizer could have heard. A capture fills the time a stalled sound server
+    /// missed with zeros, on each input at its own moment, so a stall of the one server made one input's
+    /// filler "late" and it was said as audio not transcribed (attack 96: after every stall of 3-5 s).
+    static func heardFrames(_ samples: ArraySlice<Int16>) -> Int64 {
+        var heard: Int64 = 0
+        var start = samples.startIndex
+        while start < samples.endIndex {
+            let end = min(samples.endIndex, start + duckingWindow)
+            if samples[start..<end].contains(where: { $0 != 0 }) { heard += Int64(end - start) }
+            start = end
+        }
+        return heard
     }
 
     private func sayLate(_ input: Int, _ state: inout State) {

@@ -33,7 +33,8 @@ import Testing
         _ = try watcher.result("subscribe", ["topics": ["session"], "snapshot": false])
 
         for meeting in 1...2 {
-            let started = try client.result("session.start", ["syncup": .string(id), "audio": true, "transcribe": false])
+            let started = try client.result(
+                "session.start", ["syncup": .string(id), "audio": true, "transcribe": false])
             #expect(started["audio"]?["recording"] == true, "meeting \(meeting): \(started)")
             // Each `next` plays the cue; one the device has held for 2 s is said, once.
             var error: JSONValue?

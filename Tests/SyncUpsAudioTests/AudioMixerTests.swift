@@ -139,4 +139,26 @@ func bytes(_ samples: [Int16]) -> [UInt8] { samples.withUnsafeBytes { Array($0) 
         #expect(late.withLock { $0.count } == 1, "said once")
         #expect(output.samples[15_999] == 1 && output.samples[16_000] == 5 && output.isContiguous)
     }
+
+    /// The one sound server stalled: each capture filled the time with zeros, one after the other, and the
+    /// later one's filler came "late". Digital silence is not said; what was heard in a late stretch is, to
+    /// the 10 ms window (attack 96: "0.5 s of it is in its file but not transcribed", all of it filler).
+    @Test func aLateStretchOfDigitalSilenceIsNotSaidAndOnlyTheHeardPartOfOneIs() {
+        let late = Mutex<[Int64]>([])
+        let mixer = AudioMixer(output: MixedOutput().add, late: { _, frames in late.withLock { $0.append(frames) } })
+        for start in stride(from: Int64(0), to: 48_000, by: 16_000) {
+            mixer.feed(1, bytes([Int16](repeating: 1, count: 16_000)), startFrame: start)
+        }
+        mixer.feed(0, bytes([Int16](repeating: 0, count: 24_000)), startFrame: 0)  // 1 s of it dropped
+        mixer.feed(0, bytes([Int16](repeating: 4, count: 8_000)), startFrame: 24_000)
+        #expect(late.withLock { $0 } == [])
+        // Late again: 0.5 s of filler, then 25 ms of sound across four windows of 10 ms.
+        for start in stride(from: Int64(48_000), to: 112_000, by: 16_000) {
+            mixer.feed(1, bytes([Int16](repeating: 1, count: 16_000)), startFrame: start)
+        }
+        let stretch = [Int16](repeating: 0, count: 8_000 + 155) + [Int16](repeating: 4, count: 400)
+        mixer.feed(0, bytes(stretch + [Int16](repeating: 0, count: 16_000 - stretch.count)), startFrame: 32_000)
+        mixer.flush()
+        #expect(late.withLock { $0 } == [640])
+    }
 }
