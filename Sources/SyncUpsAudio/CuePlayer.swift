@@ -19,7 +19,8 @@ public final class CuePlayer: Sendable {
         }
     }()
 
-    private let deviceName: String
+    /// The ALSA playback device the cue plays on.
+    public let deviceName: String
     private let onFailure: @Sendable (AudioError) -> Void
     private let worker: SerialWorker
     private let isStopping = Atomic(false)
@@ -43,16 +44,9 @@ public final class CuePlayer: Sendable {
         }
     }
 
-    /// Plays the cue once, soon; never blocks. A cue still playing after `stuckAfter` is reported (at each
-    /// `play` while it lasts): its thread waits in the device, and the cues after it will not play.
+    /// Plays the cue once, soon; never blocks. Behind a cue stuck in its device (`stuckError`) it waits, and
+    /// is dropped when a few wait.
     public func play() {
-        let started = playStarted.load(ordering: .relaxed)
-        if started != 0, MonotonicInstant.now() - MonotonicInstant(nanoseconds: started) >= Self.stuckAfter {
-            onFailure(
-                AudioError(
-                    .system, operation: "playing the cue on \(deviceName)", code: -ETIMEDOUT,
-                    message: "the device has not answered for \(Int(Self.stuckAfter.seconds)) s"))
-        }
         _ = worker.tryRun { [self] in
             guard !isStopping.load(ordering: .relaxed) else { return }
             playStarted.store(MonotonicInstant.now().nanoseconds, ordering: .relaxed)
@@ -61,6 +55,21 @@ public final class CuePlayer: Sendable {
         }
     }
 
+    /// A cue is in the device now (its thread has not returned from it), before or after `stop`.
+    public var isPlaying: Bool { playStarted.load(ordering: .relaxed) != 0 }
+
+    /// The device has held the cue playing now for `stuckAfter` or more (an open or a write that does not
+    /// return): its thread waits there, and no cue after it plays. Nil while cues play. Read at any time, before
+    /// or after `stop`.
+    public var stuckError: AudioError? {
+        let started = playStarted.load(ordering: .relaxed)
+        guard started != 0 else { return nil }
+        let held = MonotonicInstant.now() - MonotonicInstant(nanoseconds: started)
+        guard held >= Self.stuckAfter else { return nil }
+        return AudioError(
+            .system, operation: "playing the cue on \(deviceName)", code: -ETIMEDOUT,
+            message: "the device has not answered for \(Int(held.seconds)) s")
+    }
     /// How many cues have been played to the end.
     public var playedCount: Int { played.load(ordering: .relaxed) }
 

@@ -35,6 +35,13 @@ extension SessionController {
                 let failed: @Sendable (AudioError) -> Void = { [mailbox] error in
                     mailbox.post(.cueFailed(error, meetingID))
                 }
+                if let held = stuckCue, !held.isPlaying { stuckCue = nil }
+                if let held = stuckCue, held.deviceName == cueDevice, let error = held.stuckError {
+                    // Said at once, and no thread of this meeting waits behind it: one more each meeting before
+                    // (attack 97). Its cues are not played; the meeting after the device answers has them.
+                    failed(error)
+                    continue
+                }
                 do {
                     session.cue = try CuePlayer(deviceName: cueDevice, onFailure: failed)
                 } catch {
@@ -51,6 +58,7 @@ extension SessionController {
                 // Without waiting: a cue stuck in its device held the clean-up worker, and with it the next
                 // meeting's capture open and this meeting's details, for good (attack 96).
                 session.cue?.stop()
+                if let cue = session.cue, cue.isPlaying { stuckCue = cue }
                 session.cue = nil
             case .armTimer(let deadline):
                 armTimer(session, at: deadline)
