@@ -137,6 +137,24 @@ import Testing
         #expect(syncUp == before)
     }
 
+    /// Attendees blank in the file (an outside edit), listed by id in an edit, are kept as they are: the edit
+    /// renaming one of them dropped the others without a word (attack 97), and re-sending the list unchanged
+    /// changed it.
+    @Test func keepsBlankAttendeesAnEditListsByID() throws {
+        var syncUp = try blobs()
+        syncUp.attendees = syncUp.attendees.map { Attendee(id: $0.id, name: "") }
+        let ids = syncUp.attendees.map(\.id)
+        let unchanged = syncUp
+        try syncUp.apply(
+            SyncUpUpdate(attendees: ids.map { AttendeeChange(id: $0, name: "") }), uuid: .incrementing())
+        #expect(syncUp == unchanged)
+        try syncUp.apply(
+            SyncUpUpdate(attendees: ids.enumerated().map { AttendeeChange(id: $1, name: $0 == 0 ? "Ann" : " ") }),
+            uuid: .incrementing())
+        #expect(syncUp.attendees.map(\.id) == ids)
+        #expect(syncUp.attendees.map(\.name) == ["Ann"] + Array(repeating: "", count: ids.count - 1))
+    }
+
     @Test func neverLeavesASyncUpWithoutAttendees() throws {
         var syncUp = try blobs()
         try syncUp.apply(SyncUpUpdate(attendees: []), uuid: UUIDGenerator { UUID(counting: 7) })

@@ -158,7 +158,7 @@ enum SyncUpFields {
         return theme
     }
 
-    /// The new attendee list: names trimmed, blank ones dropped, existing ids kept (for a name alone too, when
+    /// The new attendee list: names trimmed, blank ones dropped (by an edit, only those it refuses), existing ids kept (for a name alone too, when
     /// it is the name of someone present whom the list does not name by id), new ids made. If nobody is
     /// left, the first listed attendee stays with a blank name (the app's rule), or a new blank one if the list
     /// was empty. An edit (`refusesBlanks`) refuses a blank name where it would be lost silently: a new
@@ -239,8 +239,10 @@ enum SyncUpFields {
             }
             all.append(Attendee(id: id, name: name))
         }
-        let named = all.filter { !$0.name.isEmpty }
-        if !named.isEmpty { return named }
+        // An edit keeps who it lists by id, blank as they were (it refuses every other blank above): dropping
+        // them removed people without a word (attack 97). Creating drops blank rows, as the app's form does.
+        let kept = refusesBlanks ? all : all.filter { !$0.name.isEmpty }
+        if !kept.isEmpty { return kept }
         return [all.first ?? Attendee(id: Attendee.ID(uuid()))]
     }
 }
