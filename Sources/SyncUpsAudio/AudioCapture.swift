@@ -70,7 +70,8 @@ public final class AudioCapture: Sendable {
     private let statistics = Mutex(Statistics())
     private let thread = Mutex<DedicatedThread?>(nil)
 
-    /// Opens `deviceName` now, so a device that cannot be opened is known before the session starts. Frame 0
+    /// Opens `deviceName` now, so a device that cannot be opened is known before the session starts; one
+    /// whose open fails with `EAGAIN` (a default to wait for) is tried every second, as one gone. Frame 0
     /// is `start`: two captures given the same start stay in step (silence fills what either misses).
     /// `schedulingDelay` is called once, on the capture thread, and what it returns at each read.
     public init(
@@ -93,8 +94,19 @@ public final class AudioCapture: Sendable {
         } catch {
             throw AudioError(.system, operation: "eventfd", code: -error.errno.rawValue)
         }
-        let stream = try device.open(deviceName)
-        statistics.withLock { $0.device = stream.device }
+        let stream: CaptureStream?
+        do {
+            stream = try device.open(deviceName)
+            statistics.withLock { $0.device = stream?.device }
+        } catch  where error.code == -EAGAIN {
+            // A device to wait for (a sound server with no input yet): the thread tries it every second, as one
+            // gone, and records from when it comes.
+            stream = nil
+            statistics.withLock {
+                $0.isDeviceOpen = false
+                $0.error = error.description
+            }
+        }
         do {
             let thread = try DedicatedThread(name: "syncups-capture") { [self] in
                 run(stream: stream)
@@ -102,7 +114,7 @@ public final class AudioCapture: Sendable {
             }
             self.thread.withLock { $0 = thread }
         } catch {
-            stream.close()
+            stream?.close()
             throw AudioError(.system, operation: "starting the capture thread", code: -error.errno.rawValue)
         }
     }
@@ -134,7 +146,7 @@ public final class AudioCapture: Sendable {
 
     // MARK: - The capture thread
 
-    private func run(stream initial: CaptureStream) {
+    private func run(stream initial: CaptureStream?) {
         var stream: CaptureStream? = initial
         var delivered: Int64 = 0
         var samples = [Int16](repeating: 0, count: AudioFormat.framesPerChunk)
@@ -181,10 +193,14 @@ public final class AudioCapture: Sendable {
                 _ = wake.wait(timeout: .seconds(1))
                 if isStopping.load(ordering: .relaxed) { break }
                 fillGap(tolerance: 0)
-                if let reopened = try? device.open(deviceName) {
+                do {
+                    let reopened = try device.open(deviceName)
                     stream = reopened
                     statistics.withLock { $0.device = reopened.device }
                     isReopened = true
+                } catch {
+                    // Why it is still not recorded, as of this try (said once, at the loss, not each time).
+                    statistics.withLock { $0.error = error.description }
                 }
                 continue
             }

@@ -21,7 +21,8 @@ extension CaptureDevice {
     /// Capture through the sound server's own API (libpulse; PipeWire serves it too): S16_LE, 16 kHz, mono,
     /// 100 ms fragments, resampled by the server. `defaultMonitor` and `defaultSource` follow the server's
     /// defaults: when another device becomes the default mid-meeting, the stream's next read returns
-    /// `CaptureStream.deviceChanged` and the capture reopens on the new one. Any other name is a source name,
+    /// `CaptureStream.deviceChanged` and the capture reopens on the new one; a default source that is a
+    /// sink's monitor is no microphone (`Snapshot.defaultMicrophone`), waited for as a missing one. Any other name is a source name,
     /// which must be one of the server's sources (a record stream of an unknown name records whatever the
     /// server picks instead); while it is missing mid-meeting, reads fail and the capture retries.
     ///
@@ -42,11 +43,17 @@ extension CaptureDevice {
             @Sendable func resolve(_ snapshot: PulseMonitor.Snapshot) -> String? {
                 switch name {
                 case defaultMonitor: snapshot.defaultMonitor
-                case defaultSource: snapshot.defaultSource
+                case defaultSource: snapshot.defaultMicrophone
                 default: snapshot.sources.contains { $0.name == name } ? name : nil
                 }
             }
             guard let source = resolve(snapshot) else {
+                if name == defaultSource, let monitor = snapshot.defaultSource {
+                    // No input (yet): waited for, while the call records (`AudioCapture`), not a failed start.
+                    throw AudioError(
+                        .pulseAudio, operation: "finding \(name)", code: -EAGAIN,
+                        message: "the server's default source, \(monitor), is an output's monitor, not a microphone")
+                }
                 throw AudioError(
                     .pulseAudio,
                     operation: "finding \(name)", code: -ENODEV,

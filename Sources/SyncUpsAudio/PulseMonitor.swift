@@ -44,6 +44,16 @@ public final class PulseMonitor: Sendable {
             self.sources = sources
         }
 
+        /// The default source if it is a microphone, what `@microphone` records. A server without an input
+        /// makes a sink's monitor its default source (PipeWire and PulseAudio both, for a moment after a
+        /// restart too): recorded as the microphone, that is the call or the speakers a second time, so it is
+        /// not followed.
+        public var defaultMicrophone: String? {
+            guard let name = defaultSource, !sources.contains(where: { $0.name == name && $0.monitorOfSink != nil })
+            else { return nil }
+            return name
+        }
+
         /// The monitor source of the default sink: the call. Named by the sink (`call` → `call.monitor`),
         /// since `@DEFAULT_MONITOR@` gave the default source instead on PipeWire 0.3.65.
         public var defaultMonitor: String? {

@@ -388,6 +388,45 @@ struct CallDeviceTests {
         #expect(CallAudioTests.loudest(microphone, from: 0, to: seconds) < 0.001, "nothing played into the microphone")
     }
 
+    /// A server without an input makes an output's monitor its default source (PipeWire, for a moment after a
+    /// restart, is one): the microphone, which follows the default source, recorded the call there a second
+    /// time (the restart test above once found the call's tone in the microphone's file). It waits for an
+    /// input instead, saying why, and records the input once there is one.
+    @Test func aMonitorAsTheDefaultSourceIsNoMicrophone() throws {
+        let graph = try PipeWireGraph()
+        try graph.pactl(["set-default-source", "call.monitor"])
+        let daemon = try CallAudioTests.daemon(on: graph, transcribes: false)
+        let client = try daemon.client()
+        let began = MonotonicInstant.now()
+        _ = try CallAudioTests.startMeeting(client, seconds: 120, transcribes: false)
+        let waiting = try CallAudioTests.waitForSession(client, "the microphone waiting for an input") {
+            $0["audio"]?["error"]?.stringValue?.contains(
+                "the server's default source, call.monitor, is an output's monitor, not a microphone") == true
+                && $0["callAudio"]?["recording"] == true
+        }
+        #expect(waiting["audio"]?["recording"] == false, "\(waiting["audio"] ?? .null)")
+        let tone = try SpeechFixture.say("no blockers for me")
+        let callAt = (MonotonicInstant.now() - began).seconds
+        try graph.play(tone, into: "call")
+
+        try graph.pactl(["set-default-source", "mic"])
+        _ = try CallAudioTests.waitForSession(client, "the microphone on the input") {
+            $0["audio"]?["recording"] == true && $0["audio"]?["source"] == "mic"
+        }
+        let micAt = (MonotonicInstant.now() - began).seconds
+        try graph.play(tone, into: "micfeed")
+        _ = try client.result("session.end")
+        let ended = try client.nextEvent("session.ended", timeout: .seconds(15))
+        let base = daemon.dataPath + "/meetings/" + (try #require(ended["data"]?["meeting"]?["id"]?.stringValue))
+        let microphone = try CallAudioTests.samples(ofWAV: base + ".wav")
+        let call = try CallAudioTests.samples(ofWAV: base + ".call.wav")
+        #expect(CallAudioTests.loudest(call, from: callAt - 0.5, to: callAt + 2) > 0.01, "the call's sound")
+        #expect(
+            CallAudioTests.loudest(microphone, from: 0, to: micAt - 0.5) < 0.001,
+            "the call is not recorded as the microphone:\n\(daemon.log.contents)")
+        #expect(CallAudioTests.loudest(microphone, from: micAt - 0.5, to: micAt + 3) > 0.01, "the input's sound")
+    }
+
     /// The microphone through ALSA (a steady clock), the call through the graph's server, no transcript.
     static func daemonWithALSAMicrophone(on graph: PipeWireGraph, _ arguments: [String] = []) throws -> DaemonProcess {
         try DaemonProcess(

@@ -96,7 +96,7 @@ extension SessionController {
             item.append("description", .string(source.description))
             item.append("kind", .string(source.monitorOfSink == nil ? "microphone" : "monitor"))
             item.append("monitorOf", .optional(source.monitorOfSink))
-            item.append("isDefaultMicrophone", .bool(source.name == snapshot?.defaultSource))
+            item.append("isDefaultMicrophone", .bool(source.name == snapshot?.defaultMicrophone))
             item.append("isDefaultCall", .bool(source.name == snapshot?.defaultMonitor))
             return .object(item)
         }
