@@ -43,6 +43,11 @@ final class ActiveSession {
     }
     let relay = RecognitionRelay()
     var cue: CuePlayer?
+    /// An ended meeting's cue still in this meeting's cue device: this meeting starts no thread behind it, and
+    /// its first cue after the device answers starts one (`playCue`).
+    var cueBehind: CuePlayer?
+    /// The next look at whether the device holds a cue (`checkCue`).
+    var cueCheck: EventLoop.Timer?
     var hasReportedCueFailure = false
     var hasJournal = false
     /// When the journal was last written, and the timer of the next write (`writeJournal`).

@@ -30,36 +30,15 @@ extension SessionController {
             case .startRecognizer:
                 startRecognizer(session)
             case .startCue:
-                guard let cueDevice = session.cueDeviceName else { continue }
-                let meetingID = session.meetingID
-                let failed: @Sendable (AudioError) -> Void = { [mailbox] error in
-                    mailbox.post(.cueFailed(error, meetingID))
-                }
-                if let held = stuckCue, !held.isPlaying { stuckCue = nil }
-                if let held = stuckCue, held.deviceName == cueDevice, let error = held.stuckError {
-                    // Said at once, and no thread of this meeting waits behind it: one more each meeting before
-                    // (attack 97). Its cues are not played; the meeting after the device answers has them.
-                    failed(error)
-                    continue
-                }
-                do {
-                    session.cue = try CuePlayer(deviceName: cueDevice, onFailure: failed)
-                } catch {
-                    // Said as a cue that does not play is, after this input: the meeting goes on without it.
-                    failed(error)
-                }
+                startCue(session)
             case .beginTurn(_, let speaker, let start):
                 // The recognizer ends its utterance where the turn starts.
                 guard let speaker else { continue }  // a sync-up without attendees (an outside edit) has no turns
                 session.recognition?.turn(Int64(start * Double(AudioFormat.sampleRate)), speaker)
             case .playCue:
-                session.cue?.play()
+                playCue(session)
             case .stopCue:
-                // Without waiting: a cue stuck in its device held the clean-up worker, and with it the next
-                // meeting's capture open and this meeting's details, for good (attack 96).
-                session.cue?.stop()
-                if let cue = session.cue, cue.isPlaying { stuckCue = cue }
-                session.cue = nil
+                stopCue(session)
             case .armTimer(let deadline):
                 armTimer(session, at: deadline)
             case .disarmTimer:

@@ -19,8 +19,6 @@ extension SessionController {
             [unowned self, session] in
             session.tickTimer = nil
             guard active === session else { return }
-            // A cue stuck in its device is said within a tick, not only at the next cue (attack 97).
-            if let error = session.cue?.stuckError { receive(.cueFailed(error, session.meetingID)) }
             handle(.timerTicked, in: session)
         }
     }

@@ -113,8 +113,8 @@ final class SessionController {
     private(set) var active: ActiveSession?
     /// A start has said that meetings record without a transcript (`Settings.isTranscriptionOff`).
     private var hasSaidTranscriptionIsOff = false
-    /// An ended meeting's cue left in its device (`.stopCue`): no other thread is started for that device until it returns.
-    var stuckCue: CuePlayer?
+    /// Ended meetings' cues still in their devices (`stopCue`), one a device at most: no other thread waits there.
+    var stuckCues: [CuePlayer] = []
     /// The speaker encoder and the voice profiles (nil in the fuzzer's daemon).
     var voices: VoiceService?
     /// The next try of each meeting's failed details write or journal removal (`retry`).
