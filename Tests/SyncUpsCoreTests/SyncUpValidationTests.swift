@@ -142,7 +142,8 @@ import Testing
     /// changed it.
     @Test func keepsBlankAttendeesAnEditListsByID() throws {
         var syncUp = try blobs()
-        syncUp.attendees = syncUp.attendees.map { Attendee(id: $0.id, name: "") }
+        // Blank in the file is whitespace too (attack 98: "   " could never be listed).
+        syncUp.attendees = syncUp.attendees.enumerated().map { Attendee(id: $1.id, name: $0 == 1 ? "   " : "") }
         let ids = syncUp.attendees.map(\.id)
         let unchanged = syncUp
         try syncUp.apply(
@@ -152,7 +153,14 @@ import Testing
             SyncUpUpdate(attendees: ids.enumerated().map { AttendeeChange(id: $1, name: $0 == 0 ? "Ann" : " ") }),
             uuid: .incrementing())
         #expect(syncUp.attendees.map(\.id) == ids)
-        #expect(syncUp.attendees.map(\.name) == ["Ann"] + Array(repeating: "", count: ids.count - 1))
+        #expect(syncUp.attendees.map(\.name) == ["Ann", "   ", ""])
+    }
+
+    /// Shown the same everywhere (the CLI, the bars, the desktop): blank is whitespace too (attack 98: `show`
+    /// printed a row of spaces where it printed `(no name)` for an empty one).
+    @Test func showsABlankNameAsNoName() {
+        #expect(["", "   ", "\t"].map(Attendee.shown) == ["(no name)", "(no name)", "(no name)"])
+        #expect(Attendee.shown("Ann") == "Ann")
     }
 
     @Test func neverLeavesASyncUpWithoutAttendees() throws {

@@ -185,7 +185,7 @@ enum Format {
         let index = int(session["speakerIndex"]) + 1
         let count = int(session["attendeeCount"])
         return
-            "\(verb) \"\(name(session["title"]))\" \(elapsed) · \(speaker.isEmpty ? "(no name)" : speaker) \(index)/\(count)"
+            "\(verb) \"\(name(session["title"]))\" \(elapsed) · \(Attendee.shown(speaker)) \(index)/\(count)"
     }
 
     static func shortID(_ id: String) -> String { String(id.prefix(8)) }

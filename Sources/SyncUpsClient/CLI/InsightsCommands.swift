@@ -90,7 +90,7 @@ extension Format {
         text += ", \(cut) turn\(cut == 1 ? "" : "s") cut short\n"
         var rows = [["attendee", "share", "floor", "spoke", "over"]]
         for row in insights.attendees {
-            let name = oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name)
+            let name = oneLine(Attendee.shown(row.attendee.name))
             let over = overtime(row, ranOver: " ran over")
             rows.append([
                 name, DurationText.tenths(row.share), DurationText.tenths(row.floor), DurationText.tenths(row.speaking),
@@ -105,14 +105,14 @@ extension Format {
     static func byVoice(_ insights: MeetingInsights) -> [String] {
         guard insights.isAttributedByVoice else { return [] }
         return insights.attendees.map { row in
-            let name = oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name)
+            let name = oneLine(Attendee.shown(row.attendee.name))
             var line = "\(name) spoke \(DurationText.tenths(row.speakingByVoice))"
             if row.inOthersTurns > 0 { line += ", \(DurationText.tenths(row.inOthersTurns)) of it in others' turns" }
             if !row.othersInTurn.isEmpty {
                 line +=
                     "; in their turn: "
                     + row.othersInTurn.map {
-                        "\(oneLine($0.attendee.name.isEmpty ? "(no name)" : $0.attendee.name)) \(DurationText.tenths($0.seconds))"
+                        "\(oneLine(Attendee.shown($0.attendee.name))) \(DurationText.tenths($0.seconds))"
                     }.joined(separator: ", ")
             }
             return line
@@ -139,7 +139,7 @@ extension Format {
                 : [DurationText.tenths(row.averageSpeakingByVoice), DurationText.tenths(row.averageInOthersTurns)]
             rows.append(
                 [
-                    oneLine(row.attendee.name.isEmpty ? "(no name)" : row.attendee.name), String(row.meetings),
+                    oneLine(Attendee.shown(row.attendee.name)), String(row.meetings),
                     DurationText.tenths(row.averageFloor), DurationText.tenths(row.averageSpeaking),
                     "\(row.ranOver) of \(row.meetings)",
                 ] + (showsAbsences ? [String(row.absences)] : []) + (showsVoices ? voices : []))

@@ -90,7 +90,7 @@ public struct StatusLine: Sendable, Equatable {
         let speaking = session["speaking"]?["name"]?.stringValue ?? ""
         return [
             "title": session["title"]?.stringValue ?? "",
-            "speaker": speaker.isEmpty ? "(no name)" : speaker,
+            "speaker": Attendee.shown(speaker),
             "speakerNumber": String(int("speakerIndex") + 1),
             "speakerCount": String(int("attendeeCount")),
             "elapsed": DurationText.clock(int("secondsElapsed")),
@@ -120,7 +120,7 @@ public struct StatusLine: Sendable, Equatable {
             session["speaking"]?["id"] != session["speaker"]?["id"]
         else { return nil }
         let speaker = session["speaker"]?["name"]?.stringValue ?? ""
-        return "\(speaking) speaking in \(speaker.isEmpty ? "(no name)" : speaker)'s turn"
+        return "\(speaking) speaking in \(Attendee.shown(speaker))'s turn"
     }
 
     /// The seconds left of the current speaker's slot, as the daemon's timer passes the floor: each slot is

@@ -188,9 +188,11 @@ enum SyncUpFields {
         for (index, change) in changes.enumerated() {
             try checkPrintable(change.name, field: "attendees[\(index)].name")
             let name = change.name.trimmingWhitespace()
-            if refusesBlanks, name.isEmpty,
-                change.id.map({ id in existing.contains { $0.id == id && !$0.name.isEmpty } }) ?? true
-            {
+            // Blank in the file is whitespace too ("   "): such a one listed by id is kept, not refused.
+            let wasBlank = change.id.map { id in
+                existing.contains { $0.id == id && $0.name.trimmingWhitespace().isEmpty }
+            }
+            if refusesBlanks, name.isEmpty, wasBlank != true {
                 throw ValidationError(
                     field: "attendees[\(index)].name",
                     message: "is blank; an attendee needs a name (to remove someone, leave them out of the list)")
@@ -237,12 +239,14 @@ enum SyncUpFields {
             } else {
                 id = Attendee.ID(uuid())
             }
-            all.append(Attendee(id: id, name: name))
+            // Kept as the file has it: an unchanged list changes nothing.
+            let kept = name.isEmpty && wasBlank == true ? existing.first { $0.id == id }?.name ?? name : name
+            all.append(Attendee(id: id, name: kept))
         }
         // An edit keeps who it lists by id, blank as they were (it refuses every other blank above): dropping
         // them removed people without a word (attack 97). Creating drops blank rows, as the app's form does.
-        let kept = refusesBlanks ? all : all.filter { !$0.name.isEmpty }
-        if !kept.isEmpty { return kept }
+        let listed = refusesBlanks ? all : all.filter { !$0.name.isEmpty }
+        if !listed.isEmpty { return listed }
         return [all.first ?? Attendee(id: Attendee.ID(uuid()))]
     }
 }

@@ -10,3 +10,9 @@ public struct Attendee: Sendable, Hashable, Identifiable {
         self.name = name
     }
 }
+
+extension Attendee {
+    /// How a name is shown: `(no name)` for a blank one, empty or whitespace alone as a hand edit of the file
+    /// can leave it (the app shows nothing there; a line of spaces would look like no output).
+    public static func shown(_ name: String) -> String { name.trimmingWhitespace().isEmpty ? "(no name)" : name }
+}

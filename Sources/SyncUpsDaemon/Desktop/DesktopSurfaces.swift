@@ -148,7 +148,7 @@ final class DesktopSurfaces {
         switch name {
         case EventName.sessionStarted, EventName.sessionSpeaker, EventName.sessionResumed:
             guard let machine, machine.phase == .running, let speaker = machine.speaker else { return nil }
-            let speakerName = speaker.name.isEmpty ? "(no name)" : speaker.name
+            let speakerName = Attendee.shown(speaker.name)
             return DesktopNotification(
                 slot: "floor", summary: "\(speakerName)'s turn · \(DurationText.clock(machine.turnRemaining))",
                 body: "\(machine.syncUp.title) · \(machine.speakerIndex + 1)/\(machine.roster.rotationCount)",
@@ -291,7 +291,7 @@ final class DesktopSurfaces {
         state.status = view.phase == .running ? .playing : .paused
         let meeting = String("\(view.meetingID)".map { $0.isLetter || $0.isNumber ? $0 : "_" })
         state.trackID = "/org/syncupsd/Meeting/_\(meeting)/\(view.speakerIndex)"
-        let name = view.speakerName.map { $0.isEmpty ? "(no name)" : $0 } ?? "nobody"
+        let name = view.speakerName.map(Attendee.shown) ?? "nobody"
         state.title = "\(name) · \(view.speakerIndex + 1)/\(view.attendeeCount)"
         state.album = view.title
         state.artist = name

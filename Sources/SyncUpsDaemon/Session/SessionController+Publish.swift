@@ -11,13 +11,13 @@ extension SessionController {
     var statusLine: String? {
         guard let machine = active?.machine else { return nil }
         let verb = machine.isStarting ? "starting" : machine.phase == .running ? "recording" : machine.phase.rawValue
-        let speaker = machine.speaker.map { $0.name.isEmpty ? "(no name)" : $0.name } ?? "nobody"
+        let speaker = machine.speaker.map { Attendee.shown($0.name) } ?? "nobody"
         // "Cat speaking in Ben's turn": a voice heard that is not the floor holder's.
         var heard = ""
         if let active, let voice = machine.speaking(at: SessionMachine.seconds(elapsed(active))),
             voice.id != machine.speaker?.id
         {
-            heard = " · \(voice.name.isEmpty ? "(no name)" : voice.name) speaking in \(speaker)'s turn"
+            heard = " · \(Attendee.shown(voice.name)) speaking in \(speaker)'s turn"
         }
         return
             "\(verb) \"\(machine.syncUp.title)\" \(DurationText.clock(machine.secondsElapsed)) · \(speaker) \(machine.speakerIndex + 1)/\(machine.roster.rotationCount)\(heard)"
