@@ -257,14 +257,15 @@ public final class AudioCapture: Sendable {
             if count == CaptureStream.deviceChanged {
                 // Another device is the default now: record that one from here on, without a gap.
                 current.close()
-                stream = try? device.open(deviceName)
-                if let opened = stream {
+                do {
+                    let opened = try device.open(deviceName)
+                    stream = opened
                     statistics.withLock { $0.device = opened.device }
                     report(.switched(device: opened.device ?? deviceName))
-                } else {
-                    disconnected(
-                        AudioError(
-                            .system, operation: "reopening \(deviceName)", code: -ENODEV, message: "it went away"))
+                } catch {
+                    // Gone as it changed, or no device to follow (a default that is no microphone): its words.
+                    stream = nil
+                    disconnected(error)
                 }
                 continue
             }

@@ -397,12 +397,18 @@ struct CallDeviceTests {
         try graph.pactl(["set-default-source", "call.monitor"])
         let daemon = try CallAudioTests.daemon(on: graph, transcribes: false)
         let client = try daemon.client()
+        let watcher = try daemon.client()
+        _ = try watcher.result("subscribe", ["topics": ["session"], "snapshot": false])
         let began = MonotonicInstant.now()
         _ = try CallAudioTests.startMeeting(client, seconds: 120, transcribes: false)
+        // Said at the start, as a microphone lost mid-meeting is (attack 98: only its return was said).
+        let monitor =
+            "finding @microphone: the server's default source, call.monitor, is an output's monitor, not a microphone"
+        #expect(
+            try watcher.nextEvent("session.error")["data"]?["message"]?.stringValue
+                == "recording without the microphone until it comes: \(monitor)")
         let waiting = try CallAudioTests.waitForSession(client, "the microphone waiting for an input") {
-            $0["audio"]?["error"]?.stringValue?.contains(
-                "the server's default source, call.monitor, is an output's monitor, not a microphone") == true
-                && $0["callAudio"]?["recording"] == true
+            $0["audio"]?["error"]?.stringValue == monitor && $0["callAudio"]?["recording"] == true
         }
         #expect(waiting["audio"]?["recording"] == false, "\(waiting["audio"] ?? .null)")
         let tone = try SpeechFixture.say("no blockers for me")
@@ -415,6 +421,20 @@ struct CallDeviceTests {
         }
         let micAt = (MonotonicInstant.now() - began).seconds
         try graph.play(tone, into: "micfeed")
+
+        // A monitor the default again mid-meeting: said in these words at once (attack 98: "No such device"
+        // first, the reason a second later), and the call is not recorded as the microphone meanwhile.
+        try graph.pactl(["set-default-source", "call.monitor"])
+        var said: [String] = []
+        let deadline = MonotonicInstant.now() + .seconds(10)
+        while !said.contains(where: { $0.contains("output's monitor") }), MonotonicInstant.now() < deadline {
+            said.append(
+                try watcher.nextEvent("session.error", timeout: deadline - .now())["data"]?["message"]?.stringValue
+                    ?? "")
+        }
+        #expect(said.last == "the microphone went away (\(monitor)); retrying every second", "\(said)")
+        let againAt = (MonotonicInstant.now() - began).seconds
+        try graph.play(tone, into: "call")
         _ = try client.result("session.end")
         let ended = try client.nextEvent("session.ended", timeout: .seconds(15))
         let base = daemon.dataPath + "/meetings/" + (try #require(ended["data"]?["meeting"]?["id"]?.stringValue))
@@ -425,6 +445,10 @@ struct CallDeviceTests {
             CallAudioTests.loudest(microphone, from: 0, to: micAt - 0.5) < 0.001,
             "the call is not recorded as the microphone:\n\(daemon.log.contents)")
         #expect(CallAudioTests.loudest(microphone, from: micAt - 0.5, to: micAt + 3) > 0.01, "the input's sound")
+        #expect(CallAudioTests.loudest(call, from: againAt - 0.5, to: againAt + 2) > 0.01, "the call's sound again")
+        #expect(
+            CallAudioTests.loudest(microphone, from: againAt, to: Double(microphone.count) / 16_000) < 0.001,
+            "nor after the monitor became the default again")
     }
 
     /// The microphone through ALSA (a steady clock), the call through the graph's server, no transcript.

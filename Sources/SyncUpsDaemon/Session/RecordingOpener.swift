@@ -118,6 +118,10 @@ struct RecordingOpener: Sendable {
             result.fact = .recorderFailedToStart(error.description, warnings: warnings)
             return result
         }
+        if let capture = result.recorder?.statistics.capture, !capture.isDeviceOpen, let error = capture.error {
+            // Waited for (a sound server with no input yet): said now, as a microphone lost mid-meeting is.
+            warnings.append("recording without the microphone until it comes: \(error)")
+        }
         if let source = result.callRecorder?.statistics.capture.device,
             source == result.recorder?.statistics.capture.device
         {
