@@ -87,6 +87,9 @@ enum Format {
     /// A title or name for a person to read: on one line, its control characters visible, so that it cannot
     /// fake a line of the output (`visibleOnOneLine`).
     static func name(_ value: JSONValue?) -> String { string(value).visibleOnOneLine }
+    /// An attendee's name so: `(no name)` for a blank one (`Attendee.shown`), judged before a line break in it
+    /// becomes a visible `⏎`.
+    static func attendee(_ value: JSONValue?) -> String { Attendee.shown(string(value)).visibleOnOneLine }
 
     static func status(_ status: JSONValue) -> String {
         let uptime = Int(status["uptime"]?.numberValue?.double ?? 0)
@@ -181,11 +184,11 @@ enum Format {
         let state = string(session["state"])
         let verb = state == "running" ? "recording" : state
         let elapsed = DurationText.clock(int(session["secondsElapsed"]))
-        let speaker = name(session["speaker"]?["name"])
+        let speaker = attendee(session["speaker"]?["name"])
         let index = int(session["speakerIndex"]) + 1
         let count = int(session["attendeeCount"])
         return
-            "\(verb) \"\(name(session["title"]))\" \(elapsed) · \(Attendee.shown(speaker)) \(index)/\(count)"
+            "\(verb) \"\(name(session["title"]))\" \(elapsed) · \(speaker) \(index)/\(count)"
     }
 
     static func shortID(_ id: String) -> String { String(id.prefix(8)) }

@@ -88,8 +88,8 @@ extension Format {
         if let segments = meeting["segments"]?.arrayValue, !segments.isEmpty {
             text += "\n"
             for segment in segments {
-                let speaker = name(segment["speaker"]?["name"])
-                text += "\(speaker.isEmpty ? "(unknown)" : speaker): \(name(segment["text"]))\n"
+                let speaker = segment["speaker"]?["name"].map { attendee($0) } ?? "(unknown)"
+                text += "\(speaker): \(name(segment["text"]))\n"
             }
         } else {
             let transcript = string(meeting["transcript"])

@@ -284,7 +284,7 @@ extension Format {
         text += "length:     \(DurationText.units(duration))\(share)\n"
         text += "theme:      \(string(syncUp["theme"]))\n"
         text +=
-            "attendees:  \(attendees.map { Attendee.shown(name($0["name"])) }.joined(separator: ", "))\n"
+            "attendees:  \(attendees.map { attendee($0["name"]) }.joined(separator: ", "))\n"
         let meetings = syncUp["meetings"]?.arrayValue ?? []
         let total = int(syncUp["meetingsTotal"])
         if meetings.isEmpty {
