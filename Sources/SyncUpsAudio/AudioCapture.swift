@@ -69,6 +69,8 @@ public final class AudioCapture: Sendable {
     private let exited: WakeSignal
     private let statistics = Mutex(Statistics())
     private let thread = Mutex<DedicatedThread?>(nil)
+    /// Why the device was not there at the start and is waited for (its open's `EAGAIN`); nil if it opened.
+    public let waitedFor: AudioError?
 
     /// Opens `deviceName` now, so a device that cannot be opened is known before the session starts; one
     /// whose open fails with `EAGAIN` (a default to wait for) is tried every second, as one gone. Frame 0
@@ -97,11 +99,13 @@ public final class AudioCapture: Sendable {
         let stream: CaptureStream?
         do {
             stream = try device.open(deviceName)
+            waitedFor = nil
             statistics.withLock { $0.device = stream?.device }
         } catch  where error.code == -EAGAIN {
             // A device to wait for (a sound server with no input yet): the thread tries it every second, as one
             // gone, and records from when it comes.
             stream = nil
+            waitedFor = error
             statistics.withLock {
                 $0.isDeviceOpen = false
                 $0.error = error.description

@@ -70,6 +70,7 @@ public final class CuePlayer: Sendable {
             .system, operation: "playing the cue on \(deviceName)", code: -ETIMEDOUT,
             message: "the device has not answered for \(Int(held.seconds)) s")
     }
+
     /// How many cues have been played to the end.
     public var playedCount: Int { played.load(ordering: .relaxed) }
 

@@ -26,6 +26,8 @@ public final class MeetingRecorder: Sendable {
 
     public let wavPath: String
     private let capture: AudioCapture
+    /// Why the device was not there at the start (`AudioCapture.waitedFor`).
+    public var waitedFor: AudioError? { capture.waitedFor }
     private let chunks: BlockingQueue<AudioChunk>
     private let writer: DedicatedThread
     private let progress = WriteProgress()

@@ -66,11 +66,9 @@ extension CaptureDevice {
             return CaptureStream(
                 read: { buffer, frames in
                     if let snapshot = monitor.snapshot, resolve(snapshot) != source {
-                        // Another default (follow it, or say why it is not followed), or the named source went
-                        // away (wait for it).
-                        let changed =
-                            resolve(snapshot) != nil || (name == defaultSource && snapshot.defaultSource != nil)
-                        return follows && changed ? CaptureStream.deviceChanged : -Int(ENODEV)
+                        // Another default: followed, and an open that cannot follow it (none, or no microphone)
+                        // says why. A named source that went away is waited for.
+                        return follows ? CaptureStream.deviceChanged : -Int(ENODEV)
                     }
                     if follows {
                         // Ask for the defaults again once a second: a change whose event was missed is followed.

@@ -177,7 +177,7 @@ enum SyncUpFields {
         var all: [Attendee] = []
         var namesBytes = 0
         // Looked up by dictionary: a list of a thousand is checked in a thousand steps, not a million.
-        let existingIDs = Set(existing.map(\.id))
+        let existingByID = Dictionary(existing.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let namedByID = Set(changes.compactMap(\.id))
         var presentByKey: [String: [Attendee]] = [:]
         for attendee in existing where !namedByID.contains(attendee.id) {
@@ -188,11 +188,11 @@ enum SyncUpFields {
         for (index, change) in changes.enumerated() {
             try checkPrintable(change.name, field: "attendees[\(index)].name")
             let name = change.name.trimmingWhitespace()
-            // Blank in the file is whitespace too ("   "): such a one listed by id is kept, not refused.
-            let wasBlank = change.id.map { id in
-                existing.contains { $0.id == id && $0.name.trimmingWhitespace().isEmpty }
-            }
-            if refusesBlanks, name.isEmpty, wasBlank != true {
+            // Someone blank in the file (whitespace too, "   ") listed by id: kept as the file has them, not refused.
+            let blankInFile =
+                name.isEmpty
+                ? change.id.flatMap { existingByID[$0] }.flatMap { Attendee.isBlank($0.name) ? $0 : nil } : nil
+            if refusesBlanks, name.isEmpty, blankInFile == nil {
                 throw ValidationError(
                     field: "attendees[\(index)].name",
                     message: "is blank; an attendee needs a name (to remove someone, leave them out of the list)")
@@ -217,7 +217,7 @@ enum SyncUpFields {
             let id: Attendee.ID
             let key = name.isEmpty ? "" : NameKey.of(name)
             if let existingID = change.id {
-                guard existingIDs.contains(existingID) else {
+                guard existingByID[existingID] != nil else {
                     throw ValidationError(
                         field: "attendees[\(index)].id",
                         message: "no attendee \(existingID) in this sync-up"
@@ -232,16 +232,15 @@ enum SyncUpFields {
                 // Someone already here, listed by name alone: the same person, not a new one of the same name.
                 seen.insert(present.id)
                 id = present.id
-            } else if !key.isEmpty, let returning = formerByKey[key], !existingIDs.contains(returning.id),
+            } else if !key.isEmpty, let returning = formerByKey[key], existingByID[returning.id] == nil,
                 !namedByID.contains(returning.id), seen.insert(returning.id).inserted
             {
                 id = returning.id  // the same person as before their removal
             } else {
                 id = Attendee.ID(uuid())
             }
-            // Kept as the file has it: an unchanged list changes nothing.
-            let kept = name.isEmpty && wasBlank == true ? existing.first { $0.id == id }?.name ?? name : name
-            all.append(Attendee(id: id, name: kept))
+            // An unchanged list changes nothing.
+            all.append(blankInFile ?? Attendee(id: id, name: name))
         }
         // An edit keeps who it lists by id, blank as they were (it refuses every other blank above): dropping
         // them removed people without a word (attack 97). Creating drops blank rows, as the app's form does.

@@ -14,5 +14,8 @@ public struct Attendee: Sendable, Hashable, Identifiable {
 extension Attendee {
     /// How a name is shown: `(no name)` for a blank one, empty or whitespace alone as a hand edit of the file
     /// can leave it (the app shows nothing there; a line of spaces would look like no output).
-    public static func shown(_ name: String) -> String { name.trimmingWhitespace().isEmpty ? "(no name)" : name }
+    public static func shown(_ name: String) -> String { isBlank(name) ? "(no name)" : name }
+
+    /// Empty or whitespace alone, without making a trimmed copy.
+    public static func isBlank(_ name: String) -> Bool { name.allSatisfy(\.isWhitespace) }
 }

@@ -118,7 +118,7 @@ struct RecordingOpener: Sendable {
             result.fact = .recorderFailedToStart(error.description, warnings: warnings)
             return result
         }
-        if let capture = result.recorder?.statistics.capture, !capture.isDeviceOpen, let error = capture.error {
+        if let error = result.recorder?.waitedFor {
             // Waited for (a sound server with no input yet): said now, as a microphone lost mid-meeting is.
             warnings.append("recording without the microphone until it comes: \(error)")
         }
