@@ -134,6 +134,48 @@ import Testing
         expectAllStopped(machine)
     }
 
+    /// Found by an attack: a meeting saved while its recognizer's last words were provisional (cut off by the
+    /// end, or an utterance the grammar search settled to nothing) kept them in its transcript and not in its
+    /// segments. They are settled as they stand, to whoever had the floor where they lie; a discard keeps
+    /// nothing.
+    @Test func aProvisionalTailIsSavedAsASegmentOfItsTurn() throws {
+        for ending in ["finished", "timeout", "stopping", "discard"] {
+            var machine = running()
+            _ = try machine.request(.next, at: 1.2)
+            _ = machine.handle(
+                .speechRecognized(.init(isFinal: true, text: "first words", start: 0.2, end: 0.9)), at: 1.3)
+            _ = machine.handle(
+                .speechRecognized(.init(isFinal: false, text: "today i will", start: 1.4, end: 1.9)), at: 2)
+            switch ending {
+            case "timeout":
+                _ = try machine.request(.end(.save), at: 2.1)
+                _ = machine.handle(.recorderStopped, at: 2.2)
+                _ = machine.handle(.settleTimedOut, at: 22.1)
+            case "stopping":
+                _ = machine.handle(.daemonStopping, at: 2.1)
+                _ = machine.handle(.recorderStopped, at: 2.2)
+                _ = machine.handle(.recognizerFinished, at: 2.3)
+            case "discard":
+                _ = try machine.request(.end(.discard), at: 2.1)
+            default:
+                _ = try machine.request(.end(.save), at: 2.1)
+                _ = machine.handle(.recorderStopped, at: 2.2)
+                _ = machine.handle(.recognizerFinished, at: 2.3)
+            }
+            expectAllStopped(machine)
+            guard ending != "discard" else {
+                #expect(machine.record.segments.map(\.text) == ["first words"])
+                continue
+            }
+            #expect(machine.record.transcript == "first words today i will", "\(ending)")
+            #expect(machine.record.partial == "", "\(ending)")
+            let segments = machine.record.segments
+            #expect(segments.map(\.text) == ["first words", "today i will"], "\(ending)")
+            #expect(segments.map(\.speaker) == Array(machine.syncUp.attendees.prefix(2)), "\(ending)")
+            #expect(segments.last.map { ($0.start, $0.end) } ?? (0, 0) == (1.4, 1.9), "\(ending)")
+        }
+    }
+
     /// The timeouts are the daemon's, handed in at the start; a word that moves the recognizer on re-arms the
     /// ordinary wait from its own instant, and the daemon stopping shortens it from then.
     @Test func theSettleDeadlineIsTheMachinesState() throws {

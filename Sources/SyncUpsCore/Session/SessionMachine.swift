@@ -762,6 +762,7 @@ public struct SessionMachine: Sendable, Equatable {
         switch ending {
         case .finished, .saved, .interrupted:
             if case .interrupted = ending { record.isInterrupted = true }
+            record.settleProvisionalTail()
             final = ending.with(meeting)
             effects.append(.saveMeeting(meeting, record, of: syncUp))
         case .discarded, .syncUpDeleted:

@@ -35,6 +35,9 @@ public struct MeetingRecord: Sendable, Equatable {
     public private(set) var transcript = ""
     /// The provisional tail alone.
     public private(set) var partial = ""
+    /// The stretch of audio the provisional tail covers, as the recognizer said.
+    private var partialStart: Double?
+    private var partialEnd: Double?
     /// The UTF-8 length of the settled part of `transcript`.
     private var settledBytes = 0
     /// Transcription failed: the transcript takes no more words.
@@ -58,6 +61,7 @@ public struct MeetingRecord: Sendable, Equatable {
         if !speech.isFinal {
             guard text != partial else { return false }
             partial = text
+            (partialStart, partialEnd) = (speech.start, speech.end)
             dropProvisionalTail()
             if !text.isEmpty { transcript += (settledBytes > 0 ? " " : "") + text }
             return true
@@ -80,6 +84,15 @@ public struct MeetingRecord: Sendable, Equatable {
                     speaker: turn.map { turns[$0].speaker }, start: start, end: end, text: text, words: []))
         }
         return true
+    }
+
+    /// The meeting is saved with a provisional tail that no final replaced (a recognizer cut off by the end, or
+    /// one whose last utterance settled to nothing, as PocketSphinx's grammar search does with half a sentence):
+    /// the tail is settled as it stands, so that the saved transcript has no words its segments lack. Its
+    /// speaker is whoever had the floor where it lies (it has no word timings).
+    public mutating func settleProvisionalTail() {
+        guard !partial.isEmpty, !hasFailed else { return }
+        add(RecognizedSpeech(isFinal: true, text: partial, start: partialStart, end: partialEnd))
     }
 
     /// A voice was matched over `evidence`'s stretch. Segments already attributed there are attributed again
