@@ -130,10 +130,14 @@ struct CallAudioTests {
         try graph.playRemote(remoteVoice, leaks: leaks)
         // Played: the sound server has taken the last of it. Both recordings a second past that, then the end.
         let played = try #require(try client.result("session.get")["callAudio"]?["seconds"]?.numberValue?.double)
-        _ = try waitForSession(client, "the call recorded past the remote voice", timeout: .seconds(20)) {
+        let recorded = try waitForSession(client, "the call recorded past the remote voice", timeout: .seconds(20)) {
             ($0["callAudio"]?["seconds"]?.numberValue?.double ?? 0) >= played + 1
                 && ($0["audio"]?["seconds"]?.numberValue?.double ?? 0) >= played + 1
         }
+        // The microphone lost (once in about 30 loaded runs of the whole suite, after Ann's sentence, never
+        // back): what the server's graph looked like then goes with the daemon's log.
+        let graphState =
+            recorded["audio"]?["error"] == .null ? "" : "\n\(recorded["audio"] ?? .null)\n\(graph.describe())"
         _ = try client.result("session.end")
         let ended = try client.nextEvent("session.ended", timeout: .seconds(30))
         let meeting = try #require(ended["data"]?["meeting"])
@@ -142,7 +146,7 @@ struct CallAudioTests {
         let directory = daemon.dataPath + "/meetings/" + meetingID
         return (
             meeting, details["segments"]?.arrayValue ?? [], try samples(ofWAV: directory + ".wav"),
-            try samples(ofWAV: directory + ".call.wav"), remoteTurn, daemon.log.contents
+            try samples(ofWAV: directory + ".call.wav"), remoteTurn, daemon.log.contents + graphState
         )
     }
 

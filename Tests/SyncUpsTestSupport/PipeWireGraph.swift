@@ -68,6 +68,14 @@ public final class PipeWireGraph {
         return result.standardOutput
     }
 
+    /// The server's sources, sinks and streams with their states (`RUNNING`, `IDLE`, `SUSPENDED`), for a
+    /// failure's message: what the graph looked like when a recording heard nothing.
+    public func describe() -> String {
+        ["sources", "sinks", "source-outputs", "sink-inputs", "modules"].map { list in
+            "\(list):\n" + ((try? pactl(["list", "short", list])) ?? "(pactl failed)")
+        }.joined(separator: "\n")
+    }
+
     /// Plays S16_LE 16 kHz mono samples into `sink` with `paplay`; `wait` false returns at once (see `Playback`).
     /// The server holds up to 2 s of it: with 50 ms, a `paplay` starved on loaded cores left the sink gaps of
     /// silence (8-360 ms, up to 1.1 s in one sentence) in the middle of the words, in the recordings as in the
