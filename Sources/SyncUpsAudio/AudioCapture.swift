@@ -137,10 +137,11 @@ public final class AudioCapture: Sendable {
     }
 
     /// Asks the thread to stop and waits up to `timeout` for it; returns whether it ended. (A read blocked
-    /// on a stalled test FIFO can outlive the wait; the thread then ends on its own.)
+    /// on a stalled test FIFO can outlive the wait; the thread then ends on its own.) The recording ends at
+    /// `instant`: two captures stopped one after the other, each waiting for a stalled server, end together.
     @discardableResult
-    public func stop(timeout: Duration = .seconds(2)) -> Bool {
-        stoppedAt.store(MonotonicInstant.now().nanoseconds, ordering: .relaxed)
+    public func stop(at instant: MonotonicInstant = .now(), timeout: Duration = .seconds(2)) -> Bool {
+        stoppedAt.store(instant.nanoseconds, ordering: .relaxed)
         isStopping.store(true, ordering: .relaxed)
         wake.signal()
         let ended = exited.wait(timeout: timeout)

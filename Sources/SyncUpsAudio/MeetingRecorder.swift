@@ -100,19 +100,18 @@ public final class MeetingRecorder: Sendable {
             capture: capture.currentStatistics, writtenSeconds: written.seconds, writeError: written.error)
     }
 
-    /// Stops capturing, writes what is queued, and completes the WAV; `keepsFile` false deletes it (discard).
-    /// A meeting that is saved stops its recorder twice (to settle, then to finish): only the first call
-    /// stops, and a concurrent second one waits for it.
-    public func stop(keepsFile: Bool) {
+    /// Stops capturing, writes what is queued, and completes the WAV, as long as the meeting up to `instant`;
+    /// `keepsFile` false deletes it (discard). A meeting that is saved stops its recorder twice (to settle, then
+    /// to finish): only the first call stops, and a concurrent second one waits for it.
+    public func stop(keepsFile: Bool, at instant: MonotonicInstant = .now()) {
         isStopped.withLock { isStopped in
             guard !isStopped else { return }
             isStopped = true
             // Still blocked in a read (a sound server that stopped answering): the file is as long as the
             // meeting all the same, silence for the rest, in step with the other source's. Set before the
             // queue closes, which is when the writer reads it.
-            let stoppedAt = MonotonicInstant.now()
-            if !capture.stop() {
-                progress.tailFrames.withLock { $0 = capture.undeliveredFrames(until: stoppedAt) }
+            if !capture.stop(at: instant) {
+                progress.tailFrames.withLock { $0 = capture.undeliveredFrames(until: instant) }
             }
             chunks.close()
             writer.join()

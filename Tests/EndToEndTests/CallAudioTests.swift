@@ -515,6 +515,28 @@ struct CallDeviceTests {
         try graph.resume()
     }
 
+    /// Attack 96: both sources through a server that hangs just before the meeting ends. The microphone's stop
+    /// waits for its read to give up on the server (up to 1.5 s); the call's stop, made after it, ended the
+    /// call's file that much later (0.45 s longer after a 1 s hang, at a SIGTERM). Both end where the
+    /// recording did.
+    @Test func aHangAtTheEndLeavesBothFilesAsLong() throws {
+        let graph = try PipeWireGraph()
+        let daemon = try CallAudioTests.daemon(on: graph, transcribes: false)
+        let client = try daemon.client()
+        _ = try CallAudioTests.startMeeting(client, seconds: 120, transcribes: false)
+        _ = try CallAudioTests.waitForSession(client, "both sources recorded") { session in
+            ["audio", "callAudio"].allSatisfy { session[$0]?["seconds"]?.numberValue?.double ?? 0 >= 1 }
+        }
+        try graph.pause()
+        _ = try client.result("session.end")
+        let ended = try client.nextEvent("session.ended")
+        try graph.resume()
+        let base = daemon.dataPath + "/meetings/" + (try #require(ended["data"]?["meeting"]?["id"]?.stringValue))
+        let microphone = try CallAudioTests.samples(ofWAV: base + ".wav")
+        let call = try CallAudioTests.samples(ofWAV: base + ".call.wav")
+        #expect(abs(microphone.count - call.count) <= 16_000 / 5, "\(microphone.count) vs \(call.count) frames")
+    }
+
     /// K5: a sound server that hangs (pipewire-pulse stopped) and stays hung. Each meeting started meanwhile says
     /// so within seconds (a `session.error` and the audio's `error`, as for a microphone that vanished), and once
     /// it ends nothing of its captures is left: the daemon's threads and descriptors are what they were before,

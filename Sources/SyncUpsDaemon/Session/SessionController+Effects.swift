@@ -53,9 +53,13 @@ extension SessionController {
                 let callRecorder = session.callRecorder
                 let mixer = session.mixer
                 let meetingID = session.meetingID
+                // Both files end here, where the meeting's recording does: the call's stop, made after the
+                // microphone's had waited for a stalled server, made its file that much longer (0.45 s at a
+                // SIGTERM, attack 96).
+                let end = MonotonicInstant.now()
                 cleanup.run { [mailbox] in
-                    recorder?.stop(keepsFile: true)
-                    callRecorder?.stop(keepsFile: true)
+                    recorder?.stop(keepsFile: true, at: end)
+                    callRecorder?.stop(keepsFile: true, at: end)
                     // The recognizer hears the last of both before it is told to finish.
                     mixer?.flush()
                     mailbox.post(.recorderStopped(meetingID))
