@@ -24,6 +24,9 @@ public struct MeetingJournal: Sendable, Equatable {
     public var absent: [Attendee] = []
     /// The recognizer's provisional tail (kept, in case a crash comes before it settles).
     public var partial = ""
+    /// Where the provisional tail lies (seconds from the meeting's start), when the recognizer said.
+    public var partialStart: Double?
+    public var partialEnd: Double?
     /// Saved as interrupted (the daemon stopped mid-meeting); the last journal, kept while its details
     /// cannot be written, says so.
     public var isInterrupted = false
@@ -69,7 +72,11 @@ public struct MeetingJournal: Sendable, Equatable {
             "attendees", .array(attendees.map(\.json)))
         object.append("segments", .array(segments.map(\.json)))
         if !absent.isEmpty { object.append("absent", .array(absent.map(\.json))) }
-        if !partial.isEmpty { object.append("partial", .string(partial)) }
+        if !partial.isEmpty {
+            object.append("partial", .string(partial))
+            if let partialStart { object.append("partialStart", .double(partialStart)) }
+            if let partialEnd { object.append("partialEnd", .double(partialEnd)) }
+        }
         if isInterrupted { object.append("interrupted", true) }
         if let timeline { object.append("timeline", timeline.json) }
         return .object(object)
@@ -92,6 +99,8 @@ public struct MeetingJournal: Sendable, Equatable {
         segments = (json["segments"]?.arrayValue ?? []).compactMap(TranscriptSegment.init(json:))
         absent = MeetingDetails.absent(json["absent"], besides: attendees).0
         partial = json["partial"]?.stringValue ?? ""
+        partialStart = json["partialStart"]?.numberValue.map { TranscriptWord.clamped($0.double) }
+        partialEnd = json["partialEnd"]?.numberValue.map { TranscriptWord.clamped($0.double) }
         isInterrupted = json["interrupted"]?.boolValue ?? false
         timeline = json["timeline"].flatMap(MeetingTimeline.init(json:))
     }

@@ -474,6 +474,9 @@ public enum CommandRecognizer {
             }
         }
         stdout.close()
+        // The latest partial still held back by the ten a second: the engine's last words as it left them
+        // (attack 101: "one two three", written 20 ms after "one two" just before the engine exited, was lost).
+        if let partial = pendingPartial, !shared.hasFailed { shared.events(.result(partial)) }
         badLines.report(at: .now(), force: true, shared: shared)
         if droppedFinals > 0 { reportDropped() }
         if shared.isFinishing && !shared.hasFailed {

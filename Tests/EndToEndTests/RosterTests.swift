@@ -277,6 +277,11 @@ import Testing
             #expect(Self.names(recovered["insights"]?["attendees"]) == ["Ann", "Bob"])
             #expect(insights["attendees"]?.arrayValue?.map { $0["turns"] } == [1, 1])
             #expect(recovered["transcript"]?.stringValue?.hasSuffix("and then") == true, "\(recovered)")
+            // Attack 101: the tail in the transcript is a segment too (it had none), the floor holder's where
+            // the engine placed it (its line gives no times: 0).
+            let segments = recovered["segments"]?.arrayValue ?? []
+            #expect(segments.map { $0["text"] } == ["and then"], "\(recovered)")
+            #expect(segments.map { $0["speaker"]?["name"] } == ["Ann"], "\(recovered)")
         }
     }
 }

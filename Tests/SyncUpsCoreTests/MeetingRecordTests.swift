@@ -21,6 +21,8 @@ import Testing
         record.add(RecognizedSpeech(isFinal: false, text: "half"))
         record.markFailure()
         #expect(record.transcript == "hello there half ❌")
+        // Attack 101: the provisional words before the ❌ are a segment too.
+        #expect(record.segments.map(\.text) == ["hello there", "half"])
         let isChanged = record.add(RecognizedSpeech(isFinal: true, text: "late"))
         #expect(!isChanged)
         #expect(record.transcript == "hello there half ❌")
@@ -35,6 +37,23 @@ import Testing
         record.add(RecognizedSpeech(isFinal: true, text: "no timings here", start: 11, end: 12))
         #expect(record.segments.map(\.speaker) == [bo])
         #expect(record.segments.map(\.text) == ["no timings here"])
+        // Attack 101: an end before the start is put in order, not saved as it came.
+        record.add(RecognizedSpeech(isFinal: true, text: "backwards", start: 12.5, end: 12.2))
+        #expect(record.segments.last.map { [$0.start, $0.end] } == [12.2, 12.5])
+    }
+
+    /// Attack 101: the same provisional words again, later (no final between: an utterance that settled to
+    /// nothing), are settled where they came last.
+    @Test func aRepeatedTailIsSettledWhereItCameLast() {
+        var record = MeetingRecord()
+        let (ann, bo) = (SyncUp.fixture(attendees: 2).attendees[0], SyncUp.fixture(attendees: 2).attendees[1])
+        record.beginTurn(ann, at: 0)
+        record.add(RecognizedSpeech(isFinal: false, text: "no blockers", start: 1.1, end: 1.3))
+        record.beginTurn(bo, at: 2)
+        record.add(RecognizedSpeech(isFinal: false, text: "no blockers", start: 2.6, end: 3.0))
+        record.settleProvisionalTail()
+        #expect(record.segments.map(\.speaker) == [bo])
+        #expect(record.segments.map { [$0.start, $0.end] } == [[2.6, 3.0]])
     }
 
     /// Found by an attack: an engine's word time of 1e300 crashed the SRT export; times stay within a week.

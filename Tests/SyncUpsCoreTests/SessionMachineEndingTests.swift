@@ -174,6 +174,15 @@ import Testing
             #expect(segments.map(\.speaker) == Array(machine.syncUp.attendees.prefix(2)), "\(ending)")
             #expect(segments.last.map { ($0.start, $0.end) } ?? (0, 0) == (1.4, 1.9), "\(ending)")
         }
+        // Attack 101: a tail placed past the end (pulled back to it) is still the last speaker's: it is settled
+        // before the last turn closes, not after (it went to nobody).
+        var machine = running()
+        _ = try machine.request(.next, at: 1.2)
+        _ = try machine.request(.end(.save), at: 2.1)
+        _ = machine.handle(.speechRecognized(.init(isFinal: false, text: "last words", start: 30, end: 31)), at: 2.15)
+        _ = machine.handle(.recorderStopped, at: 2.2)
+        _ = machine.handle(.recognizerFinished, at: 2.3)
+        #expect(machine.record.segments.map(\.speaker) == [machine.syncUp.attendees[1]])
     }
 
     /// The timeouts are the daemon's, handed in at the start; a word that moves the recognizer on re-arms the

@@ -159,6 +159,16 @@ import Testing
         #expect(harness.finals.map(\.text) == ["after partials"])
     }
 
+    /// Attack 101: the partial held back by the ten a second when the engine's output ends is passed on: an
+    /// engine's last words, written 20 ms after the ones before, were lost (now that a save keeps provisional
+    /// words, they are what the meeting ends with).
+    @Test func passesOnTheLastPartialWhenTheOutputEnds() throws {
+        let harness = try RecognizerHarness(Self.recognizer("lastpartials"))
+        harness.feed(SpeechFixture.silence(seconds: 1))
+        #expect(harness.finish())
+        #expect(harness.results.last?.text == "one two three", "\(harness.results)")
+    }
+
     /// A partial is shown whole in `status` and events: only its tail is kept, on a character boundary.
     @Test func keepsOnlyTheTailOfAHugePartial() throws {
         let harness = try RecognizerHarness(Self.recognizer("bigpartial"))

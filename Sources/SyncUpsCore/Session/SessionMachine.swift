@@ -756,13 +756,14 @@ public struct SessionMachine: Sendable, Equatable {
     private mutating func complete(_ ending: Ending, at time: Double) -> [Effect] {
         isOver = true
         self.ending = ending
+        // Before the last turn closes: a tail at the very end is still its speaker's.
+        if ending.keepsMeeting { record.settleProvisionalTail() }
         record.finish(at: time)
         var final = ending
         var effects: [Effect] = []
         switch ending {
         case .finished, .saved, .interrupted:
             if case .interrupted = ending { record.isInterrupted = true }
-            record.settleProvisionalTail()
             final = ending.with(meeting)
             effects.append(.saveMeeting(meeting, record, of: syncUp))
         case .discarded, .syncUpDeleted:

@@ -59,9 +59,10 @@ public struct MeetingRecord: Sendable, Equatable {
         guard !hasFailed else { return false }
         let text = speech.text.trimmingWhitespace()
         if !speech.isFinal {
+            // The same words again keep the times of the latest (they are where the tail is settled).
+            (partialStart, partialEnd) = (speech.start, speech.end)
             guard text != partial else { return false }
             partial = text
-            (partialStart, partialEnd) = (speech.start, speech.end)
             dropProvisionalTail()
             if !text.isEmpty { transcript += (settledBytes > 0 ? " " : "") + text }
             return true
@@ -76,15 +77,24 @@ public struct MeetingRecord: Sendable, Equatable {
             segments += Attribution.segments(utterances: [speech.words], turns: turns, voices: voices)
         } else if !text.isEmpty {
             // No word timings (protocol.md allows it): the text still goes to whoever had the floor then.
-            let start = speech.start ?? turns.last?.start ?? 0
-            let end = speech.end ?? start
-            let turn = Attribution.turn(for: TranscriptWord(word: "", start: start, end: end), in: turns)
-            segments.append(
-                TranscriptSegment(
-                    speaker: turn.map { turns[$0].speaker }, start: start, end: end, text: text, words: []))
+            segments.append(Self.untimedSegment(text, start: speech.start, end: speech.end, turns: turns))
         }
         return true
     }
+
+    /// Words without timings, over `start`…`end` where the recognizer placed them (in order, whatever it said;
+    /// from the last turn's start if it did not), to whoever had the floor there.
+    public static func untimedSegment(_ text: String, start: Double?, end: Double?, turns: [SpeakerTurn])
+        -> TranscriptSegment
+    {
+        let given = start ?? turns.last?.start ?? 0
+        let (start, end) = (min(given, end ?? given), max(given, end ?? given))
+        let turn = Attribution.turn(for: TranscriptWord(word: "", start: start, end: end), in: turns)
+        return TranscriptSegment(speaker: turn.map { turns[$0].speaker }, start: start, end: end, text: text, words: [])
+    }
+
+    /// Where the provisional tail lies, as the recognizer said (for the journal: a crash settles it there).
+    public var partialSpan: (start: Double?, end: Double?) { (partialStart, partialEnd) }
 
     /// The meeting is saved with a provisional tail that no final replaced (a recognizer cut off by the end, or
     /// one whose last utterance settled to nothing, as PocketSphinx's grammar search does with half a sentence):
@@ -119,8 +129,11 @@ public struct MeetingRecord: Sendable, Equatable {
         return corrected
     }
 
+    /// Transcription failed: the words so far stay, the provisional ones settled (the transcript keeps them
+    /// before its ` ❌`, so its segments do too).
     public mutating func markFailure() {
         guard !hasFailed else { return }
+        settleProvisionalTail()
         hasFailed = true
         if !transcript.isEmpty { transcript += " ❌" }
     }

@@ -63,6 +63,14 @@ enum MeetingRecovery {
                 timeline: journal.timeline?.closed
             )
             details.absent = journal.absent
+            if syncUp.meeting(journal.meeting) == nil, !journal.partial.isEmpty {
+                // The provisional tail goes into the transcript below: a segment of whoever had the floor
+                // where it lies, as a save settles it (`MeetingRecord.settleProvisionalTail`).
+                details.segments.append(
+                    MeetingRecord.untimedSegment(
+                        journal.partial, start: journal.partialStart, end: journal.partialEnd,
+                        turns: journal.timeline?.turns ?? []))
+            }
             if syncUp.meeting(journal.meeting) == nil {
                 var audioSeconds: Double? = nil
                 let audio = directory.sidecar(journal.meeting, MeetingFiles.audio)

@@ -58,6 +58,7 @@ extension SessionController {
         )
         journal.absent = machine.roster.absent
         journal.partial = machine.record.partial
+        (journal.partialStart, journal.partialEnd) = machine.record.partialSpan
         journal.isInterrupted = isInterrupted
         journal.timeline = machine.record.timeline(durationSeconds: machine.durationSeconds)
         return journal

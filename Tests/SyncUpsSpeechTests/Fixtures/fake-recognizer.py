@@ -121,4 +121,8 @@ while True:
                 sys.exit(0)
     if mode != "hang":
         emit({"type": "progress", "time": received / 32000})
+if mode == "lastpartials":
+    # Its last words as partials, the second right after the first, then the end: no final.
+    emit({"type": "partial", "text": "one two", "start": 0.2, "end": 0.6})
+    emit({"type": "partial", "text": "one two three", "start": 0.2, "end": 0.9})
 sys.exit(0)
