@@ -125,10 +125,12 @@ public final class AudioCapture: Sendable {
 
     public var currentStatistics: Statistics { statistics.withLock { $0 } }
 
-    /// The frames of meeting time up to `instant` that the thread has not delivered: what a capture stuck in
-    /// a read (a hung sound server) owes its file when `stop` gives up on it.
-    public func undeliveredFrames(until instant: MonotonicInstant) -> Int {
-        Int(max(0, expectedFrames(at: instant) - currentStatistics.deliveredFrames))
+    /// The frames of meeting time up to the stop's instant that the thread has not delivered: what a capture
+    /// stuck in a read (a hung sound server) owes its file when `stop` gives up on it.
+    public func undeliveredFrames() -> Int {
+        let end = stoppedAt.load(ordering: .relaxed)
+        let instant = end > 0 ? MonotonicInstant(nanoseconds: end) : .now()
+        return Int(max(0, expectedFrames(at: instant) - currentStatistics.deliveredFrames))
     }
 
     /// The frames of meeting time from `start` to `instant`.
@@ -136,14 +138,20 @@ public final class AudioCapture: Sendable {
         (instant - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
     }
 
-    /// Asks the thread to stop and waits up to `timeout` for it; returns whether it ended. (A read blocked
-    /// on a stalled test FIFO can outlive the wait; the thread then ends on its own.) The recording ends at
-    /// `instant`: two captures stopped one after the other, each waiting for a stalled server, end together.
-    @discardableResult
-    public func stop(at instant: MonotonicInstant = .now(), timeout: Duration = .seconds(2)) -> Bool {
-        stoppedAt.store(instant.nanoseconds, ordering: .relaxed)
+    /// Asks the thread to stop, without waiting for it: the recording ends at `instant` (the first asked for
+    /// stands), and nothing the thread reads after, such as a hung server's audio once it answers again, goes
+    /// past it. Two captures asked at once end together, and their waits overlap.
+    public func requestStop(at instant: MonotonicInstant = .now()) {
+        _ = stoppedAt.compareExchange(expected: 0, desired: instant.nanoseconds, ordering: .relaxed)
         isStopping.store(true, ordering: .relaxed)
         wake.signal()
+    }
+
+    /// Asks the thread to stop (`requestStop`) and waits up to `timeout` for it; returns whether it ended. (A
+    /// read blocked on a stalled test FIFO can outlive the wait; the thread then ends on its own.)
+    @discardableResult
+    public func stop(at instant: MonotonicInstant = .now(), timeout: Duration = .seconds(2)) -> Bool {
+        requestStop(at: instant)
         let ended = exited.wait(timeout: timeout)
         if ended { thread.withLock { $0 }?.join() }
         return ended
@@ -159,6 +167,16 @@ public final class AudioCapture: Sendable {
         var recentIndex = 0
         let period = Int64(AudioFormat.framesPerChunk)
         func deliver(_ bytes: [UInt8], isFiller: Bool) {
+            var bytes = bytes
+            // Stopping: nothing past the stop's instant (audio read after it, a device paced ahead).
+            let stop = stoppedAt.load(ordering: .relaxed)
+            if stop > 0 {
+                let room = expectedFrames(at: MonotonicInstant(nanoseconds: stop)) - delivered
+                guard room > 0 else { return }
+                if bytes.count > Int(room) * AudioFormat.bytesPerFrame {
+                    bytes.removeLast(bytes.count - Int(room) * AudioFormat.bytesPerFrame)
+                }
+            }
             let chunk = AudioChunk(bytes: bytes, startFrame: delivered)
             delivered += Int64(chunk.frames)
             statistics.withLock {

@@ -100,18 +100,25 @@ public final class MeetingRecorder: Sendable {
             capture: capture.currentStatistics, writtenSeconds: written.seconds, writeError: written.error)
     }
 
-    /// Stops capturing, writes what is queued, and completes the WAV, as long as the meeting up to `instant`;
-    /// `keepsFile` false deletes it (discard). A meeting that is saved stops its recorder twice (to settle, then
-    /// to finish): only the first call stops, and a concurrent second one waits for it.
-    public func stop(keepsFile: Bool, at instant: MonotonicInstant = .now()) {
+    /// The recording ends at `instant` (the first asked for stands): said at once, without waiting, so that
+    /// two recorders stopped one after the other end together (`AudioCapture.requestStop`).
+    public func requestStop(at instant: MonotonicInstant) {
+        capture.requestStop(at: instant)
+    }
+
+    /// Stops capturing, writes what is queued, and completes the WAV, as long as the meeting up to the stop's
+    /// instant (`requestStop`'s, else now); `keepsFile` false deletes it (discard). A meeting that is saved
+    /// stops its recorder twice (to settle, then to finish): only the first call stops, and a concurrent second
+    /// one waits for it.
+    public func stop(keepsFile: Bool) {
         isStopped.withLock { isStopped in
             guard !isStopped else { return }
             isStopped = true
             // Still blocked in a read (a sound server that stopped answering): the file is as long as the
             // meeting all the same, silence for the rest, in step with the other source's. Set before the
             // queue closes, which is when the writer reads it.
-            if !capture.stop(at: instant) {
-                progress.tailFrames.withLock { $0 = capture.undeliveredFrames(until: instant) }
+            if !capture.stop() {
+                progress.tailFrames.withLock { $0 = capture.undeliveredFrames() }
             }
             chunks.close()
             writer.join()

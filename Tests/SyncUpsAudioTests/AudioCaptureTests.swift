@@ -79,4 +79,43 @@ import Testing
             #expect(silence > 0)
         }
     }
+
+    /// Attack 102: a hung server that answers again while the stop waits for its read. The read comes back
+    /// after the stop's instant, having waited (so the time is filled as a stall's), and what it brought went
+    /// past the meeting's end: both files up to 1.2 s longer than the meeting, with sound from after it. Nothing
+    /// is delivered past the stop's instant.
+    @Test func aReadThatReturnsAfterTheStopAddsNothingPastIt() throws {
+        let entered = try WakeSignal()
+        let never = try WakeSignal()
+        let reads = Mutex(0)
+        let device = CaptureDevice { _ in
+            CaptureStream(
+                read: { buffer, frames in
+                    // The fifth read hangs 0.7 s, as a read of a stalled server does, then brings audio.
+                    if reads.withLock({
+                        $0 += 1
+                        return $0
+                    }) == 5 {
+                        entered.signal()
+                        _ = never.wait(timeout: .milliseconds(700))
+                    }
+                    for index in 0..<frames { buffer[index] = 1_000 }
+                    return frames
+                },
+                recover: { $0 }, close: {}, bufferedFrames: { 0 })
+        }
+        let output = try BlockingQueue<AudioChunk>(capacity: 600)
+        let start = MonotonicInstant.now()
+        let capture = try AudioCapture(device: device, deviceName: "@microphone", output: output, start: start) { _ in }
+        entered.wait()
+        let stoppedAt = MonotonicInstant.now()
+        #expect(capture.stop(at: stoppedAt))
+        output.close()
+        var frames = 0
+        while let chunk = output.pop() { frames += chunk.frames }
+        let meeting = Int((stoppedAt - start).nanoseconds * 16_000 / 1_000_000_000)
+        // A device that delivers at once is paced up to a period ahead of real time: delivered before the stop.
+        #expect(frames <= meeting + 1_600 + 16, "\(frames) frames delivered, the meeting was \(meeting)")
+        #expect(frames >= meeting - 1_600, "\(frames) frames delivered, the meeting was \(meeting)")
+    }
 }

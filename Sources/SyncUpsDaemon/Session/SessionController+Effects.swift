@@ -53,13 +53,16 @@ extension SessionController {
                 let callRecorder = session.callRecorder
                 let mixer = session.mixer
                 let meetingID = session.meetingID
-                // Both files end here, where the meeting's recording does: the call's stop, made after the
-                // microphone's had waited for a stalled server, made its file that much longer (0.45 s at a
-                // SIGTERM, attack 96).
+                // Both files end here, where the meeting's recording does, asked on the loop (it does not wait):
+                // the call's stop, made after the microphone's had waited for a stalled server, made its file
+                // that much longer (0.45 s at a SIGTERM, attack 96), and audio read once a hung server answered
+                // again went past the end (up to 1.2 s, attack 102).
                 let end = MonotonicInstant.now()
+                recorder?.requestStop(at: end)
+                callRecorder?.requestStop(at: end)
                 cleanup.run { [mailbox] in
-                    recorder?.stop(keepsFile: true, at: end)
-                    callRecorder?.stop(keepsFile: true, at: end)
+                    recorder?.stop(keepsFile: true)
+                    callRecorder?.stop(keepsFile: true)
                     // The recognizer hears the last of both before it is told to finish.
                     mixer?.flush()
                     mailbox.post(.recorderStopped(meetingID))
