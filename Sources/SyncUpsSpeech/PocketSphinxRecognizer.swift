@@ -104,10 +104,9 @@ private struct Decoder {
     /// whatever turns come meanwhile, so its audio is decoded again once at most (a `next` every 200 ms
     /// inside a sentence, or a hundred at once, would decode it again at each).
     var isCarried = false
-    /// A sentence a turn cuts is carried into the next utterance up to this long (20 s): past it, the audio is
-    /// dropped as before (no one speaks one sentence that long; a grammar that matches nothing of it would
-    /// otherwise decode it again at every turn).
-    static let maxCarriedFrames = 20 * AudioFormat.sampleRate
+    /// A sentence a turn cuts is carried into the next utterance up to this long (10 s): past it, the audio is
+    /// dropped as before (a sentence is shorter; decoding more again would hold the recognizer up that much).
+    static let maxCarriedFrames = 10 * AudioFormat.sampleRate
 
     static func run(
         model: PocketSphinxRecognizer.Model,
