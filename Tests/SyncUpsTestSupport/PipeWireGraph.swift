@@ -101,23 +101,22 @@ public final class PipeWireGraph {
         return playback
     }
 
-    /// A remote attendee speaks: `voice` into the call sink and, if `leaks`, what the call plays heard by the
-    /// microphone too, 3 dB down (speakers without a headset); returns when it is played.
+    /// From now until the graph stops, what the call plays is heard by the microphone too, 3 dB down
+    /// (speakers without a headset); returns once the leak runs. A remote attendee then speaks with
+    /// `play(voice, into: "call")`.
     ///
     /// The leak is the call's own playback looped into `micfeed` by the server (`module-loopback` from the
     /// call's monitor, 20 ms), as a room carries what the speakers play: one stream heard twice. A second
     /// `paplay` of the same voice into `micfeed` was two streams that a loaded machine started up to 0.4 s
-    /// apart and stalled each on its own, so the "echo" no longer followed the call at all.
-    public func playRemote(_ voice: [UInt8], leaks: Bool) throws {
-        guard leaks else {
-            try play(voice, into: "call")
-            return
-        }
+    /// apart and stalled each on its own, so the "echo" no longer followed the call at all. Loaded before the
+    /// meeting, not as the remote attendee starts: the server relinking `micfeed` mid-meeting twice left `mic`
+    /// (a remap of its monitor) delivering nothing for the rest of the meeting, in about 50 loaded runs of the
+    /// whole suite (`mic` RUNNING, and no record stream listed, the remap's own included).
+    public func leakCallIntoMicrophone() throws {
         let module = try pactl([
             "load-module", "module-loopback", "source=call.monitor", "sink=micfeed", "latency_msec=20",
             "source_dont_move=true", "sink_dont_move=true",
         ]).filter(\.isNumber)
-        defer { _ = try? pactl(["unload-module", module]) }
         // The loop's stream into micfeed (nothing else plays there meanwhile), 3 dB down once it exists.
         let micfeed = try pactl(["list", "short", "sinks"]).split(separator: "\n")
             .first { $0.split(separator: "\t").dropFirst().first == "micfeed" }?.split(separator: "\t").first
@@ -127,11 +126,13 @@ public final class PipeWireGraph {
             loop = try pactl(["list", "short", "sink-inputs"]).split(separator: "\n")
                 .first { $0.split(separator: "\t").dropFirst().first == micfeed }?.split(separator: "\t").first
             guard loop == nil else { break }
-            guard MonotonicInstant.now() < deadline else { throw TestFailure("the loopback into micfeed never ran") }
+            guard MonotonicInstant.now() < deadline else {
+                _ = try? pactl(["unload-module", module])
+                throw TestFailure("the loopback into micfeed never ran")
+            }
             _ = poll(nil, 0, 20)  // the server has no event for this to wait on: ask again in 20 ms
         }
         try pactl(["set-sink-input-volume", String(loop!), "0.708"])
-        try play(voice, into: "call")
     }
 
     /// A `paplay` running.

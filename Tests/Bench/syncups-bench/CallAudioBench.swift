@@ -109,6 +109,7 @@ enum CallAudioBench {
 
     static func meeting(leaks: Bool) throws -> Meeting {
         let graph = try PipeWireGraph()
+        if leaks { try graph.leakCallIntoMicrophone() }
         let daemon = try DaemonProcess(
             arguments: ["--no-cue", "--speech-engine", "pocketsphinx"], environment: graph.environment)
         let client = try daemon.client()
@@ -123,7 +124,7 @@ enum CallAudioBench {
         try graph.play(try clips(localClips), into: "micfeed")
         try client.waitUntilElapsed(turnSeconds)
         let remote = try clips(remoteClips)
-        try graph.playRemote(remote, leaks: leaks)
+        try graph.play(remote, into: "call")
         let ended = try client.nextEvent("session.ended", timeout: .seconds(60))
         let meetingID = ended["data"]!["meeting"]!["id"]!.stringValue!
         let details = try client.result("meetings.get", ["syncup": .string(id), "meeting": .string(meetingID)])
