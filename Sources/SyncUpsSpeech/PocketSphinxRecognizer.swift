@@ -95,18 +95,6 @@ private struct Decoder {
     /// 2 s for the call's; a loaded machine): ended at once, with silence for the audio still to come, the
     /// utterance was cut in two and that audio decoded past the turn, as the next speaker's words.
     var pendingTurns: [Int64] = []
-    /// The current utterance's audio since its start, kept so that one a turn cut into nothing can be decoded
-    /// again with what follows (`endUtterance(atTurn:)`); at most `maxCarriedFrames`.
-    var utteranceSamples: [Int16] = []
-    /// False once the utterance outgrew `maxCarriedFrames`.
-    var isCarryable = true
-    /// The utterance holds audio a turn cut into nothing: it runs to its end (voice activity, the meeting's),
-    /// whatever turns come meanwhile, so its audio is decoded again once at most (a `next` every 200 ms
-    /// inside a sentence, or a hundred at once, would decode it again at each).
-    var isCarried = false
-    /// A sentence a turn cuts is carried into the next utterance up to this long (10 s): past it, the audio is
-    /// dropped as before (a sentence is shorter; decoding more again would hold the recognizer up that much).
-    static let maxCarriedFrames = 10 * AudioFormat.sampleRate
 
     static func run(
         model: PocketSphinxRecognizer.Model,
@@ -154,7 +142,7 @@ private struct Decoder {
     /// A new speaker from `frame` on: the utterance ends there, now if the audio has reached it, else when it does.
     mutating func turn(at frame: Int64) {
         if frame <= fedFrames {
-            endUtterance(atTurn: true)
+            endUtterance()
         } else {
             pendingTurns.append(frame)
         }
@@ -201,7 +189,7 @@ private struct Decoder {
             decode(rest.prefix(count))
             rest = rest.dropFirst(count)
             pendingTurns.removeFirst()
-            endUtterance(atTurn: true)
+            endUtterance()
         }
         decode(rest)
     }
@@ -213,12 +201,6 @@ private struct Decoder {
         }
         fedFrames += Int64(samples.count)
         hasAudioInUtterance = true
-        if utteranceSamples.count + samples.count <= Self.maxCarriedFrames {
-            utteranceSamples += samples
-        } else {
-            utteranceSamples = []  // too long to carry: what follows starts afresh if a turn cuts it
-            isCarryable = false
-        }
     }
 
     mutating func publishPartial() {
@@ -238,27 +220,14 @@ private struct Decoder {
     }
 
     /// Ends the utterance, reports its final result with word timings, and (unless finishing) starts the next.
-    /// One that a turn ended and that settled to nothing (a grammar matches no half of a sentence: a `next`
-    /// inside one lost all of it) is decoded again as the start of the next, which then holds the whole
-    /// sentence; its words keep their times, and the record gives each to whoever had the floor then.
-    mutating func endUtterance(restart: Bool = true, atTurn: Bool = false) {
-        if atTurn && isCarried { return }
+    mutating func endUtterance(restart: Bool = true) {
         if hasAudioInUtterance {
             ps_end_utt(decoder)
             var score: Int32 = 0
             let text = ps_get_hyp(decoder, &score).map { String(cString: $0) } ?? ""
             let words = collectWords()
-            if text.isEmpty && words.isEmpty && atTurn && restart && isCarryable && !utteranceSamples.isEmpty {
-                ps_start_utt(decoder)
-                utteranceSamples.withUnsafeBufferPointer { buffer in
-                    _ = ps_process_raw(decoder, buffer.baseAddress, buffer.count, 0, 0)
-                }
-                // The same utterance goes on: its start, its audio and its partials stay.
-                isCarried = true
-                return
-            }
             // One that settled to nothing after partials says so (an empty final): its partial was a guess
-            // the search gave up (a grammar's half sentence at the meeting's end, noise), not words to keep.
+            // the search gave up (a grammar's half sentence, noise), not words to keep.
             if !text.isEmpty || !words.isEmpty || !lastPartial.isEmpty {
                 events(
                     .result(
@@ -279,9 +248,6 @@ private struct Decoder {
         lastPartial = ""
         isInSpeech = false
         hasAudioInUtterance = false
-        utteranceSamples = []
-        isCarryable = true
-        isCarried = false
     }
 
     /// The utterance's words with times on the meeting's clock. PocketSphinx numbers frames (10 ms) from an
