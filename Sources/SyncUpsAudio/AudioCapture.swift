@@ -128,9 +128,13 @@ public final class AudioCapture: Sendable {
     /// The frames of meeting time up to the stop's instant that the thread has not delivered: what a capture
     /// stuck in a read (a hung sound server) owes its file when `stop` gives up on it.
     public func undeliveredFrames() -> Int {
-        let end = stoppedAt.load(ordering: .relaxed)
-        let instant = end > 0 ? MonotonicInstant(nanoseconds: end) : .now()
-        return Int(max(0, expectedFrames(at: instant) - currentStatistics.deliveredFrames))
+        Int(max(0, expectedFrames(at: end) - currentStatistics.deliveredFrames))
+    }
+
+    /// Where the recording ends: the stop's instant, or now before a stop.
+    private var end: MonotonicInstant {
+        let stopped = stoppedAt.load(ordering: .relaxed)
+        return stopped > 0 ? MonotonicInstant(nanoseconds: stopped) : .now()
     }
 
     /// The frames of meeting time from `start` to `instant`.
@@ -138,11 +142,11 @@ public final class AudioCapture: Sendable {
         (instant - start).nanoseconds * Int64(AudioFormat.sampleRate) / 1_000_000_000
     }
 
-    /// Asks the thread to stop, without waiting for it: the recording ends at `instant` (the first asked for
-    /// stands), and nothing the thread reads after, such as a hung server's audio once it answers again, goes
-    /// past it. Two captures asked at once end together, and their waits overlap.
-    public func requestStop(at instant: MonotonicInstant = .now()) {
-        _ = stoppedAt.compareExchange(expected: 0, desired: instant.nanoseconds, ordering: .relaxed)
+    /// Asks the thread to stop, without waiting for it: the recording ends now (at the first ask), and nothing
+    /// the thread reads after, such as a hung server's audio once it answers again, goes past it. Two captures
+    /// asked one after the other end together, and their waits overlap.
+    public func requestStop() {
+        _ = stoppedAt.compareExchange(expected: 0, desired: MonotonicInstant.now().nanoseconds, ordering: .relaxed)
         isStopping.store(true, ordering: .relaxed)
         wake.signal()
     }
@@ -150,8 +154,8 @@ public final class AudioCapture: Sendable {
     /// Asks the thread to stop (`requestStop`) and waits up to `timeout` for it; returns whether it ended. (A
     /// read blocked on a stalled test FIFO can outlive the wait; the thread then ends on its own.)
     @discardableResult
-    public func stop(at instant: MonotonicInstant = .now(), timeout: Duration = .seconds(2)) -> Bool {
-        requestStop(at: instant)
+    public func stop(timeout: Duration = .seconds(2)) -> Bool {
+        requestStop()
         let ended = exited.wait(timeout: timeout)
         if ended { thread.withLock { $0 }?.join() }
         return ended
@@ -315,8 +319,7 @@ public final class AudioCapture: Sendable {
         stream?.close()
         if stream == nil {
             // Up to the stop, not to the end of a read that waited past it for a stalled server.
-            let end = stoppedAt.load(ordering: .relaxed)
-            fillGap(tolerance: 0, until: end > 0 ? MonotonicInstant(nanoseconds: end) : .now())
+            fillGap(tolerance: 0, until: end)
         }
     }
 }

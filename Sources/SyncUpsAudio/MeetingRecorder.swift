@@ -100,14 +100,14 @@ public final class MeetingRecorder: Sendable {
             capture: capture.currentStatistics, writtenSeconds: written.seconds, writeError: written.error)
     }
 
-    /// The recording ends at `instant` (the first asked for stands): said at once, without waiting, so that
-    /// two recorders stopped one after the other end together (`AudioCapture.requestStop`).
-    public func requestStop(at instant: MonotonicInstant) {
-        capture.requestStop(at: instant)
+    /// The recording ends now (at the first ask): said without waiting, so that two recorders stopped one after
+    /// the other end together (`AudioCapture.requestStop`).
+    public func requestStop() {
+        capture.requestStop()
     }
 
-    /// Stops capturing, writes what is queued, and completes the WAV, as long as the meeting up to the stop's
-    /// instant (`requestStop`'s, else now); `keepsFile` false deletes it (discard). A meeting that is saved
+    /// Stops capturing, writes what is queued, and completes the WAV, as long as the meeting up to the stop
+    /// (`requestStop`'s, else now); `keepsFile` false deletes it (discard). A meeting that is saved
     /// stops its recorder twice (to settle, then to finish): only the first call stops, and a concurrent second
     /// one waits for it.
     public func stop(keepsFile: Bool) {

@@ -63,14 +63,6 @@ enum MeetingRecovery {
                 timeline: journal.timeline?.closed
             )
             details.absent = journal.absent
-            if syncUp.meeting(journal.meeting) == nil, !journal.partial.isEmpty {
-                // The provisional tail goes into the transcript below: a segment of whoever had the floor
-                // where it lies, as a save settles it (`MeetingRecord.settleProvisionalTail`).
-                details.segments.append(
-                    MeetingRecord.untimedSegment(
-                        journal.partial, start: journal.partialStart, end: journal.partialEnd,
-                        turns: journal.timeline?.turns ?? []))
-            }
             if syncUp.meeting(journal.meeting) == nil {
                 var audioSeconds: Double? = nil
                 let audio = directory.sidecar(journal.meeting, MeetingFiles.audio)
@@ -87,6 +79,14 @@ enum MeetingRecovery {
                 state.insertMeeting(meeting, into: syncUp.id)
                 var interrupted = details
                 interrupted.isInterrupted = true
+                if !journal.partial.isEmpty {
+                    // The tail in the transcript is a segment too, of whoever had the floor where it lies, as a
+                    // save settles it (`MeetingRecord.settleProvisionalTail`).
+                    interrupted.segments.append(
+                        MeetingRecord.untimedSegment(
+                            journal.partial, start: journal.partialStart, end: journal.partialEnd,
+                            turns: journal.timeline?.turns ?? []))
+                }
                 state.detailsWrites.queue(meeting.id, UnwrittenDetails(details: interrupted))
                 let note =
                     "recovered a meeting of \"\(syncUp.title)\" interrupted by a crash (\(UTCTime(journal.date).rfc3339), \(audioSeconds.map { "\(Int($0)) s of audio" } ?? "no audio"))"

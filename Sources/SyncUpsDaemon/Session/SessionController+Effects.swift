@@ -57,9 +57,8 @@ extension SessionController {
                 // the call's stop, made after the microphone's had waited for a stalled server, made its file
                 // that much longer (0.45 s at a SIGTERM, attack 96), and audio read once a hung server answered
                 // again went past the end (up to 1.2 s, attack 102).
-                let end = MonotonicInstant.now()
-                recorder?.requestStop(at: end)
-                callRecorder?.requestStop(at: end)
+                recorder?.requestStop()
+                callRecorder?.requestStop()
                 cleanup.run { [mailbox] in
                     recorder?.stop(keepsFile: true)
                     callRecorder?.stop(keepsFile: true)
